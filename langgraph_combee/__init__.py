@@ -1,0 +1,46 @@
+"""langgraph-combee: a LangGraph agent that improves its own system prompt from its runs.
+
+The public API is this module's ``__all__``; ``langgraph_combee.errors`` holds the
+error types and ``langgraph_combee.testing`` the offline chat-model doubles.
+"""
+
+from langgraph_combee._combee import Combee
+from langgraph_combee._core.dedup import Embedder
+from langgraph_combee._core.ops import Add, Remove, Tag, Update
+from langgraph_combee._core.playbook import Bullet, Playbook
+from langgraph_combee._core.types import (
+    Decision,
+    Feedback,
+    LearnReport,
+    PromptVersion,
+    Reflection,
+    StepReport,
+    Trace,
+)
+from langgraph_combee._errors import CombeeError
+from langgraph_combee._learning.controller import BatchSizeController
+from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AcceptAll",
+    "AcceptancePolicy",
+    "Add",
+    "BatchSizeController",
+    "Bullet",
+    "Combee",
+    "CombeeError",
+    "Decision",
+    "Embedder",
+    "Feedback",
+    "LearnReport",
+    "Playbook",
+    "PromptVersion",
+    "Reflection",
+    "Remove",
+    "StepReport",
+    "Tag",
+    "Trace",
+    "Update",
+]

@@ -1,0 +1,312 @@
+"""``Combee``: the one object a user holds.
+
+It ties the learning engine (layer 2) to the registry (layer 3) and the
+acceptance policy (layer 4). Offline, ``learn()`` runs steps over a list of
+traces; each step's playbook becomes a candidate version that the policy
+accepts, rejects or leaves pending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine, Iterable, Mapping
+from typing import Any, TypeVar
+
+from langchain_core.callbacks import Callbacks
+from langchain_core.language_models import BaseChatModel
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_combee._core.dedup import Embedder
+from langgraph_combee._core.types import Decision, LearnReport, PromptVersion, StepReport, Trace
+from langgraph_combee._errors import ConfigurationError, EngineLoopError
+from langgraph_combee._learning.calls import CallSettings
+from langgraph_combee._learning.engine import (
+    BatchSize,
+    EngineSettings,
+    LearningEngine,
+    validate_batch_size,
+)
+from langgraph_combee._learning.strategies import StepResult, Strategy
+from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy
+from langgraph_combee._storage.registry import PromptRegistry
+
+logger = logging.getLogger("langgraph_combee")
+
+R = TypeVar("R")
+
+
+def _resolve_model(model: str | BaseChatModel | None) -> BaseChatModel | None:
+    if model is None or isinstance(model, BaseChatModel):
+        return model
+    if isinstance(model, str):
+        from langchain.chat_models import init_chat_model
+
+        try:
+            return init_chat_model(model)
+        except Exception as exc:  # init_chat_model raises ImportError/ValueError alike
+            raise ConfigurationError(
+                "model", model, f"a 'provider:name' init_chat_model accepts ({exc})"
+            ) from exc
+    raise ConfigurationError("model", model, "a 'provider:name' string or a BaseChatModel")
+
+
+def _run_sync(coro: Coroutine[Any, Any, R], what: str) -> R:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise EngineLoopError(
+        f"Combee.{what}() was called from inside a running event loop; use 'await combee.a{what}()'"
+    )
+
+
+def _as_traces(traces: Iterable[Trace | Mapping[str, Any]]) -> list[Trace]:
+    out = []
+    for i, item in enumerate(traces):
+        if isinstance(item, Trace):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            try:
+                out.append(Trace.model_validate(item))
+            except ValueError as exc:
+                raise ConfigurationError(f"traces[{i}]", item, f"a valid Trace ({exc})") from exc
+        else:
+            raise ConfigurationError(f"traces[{i}]", item, "a Trace or a dict of Trace fields")
+    return out
+
+
+class Combee:
+    """A self-improving system prompt for one LangGraph / LangChain app.
+
+    Example::
+
+        combee = Combee(prompt_id="support-agent", model=learner_model)
+        report = combee.learn(traces)
+        print(report.playbook.render())
+
+    Args:
+        prompt_id: Name of the learned prompt; one playbook per id (and tenant).
+        model: The learner LLM: a ``BaseChatModel`` or a ``"provider:name"``
+            string for ``init_chat_model``. May be None for serve-only replicas.
+        store: A LangGraph ``BaseStore`` holding versions and traces; default a
+            new ``InMemoryStore``.
+        strategy: ``"combee"`` (default), ``"sequential"`` or ``"naive"``.
+        batch_size: Traces per learning step, or ``"auto"`` for the controller.
+        acceptance: Policy deciding which candidates go live; default AcceptAll.
+        token_budget: Maximum estimated tokens of the rendered playbook.
+        copies: Combee's duplication factor p (default 2).
+        fan_in: Combee's number of level-1 groups; default floor(sqrt(n)).
+        seed: Seed of Combee's shuffle.
+        max_concurrency: Most learner LLM calls in flight at once.
+        timeout_seconds: Per-call timeout of learner calls.
+        max_attempts: Attempts per learner call (retries with backoff).
+        embedder: Optional ``Embedder`` for semantic de-duplication.
+        callbacks: LangChain callbacks attached to every learner call.
+    """
+
+    def __init__(
+        self,
+        *,
+        prompt_id: str,
+        model: str | BaseChatModel | None = None,
+        store: BaseStore | None = None,
+        strategy: str | Strategy = "combee",
+        batch_size: BatchSize = "auto",
+        acceptance: AcceptancePolicy | None = None,
+        token_budget: int | None = 2000,
+        copies: int = 2,
+        fan_in: int | None = None,
+        seed: int = 0,
+        max_concurrency: int = 16,
+        timeout_seconds: float | None = 120.0,
+        max_attempts: int = 3,
+        embedder: Embedder | None = None,
+        callbacks: Callbacks = None,
+    ) -> None:
+        if not isinstance(prompt_id, str) or not prompt_id.strip():
+            raise ConfigurationError("prompt_id", prompt_id, "a non-empty string")
+        if store is not None and not isinstance(store, BaseStore):
+            raise ConfigurationError("store", store, "a langgraph BaseStore or None")
+        if acceptance is not None and not isinstance(acceptance, AcceptancePolicy):
+            raise ConfigurationError(
+                "acceptance", acceptance, "an AcceptancePolicy (name + async decide())"
+            )
+        self.prompt_id = prompt_id
+        self.model = _resolve_model(model)
+        self.store: BaseStore = store if store is not None else InMemoryStore()
+        self.acceptance: AcceptancePolicy = acceptance or AcceptAll()
+        self._batch_size = validate_batch_size(batch_size)
+        self._strategy = strategy
+        self._engine_settings = EngineSettings(
+            copies=copies,
+            fan_in=fan_in,
+            seed=seed,
+            token_budget=token_budget,
+            embedder=embedder,
+        )
+        self._call_settings = CallSettings(
+            max_concurrency=max_concurrency,
+            timeout_seconds=timeout_seconds,
+            max_attempts=max_attempts,
+        )
+        self._callbacks = callbacks
+        self._engines: dict[str | None, LearningEngine] = {}
+        self._registries: dict[str | None, PromptRegistry] = {}
+        # Build one engine now so that bad strategy settings fail at construction.
+        if self.model is not None:
+            self._engine(None)
+
+    def __repr__(self) -> str:
+        return (
+            f"Combee(prompt_id={self.prompt_id!r}, strategy={self.strategy_name!r}, "
+            f"batch_size={self._batch_size!r})"
+        )
+
+    @property
+    def strategy_name(self) -> str:
+        """The name of the learning strategy in use."""
+        return self._strategy if isinstance(self._strategy, str) else self._strategy.name
+
+    # ---- parts, per tenant ---------------------------------------------
+
+    def registry(self, tenant: str | None = None) -> PromptRegistry:
+        """The version registry of this prompt (for one tenant, if given)."""
+        if tenant not in self._registries:
+            self._registries[tenant] = PromptRegistry(self.store, self.prompt_id, tenant=tenant)
+        return self._registries[tenant]
+
+    def _engine(self, tenant: str | None) -> LearningEngine:
+        if self.model is None:
+            raise ConfigurationError(
+                "model", None, "a learner model to learn with (Combee(model=...))"
+            )
+        if tenant not in self._engines:
+            metadata = {"combee_prompt_id": self.prompt_id}
+            if tenant is not None:
+                metadata["combee_tenant"] = tenant
+            self._engines[tenant] = LearningEngine(
+                self.model,
+                strategy=self._strategy,
+                batch_size=self._batch_size,
+                settings=self._engine_settings,
+                calls=self._call_settings,
+                callbacks=self._callbacks,
+                metadata=metadata,
+            )
+        return self._engines[tenant]
+
+    # ---- reading versions ----------------------------------------------
+
+    def current(self, *, tenant: str | None = None) -> PromptVersion:
+        """The version in force (version 0 with an empty playbook before any learning)."""
+        return self.registry(tenant).head()
+
+    async def acurrent(self, *, tenant: str | None = None) -> PromptVersion:
+        """Async ``current()``."""
+        return await self.registry(tenant).ahead()
+
+    def get(self, version: int, *, tenant: str | None = None) -> PromptVersion:
+        """One version by number."""
+        return self.registry(tenant).get(version)
+
+    def history(self, *, tenant: str | None = None) -> list[PromptVersion]:
+        """Every version written, oldest first."""
+        return self.registry(tenant).history()
+
+    def rollback(
+        self, version: int, *, reason: str = "", tenant: str | None = None
+    ) -> PromptVersion:
+        """Put ``version``'s playbook back in force as a new version (history is kept)."""
+        return self.registry(tenant).rollback(version, reason=reason)
+
+    # ---- learning ------------------------------------------------------
+
+    def learn(
+        self,
+        traces: Iterable[Trace | Mapping[str, Any]],
+        *,
+        epochs: int = 1,
+        tenant: str | None = None,
+    ) -> LearnReport:
+        """Learn from traces offline, synchronously. See ``alearn``."""
+        return _run_sync(self.alearn(traces, epochs=epochs, tenant=tenant), "learn")
+
+    async def alearn(
+        self,
+        traces: Iterable[Trace | Mapping[str, Any]],
+        *,
+        epochs: int = 1,
+        tenant: str | None = None,
+    ) -> LearnReport:
+        """Learn from traces offline, in batches, writing one candidate version per step.
+
+        Args:
+            traces: ``Trace`` objects (or dicts of their fields), in learning order.
+            epochs: Passes over the traces.
+            tenant: Whose playbook to learn (None: the shared one).
+
+        Returns:
+            A ``LearnReport`` with the version in force afterwards and every step.
+        """
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+            raise ConfigurationError("epochs", epochs, "an int >= 1")
+        items = _as_traces(traces)
+        engine = self._engine(tenant)
+        registry = self.registry(tenant)
+        steps: list[StepReport] = []
+        for _ in range(epochs):
+            start = 0
+            while start < len(items):
+                size = engine.next_batch_size()
+                batch = items[start : start + size]
+                start += len(batch)
+                steps.append(await self.alearn_batch(batch, tenant=tenant, _registry=registry))
+        return LearnReport(version=await registry.ahead(), steps=steps)
+
+    async def alearn_batch(
+        self,
+        batch: list[Trace],
+        *,
+        tenant: str | None = None,
+        _registry: PromptRegistry | None = None,
+    ) -> StepReport:
+        """Run one learning step on ``batch`` and submit its candidate for acceptance.
+
+        Raises ``LearningError`` when the step fails; nothing is written then.
+        """
+        registry = _registry or self.registry(tenant)
+        engine = self._engine(tenant)
+        head = await registry.ahead()
+        next_version = await registry.alatest_version() + 1
+        result = await engine.step(head.playbook, batch, version=next_version)
+        await self._submit(registry, head, result)
+        return result.report
+
+    async def _submit(
+        self, registry: PromptRegistry, head: PromptVersion, result: StepResult
+    ) -> PromptVersion | None:
+        report = result.report
+        if result.playbook == head.playbook:
+            return None
+        candidate = PromptVersion(
+            prompt_id=self.prompt_id,
+            tenant=registry.tenant,
+            playbook=result.playbook,
+            parent=head.version,
+            ops=result.ops,
+            ops_summary=dict(report.ops),
+            source_trace_ids=list(report.trace_ids),
+            note=f"{report.strategy} step over {report.batch_size} traces",
+        )
+        stored = await registry.aadd_candidate(candidate)
+        report.version = stored.version
+        decision: Decision | None = await self.acceptance.decide(stored, head)
+        if decision is None:
+            return stored
+        report.accepted = decision.accepted
+        if decision.accepted:
+            return await registry.aaccept(stored.version, decision)
+        return await registry.areject(stored.version, decision)

@@ -1,0 +1,156 @@
+"""De-duplication of playbook bullets: lexical by default, semantic with an embedder.
+
+Merging keeps the older bullet's id (and its content), sums the counters and
+unions the provenance, so no support evidence is lost.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from langgraph_combee._core.playbook import Bullet, Playbook
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "so",
+        "that",
+        "the",
+        "then",
+        "this",
+        "to",
+        "when",
+        "with",
+    ]
+)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors for semantic de-duplication (e.g. a MiniLM model)."""
+
+    def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        """Return one vector per text, in order."""
+        ...
+
+
+@dataclass(frozen=True)
+class Merge:
+    """Bullet ``dropped_id`` was folded into ``kept_id``."""
+
+    kept_id: str
+    dropped_id: str
+    similarity: float
+
+
+@dataclass(frozen=True)
+class DedupResult:
+    """The de-duplicated playbook and the merges that produced it."""
+
+    playbook: Playbook
+    merges: tuple[Merge, ...] = ()
+
+
+def _shingles(text: str) -> set[str]:
+    words = [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+    if len(words) < 2:
+        return set(words)
+    return {f"{a} {b}" for a, b in itertools.pairwise(words)} | set(words)
+
+
+def lexical_similarity(a: str, b: str) -> float:
+    """Jaccard similarity of word and word-pair sets (stop words ignored), in [0, 1]."""
+    sa, sb = _shingles(a), _shingles(b)
+    if not sa and not sb:
+        return 1.0 if a.strip().lower() == b.strip().lower() else 0.0
+    return len(sa & sb) / len(sa | sb)
+
+
+def _cosine(u: Sequence[float], v: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(u, v, strict=True))
+    nu = math.sqrt(sum(x * x for x in u))
+    nv = math.sqrt(sum(y * y for y in v))
+    return dot / (nu * nv) if nu and nv else 0.0
+
+
+def deduplicate(
+    playbook: Playbook,
+    *,
+    threshold: float | None = None,
+    embedder: Embedder | None = None,
+) -> DedupResult:
+    """Merge near-duplicate bullets within each section.
+
+    Args:
+        playbook: The playbook to clean.
+        threshold: Similarity at or above which two bullets are merged. Defaults
+            to 0.9 with an embedder (cosine, as ACE's reference) and 0.7 lexically.
+        embedder: Optional semantic embedder; without it, lexical similarity is used.
+
+    Returns:
+        The new playbook and the list of merges (older id kept, counters summed).
+    """
+    if threshold is None:
+        threshold = 0.9 if embedder is not None else 0.7
+    bullets = list(playbook.bullets)
+    if len(bullets) < 2:
+        return DedupResult(playbook=playbook)
+    vectors: list[Sequence[float]] | None = None
+    if embedder is not None:
+        vectors = list(embedder.embed([b.content for b in bullets]))
+
+    def similarity(i: int, j: int) -> float:
+        if vectors is not None:
+            return _cosine(vectors[i], vectors[j])
+        return lexical_similarity(bullets[i].content, bullets[j].content)
+
+    # Older bullets come first so that the survivor of a merge keeps the older id.
+    order = sorted(range(len(bullets)), key=lambda i: (bullets[i].created_version, i))
+    survivors: dict[int, Bullet] = {}
+    merges: list[Merge] = []
+    for i in order:
+        target: int | None = None
+        best = threshold
+        for j in survivors:
+            if bullets[j].section != bullets[i].section:
+                continue
+            score = similarity(i, j)
+            if score >= best:
+                target, best = j, score
+        if target is None:
+            survivors[i] = bullets[i].model_copy(deep=True)
+            continue
+        kept = survivors[target]
+        kept.helpful += bullets[i].helpful
+        kept.harmful += bullets[i].harmful
+        kept.provenance = list(dict.fromkeys([*kept.provenance, *bullets[i].provenance]))
+        kept.updated_version = max(kept.updated_version, bullets[i].updated_version)
+        merges.append(Merge(kept_id=kept.id, dropped_id=bullets[i].id, similarity=best))
+    if not merges:
+        return DedupResult(playbook=playbook)
+    kept_in_order = [survivors[i] for i in range(len(bullets)) if i in survivors]
+    return DedupResult(playbook=playbook.replace_bullets(kept_in_order), merges=tuple(merges))

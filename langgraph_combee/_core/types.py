@@ -1,0 +1,235 @@
+"""The data model: traces, feedback, reflections, delta operations, versions, reports.
+
+Everything here is a pydantic model because it crosses a boundary: traces are
+captured and queued, reflections and operations are parsed from LLM replies,
+versions are stored. No I/O and no LLM calls live in this module.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from langgraph_combee._core.ops import DeltaOp
+from langgraph_combee._core.playbook import Playbook
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())
+
+
+class Feedback(BaseModel):
+    """How a run went: a score, a verdict, a comment and/or the right answer.
+
+    Any field may be left out. ``correct`` and ``score`` are the signal the
+    learner trusts most; ``ground_truth`` lets the reflector compare answers;
+    ``comment`` carries free-text feedback (a user's words, a resolved ticket).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    score: float | None = None
+    correct: bool | None = None
+    comment: str | None = None
+    ground_truth: str | None = None
+    source: str | None = Field(
+        default=None, description="Where the feedback came from: evaluator, user, langsmith..."
+    )
+
+    def is_empty(self) -> bool:
+        """Return True when no field carries a signal."""
+        return (
+            self.score is None
+            and self.correct is None
+            and not self.comment
+            and self.ground_truth is None
+        )
+
+    def merged(self, other: Feedback) -> Feedback:
+        """Return this feedback with the fields ``other`` sets taking precedence."""
+        data = self.model_dump()
+        data.update({k: v for k, v in other.model_dump().items() if v is not None})
+        return Feedback(**data)
+
+
+class TraceMessage(BaseModel):
+    """One message of a run, reduced to what the reflector needs to read."""
+
+    role: str
+    content: str = ""
+    name: str | None = None
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ToolCall(BaseModel):
+    """A tool invocation made during a run, with its result or error."""
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    result: str | None = None
+    error: str | None = None
+    id: str | None = None
+
+
+class Trace(BaseModel):
+    """One run of the agent, as the learner sees it.
+
+    Traces are captured by the middleware, or built by hand for offline learning::
+
+        Trace(input="Where is my refund?", output="BILLING",
+              feedback=Feedback(correct=False, ground_truth="FIN-REFUNDS"))
+    """
+
+    id: str = Field(default_factory=_new_id)
+    input: str = ""
+    messages: list[TraceMessage] = Field(default_factory=list)
+    output: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    error: str | None = None
+    feedback: Feedback | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    prompt_version: int | None = Field(
+        default=None, description="The prompt version served to this run, when known."
+    )
+    thread_id: str | None = None
+    tenant: str | None = None
+    latency_seconds: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    created_at: datetime = Field(default_factory=_utcnow)
+
+    @field_validator("id")
+    @classmethod
+    def _id_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("Trace.id must be a non-empty string")
+        return value
+
+    def has_ground_truth(self) -> bool:
+        """Return True when feedback names the right answer."""
+        return self.feedback is not None and self.feedback.ground_truth is not None
+
+    def execution_errors(self) -> list[str]:
+        """Return the run's error and tool errors: feedback when no ground truth exists."""
+        errors = [f"{c.name}: {c.error}" for c in self.tool_calls if c.error]
+        if self.error:
+            errors.insert(0, self.error)
+        return errors
+
+
+BulletTagValue = Literal["helpful", "harmful", "neutral"]
+
+
+class BulletTag(BaseModel):
+    """A reflector's verdict on one playbook bullet used in a run."""
+
+    id: str
+    tag: BulletTagValue
+
+
+class Reflection(BaseModel):
+    """What the reflector learned from one trace."""
+
+    trace_id: str
+    error_identification: str = ""
+    root_cause: str = ""
+    correct_approach: str = ""
+    key_insight: str = ""
+    bullet_tags: list[BulletTag] = Field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        """Return True when the reflection carries no insight and no tags."""
+        return not (
+            self.key_insight.strip()
+            or self.correct_approach.strip()
+            or self.root_cause.strip()
+            or self.bullet_tags
+        )
+
+
+VersionStatus = Literal["candidate", "accepted", "rejected"]
+
+
+class Decision(BaseModel):
+    """Why a candidate version was accepted or rejected, with the figures behind it."""
+
+    accepted: bool
+    policy: str
+    reason: str
+    metrics: dict[str, float] = Field(default_factory=dict)
+    decided_at: datetime = Field(default_factory=_utcnow)
+
+
+class PromptVersion(BaseModel):
+    """One version of a learned prompt: a playbook and the record of how it came to be."""
+
+    prompt_id: str
+    tenant: str | None = None
+    version: int = 0
+    parent: int | None = None
+    playbook: Playbook = Field(default_factory=Playbook)
+    status: VersionStatus = "accepted"
+    created_at: datetime = Field(default_factory=_utcnow)
+    ops: list[DeltaOp] = Field(default_factory=list)
+    ops_summary: dict[str, int] = Field(default_factory=dict)
+    source_trace_ids: list[str] = Field(default_factory=list)
+    decision: Decision | None = None
+    note: str = ""
+
+    def render(self) -> str:
+        """Return the text appended to the app's system prompt ('' when empty)."""
+        return self.playbook.render()
+
+
+class StepReport(BaseModel):
+    """The cost and structure of one learning step."""
+
+    strategy: str
+    batch_size: int
+    group_sizes: list[int] = Field(default_factory=list)
+    calls: dict[str, int] = Field(default_factory=dict)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    ops: dict[str, int] = Field(default_factory=dict)
+    seconds: float = 0.0
+    failed_calls: dict[str, int] = Field(default_factory=dict)
+    unparsed: dict[str, int] = Field(default_factory=dict)
+    unknown_ops: int = 0
+    evicted: int = 0
+    merged: int = 0
+    trace_ids: list[str] = Field(default_factory=list)
+    version: int | None = None
+    accepted: bool | None = None
+
+
+class LearnReport(BaseModel):
+    """What ``Combee.learn`` did: the resulting version, its playbook, and every step."""
+
+    version: PromptVersion
+    steps: list[StepReport] = Field(default_factory=list)
+
+    @property
+    def playbook(self) -> Playbook:
+        """The playbook of the resulting version."""
+        return self.version.playbook
+
+    def totals(self) -> dict[str, Any]:
+        """Sum calls, tokens and seconds over all steps."""
+        calls: dict[str, int] = {}
+        for step in self.steps:
+            for name, count in step.calls.items():
+                calls[name] = calls.get(name, 0) + count
+        return {
+            "steps": len(self.steps),
+            "calls": calls,
+            "input_tokens": sum(s.input_tokens for s in self.steps),
+            "output_tokens": sum(s.output_tokens for s in self.steps),
+            "seconds": sum(s.seconds for s in self.steps),
+        }

@@ -1,0 +1,102 @@
+"""Errors raised by langgraph-combee.
+
+Every error derives from one root, so ``except CombeeError`` catches them all::
+
+    CombeeError
+    ├── ConfigurationError        bad argument or setting (also a ValueError)
+    ├── MissingExtraError         an optional extra is not installed (also an ImportError)
+    ├── LearningError             a learning step failed; no version was written
+    │   ├── LLMCallError          an LLM call failed after its retries
+    │   └── BudgetExceededError   the learner's call or token budget is spent
+    ├── RegistryError             the prompt registry refused an operation
+    │   ├── VersionNotFoundError  no such version (also a KeyError)
+    │   └── LeaseHeldError        another writer holds the lease for this prompt
+    └── EngineLoopError           a sync call was made from inside the engine's loop
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CombeeError(Exception):
+    """Root of every error raised by langgraph-combee."""
+
+
+class ConfigurationError(CombeeError, ValueError):
+    """An argument or setting has a value that is not allowed."""
+
+    def __init__(self, name: str, value: Any, allowed: str) -> None:
+        self.name = name
+        self.value = value
+        self.allowed = allowed
+        super().__init__(f"{name}={value!r} is not allowed: {allowed}")
+
+
+class MissingExtraError(CombeeError, ImportError):
+    """An optional dependency group is needed and missing."""
+
+    def __init__(self, extra: str, feature: str) -> None:
+        self.extra = extra
+        self.feature = feature
+        super().__init__(
+            f"{feature} needs the '{extra}' extra: pip install 'langgraph-combee[{extra}]'"
+        )
+
+
+class LearningError(CombeeError):
+    """A learning step failed. Nothing was written; its traces can be retried."""
+
+
+class LLMCallError(LearningError):
+    """An LLM call failed after its retries."""
+
+    def __init__(self, run_name: str, attempts: int, cause: BaseException) -> None:
+        self.run_name = run_name
+        self.attempts = attempts
+        self.cause = cause
+        super().__init__(
+            f"{run_name} failed after {attempts} attempt(s): {type(cause).__name__}: {cause}"
+        )
+
+
+class BudgetExceededError(LearningError):
+    """The learner's budget of calls or tokens for the current window is spent."""
+
+    def __init__(self, what: str, used: int, limit: int) -> None:
+        self.what = what
+        self.used = used
+        self.limit = limit
+        super().__init__(f"learner {what} budget spent: {used} of {limit} used")
+
+
+class RegistryError(CombeeError):
+    """The prompt registry refused an operation."""
+
+
+class VersionNotFoundError(RegistryError, KeyError):
+    """The requested prompt version does not exist."""
+
+    def __init__(self, prompt_id: str, version: int) -> None:
+        self.prompt_id = prompt_id
+        self.version = version
+        super().__init__(f"prompt {prompt_id!r} has no version {version}")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class LeaseHeldError(RegistryError):
+    """Another writer holds the lease to accept versions for this prompt."""
+
+    def __init__(self, prompt_id: str, holder: str, expires_at: float) -> None:
+        self.prompt_id = prompt_id
+        self.holder = holder
+        self.expires_at = expires_at
+        super().__init__(
+            f"prompt {prompt_id!r} is leased by {holder!r} until {expires_at:.0f} (unix time)"
+        )
+
+
+class EngineLoopError(CombeeError, RuntimeError):
+    """A synchronous method was called from inside the event loop it would block."""

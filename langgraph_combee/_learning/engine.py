@@ -1,0 +1,107 @@
+"""The learning engine: a strategy, its LLM caller and its batch sizing, with no store.
+
+``Combee`` owns one engine per prompt; the offline ``learn()`` and the background
+learner both drive it one batch at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.callbacks import Callbacks
+from langchain_core.language_models import BaseChatModel
+
+from langgraph_combee._core.dedup import Embedder
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.types import Trace
+from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._learning.calls import CallSettings, LLMCaller
+from langgraph_combee._learning.controller import BatchSizeController
+from langgraph_combee._learning.strategies import StepContext, StepResult, Strategy, make_strategy
+
+BatchSize = int | Literal["auto"]
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Knobs of the learning algorithm (all keyword arguments of ``Combee``)."""
+
+    copies: int = 2
+    fan_in: int | None = None
+    seed: int = 0
+    token_budget: int | None = 2000
+    dedup: bool = True
+    dedup_threshold: float | None = None
+    embedder: Embedder | None = None
+
+    def __post_init__(self) -> None:
+        if self.token_budget is not None and self.token_budget < 50:
+            raise ConfigurationError("token_budget", self.token_budget, "None or an int >= 50")
+        if self.dedup_threshold is not None and not 0 < self.dedup_threshold <= 1:
+            raise ConfigurationError("dedup_threshold", self.dedup_threshold, "None or in (0, 1]")
+        if self.embedder is not None and not hasattr(self.embedder, "embed"):
+            raise ConfigurationError(
+                "embedder", self.embedder, "an object with embed(texts) -> vectors"
+            )
+
+
+def validate_batch_size(batch_size: Any) -> BatchSize:
+    """Return ``batch_size`` if it is a positive int or "auto", else raise."""
+    if batch_size == "auto":
+        return "auto"
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ConfigurationError("batch_size", batch_size, 'a positive int or "auto"')
+    return batch_size
+
+
+class LearningEngine:
+    """Runs learning steps; knows nothing of stores, versions or acceptance."""
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        *,
+        strategy: str | Strategy = "combee",
+        batch_size: BatchSize = "auto",
+        settings: EngineSettings | None = None,
+        calls: CallSettings | None = None,
+        controller: BatchSizeController | None = None,
+        callbacks: Callbacks = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self.settings = settings or EngineSettings()
+        self.strategy = make_strategy(
+            strategy,
+            copies=self.settings.copies,
+            fan_in=self.settings.fan_in,
+            seed=self.settings.seed,
+        )
+        self.batch_size = validate_batch_size(batch_size)
+        self.controller = controller or BatchSizeController()
+        self.caller = LLMCaller(
+            model, calls or CallSettings(), callbacks=callbacks, metadata=metadata
+        )
+        self.context = StepContext(
+            caller=self.caller,
+            token_budget=self.settings.token_budget,
+            embedder=self.settings.embedder,
+            dedup_threshold=self.settings.dedup_threshold,
+            dedup=self.settings.dedup,
+        )
+
+    def next_batch_size(self) -> int:
+        """How many traces the next step should take."""
+        if self.batch_size == "auto":
+            return self.controller.next_size()
+        return self.batch_size
+
+    async def step(
+        self, playbook: Playbook, traces: Sequence[Trace], *, version: int
+    ) -> StepResult:
+        """Run one step and feed its delay to the batch-size controller."""
+        result = await self.strategy.step(self.context, playbook, traces, version=version)
+        if self.batch_size == "auto":
+            self.controller.record(len(traces), result.report.seconds)
+        return result

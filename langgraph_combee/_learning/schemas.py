@@ -1,0 +1,141 @@
+"""The JSON shapes the learner asks its LLM for, and their conversion to delta ops.
+
+These schemas are lenient on purpose: strings accept numbers, missing fields
+default to empty, operation kinds are case-insensitive, and tags may come as a
+list or as an ``{id: tag}`` mapping. Strictness lives in the conversion, which
+drops what cannot be used and says how much it dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, Field
+
+from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
+from langgraph_combee._core.types import BulletTag, Reflection
+
+
+def _loose_str(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool | int | float):
+        return str(value)
+    if isinstance(value, list):
+        return "; ".join(str(v) for v in value)
+    return value
+
+
+def _loose_str_list(value: Any) -> Any:
+    if value is None:
+        return []
+    if isinstance(value, str | int | float):
+        return [str(value)]
+    if isinstance(value, list):
+        return [str(v) for v in value if v is not None]
+    return value
+
+
+LooseStr = Annotated[str, BeforeValidator(_loose_str)]
+LooseStrList = Annotated[list[str], BeforeValidator(_loose_str_list)]
+
+
+class TagOut(BaseModel):
+    """A bullet tag as the reflector writes it."""
+
+    id: LooseStr = ""
+    tag: LooseStr = ""
+
+
+def _tags(value: Any) -> Any:
+    if value is None:
+        return []
+    if isinstance(value, Mapping):
+        return [{"id": k, "tag": v} for k, v in value.items()]
+    return value
+
+
+class ReflectionOut(BaseModel):
+    """The reflector's reply for one trace."""
+
+    error_identification: LooseStr = Field("", description="What went wrong, if anything.")
+    root_cause: LooseStr = Field("", description="Why it went wrong.")
+    correct_approach: LooseStr = Field("", description="What should have been done.")
+    key_insight: LooseStr = Field(
+        "", description="One reusable lesson for future runs, or empty if none."
+    )
+    bullet_tags: Annotated[list[TagOut], BeforeValidator(_tags)] = Field(
+        default_factory=list, description="Verdicts on playbook bullets that mattered."
+    )
+
+    def to_reflection(self, trace_id: str) -> Reflection:
+        """Convert to a Reflection, keeping only well-formed tags."""
+        tags = []
+        for t in self.bullet_tags:
+            value = t.tag.strip().lower()
+            if t.id.strip() and value in ("helpful", "harmful", "neutral"):
+                tags.append(BulletTag(id=t.id.strip(), tag=value))  # type: ignore[arg-type]
+        return Reflection(
+            trace_id=trace_id,
+            error_identification=self.error_identification,
+            root_cause=self.root_cause,
+            correct_approach=self.correct_approach,
+            key_insight=self.key_insight,
+            bullet_tags=tags,
+        )
+
+
+class OpOut(BaseModel):
+    """One operation as a curator writes it."""
+
+    type: LooseStr = ""
+    section: LooseStr = ""
+    content: LooseStr = ""
+    id: LooseStr = ""
+    reason: LooseStr = ""
+    sources: LooseStrList = Field(default_factory=list)
+
+
+class OpsOut(BaseModel):
+    """A curator's or aggregator's reply: a list of operations."""
+
+    reasoning: LooseStr = ""
+    operations: list[OpOut] = Field(default_factory=list)
+
+
+def convert_ops(
+    raw: Sequence[OpOut],
+    *,
+    labels: Mapping[str, str],
+    default_sources: Sequence[str],
+) -> tuple[list[DeltaOp], int]:
+    """Turn raw operations into delta ops, mapping reflection labels to trace ids.
+
+    Args:
+        raw: Operations as parsed from the LLM.
+        labels: Reflection label (e.g. ``"R3"``) to trace id.
+        default_sources: Trace ids credited when an op names no known label.
+
+    Returns:
+        The usable ops and the number of raw ops dropped as malformed.
+    """
+    ops: list[DeltaOp] = []
+    dropped = 0
+    for item in raw:
+        kind = item.type.strip().upper()
+        sources = [
+            labels[s.strip().strip("[]")] for s in item.sources if s.strip().strip("[]") in labels
+        ]
+        if not sources:
+            sources = list(default_sources)
+        content = item.content.strip()
+        if kind == "ADD" and content:
+            ops.append(Add(section=item.section or "others", content=content, sources=sources))
+        elif kind in ("UPDATE", "MODIFY", "EDIT") and item.id.strip() and content:
+            ops.append(Update(id=item.id.strip(), content=content, sources=sources))
+        elif kind in ("REMOVE", "DELETE") and item.id.strip():
+            ops.append(Remove(id=item.id.strip(), reason=item.reason, sources=sources))
+        else:
+            dropped += 1
+    return ops, dropped

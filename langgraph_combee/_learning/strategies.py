@@ -1,0 +1,367 @@
+"""Learning strategies: sequential ACE, naive batching, and the Combee scan.
+
+All three share one interface, ``Strategy.step(ctx, playbook, traces, version)``,
+and the same building blocks (reflect, curate, apply). A step never touches a
+store: it returns the new playbook and its report, and the caller decides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from langgraph_combee._core.dedup import Embedder, deduplicate
+from langgraph_combee._core.ops import DeltaOp, Tag
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.types import Reflection, StepReport, Trace
+from langgraph_combee._errors import ConfigurationError, LearningError, LLMCallError
+from langgraph_combee._learning import prompts
+from langgraph_combee._learning.calls import CallStats, LLMCaller
+from langgraph_combee._learning.schemas import OpsOut, ReflectionOut, convert_ops
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What a strategy needs besides the playbook and the traces."""
+
+    caller: LLMCaller
+    token_budget: int | None = 2000
+    embedder: Embedder | None = None
+    dedup_threshold: float | None = None
+    dedup: bool = True
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """A step's new playbook, the ops that made it, and its report."""
+
+    playbook: Playbook
+    ops: list[DeltaOp]
+    report: StepReport
+    reflections: list[Reflection] = field(default_factory=list)
+
+
+@dataclass
+class _Labelled:
+    label: str
+    reflection: Reflection
+
+
+async def reflect_all(
+    ctx: StepContext, playbook: Playbook, traces: Sequence[Trace], stats: CallStats
+) -> list[_Labelled]:
+    """Reflect on every trace in parallel against the same playbook snapshot.
+
+    A reflection that fails or cannot be parsed is lost (and counted); if every
+    reflection fails because the LLM keeps raising, the step fails.
+    """
+
+    async def one(trace: Trace) -> Reflection | None:
+        try:
+            out = await ctx.caller.call(
+                "combee.reflect", prompts.reflector_messages(trace, playbook), ReflectionOut, stats
+            )
+        except LLMCallError:
+            return None
+        return None if out is None else out.to_reflection(trace.id)
+
+    results = await asyncio.gather(*(one(t) for t in traces))
+    if traces and all(r is None for r in results) and stats.failed["combee.reflect"] == len(traces):
+        raise LearningError(f"all {len(traces)} reflections failed: the learner LLM is unavailable")
+    return [
+        _Labelled(f"R{i}", r)
+        for i, r in enumerate(results, start=1)
+        if r is not None and not r.is_empty()
+    ]
+
+
+def tag_ops(reflections: Sequence[_Labelled]) -> list[DeltaOp]:
+    """Sum the reflectors' helpful/harmful tags into one TAG op per bullet."""
+    totals: dict[str, list[int]] = {}
+    sources: dict[str, list[str]] = {}
+    for item in reflections:
+        for tag in item.reflection.bullet_tags:
+            if tag.tag == "neutral":
+                continue
+            counts = totals.setdefault(tag.id, [0, 0])
+            counts[0 if tag.tag == "helpful" else 1] += 1
+            sources.setdefault(tag.id, []).append(item.reflection.trace_id)
+    return [
+        Tag(id=bid, helpful=h, harmful=x, sources=list(dict.fromkeys(sources[bid])))
+        for bid, (h, x) in totals.items()
+    ]
+
+
+async def curate(
+    ctx: StepContext,
+    run_name: str,
+    playbook: Playbook,
+    group: Sequence[_Labelled],
+    stats: CallStats,
+) -> list[DeltaOp] | None:
+    """One curator call over a group of reflections; None if the reply was unusable."""
+    unique = list({item.label: item for item in group}.values())
+    out = await ctx.caller.call(
+        run_name,
+        prompts.curator_messages(
+            playbook, [(i.label, i.reflection) for i in group], token_budget=ctx.token_budget
+        ),
+        OpsOut,
+        stats,
+    )
+    if out is None:
+        return None
+    labels = {i.label: i.reflection.trace_id for i in unique}
+    ops, _ = convert_ops(
+        out.operations, labels=labels, default_sources=[i.reflection.trace_id for i in unique]
+    )
+    return ops
+
+
+def finish(
+    ctx: StepContext,
+    playbook: Playbook,
+    ops: Sequence[DeltaOp],
+    *,
+    version: int,
+    report: StepReport,
+) -> tuple[Playbook, list[DeltaOp]]:
+    """Apply ops deterministically, then de-duplicate, then enforce the token budget."""
+    applied = playbook.apply(ops, version=version)
+    report.unknown_ops += len(applied.skipped)
+    for kind, n in applied.counts().items():
+        report.ops[kind] = report.ops.get(kind, 0) + n
+    result = applied.playbook
+    if ctx.dedup:
+        deduped = deduplicate(result, threshold=ctx.dedup_threshold, embedder=ctx.embedder)
+        report.merged += len(deduped.merges)
+        result = deduped.playbook
+    budgeted = result.enforce_budget(ctx.token_budget)
+    report.evicted += len(budgeted.evicted)
+    return budgeted.playbook, applied.applied
+
+
+class Strategy:
+    """Base class: one learning step over a batch of traces."""
+
+    name: ClassVar[str] = ""
+
+    async def step(
+        self, ctx: StepContext, playbook: Playbook, traces: Sequence[Trace], *, version: int
+    ) -> StepResult:
+        """Learn from ``traces`` and return the new playbook; never writes anything."""
+        stats = CallStats()
+        report = StepReport(
+            strategy=self.name, batch_size=len(traces), trace_ids=[t.id for t in traces]
+        )
+        started = time.perf_counter()
+        new_playbook, ops, reflections = await self._run(
+            ctx, playbook, traces, version=version, stats=stats, report=report
+        )
+        report.seconds = time.perf_counter() - started
+        report.calls = stats.short_calls()
+        report.failed_calls = {k.removeprefix("combee."): v for k, v in stats.failed.items()}
+        report.unparsed = {k.removeprefix("combee."): v for k, v in stats.unparsed.items()}
+        report.input_tokens = stats.input_tokens
+        report.output_tokens = stats.output_tokens
+        return StepResult(new_playbook, ops, report, reflections)
+
+    async def _run(
+        self,
+        ctx: StepContext,
+        playbook: Playbook,
+        traces: Sequence[Trace],
+        *,
+        version: int,
+        stats: CallStats,
+        report: StepReport,
+    ) -> tuple[Playbook, list[DeltaOp], list[Reflection]]:
+        raise NotImplementedError
+
+
+class SequentialStrategy(Strategy):
+    """ACE as published: for each trace in turn, reflect, curate, apply."""
+
+    name = "sequential"
+
+    async def _run(
+        self,
+        ctx: StepContext,
+        playbook: Playbook,
+        traces: Sequence[Trace],
+        *,
+        version: int,
+        stats: CallStats,
+        report: StepReport,
+    ) -> tuple[Playbook, list[DeltaOp], list[Reflection]]:
+        all_ops: list[DeltaOp] = []
+        reflections: list[Reflection] = []
+        for trace in traces:
+            labelled = await reflect_all(ctx, playbook, [trace], stats)
+            report.group_sizes.append(1)
+            if not labelled:
+                continue
+            reflections.extend(i.reflection for i in labelled)
+            ops = list(tag_ops(labelled))
+            proposed = await curate(ctx, "combee.curate", playbook, labelled, stats)
+            ops.extend(proposed or [])
+            playbook, applied = finish(ctx, playbook, ops, version=version, report=report)
+            all_ops.extend(applied)
+        return playbook, all_ops, reflections
+
+
+class NaiveStrategy(Strategy):
+    """Reflect on the batch in parallel, then hand every reflection to ONE curator call."""
+
+    name = "naive"
+
+    async def _run(
+        self,
+        ctx: StepContext,
+        playbook: Playbook,
+        traces: Sequence[Trace],
+        *,
+        version: int,
+        stats: CallStats,
+        report: StepReport,
+    ) -> tuple[Playbook, list[DeltaOp], list[Reflection]]:
+        labelled = await reflect_all(ctx, playbook, traces, stats)
+        report.group_sizes = [len(labelled)]
+        ops = tag_ops(labelled)
+        if labelled:
+            ops.extend(await curate(ctx, "combee.curate", playbook, labelled, stats) or [])
+        new, applied = finish(ctx, playbook, ops, version=version, report=report)
+        return new, applied, [i.reflection for i in labelled]
+
+
+def shuffle_groups(
+    items: Sequence[_Labelled], *, copies: int, groups: int, rng: random.Random
+) -> list[list[_Labelled]]:
+    """Duplicate each item ``copies`` times, shuffle, and split into near-equal groups."""
+    pool = [item for item in items for _ in range(copies)]
+    rng.shuffle(pool)
+    groups = max(1, min(groups, len(pool)))
+    size, extra = divmod(len(pool), groups)
+    out: list[list[_Labelled]] = []
+    start = 0
+    for g in range(groups):
+        end = start + size + (1 if g < extra else 0)
+        out.append(pool[start:end])
+        start = end
+    return out
+
+
+class CombeeStrategy(Strategy):
+    """Combee: parallel map, augmented shuffle, two-level parallel scan, one apply.
+
+    Args:
+        copies: How many times each reflection is duplicated before shuffling (p).
+        fan_in: Number of level-1 groups, which is also the aggregator's fan-in;
+            None means floor(sqrt(n)) for n reflections, as the paper does.
+        seed: Seed of the shuffle; the step index is mixed in so steps differ.
+    """
+
+    name = "combee"
+
+    def __init__(self, *, copies: int = 2, fan_in: int | None = None, seed: int = 0) -> None:
+        if copies < 1:
+            raise ConfigurationError("copies", copies, "an int >= 1")
+        if fan_in is not None and fan_in < 1:
+            raise ConfigurationError("fan_in", fan_in, "None or an int >= 1")
+        self.copies = copies
+        self.fan_in = fan_in
+        self.seed = seed
+        self._steps = 0
+
+    def group_count(self, n: int) -> int:
+        """Number of level-1 groups for n reflections (1 below four)."""
+        if n < 4:
+            return 1
+        return self.fan_in if self.fan_in is not None else math.isqrt(n)
+
+    async def _run(
+        self,
+        ctx: StepContext,
+        playbook: Playbook,
+        traces: Sequence[Trace],
+        *,
+        version: int,
+        stats: CallStats,
+        report: StepReport,
+    ) -> tuple[Playbook, list[DeltaOp], list[Reflection]]:
+        labelled = await reflect_all(ctx, playbook, traces, stats)
+        ops: list[DeltaOp] = tag_ops(labelled)
+        k = self.group_count(len(labelled))
+        rng = random.Random(f"{self.seed}:{self._steps}")
+        self._steps += 1
+        if not labelled:
+            report.group_sizes = []
+        elif k == 1:
+            report.group_sizes = [len(labelled)]
+            ops.extend(await curate(ctx, "combee.curate", playbook, labelled, stats) or [])
+        else:
+            groups = shuffle_groups(labelled, copies=self.copies, groups=k, rng=rng)
+            report.group_sizes = [len(g) for g in groups]
+            ops.extend(await self._reduce(ctx, playbook, groups, labelled, stats))
+        new, applied = finish(ctx, playbook, ops, version=version, report=report)
+        return new, applied, [i.reflection for i in labelled]
+
+    async def _reduce(
+        self,
+        ctx: StepContext,
+        playbook: Playbook,
+        groups: list[list[_Labelled]],
+        labelled: list[_Labelled],
+        stats: CallStats,
+    ) -> list[DeltaOp]:
+        async def propose(group: list[_Labelled]) -> list[DeltaOp] | None:
+            try:
+                return await curate(ctx, "combee.propose", playbook, group, stats)
+            except LLMCallError:
+                return None
+
+        proposals = await asyncio.gather(*(propose(g) for g in groups))
+        usable = [p for p in proposals if p is not None]
+        if not usable:
+            raise LearningError(f"all {len(groups)} level-1 curator calls failed")
+        by_trace = {i.reflection.trace_id: i.label for i in labelled}
+        labelled_props = [
+            [(op, [by_trace[s] for s in op.sources if s in by_trace]) for op in proposal]
+            for proposal in usable
+        ]
+        out = await ctx.caller.call(
+            "combee.aggregate",
+            prompts.aggregator_messages(playbook, labelled_props, token_budget=ctx.token_budget),
+            OpsOut,
+            stats,
+        )
+        if out is None:
+            # The aggregator's reply was unusable: fall back to the union of the
+            # proposals (de-duplication after apply folds the overlaps).
+            return [op for proposal in usable for op in proposal]
+        labels = {i.label: i.reflection.trace_id for i in labelled}
+        ops, _ = convert_ops(out.operations, labels=labels, default_sources=list(by_trace))
+        return ops
+
+
+STRATEGIES: dict[str, type[Strategy]] = {
+    "sequential": SequentialStrategy,
+    "naive": NaiveStrategy,
+    "combee": CombeeStrategy,
+}
+
+
+def make_strategy(strategy: str | Strategy, **options: int | None) -> Strategy:
+    """Return a strategy instance from its name (or the instance itself)."""
+    if isinstance(strategy, Strategy):
+        return strategy
+    if strategy not in STRATEGIES:
+        raise ConfigurationError("strategy", strategy, f"one of {sorted(STRATEGIES)}")
+    if strategy == "combee":
+        return CombeeStrategy(**{k: v for k, v in options.items() if v is not None})  # type: ignore[arg-type]
+    return STRATEGIES[strategy]()

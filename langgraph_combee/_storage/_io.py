@@ -1,0 +1,181 @@
+"""Store I/O written once for sync and async callers.
+
+Storage logic is written as generator *flows* that yield requests (get, put,
+delete, search) and receive the store's answers. Two small drivers run a flow:
+``run_sync`` against ``store.get/put/delete/search`` and ``run_async`` against
+their ``a``-prefixed twins. So every sync method and its async twin share one
+implementation and differ only in the store call::
+
+    def head(self) -> PromptVersion:
+        return run_sync(self._store, self._head_flow())
+
+    async def ahead(self) -> PromptVersion:
+        return await run_async(self._store, self._head_flow())
+
+Only the public ``BaseStore`` API is used, so any backend (in memory, SQLite,
+PostgreSQL) works.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+from langgraph.store.base import BaseStore, Item, SearchItem
+
+T = TypeVar("T")
+
+# Items fetched per ``search`` call when reading a whole namespace. ``BaseStore.search``
+# defaults to 10, so every full read pages explicitly. Read at call time, so tests
+# can lower it to exercise paging with few items.
+PAGE_SIZE = 100
+
+
+@dataclass(frozen=True)
+class GetRequest:
+    """Read one item."""
+
+    namespace: tuple[str, ...]
+    key: str
+
+
+@dataclass(frozen=True)
+class PutRequest:
+    """Write (create or replace) one item."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class DeleteRequest:
+    """Delete one item (a no-op when it does not exist)."""
+
+    namespace: tuple[str, ...]
+    key: str
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """Read one page of a namespace, optionally filtered on value fields."""
+
+    namespace: tuple[str, ...]
+    filter: Mapping[str, Any] | None
+    limit: int
+    offset: int
+
+
+Request = GetRequest | PutRequest | DeleteRequest | SearchRequest
+
+Flow = Generator[Request, object, T]
+"""A storage procedure: yields requests, receives their results, returns a ``T``."""
+
+
+def get(namespace: tuple[str, ...], key: str) -> Flow[Item | None]:
+    """Read one item; None when it does not exist."""
+    result = yield GetRequest(namespace, key)
+    return cast("Item | None", result)
+
+
+def put(namespace: tuple[str, ...], key: str, value: Mapping[str, Any]) -> Flow[None]:
+    """Write one item, replacing any previous value."""
+    yield PutRequest(namespace, key, value)
+
+
+def delete(namespace: tuple[str, ...], key: str) -> Flow[None]:
+    """Delete one item."""
+    yield DeleteRequest(namespace, key)
+
+
+def search_all(
+    namespace: tuple[str, ...], *, filter: Mapping[str, Any] | None = None
+) -> Flow[list[Item]]:
+    """Read every item of a namespace (and its filter matches), paging through ``search``.
+
+    Items are returned sorted by key: the backends order search results
+    differently (insertion order in memory, last update in SQLite), so callers
+    must not rely on the store's order. An item seen on two pages (a concurrent
+    writer moved it) is returned once; an item moved past the pages already read
+    may be missed by this read and is seen by the next one.
+
+    Args:
+        namespace: The exact namespace to read.
+        filter: Equality filter on top-level value fields, passed to ``search``.
+
+    Returns:
+        The items, sorted by key.
+    """
+    page_size = PAGE_SIZE
+    found: dict[str, Item] = {}
+    offset = 0
+    while True:
+        result = yield SearchRequest(namespace, filter, page_size, offset)
+        page = cast("list[SearchItem]", result)
+        for item in page:
+            # ``search`` matches a prefix; keep only this exact namespace.
+            if tuple(item.namespace) == namespace:
+                found[item.key] = item
+        if len(page) < page_size:
+            break
+        offset += len(page)
+    return [found[key] for key in sorted(found)]
+
+
+def _execute(store: BaseStore, request: Request) -> object:
+    if isinstance(request, GetRequest):
+        return store.get(request.namespace, request.key)
+    if isinstance(request, PutRequest):
+        store.put(request.namespace, request.key, request.value, index=False)
+        return None
+    if isinstance(request, DeleteRequest):
+        store.delete(request.namespace, request.key)
+        return None
+    return store.search(
+        request.namespace,
+        filter=dict(request.filter) if request.filter is not None else None,
+        limit=request.limit,
+        offset=request.offset,
+    )
+
+
+async def _aexecute(store: BaseStore, request: Request) -> object:
+    if isinstance(request, GetRequest):
+        return await store.aget(request.namespace, request.key)
+    if isinstance(request, PutRequest):
+        await store.aput(request.namespace, request.key, request.value, index=False)
+        return None
+    if isinstance(request, DeleteRequest):
+        await store.adelete(request.namespace, request.key)
+        return None
+    return await store.asearch(
+        request.namespace,
+        filter=dict(request.filter) if request.filter is not None else None,
+        limit=request.limit,
+        offset=request.offset,
+    )
+
+
+def run_sync(store: BaseStore, flow: Flow[T]) -> T:
+    """Run a flow to completion with the store's synchronous methods."""
+    try:
+        request = next(flow)
+        while True:
+            request = flow.send(_execute(store, request))
+    except StopIteration as stop:
+        return cast("T", stop.value)
+    finally:
+        flow.close()
+
+
+async def run_async(store: BaseStore, flow: Flow[T]) -> T:
+    """Run a flow to completion with the store's asynchronous methods."""
+    try:
+        request = next(flow)
+        while True:
+            request = flow.send(await _aexecute(store, request))
+    except StopIteration as stop:
+        return cast("T", stop.value)
+    finally:
+        flow.close()

@@ -1,0 +1,372 @@
+"""The prompt registry: every version of a learned prompt, and HEAD, the one in force.
+
+Versions are ``PromptVersion`` records stored under zero-padded keys (see
+``keys``); HEAD is a small pointer record. A version is written as a
+*candidate*, then accepted (HEAD moves to it) or rejected (HEAD stays). A
+rollback writes a new accepted version with an older playbook, so the audit
+trail is only ever appended to.
+
+Writes are ordered so that a crash between two of them never leaves HEAD
+pointing at a missing or non-accepted version: the version record is always
+written before HEAD.
+
+``BaseStore`` has no compare-and-swap, so two writers adding versions at the
+same moment could both pick the same version number and the second would
+overwrite the first. Run one writer per prompt and tenant; ``Lease`` guards that.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from langgraph.store.base import BaseStore
+
+from langgraph_combee._core.diff import PlaybookDiff, diff_playbooks
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.types import Decision, PromptVersion
+from langgraph_combee._errors import ConfigurationError, RegistryError, VersionNotFoundError
+from langgraph_combee._storage import _io as io
+from langgraph_combee._storage._io import Flow, run_async, run_sync
+from langgraph_combee._storage.keys import (
+    HEAD_KEY,
+    LATEST_KEY,
+    PromptSpace,
+    parse_version_key,
+    version_key,
+)
+
+# The implicit version 0 has a fixed timestamp so that reading it twice gives equal records.
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+class PromptRegistry:
+    """Versions of one learned prompt (per tenant) and the HEAD pointer, in a ``BaseStore``.
+
+    Version 0 is implicit: an empty, accepted playbook that is never written.
+    Every method has an async twin prefixed with ``a`` (``ahead``, ``aget``, ...).
+
+    Example::
+
+        registry = PromptRegistry(store, "support-agent")
+        candidate = registry.add_candidate(PromptVersion(prompt_id="support-agent",
+                                                         playbook=new_playbook))
+        registry.accept(candidate.version, Decision(accepted=True, policy="manual",
+                                                    reason="reviewed"))
+        registry.head().render()
+
+    Args:
+        store: The LangGraph store holding the registry.
+        prompt_id: The prompt's id: a non-empty string without ``.``.
+        tenant: The tenant, or None for the single default tenant.
+
+    Raises:
+        ConfigurationError: When the store is not a ``BaseStore`` or ``prompt_id``
+            or ``tenant`` is not a valid namespace label.
+    """
+
+    def __init__(self, store: BaseStore, prompt_id: str, *, tenant: str | None = None) -> None:
+        if not isinstance(store, BaseStore):
+            raise ConfigurationError("store", store, "a langgraph.store.base.BaseStore")
+        self._store = store
+        self._space = PromptSpace(prompt_id, tenant)
+        self._versions = self._space.namespace("versions")
+        self._meta = self._space.namespace("meta")
+
+    @property
+    def prompt_id(self) -> str:
+        """The prompt's id."""
+        return self._space.prompt_id
+
+    @property
+    def tenant(self) -> str | None:
+        """The tenant, or None."""
+        return self._space.tenant
+
+    def __repr__(self) -> str:
+        return f"PromptRegistry(prompt_id={self.prompt_id!r}, tenant={self.tenant!r})"
+
+    # ---- reading -------------------------------------------------------
+
+    def head(self) -> PromptVersion:
+        """Return the accepted version HEAD points to (version 0 when none was accepted).
+
+        Raises:
+            RegistryError: When HEAD points at a missing or non-accepted version,
+                which only concurrent writers (no compare-and-swap) can cause.
+        """
+        return run_sync(self._store, self._head_flow())
+
+    async def ahead(self) -> PromptVersion:
+        """Async twin of ``head``."""
+        return await run_async(self._store, self._head_flow())
+
+    def get(self, version: int) -> PromptVersion:
+        """Return one version; 0 is the implicit initial version.
+
+        Raises:
+            VersionNotFoundError: When no such version was written.
+        """
+        return run_sync(self._store, self._get_flow(version))
+
+    async def aget(self, version: int) -> PromptVersion:
+        """Async twin of ``get``."""
+        return await run_async(self._store, self._get_flow(version))
+
+    def latest_version(self) -> int:
+        """Return the highest version number written, whatever its status (0 when none)."""
+        return run_sync(self._store, self._latest_flow())
+
+    async def alatest_version(self) -> int:
+        """Async twin of ``latest_version``."""
+        return await run_async(self._store, self._latest_flow())
+
+    def history(self) -> list[PromptVersion]:
+        """Return every written version, ascending, whatever its status.
+
+        The implicit version 0 is not included: it was never written (``get(0)``
+        returns it).
+        """
+        return run_sync(self._store, self._list_flow(None))
+
+    async def ahistory(self) -> list[PromptVersion]:
+        """Async twin of ``history``."""
+        return await run_async(self._store, self._list_flow(None))
+
+    def candidates(self) -> list[PromptVersion]:
+        """Return the versions still waiting for a decision, ascending."""
+        return run_sync(self._store, self._list_flow("candidate"))
+
+    async def acandidates(self) -> list[PromptVersion]:
+        """Async twin of ``candidates``."""
+        return await run_async(self._store, self._list_flow("candidate"))
+
+    def diff(self, a: int, b: int) -> PlaybookDiff:
+        """Return what changed from version ``a``'s playbook to version ``b``'s.
+
+        Raises:
+            VersionNotFoundError: When either version does not exist.
+        """
+        return run_sync(self._store, self._diff_flow(a, b))
+
+    async def adiff(self, a: int, b: int) -> PlaybookDiff:
+        """Async twin of ``diff``."""
+        return await run_async(self._store, self._diff_flow(a, b))
+
+    # ---- writing -------------------------------------------------------
+
+    def add_candidate(self, candidate: PromptVersion) -> PromptVersion:
+        """Store a new candidate version and return the stored record.
+
+        The record gets the next version number (the caller's ``version`` is
+        ignored), ``status="candidate"``, this registry's ``prompt_id`` and
+        ``tenant``, and as ``parent`` the current HEAD version unless the caller
+        set one.
+
+        Raises:
+            ConfigurationError: When the caller's ``parent`` is not an existing version.
+        """
+        return run_sync(self._store, self._add_flow(candidate))
+
+    async def aadd_candidate(self, candidate: PromptVersion) -> PromptVersion:
+        """Async twin of ``add_candidate``."""
+        return await run_async(self._store, self._add_flow(candidate))
+
+    def accept(self, version: int, decision: Decision) -> PromptVersion:
+        """Mark a candidate accepted with ``decision`` and move HEAD to it.
+
+        HEAD moves even when the candidate's parent is no longer HEAD; acceptance
+        policies that care should compare ``parent`` with ``head().version`` first.
+
+        Raises:
+            VersionNotFoundError: When the version does not exist.
+            RegistryError: When the version is not a candidate.
+            ConfigurationError: When ``decision.accepted`` is False.
+        """
+        return run_sync(self._store, self._decide_flow(version, decision, "accepted"))
+
+    async def aaccept(self, version: int, decision: Decision) -> PromptVersion:
+        """Async twin of ``accept``."""
+        return await run_async(self._store, self._decide_flow(version, decision, "accepted"))
+
+    def reject(self, version: int, decision: Decision) -> PromptVersion:
+        """Mark a candidate rejected with ``decision``; HEAD does not move.
+
+        Raises:
+            VersionNotFoundError: When the version does not exist.
+            RegistryError: When the version is not a candidate.
+            ConfigurationError: When ``decision.accepted`` is True.
+        """
+        return run_sync(self._store, self._decide_flow(version, decision, "rejected"))
+
+    async def areject(self, version: int, decision: Decision) -> PromptVersion:
+        """Async twin of ``reject``."""
+        return await run_async(self._store, self._decide_flow(version, decision, "rejected"))
+
+    def rollback(self, version: int, *, reason: str = "") -> PromptVersion:
+        """Write a new accepted version with ``version``'s playbook and move HEAD to it.
+
+        The new version's parent is the HEAD it replaces, its note reads
+        ``"rollback to vN: reason"`` and its decision's policy is ``"rollback"``.
+        Nothing already written is changed.
+
+        Raises:
+            VersionNotFoundError: When the version does not exist.
+            RegistryError: When the version was never accepted (a candidate or a
+                rejected version is not something to roll back to).
+        """
+        return run_sync(self._store, self._rollback_flow(version, reason))
+
+    async def arollback(self, version: int, *, reason: str = "") -> PromptVersion:
+        """Async twin of ``rollback``."""
+        return await run_async(self._store, self._rollback_flow(version, reason))
+
+    # ---- flows shared by the sync and async methods --------------------
+
+    def _initial(self) -> PromptVersion:
+        return PromptVersion(
+            prompt_id=self.prompt_id,
+            tenant=self.tenant,
+            version=0,
+            parent=None,
+            playbook=Playbook(),
+            status="accepted",
+            created_at=_EPOCH,
+            note="initial empty version",
+        )
+
+    def _read_flow(self, version: int) -> Flow[PromptVersion | None]:
+        key = version_key(version)
+        if version == 0:
+            return self._initial()
+        item = yield from io.get(self._versions, key)
+        return None if item is None else PromptVersion.model_validate(item.value)
+
+    def _get_flow(self, version: int) -> Flow[PromptVersion]:
+        record = yield from self._read_flow(version)
+        if record is None:
+            raise VersionNotFoundError(self.prompt_id, version)
+        return record
+
+    def _head_version_flow(self) -> Flow[int]:
+        item = yield from io.get(self._meta, HEAD_KEY)
+        return 0 if item is None else int(item.value["version"])
+
+    def _head_flow(self) -> Flow[PromptVersion]:
+        version = yield from self._head_version_flow()
+        record = yield from self._read_flow(version)
+        if record is None or record.status != "accepted":
+            state = "missing" if record is None else record.status
+            raise RegistryError(
+                f"HEAD of prompt {self.prompt_id!r} points to version {version}, which is "
+                f"{state}; was the registry written by two writers at once?"
+            )
+        return record
+
+    def _latest_flow(self) -> Flow[int]:
+        # The "latest" record is a hint written after each version; probing forward
+        # from it finds versions written by a process that died before the hint.
+        hint = yield from io.get(self._meta, LATEST_KEY)
+        latest = 0 if hint is None else int(hint.value["version"])
+        while (yield from io.get(self._versions, version_key(latest + 1))) is not None:
+            latest += 1
+        return latest
+
+    def _list_flow(self, status: str | None) -> Flow[list[PromptVersion]]:
+        items = yield from io.search_all(
+            self._versions, filter=None if status is None else {"status": status}
+        )
+        records = [
+            PromptVersion.model_validate(item.value)
+            for item in items
+            if parse_version_key(item.key) is not None
+        ]
+        return sorted(records, key=lambda record: record.version)
+
+    def _diff_flow(self, a: int, b: int) -> Flow[PlaybookDiff]:
+        old = yield from self._get_flow(a)
+        new = yield from self._get_flow(b)
+        return diff_playbooks(old.playbook, new.playbook)
+
+    def _write_flow(self, record: PromptVersion, *, move_head: bool) -> Flow[PromptVersion]:
+        # Order matters: the version record first, then the pointers that name it.
+        yield from io.put(
+            self._versions, version_key(record.version), record.model_dump(mode="json")
+        )
+        if move_head:
+            yield from io.put(
+                self._meta,
+                HEAD_KEY,
+                {"version": record.version, "updated_at": _now().isoformat()},
+            )
+        hint = yield from io.get(self._meta, LATEST_KEY)
+        if hint is None or int(hint.value["version"]) < record.version:
+            yield from io.put(self._meta, LATEST_KEY, {"version": record.version})
+        return record
+
+    def _add_flow(self, candidate: PromptVersion) -> Flow[PromptVersion]:
+        latest = yield from self._latest_flow()
+        parent = candidate.parent
+        if parent is None:
+            parent = yield from self._head_version_flow()
+        elif not 0 <= parent <= latest:
+            raise ConfigurationError(
+                "candidate.parent", parent, f"an existing version (0 to {latest})"
+            )
+        data: dict[str, Any] = candidate.model_dump(mode="json")
+        data.update(
+            prompt_id=self.prompt_id,
+            tenant=self.tenant,
+            version=latest + 1,
+            parent=parent,
+            status="candidate",
+            decision=None,
+        )
+        record = PromptVersion.model_validate(data)
+        return (yield from self._write_flow(record, move_head=False))
+
+    def _decide_flow(
+        self, version: int, decision: Decision, status: Literal["accepted", "rejected"]
+    ) -> Flow[PromptVersion]:
+        action = "accept" if status == "accepted" else "reject"
+        if decision.accepted != (status == "accepted"):
+            raise ConfigurationError(
+                "decision.accepted",
+                decision.accepted,
+                f"{status == 'accepted'} when calling {action}()",
+            )
+        record = yield from self._get_flow(version)
+        if version == 0 or record.status != "candidate":
+            raise RegistryError(
+                f"cannot {action} version {version} of prompt {self.prompt_id!r}: it is "
+                f"{'the implicit initial version' if version == 0 else record.status}, "
+                "and only candidates can be accepted or rejected"
+            )
+        decided = record.model_copy(update={"status": status, "decision": decision})
+        return (yield from self._write_flow(decided, move_head=status == "accepted"))
+
+    def _rollback_flow(self, version: int, reason: str) -> Flow[PromptVersion]:
+        target = yield from self._get_flow(version)
+        if target.status != "accepted":
+            raise RegistryError(
+                f"cannot roll prompt {self.prompt_id!r} back to version {version}: it is "
+                f"{target.status}, and only accepted versions can be rolled back to"
+            )
+        latest = yield from self._latest_flow()
+        head = yield from self._head_version_flow()
+        note = f"rollback to v{version}: {reason}" if reason else f"rollback to v{version}"
+        record = PromptVersion(
+            prompt_id=self.prompt_id,
+            tenant=self.tenant,
+            version=latest + 1,
+            parent=head,
+            playbook=target.playbook.model_copy(deep=True),
+            status="accepted",
+            decision=Decision(accepted=True, policy="rollback", reason=reason or note),
+            note=note,
+        )
+        return (yield from self._write_flow(record, move_head=True))
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)

@@ -1,0 +1,27 @@
+"""The public error types of langgraph-combee (the tree is drawn in ``_errors``)."""
+
+from langgraph_combee._errors import (
+    BudgetExceededError,
+    CombeeError,
+    ConfigurationError,
+    EngineLoopError,
+    LearningError,
+    LeaseHeldError,
+    LLMCallError,
+    MissingExtraError,
+    RegistryError,
+    VersionNotFoundError,
+)
+
+__all__ = [
+    "BudgetExceededError",
+    "CombeeError",
+    "ConfigurationError",
+    "EngineLoopError",
+    "LLMCallError",
+    "LearningError",
+    "LeaseHeldError",
+    "MissingExtraError",
+    "RegistryError",
+    "VersionNotFoundError",
+]

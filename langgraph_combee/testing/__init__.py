@@ -1,0 +1,44 @@
+"""Network-free chat-model test doubles for testing code built on langgraph-combee.
+
+* :class:`ScriptedChatModel` returns canned replies (strings, messages with tool
+  calls, exceptions, or reply functions) in order.
+* :class:`FunctionChatModel` replies with ``fn(messages)``; ``fn`` may be async.
+* :class:`LatencyChatModel` wraps another chat model and waits a simulated,
+  token-dependent latency, counting calls, tokens and peak concurrency.
+
+All are LangChain ``BaseChatModel`` subclasses that report ``usage_metadata``
+(estimated with about four characters a token), support ``bind_tools`` and
+``with_structured_output`` (JSON parsed from the reply text), and record the prompts
+they receive.
+
+Example:
+    ```python
+    from langgraph_combee.testing import ScriptedChatModel
+
+    model = ScriptedChatModel(replies=["first answer", "second answer"])
+    assert model.invoke("question").content == "first answer"
+    assert model.calls == 1
+    ```
+"""
+
+from __future__ import annotations
+
+from langgraph_combee.testing._base import parse_structured_reply
+from langgraph_combee.testing._latency import LatencyChatModel
+from langgraph_combee.testing._models import (
+    FunctionChatModel,
+    ReplyFunction,
+    ScriptedChatModel,
+    ScriptedReply,
+    ScriptExhaustedError,
+)
+
+__all__ = [
+    "FunctionChatModel",
+    "LatencyChatModel",
+    "ReplyFunction",
+    "ScriptExhaustedError",
+    "ScriptedChatModel",
+    "ScriptedReply",
+    "parse_structured_reply",
+]
