@@ -31,6 +31,7 @@ from langgraph_combee._storage._io import Flow, run_async, run_sync
 from langgraph_combee._storage.keys import (
     HEAD_KEY,
     LATEST_KEY,
+    MAX_VERSION,
     PromptSpace,
     parse_version_key,
     version_key,
@@ -236,7 +237,9 @@ class PromptRegistry:
         )
 
     def _read_flow(self, version: int) -> Flow[PromptVersion | None]:
-        key = version_key(version)
+        if isinstance(version, int) and not 0 <= version <= MAX_VERSION:
+            return None
+        key = version_key(version)  # rejects non-int versions
         if version == 0:
             return self._initial()
         item = yield from io.get(self._versions, key)
@@ -288,7 +291,9 @@ class PromptRegistry:
         new = yield from self._get_flow(b)
         return diff_playbooks(old.playbook, new.playbook)
 
-    def _write_flow(self, record: PromptVersion, *, move_head: bool) -> Flow[PromptVersion]:
+    def _write_flow(
+        self, record: PromptVersion, *, move_head: bool, new: bool
+    ) -> Flow[PromptVersion]:
         # Order matters: the version record first, then the pointers that name it.
         yield from io.put(
             self._versions, version_key(record.version), record.model_dump(mode="json")
@@ -299,8 +304,7 @@ class PromptRegistry:
                 HEAD_KEY,
                 {"version": record.version, "updated_at": _now().isoformat()},
             )
-        hint = yield from io.get(self._meta, LATEST_KEY)
-        if hint is None or int(hint.value["version"]) < record.version:
+        if new:
             yield from io.put(self._meta, LATEST_KEY, {"version": record.version})
         return record
 
@@ -323,7 +327,7 @@ class PromptRegistry:
             decision=None,
         )
         record = PromptVersion.model_validate(data)
-        return (yield from self._write_flow(record, move_head=False))
+        return (yield from self._write_flow(record, move_head=False, new=True))
 
     def _decide_flow(
         self, version: int, decision: Decision, status: Literal["accepted", "rejected"]
@@ -343,7 +347,9 @@ class PromptRegistry:
                 "and only candidates can be accepted or rejected"
             )
         decided = record.model_copy(update={"status": status, "decision": decision})
-        return (yield from self._write_flow(decided, move_head=status == "accepted"))
+        return (
+            yield from self._write_flow(decided, move_head=status == "accepted", new=False)
+        )
 
     def _rollback_flow(self, version: int, reason: str) -> Flow[PromptVersion]:
         target = yield from self._get_flow(version)
@@ -365,7 +371,7 @@ class PromptRegistry:
             decision=Decision(accepted=True, policy="rollback", reason=reason or note),
             note=note,
         )
-        return (yield from self._write_flow(record, move_head=True))
+        return (yield from self._write_flow(record, move_head=True, new=True))
 
 
 def _now() -> datetime:

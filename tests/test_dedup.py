@@ -1,0 +1,73 @@
+"""Lexical and semantic de-duplication."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langgraph_combee import Bullet, Playbook
+from langgraph_combee._core.dedup import deduplicate, lexical_similarity
+
+
+def _b(bid: str, content: str, **kw: object) -> Bullet:
+    return Bullet(id=bid, section=str(kw.pop("section", "others")), content=content, **kw)  # type: ignore[arg-type]
+
+
+def test_lexical_similarity_scores_paraphrase_above_unrelated() -> None:
+    a = "Route refund requests to the FIN-REFUNDS team."
+    b = "Route refund requests to the FIN-REFUNDS team!"
+    c = "Always answer in metric units."
+    assert lexical_similarity(a, b) == 1.0
+    assert lexical_similarity(a, c) == 0.0
+
+
+def test_merge_keeps_older_id_sums_counters_unions_provenance() -> None:
+    pb = Playbook(
+        bullets=[
+            _b("oth-2", "Route refund tickets to FIN-REFUNDS.", helpful=1, harmful=1,
+               provenance=["t2"], created_version=2, updated_version=2),
+            _b("oth-1", "Route refund tickets to FIN-REFUNDS please.", helpful=3,
+               provenance=["t1"], created_version=1, updated_version=1),
+            _b("oth-3", "Answers use metric units.", created_version=1),
+        ]
+    )
+    result = deduplicate(pb)
+    assert [(m.kept_id, m.dropped_id) for m in result.merges] == [("oth-1", "oth-2")]
+    kept = result.playbook.get("oth-1")
+    assert kept is not None
+    assert (kept.helpful, kept.harmful) == (4, 1)
+    assert kept.provenance == ["t1", "t2"]
+    assert kept.content == "Route refund tickets to FIN-REFUNDS please."
+    assert [b.id for b in result.playbook.bullets] == ["oth-1", "oth-3"]
+
+
+def test_no_merge_across_sections_and_no_change_returns_same_playbook() -> None:
+    pb = Playbook(
+        bullets=[
+            _b("a", "Check the units.", section="others"),
+            _b("b", "Check the units.", section="common_mistakes_to_avoid"),
+        ]
+    )
+    result = deduplicate(pb)
+    assert result.merges == ()
+    assert result.playbook is pb
+
+
+class _FakeEmbedder:
+    """Maps texts to fixed vectors: texts mentioning 'refund' point the same way."""
+
+    def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        return [[1.0, 0.05] if "refund" in t.lower() else [0.0, 1.0] for t in texts]
+
+
+def test_semantic_dedup_uses_the_embedder() -> None:
+    pb = Playbook(
+        bullets=[
+            _b("a", "Refund questions go to FIN."),
+            _b("b", "Anything about a refund belongs with finance."),
+            _b("c", "Shipping delays go to LOG."),
+        ]
+    )
+    assert deduplicate(pb).merges == ()
+    result = deduplicate(pb, embedder=_FakeEmbedder())
+    assert [(m.kept_id, m.dropped_id) for m in result.merges] == [("a", "b")]
+    assert result.merges[0].similarity > 0.9

@@ -1,0 +1,73 @@
+"""The tolerant reader on messy LLM output."""
+
+from __future__ import annotations
+
+import pytest
+
+from langgraph_combee._learning.parsing import ReplyParseError, extract_json, parse_reply
+from langgraph_combee._learning.schemas import OpsOut, ReflectionOut, convert_ops
+
+
+def test_plain_fenced_and_prose_wrapped_json() -> None:
+    assert extract_json('{"a": 1}') == {"a": 1}
+    assert extract_json('```json\n{"a": 1}\n```') == {"a": 1}
+    assert extract_json('Sure! Here it is:\n{"a": {"b": "}"}}\nHope that helps.') == {
+        "a": {"b": "}"}
+    }
+    assert extract_json("```\n{\"a\": [1, 2,]}\n```") == {"a": [1, 2]}
+
+
+def test_first_object_wins_and_non_objects_are_skipped() -> None:
+    assert extract_json('[1, 2] then {"x": "y"} and {"z": 1}') == {"x": "y"}
+
+
+def test_truncated_json_is_closed() -> None:
+    text = '{"key_insight": "Route refunds to FIN", "bullet_tags": [{"id": "str-1", "tag": "help'
+    data = extract_json(text)
+    assert data["key_insight"] == "Route refunds to FIN"
+    assert data["bullet_tags"] == [{"id": "str-1", "tag": "help"}]
+    assert extract_json('{"a": "b", "c"') == {"a": "b"}
+    assert extract_json('{"a": 1, ') == {"a": 1}
+
+
+def test_garbage_raises_with_the_reply_attached() -> None:
+    with pytest.raises(ReplyParseError) as info:
+        extract_json("I cannot help with that.")
+    assert info.value.reply == "I cannot help with that."
+
+
+def test_wrong_scalar_types_are_coerced() -> None:
+    out = parse_reply(
+        '{"key_insight": 42, "root_cause": null, "bullet_tags": {"str-1": "helpful"}}',
+        ReflectionOut,
+    )
+    assert out.key_insight == "42"
+    assert out.root_cause == ""
+    reflection = out.to_reflection("t1")
+    assert [(t.id, t.tag) for t in reflection.bullet_tags] == [("str-1", "helpful")]
+
+
+def test_schema_mismatch_is_a_parse_error() -> None:
+    with pytest.raises(ReplyParseError, match="does not fit"):
+        parse_reply('{"operations": "not a list"}', OpsOut)
+
+
+def test_convert_ops_maps_labels_and_drops_malformed() -> None:
+    out = parse_reply(
+        """{"operations": [
+            {"type": "add", "section": "others", "content": "Rule A", "sources": ["R1", 2]},
+            {"type": "UPDATE", "id": "oth-00001", "content": "Rule B", "sources": ["[R2]"]},
+            {"type": "delete", "id": "oth-00002"},
+            {"type": "ADD", "content": ""},
+            {"type": "DANCE"}
+        ]}""",
+        OpsOut,
+    )
+    ops, dropped = convert_ops(
+        out.operations, labels={"R1": "t1", "R2": "t2"}, default_sources=["t1", "t2"]
+    )
+    assert dropped == 2
+    assert [op.type for op in ops] == ["ADD", "UPDATE", "REMOVE"]
+    assert ops[0].sources == ["t1"]
+    assert ops[1].sources == ["t2"]
+    assert ops[2].sources == ["t1", "t2"]
