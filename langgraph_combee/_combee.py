@@ -103,6 +103,7 @@ class Combee:
         max_concurrency: Most learner LLM calls in flight at once.
         timeout_seconds: Per-call timeout of learner calls.
         max_attempts: Attempts per learner call (retries with backoff).
+        backoff_seconds: First retry delay; later ones grow exponentially.
         embedder: Optional ``Embedder`` for semantic de-duplication.
         callbacks: LangChain callbacks attached to every learner call.
     """
@@ -123,6 +124,7 @@ class Combee:
         max_concurrency: int = 16,
         timeout_seconds: float | None = 120.0,
         max_attempts: int = 3,
+        backoff_seconds: float = 0.5,
         embedder: Embedder | None = None,
         callbacks: Callbacks = None,
     ) -> None:
@@ -151,6 +153,8 @@ class Combee:
             max_concurrency=max_concurrency,
             timeout_seconds=timeout_seconds,
             max_attempts=max_attempts,
+            backoff_initial=backoff_seconds,
+            backoff_max=max(backoff_seconds, 8.0 * backoff_seconds),
         )
         self._callbacks = callbacks
         self._engines: dict[str | None, LearningEngine] = {}

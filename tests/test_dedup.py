@@ -23,10 +23,23 @@ def test_lexical_similarity_scores_paraphrase_above_unrelated() -> None:
 def test_merge_keeps_older_id_sums_counters_unions_provenance() -> None:
     pb = Playbook(
         bullets=[
-            _b("oth-2", "Route refund tickets to FIN-REFUNDS.", helpful=1, harmful=1,
-               provenance=["t2"], created_version=2, updated_version=2),
-            _b("oth-1", "Route refund tickets to FIN-REFUNDS please.", helpful=3,
-               provenance=["t1"], created_version=1, updated_version=1),
+            _b(
+                "oth-2",
+                "Route refund tickets to FIN-REFUNDS.",
+                helpful=1,
+                harmful=1,
+                provenance=["t2"],
+                created_version=2,
+                updated_version=2,
+            ),
+            _b(
+                "oth-1",
+                "Route refund tickets to FIN-REFUNDS please.",
+                helpful=3,
+                provenance=["t1"],
+                created_version=1,
+                updated_version=1,
+            ),
             _b("oth-3", "Answers use metric units.", created_version=1),
         ]
     )

@@ -14,7 +14,7 @@ def test_plain_fenced_and_prose_wrapped_json() -> None:
     assert extract_json('Sure! Here it is:\n{"a": {"b": "}"}}\nHope that helps.') == {
         "a": {"b": "}"}
     }
-    assert extract_json("```\n{\"a\": [1, 2,]}\n```") == {"a": [1, 2]}
+    assert extract_json('```\n{"a": [1, 2,]}\n```') == {"a": [1, 2]}
 
 
 def test_first_object_wins_and_non_objects_are_skipped() -> None:

@@ -87,16 +87,20 @@ def test_unknown_section_names_are_mapped() -> None:
 
 def test_render_groups_by_section_and_is_empty_for_empty_playbook() -> None:
     assert Playbook().render() == ""
-    pb = Playbook().apply(
-        [
-            Add(section="common_mistakes_to_avoid", content="Do not guess codes."),
-            Add(section="strategies_and_insights", content="Read the whole ticket."),
-        ]
-    ).playbook
+    pb = (
+        Playbook()
+        .apply(
+            [
+                Add(section="common_mistakes_to_avoid", content="Do not guess codes."),
+                Add(section="strategies_and_insights", content="Read the whole ticket."),
+            ]
+        )
+        .playbook
+    )
     text = pb.render()
     assert text.index("### Strategies and insights") < text.index("### Common mistakes to avoid")
     assert "- [mis-00001] Do not guess codes." in text
-    assert list(DEFAULT_SECTIONS)[0] == "strategies_and_insights"
+    assert DEFAULT_SECTIONS[0] == "strategies_and_insights"
 
 
 def test_budget_evicts_least_useful_oldest_first_and_reports_each() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import threading
 from typing import Any
 
@@ -328,13 +329,13 @@ async def test_latency_counts_calls_tokens_and_simulated_seconds() -> None:
 
 async def test_latency_sleeps_without_blocking_the_loop() -> None:
     inner = ScriptedChatModel(replies=["ok"], cycle=True)
-    model = LatencyChatModel(inner, base_seconds=1.0, time_scale=0.03)
+    model = LatencyChatModel(inner, base_seconds=1.0, time_scale=0.1)
     replies = await asyncio.gather(*(model.ainvoke(f"prompt {i}") for i in range(10)))
     assert [r.content for r in replies] == ["ok"] * 10
     assert model.max_concurrency == 10
     assert model.in_flight == 0
     assert model.calls == 10
-    assert model.simulated_seconds == pytest.approx(10 * 0.03)
+    assert model.simulated_seconds == pytest.approx(10 * 0.1)
 
 
 async def test_latency_reset_counters() -> None:
@@ -514,3 +515,27 @@ def test_latency_rejects_non_chat_model_inner() -> None:
         LatencyChatModel(bad)
     model = LatencyChatModel(inner=ScriptedChatModel(replies=["k"]), time_scale=0.0)
     assert model.invoke("x").content == "k"
+
+
+def test_models_can_be_deep_copied() -> None:
+    model = ScriptedChatModel(replies=["a", "b"])
+    model.invoke("x")
+    clone = copy.deepcopy(model)
+    assert clone.invoke("y").content == "b"
+    assert clone.calls == 2
+    assert model.calls == 1
+    latency = copy.deepcopy(LatencyChatModel(model, time_scale=0.0))
+    assert latency.invoke("z").content == "b"
+
+
+async def test_scripted_model_drives_a_tool_calling_agent() -> None:
+    from langchain.agents import create_agent
+
+    call = {"name": "get_weather", "args": {"city": "Paris"}, "id": "call_1"}
+    model = ScriptedChatModel(replies=[AIMessage(content="", tool_calls=[call]), "Sunny."])
+    agent = create_agent(LatencyChatModel(model, time_scale=0.0), tools=[get_weather])
+    result = await agent.ainvoke({"messages": [HumanMessage(content="weather in Paris?")]})
+    contents = [m.content for m in result["messages"]]
+    assert contents == ["weather in Paris?", "", "sunny in Paris", "Sunny."]
+    assert model.calls == 2
+    assert model.prompts[1][-1].content == "sunny in Paris"

@@ -46,7 +46,7 @@ class PlaybookDiff:
         return not (self.added or self.removed or self.updated or self.retagged)
 
     def summary(self) -> str:
-        """Return a one-line count of changes, e.g. ``"+3 -1 ~2"`` or ``"+0 -0 ~0 (4 retagged)"``."""
+        """Return a one-line count of changes: ``"+3 -1 ~2"``, or ``"+0 -0 ~0 (4 retagged)"``."""
         text = f"+{len(self.added)} -{len(self.removed)} ~{len(self.updated)}"
         if self.retagged:
             text += f" ({len(self.retagged)} retagged)"

@@ -21,7 +21,8 @@ from tenacity import (
     RetryError,
     retry_if_exception,
     stop_after_attempt,
-    wait_exponential_jitter,
+    wait_exponential,
+    wait_random,
 )
 
 from langgraph_combee._errors import ConfigurationError, LLMCallError
@@ -67,6 +68,8 @@ class CallSettings:
             raise ConfigurationError("max_concurrency", self.max_concurrency, "an int >= 1")
         if self.timeout_seconds is not None and self.timeout_seconds <= 0:
             raise ConfigurationError("timeout_seconds", self.timeout_seconds, "None or > 0")
+        if self.backoff_initial < 0:
+            raise ConfigurationError("backoff_seconds", self.backoff_initial, "a number >= 0")
         if self.max_attempts < 1:
             raise ConfigurationError("max_attempts", self.max_attempts, "an int >= 1")
 
@@ -149,9 +152,10 @@ class LLMCaller:
     ) -> tuple[AIMessage, T | None]:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.settings.max_attempts),
-            wait=wait_exponential_jitter(
-                initial=self.settings.backoff_initial, max=self.settings.backoff_max
-            ),
+            wait=wait_exponential(
+                multiplier=self.settings.backoff_initial, max=self.settings.backoff_max
+            )
+            + wait_random(0, self.settings.backoff_initial),
             retry=retry_if_exception(_retryable),
             reraise=False,
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
 from langgraph_combee._core.types import BulletTag, Reflection
@@ -102,6 +102,20 @@ class OpsOut(BaseModel):
 
     reasoning: LooseStr = ""
     operations: list[OpOut] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_bare_lists(cls, data: Any) -> Any:
+        # Small models sometimes return the list itself, or a single operation.
+        if isinstance(data, list):
+            return {"operations": data}
+        if isinstance(data, dict) and "operations" not in data:
+            if "type" in data:
+                return {"operations": [data]}
+            for key in ("ops", "edits", "delta_operations"):
+                if key in data:
+                    return {**data, "operations": data[key]}
+        return data
 
 
 def convert_ops(

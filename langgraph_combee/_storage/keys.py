@@ -3,12 +3,12 @@
 Everything for one prompt and tenant lives under one namespace prefix, one
 namespace per kind of record::
 
-    ("combee", <prompt_id>, <tenant or "_">, "versions")     key "0000000007"  a PromptVersion
-    ("combee", <prompt_id>, <tenant or "_">, "meta")         key "head"        the HEAD pointer
-                                                             key "latest"      highest version (hint)
-    ("combee", <prompt_id>, <tenant or "_">, "lease")        key "writer"      the writer lease
-    ("combee", <prompt_id>, <tenant or "_">, "queue")        key "<ns>-<id>"   a queued trace
-    ("combee", <prompt_id>, <tenant or "_">, "queue_index")  key <trace id>    its status
+    ("combee", <prompt_id>, <tenant or "_">, "versions")    "0000000007"  a PromptVersion
+    ("combee", <prompt_id>, <tenant or "_">, "meta")        "head"        the HEAD pointer
+                                                            "latest"      highest version (hint)
+    ("combee", <prompt_id>, <tenant or "_">, "lease")       "writer"      the writer lease
+    ("combee", <prompt_id>, <tenant or "_">, "queue")       "<ns>-<id>"   a queued trace
+    ("combee", <prompt_id>, <tenant or "_">, "queue_index") <trace id>    its queue status
 
 Version keys are zero-padded to ten digits so they sort by number. LangGraph
 namespace labels must be non-empty strings without periods or NUL characters,

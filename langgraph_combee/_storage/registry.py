@@ -347,9 +347,7 @@ class PromptRegistry:
                 "and only candidates can be accepted or rejected"
             )
         decided = record.model_copy(update={"status": status, "decision": decision})
-        return (
-            yield from self._write_flow(decided, move_head=status == "accepted", new=False)
-        )
+        return (yield from self._write_flow(decided, move_head=status == "accepted", new=False))
 
     def _rollback_flow(self, version: int, reason: str) -> Flow[PromptVersion]:
         target = yield from self._get_flow(version)

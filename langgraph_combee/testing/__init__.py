@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from langgraph_combee.testing._base import parse_structured_reply
 from langgraph_combee.testing._latency import LatencyChatModel
+from langgraph_combee.testing._learner import default_insight, fake_learner
 from langgraph_combee.testing._models import (
     FunctionChatModel,
     ReplyFunction,
@@ -40,5 +41,7 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedChatModel",
     "ScriptedReply",
+    "default_insight",
+    "fake_learner",
     "parse_structured_reply",
 ]

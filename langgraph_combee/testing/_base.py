@@ -107,13 +107,18 @@ def _first_json_object(text: str) -> dict[str, Any] | None:
         else:
             if isinstance(whole, dict):
                 return whole
-        for brace in re.finditer(r"\{", stripped):
-            try:
-                found, _end = _DECODER.raw_decode(stripped, brace.start())
-            except ValueError:
-                continue
-            if isinstance(found, dict):
-                return found
+        # Only the object that opens at the first brace counts: an inner object of a
+        # truncated reply must not pass for the whole answer (a real structured-output
+        # model would fail there, and callers must see that failure).
+        brace = stripped.find("{")
+        if brace == -1:
+            continue
+        try:
+            found, _end = _DECODER.raw_decode(stripped, brace)
+        except ValueError:
+            continue
+        if isinstance(found, dict):
+            return found
     return None
 
 
@@ -136,9 +141,10 @@ def parse_structured_reply(
 
     The text content is searched for a JSON object: the contents of each ```` ``` ````
     fence (any language tag) are tried first, then the whole text; within each, the text
-    as a whole, then the first ``{...}`` that decodes as an object (so prose around the
-    JSON is ignored). If the text holds no object and the message has ``tool_calls``,
-    the first tool call's ``args`` are used instead.
+    as a whole, then the object opening at the first ``{`` (so prose around the JSON is
+    ignored, but a truncated object is an error, as with a real model). If the text
+    holds no object and the message has ``tool_calls``, the first tool call's ``args``
+    are used instead.
 
     Args:
         message: The model's reply.
@@ -168,6 +174,34 @@ def parse_structured_reply(
 # --------------------------------------------------------------------------- base class
 
 
+class _Lock:
+    """A ``threading.Lock`` that copies and pickles as a fresh, unlocked lock.
+
+    Lets a double be deep-copied or pickled (as LangChain and LangGraph sometimes do
+    with models) without ``cannot pickle '_thread.lock'`` errors.
+    """
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> bool:
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._lock.release()
+
+    def __copy__(self) -> _Lock:
+        return _Lock()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Lock:
+        return _Lock()
+
+    def __reduce__(self) -> tuple[type[_Lock], tuple[()]]:
+        return (_Lock, ())
+
+
 class RecordingChatModel(BaseChatModel):
     """Recording base of the test doubles: prompts, call count, tools, structured output.
 
@@ -182,7 +216,7 @@ class RecordingChatModel(BaseChatModel):
     cache: BaseCache | bool | None = Field(default=False, exclude=True)
     """Off by default, so a global LLM cache never replays a scripted reply."""
 
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _lock: _Lock = PrivateAttr(default_factory=_Lock)
     _prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _calls: int = PrivateAttr(default=0)
     _bound_tools: list[str | dict[str, Any]] = PrivateAttr(default_factory=list)

@@ -1,0 +1,396 @@
+"""A durable queue of traces in the store, between the agent and the learner.
+
+Two record kinds per prompt and tenant (see ``keys``):
+
+- an *entry* per queued trace in ``queue``, keyed ``"<arrival ns, 20 digits>-<trace id>"``
+  so that keys sort by arrival. It holds the trace and its claim;
+- an *index* record per trace id in ``queue_index``: its status (``pending``,
+  ``claimed`` or ``done``) and its entry's key. It makes ``put`` idempotent and
+  outlives the entry, so a trace that was already learned from is never queued
+  again.
+
+Delivery is at-least-once: a claim lasts ``visibility_seconds``; a learner that
+dies without ``ack`` or ``release`` lets the claim lapse and the traces are
+claimed again. Entries are written before index records, so a crash between the
+two can at worst queue a trace twice, never lose one.
+
+Traces may wait for feedback: ``put(trace, hold_until=t)`` marks a trace as not
+ready before time ``t`` unless it has feedback, and ``claim(..., ready_only=True)``
+skips traces that are not ready. Feedback arriving later (``set_feedback``)
+makes a trace ready at once.
+
+Limitations: arrival order across processes follows their clocks
+(``time.time_ns``); within a process it is strict. ``BaseStore`` has no
+compare-and-swap, so two learners claiming at the same instant may both get a
+trace, and feedback set while a claim is being written may be lost; run one
+learner per prompt (the ``Lease``). ``claim``, ``pending_count`` and ``stats``
+read the whole queue (paging through ``search``), and index records of done
+traces are kept for idempotency, so ``stats`` grows with all traces ever queued.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
+
+from langgraph.store.base import BaseStore, Item
+
+from langgraph_combee._core.types import Feedback, Trace
+from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._storage import _io as io
+from langgraph_combee._storage._io import Flow, run_async, run_sync
+from langgraph_combee._storage.keys import PromptSpace
+
+TraceStatus = Literal["pending", "claimed", "done"]
+
+_arrival_lock = threading.Lock()
+_last_arrival = 0
+
+
+def _arrival_ns() -> int:
+    """Wall-clock nanoseconds, strictly increasing within this process."""
+    global _last_arrival
+    with _arrival_lock:
+        _last_arrival = max(time.time_ns(), _last_arrival + 1)
+        return _last_arrival
+
+
+def _positive(name: str, value: object) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ConfigurationError(name, value, "a finite number > 0")
+    return float(value)
+
+
+def _ids(trace_ids: Iterable[str]) -> list[str]:
+    # A lone id is a str, which is also an Iterable[str] of characters.
+    return [trace_ids] if isinstance(trace_ids, str) else list(dict.fromkeys(trace_ids))
+
+
+class TraceQueue:
+    """A durable, idempotent queue of ``Trace``s for one prompt (per tenant).
+
+    Every method has an async twin prefixed with ``a`` (``aput``, ``aclaim``, ...).
+
+    Example::
+
+        queue = TraceQueue(store, "support-agent")
+        queue.put(trace)
+        batch = queue.claim(16, holder="learner-1")
+        try:
+            learn(batch)
+        except Exception:
+            queue.release([t.id for t in batch])
+            raise
+        queue.ack([t.id for t in batch])
+
+    Args:
+        store: The LangGraph store holding the queue.
+        prompt_id: The prompt's id: a non-empty string without ``.``.
+        tenant: The tenant, or None for the single default tenant.
+        clock: Returns the current time in seconds; used for claim visibility and
+            ``hold_until``. Injectable so tests can move time without sleeping.
+
+    Raises:
+        ConfigurationError: When an argument is invalid.
+    """
+
+    def __init__(
+        self,
+        store: BaseStore,
+        prompt_id: str,
+        *,
+        tenant: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not isinstance(store, BaseStore):
+            raise ConfigurationError("store", store, "a langgraph.store.base.BaseStore")
+        if not callable(clock):
+            raise ConfigurationError("clock", clock, "a callable returning seconds")
+        self._store = store
+        self._space = PromptSpace(prompt_id, tenant)
+        self._entries = self._space.namespace("queue")
+        self._index = self._space.namespace("queue_index")
+        self._clock = clock
+
+    def __repr__(self) -> str:
+        return f"TraceQueue(prompt_id={self._space.prompt_id!r}, tenant={self._space.tenant!r})"
+
+    def put(self, trace: Trace, *, hold_until: float | None = None) -> bool:
+        """Queue a trace; return False when its id was queued before (pending, claimed or done).
+
+        Args:
+            trace: The trace to queue.
+            hold_until: Time (on the queue's clock) before which the trace waits
+                for feedback: ``claim(..., ready_only=True)`` skips it until then
+                unless it has feedback. None: ready at once.
+        """
+        return run_sync(self._store, self._put_flow(trace, hold_until))
+
+    async def aput(self, trace: Trace, *, hold_until: float | None = None) -> bool:
+        """Async twin of ``put``."""
+        return await run_async(self._store, self._put_flow(trace, hold_until))
+
+    def claim(
+        self,
+        limit: int,
+        *,
+        holder: str,
+        visibility_seconds: float = 300.0,
+        ready_only: bool = False,
+    ) -> list[Trace]:
+        """Claim up to ``limit`` pending traces, oldest first.
+
+        A claim lasts ``visibility_seconds``; ``ack`` or ``release`` ends it, and
+        a claim that lapses makes its traces claimable again (at-least-once).
+
+        Args:
+            limit: Most traces to return.
+            holder: Who claims them (recorded on each entry).
+            visibility_seconds: How long the claim lasts.
+            ready_only: Skip traces waiting for feedback (``hold_until`` in the
+                future and no feedback yet).
+
+        Returns:
+            The claimed traces in arrival order, with any feedback set so far.
+        """
+        return run_sync(
+            self._store, self._claim_flow(limit, holder, visibility_seconds, ready_only)
+        )
+
+    async def aclaim(
+        self,
+        limit: int,
+        *,
+        holder: str,
+        visibility_seconds: float = 300.0,
+        ready_only: bool = False,
+    ) -> list[Trace]:
+        """Async twin of ``claim``."""
+        return await run_async(
+            self._store, self._claim_flow(limit, holder, visibility_seconds, ready_only)
+        )
+
+    def ack(self, trace_ids: Iterable[str]) -> int:
+        """Mark traces done: their entries go, their index records stay so re-puts are ignored.
+
+        Unknown and already-done ids are skipped. Returns how many were marked done.
+        """
+        return run_sync(self._store, self._ack_flow(_ids(trace_ids)))
+
+    async def aack(self, trace_ids: Iterable[str]) -> int:
+        """Async twin of ``ack``."""
+        return await run_async(self._store, self._ack_flow(_ids(trace_ids)))
+
+    def release(self, trace_ids: Iterable[str]) -> int:
+        """Return claimed traces to pending (e.g. after a failed learning step).
+
+        Ids that are unknown, done or not claimed are skipped. Returns how many
+        were released.
+        """
+        return run_sync(self._store, self._release_flow(_ids(trace_ids)))
+
+    async def arelease(self, trace_ids: Iterable[str]) -> int:
+        """Async twin of ``release``."""
+        return await run_async(self._store, self._release_flow(_ids(trace_ids)))
+
+    def set_feedback(self, trace_id: str, feedback: Feedback) -> bool:
+        """Merge feedback into a queued (pending or claimed) trace.
+
+        Fields ``feedback`` sets take precedence over the trace's existing
+        feedback (``Feedback.merged``). Returns False when the id is unknown or
+        the trace is already done.
+        """
+        return run_sync(self._store, self._feedback_flow(trace_id, feedback))
+
+    async def aset_feedback(self, trace_id: str, feedback: Feedback) -> bool:
+        """Async twin of ``set_feedback``."""
+        return await run_async(self._store, self._feedback_flow(trace_id, feedback))
+
+    def status(self, trace_id: str) -> TraceStatus | None:
+        """Return a trace's status, or None when it was never queued.
+
+        A claim that lapsed reads as ``pending``.
+        """
+        return run_sync(self._store, self._status_flow(trace_id))
+
+    async def astatus(self, trace_id: str) -> TraceStatus | None:
+        """Async twin of ``status``."""
+        return await run_async(self._store, self._status_flow(trace_id))
+
+    def pending_count(self) -> int:
+        """Return how many traces can be claimed now (including those waiting for feedback)."""
+        return run_sync(self._store, self._stats_flow(count_done=False))["pending"]
+
+    async def apending_count(self) -> int:
+        """Async twin of ``pending_count``."""
+        return (await run_async(self._store, self._stats_flow(count_done=False)))["pending"]
+
+    def stats(self) -> dict[str, int]:
+        """Return counts: ``pending``, ``claimed`` (live claims), ``done``, and ``waiting``.
+
+        ``waiting`` is the part of ``pending`` that ``ready_only`` claims skip now.
+        """
+        return run_sync(self._store, self._stats_flow(count_done=True))
+
+    async def astats(self) -> dict[str, int]:
+        """Async twin of ``stats``."""
+        return await run_async(self._store, self._stats_flow(count_done=True))
+
+    # ---- flows shared by the sync and async methods --------------------
+
+    def _is_claimed(self, entry: dict[str, Any], now: float) -> bool:
+        until = entry.get("claimed_until")
+        return entry.get("status") == "claimed" and until is not None and float(until) > now
+
+    def _is_waiting(self, entry: dict[str, Any], now: float) -> bool:
+        hold = entry.get("hold_until")
+        if hold is None or float(hold) <= now:
+            return False
+        feedback = entry["trace"].get("feedback")
+        return feedback is None or Feedback.model_validate(feedback).is_empty()
+
+    def _mark(self, trace_id: str, status: TraceStatus, entry_key: str) -> Flow[None]:
+        yield from io.put(
+            self._index,
+            trace_id,
+            {"status": status, "entry_key": entry_key, "updated_at": self._clock()},
+        )
+
+    def _put_flow(self, trace: Trace, hold_until: float | None) -> Flow[bool]:
+        if not isinstance(trace, Trace):
+            raise ConfigurationError("trace", trace, "a langgraph_combee Trace")
+        if hold_until is not None and (
+            isinstance(hold_until, bool)
+            or not isinstance(hold_until, (int, float))
+            or not math.isfinite(hold_until)
+        ):
+            raise ConfigurationError("hold_until", hold_until, "None or a finite time in seconds")
+        if (yield from io.get(self._index, trace.id)) is not None:
+            return False
+        key = f"{_arrival_ns():020d}-{trace.id}"
+        entry = {
+            "trace_id": trace.id,
+            "trace": trace.model_dump(mode="json"),
+            "status": "pending",
+            "holder": None,
+            "claimed_until": None,
+            "hold_until": hold_until,
+            "enqueued_at": self._clock(),
+        }
+        yield from io.put(self._entries, key, entry)
+        yield from self._mark(trace.id, "pending", key)
+        return True
+
+    def _claim_flow(
+        self, limit: int, holder: str, visibility_seconds: float, ready_only: bool
+    ) -> Flow[list[Trace]]:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ConfigurationError("limit", limit, "an int >= 0")
+        if not isinstance(holder, str) or not holder.strip():
+            raise ConfigurationError("holder", holder, "a non-empty string")
+        visibility = _positive("visibility_seconds", visibility_seconds)
+        if limit == 0:
+            return []
+        now = self._clock()
+        chosen: list[Item] = []
+        for item in (yield from io.search_all(self._entries)):
+            if len(chosen) == limit:
+                break
+            if self._is_claimed(item.value, now):
+                continue
+            if ready_only and self._is_waiting(item.value, now):
+                continue
+            chosen.append(item)
+        traces = []
+        for item in chosen:
+            entry = {
+                **item.value,
+                "status": "claimed",
+                "holder": holder,
+                "claimed_until": now + visibility,
+            }
+            yield from io.put(self._entries, item.key, entry)
+            yield from self._mark(entry["trace_id"], "claimed", item.key)
+            traces.append(Trace.model_validate(entry["trace"]))
+        return traces
+
+    def _ack_flow(self, trace_ids: list[str]) -> Flow[int]:
+        done = 0
+        for trace_id in trace_ids:
+            index = yield from io.get(self._index, trace_id)
+            if index is None or index.value["status"] == "done":
+                continue
+            # Entry first: a crash before the index update leaves a done trace
+            # whose index still says claimed, which re-puts still ignore.
+            yield from io.delete(self._entries, index.value["entry_key"])
+            yield from self._mark(trace_id, "done", index.value["entry_key"])
+            done += 1
+        return done
+
+    def _release_flow(self, trace_ids: list[str]) -> Flow[int]:
+        released = 0
+        for trace_id in trace_ids:
+            index = yield from io.get(self._index, trace_id)
+            if index is None or index.value["status"] == "done":
+                continue
+            key = index.value["entry_key"]
+            item = yield from io.get(self._entries, key)
+            if item is None or item.value.get("status") != "claimed":
+                continue
+            entry = {**item.value, "status": "pending", "holder": None, "claimed_until": None}
+            yield from io.put(self._entries, key, entry)
+            yield from self._mark(trace_id, "pending", key)
+            released += 1
+        return released
+
+    def _feedback_flow(self, trace_id: str, feedback: Feedback) -> Flow[bool]:
+        if not isinstance(feedback, Feedback):
+            raise ConfigurationError("feedback", feedback, "a langgraph_combee Feedback")
+        index = yield from io.get(self._index, trace_id)
+        if index is None or index.value["status"] == "done":
+            return False
+        key = index.value["entry_key"]
+        item = yield from io.get(self._entries, key)
+        if item is None:
+            return False
+        trace = Trace.model_validate(item.value["trace"])
+        merged = feedback if trace.feedback is None else trace.feedback.merged(feedback)
+        trace = trace.model_copy(update={"feedback": merged})
+        yield from io.put(
+            self._entries, key, {**item.value, "trace": trace.model_dump(mode="json")}
+        )
+        return True
+
+    def _status_flow(self, trace_id: str) -> Flow[TraceStatus | None]:
+        index = yield from io.get(self._index, trace_id)
+        if index is None:
+            return None
+        if index.value["status"] == "done":
+            return "done"
+        item = yield from io.get(self._entries, index.value["entry_key"])
+        if item is None:
+            # Acked by a process that died before updating the index.
+            return "done"
+        return "claimed" if self._is_claimed(item.value, self._clock()) else "pending"
+
+    def _stats_flow(self, *, count_done: bool) -> Flow[dict[str, int]]:
+        now = self._clock()
+        counts = {"pending": 0, "claimed": 0, "done": 0, "waiting": 0}
+        for item in (yield from io.search_all(self._entries)):
+            if self._is_claimed(item.value, now):
+                counts["claimed"] += 1
+            else:
+                counts["pending"] += 1
+                counts["waiting"] += self._is_waiting(item.value, now)
+        if count_done:
+            done = yield from io.search_all(self._index, filter={"status": "done"})
+            counts["done"] = len(done)
+        return counts

@@ -1,0 +1,113 @@
+"""A deterministic stand-in for the learner LLM, for tests, examples and benchmarks.
+
+``fake_learner()`` answers the reflector, curator and aggregator prompts the way
+a cooperative LLM would, with no network: the reflector turns each failed run
+into a rule (by default "for inputs like X, answer Y" from the ground truth),
+curators propose one ADD per new rule, and the aggregator keeps every distinct
+rule it was shown. It reads only the prompts langgraph-combee itself sends.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+
+from langchain_core.messages import BaseMessage
+
+from langgraph_combee._learning.parsing import message_text
+from langgraph_combee.testing._models import FunctionChatModel
+
+InsightFn = Callable[[str, str | None, str], str]
+
+_FENCE = re.compile(r'<untrusted_data label="([^"]*)">\n(.*?)\n</untrusted_data>', re.DOTALL)
+_EXISTING = re.compile(r"^\[([a-z0-9]+-\d+)\] helpful=\d+ harmful=\d+ :: (.*)$", re.MULTILINE)
+
+
+def _fenced(text: str) -> dict[str, str]:
+    return {label: body for label, body in _FENCE.findall(text)}
+
+
+def default_insight(task_input: str, ground_truth: str | None, output: str) -> str:
+    """The default rule: inputs starting like this one expect the ground truth."""
+    if ground_truth is None or ground_truth.strip() == output.strip():
+        return ""
+    words = " ".join(task_input.split()[:4])
+    return f"When the input starts like '{words}', the expected answer is '{ground_truth}'."
+
+
+def _reflect(body: str, insight: InsightFn) -> str:
+    blocks = _fenced(body)
+    truth = blocks.get("ground_truth")
+    rule = insight(blocks.get("input", ""), truth, blocks.get("output", ""))
+    ids = [m.group(1) for m in _EXISTING.finditer(body)]
+    return json.dumps(
+        {
+            "error_identification": "wrong answer" if rule else "",
+            "root_cause": "missing rule" if rule else "",
+            "correct_approach": f"answer {truth}" if truth else "",
+            "key_insight": rule,
+            "bullet_tags": [{"id": i, "tag": "helpful"} for i in ids[:1]] if not rule else [],
+        }
+    )
+
+
+def _curate(body: str) -> str:
+    existing = {content for _, content in _EXISTING.findall(body)}
+    ops: dict[str, dict[str, object]] = {}
+    for label, text in _fenced(body).items():
+        if not label.startswith("reflection "):
+            continue
+        rule = str(json.loads(text).get("key_insight", "")).strip()
+        if rule and rule not in existing:
+            op = ops.setdefault(
+                rule, {"type": "ADD", "section": "others", "content": rule, "sources": []}
+            )
+            op["sources"].append(label.removeprefix("reflection "))  # type: ignore[attr-defined]
+    return json.dumps({"reasoning": "new rules", "operations": list(ops.values())})
+
+
+def _aggregate(body: str) -> str:
+    merged: dict[str, dict[str, object]] = {}
+    for label, text in _fenced(body).items():
+        if not label.startswith("proposal "):
+            continue
+        for line in text.splitlines():
+            if not line.strip().startswith("{"):
+                continue
+            op = json.loads(line)
+            key = str(op.get("content") or op.get("id"))
+            if key in merged:
+                sources = merged[key]["sources"]
+                assert isinstance(sources, list)
+                sources.extend(s for s in op.get("sources", []) if s not in sources)
+            else:
+                merged[key] = op
+    return json.dumps({"reasoning": "union", "operations": list(merged.values())})
+
+
+def fake_learner(*, insight: InsightFn | None = None) -> FunctionChatModel:
+    """Return a chat model that plays reflector, curator and aggregator offline.
+
+    Args:
+        insight: ``(input, ground_truth, output) -> rule`` used by the reflector;
+            return "" for "nothing to learn". Default: ``default_insight``.
+
+    Example::
+
+        combee = Combee(prompt_id="demo", model=fake_learner())
+    """
+    rule_fn = insight or default_insight
+
+    def reply(messages: Sequence[BaseMessage]) -> str:
+        system = message_text(messages[0].content) if messages else ""
+        body = "\n".join(message_text(m.content) for m in messages[1:])
+        if "You are the reflector" in system:
+            return _reflect(body, rule_fn)
+        if "You are the aggregator" in system:
+            return _aggregate(body)
+        if "You are the curator" in system:
+            return _curate(body)
+        return "{}"
+
+    return FunctionChatModel(reply)

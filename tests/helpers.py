@@ -1,0 +1,60 @@
+"""Test helpers shared by several test modules."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from langchain_core.messages import BaseMessage
+from langchain_core.tracers.base import BaseTracer
+from langchain_core.tracers.schemas import Run
+
+from langgraph_combee import Feedback, Trace
+from langgraph_combee._learning.parsing import message_text
+
+LABEL = re.compile(r"^\[(R\d+)\]$", re.MULTILINE)
+
+
+class RunNames(BaseTracer):
+    """Collects the name of every finished run, in finishing order."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.names: list[str] = []
+        self.runs: list[Run] = []
+
+    def _persist_run(self, run: Run) -> None:
+        self.names.append(run.name)
+        self.runs.append(run)
+
+    def _end_trace(self, run: Run) -> None:
+        super()._end_trace(run)
+
+    def on_chat_model_start_ids(self) -> list[UUID]:
+        return [r.id for r in self.runs]
+
+
+def role_of(messages: Sequence[BaseMessage]) -> str:
+    system = message_text(messages[0].content)
+    for role in ("reflector", "curator", "aggregator"):
+        if f"You are the {role}" in system:
+            return role
+    return "other"
+
+
+def labels_in(messages: Sequence[BaseMessage]) -> list[str]:
+    return LABEL.findall("\n".join(message_text(m.content) for m in messages[1:]))
+
+
+def failing_traces(n: int, *, prefix: str = "ticket") -> list[Trace]:
+    return [
+        Trace(
+            id=f"t{i}",
+            input=f"{prefix} {i} about topic {i}",
+            output="WRONG",
+            feedback=Feedback(correct=False, ground_truth=f"CODE-{i}"),
+        )
+        for i in range(n)
+    ]

@@ -1,0 +1,544 @@
+"""Storage conformance: the registry, the lease and the trace queue on every backend.
+
+Every test here runs on each backend of the ``store`` fixture (in memory, SQLite
+on a temporary file). Searches are paged with a small page size so that a few
+dozen records already cross several pages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.store.base import BaseStore, Op, PutOp, Result
+from langgraph.store.memory import InMemoryStore
+from langgraph.store.sqlite import SqliteStore
+
+from langgraph_combee._core.ops import Add, Remove, Tag, Update
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.types import Decision, Feedback, PromptVersion, Trace
+from langgraph_combee._errors import (
+    ConfigurationError,
+    LeaseHeldError,
+    RegistryError,
+    VersionNotFoundError,
+)
+from langgraph_combee._storage import Lease, PromptRegistry, TraceQueue, _io
+
+PROMPT = "support-agent"
+YES = Decision(accepted=True, policy="test", reason="good")
+NO = Decision(accepted=False, policy="test", reason="bad")
+
+
+class FakeClock:
+    """A clock that only moves when told to."""
+
+    def __init__(self, now: float = 1_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture(autouse=True)
+def _small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_io, "PAGE_SIZE", 7)
+
+
+@pytest.fixture
+def sqlite_path(tmp_path: Path) -> str:
+    return str(tmp_path / "store.db")
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, sqlite_path: str) -> Iterator[BaseStore]:
+    if request.param == "memory":
+        yield InMemoryStore()
+        return
+    with SqliteStore.from_conn_string(sqlite_path) as sqlite_store:
+        sqlite_store.setup()
+        yield sqlite_store
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def playbook(*contents: str, sources: tuple[str, ...] = ("t1",)) -> Playbook:
+    ops = [
+        Add(section="strategies_and_insights", content=c, sources=list(sources)) for c in contents
+    ]
+    return Playbook().apply(ops).playbook
+
+
+def candidate(pb: Playbook | None = None, **fields: Any) -> PromptVersion:
+    return PromptVersion(prompt_id=PROMPT, playbook=pb or playbook("x"), **fields)
+
+
+# ---- registry ----------------------------------------------------------------
+
+
+def test_initial_head_is_an_unwritten_empty_version_0(store: BaseStore) -> None:
+    registry = PromptRegistry(store, PROMPT, tenant="acme")
+    head = registry.head()
+    assert (head.version, head.status, head.parent) == (0, "accepted", None)
+    assert (head.prompt_id, head.tenant) == (PROMPT, "acme")
+    assert len(head.playbook) == 0 and head.render() == ""
+    assert registry.get(0) == head == registry.head()
+    assert registry.latest_version() == 0
+    assert registry.history() == [] and registry.candidates() == []
+    assert store.search(("combee",)) == []
+
+
+def test_add_candidate_assigns_version_parent_and_status(store: BaseStore) -> None:
+    registry = PromptRegistry(store, PROMPT)
+    first = registry.add_candidate(
+        PromptVersion(prompt_id="other", tenant="x", version=99, status="accepted", decision=YES)
+    )
+    assert (first.version, first.parent, first.status, first.decision) == (1, 0, "candidate", None)
+    assert (first.prompt_id, first.tenant) == (PROMPT, None)
+    assert registry.get(1) == first
+    assert registry.head().version == 0
+    second = registry.add_candidate(candidate())
+    explicit = registry.add_candidate(candidate(parent=1))
+    assert (second.version, second.parent) == (2, 0)
+    assert (explicit.version, explicit.parent) == (3, 1)
+    assert [v.version for v in registry.candidates()] == [1, 2, 3]
+    assert registry.latest_version() == 3
+    with pytest.raises(ConfigurationError, match=r"candidate\.parent=9"):
+        registry.add_candidate(candidate(parent=9))
+
+
+def test_accept_moves_head_and_reject_does_not(store: BaseStore) -> None:
+    registry = PromptRegistry(store, PROMPT)
+    v1 = registry.add_candidate(candidate(playbook("a")))
+    v2 = registry.add_candidate(candidate(playbook("b")))
+    accepted = registry.accept(v1.version, YES)
+    assert (accepted.status, accepted.decision) == ("accepted", YES)
+    assert registry.head() == accepted == registry.get(1)
+    rejected = registry.reject(v2.version, NO)
+    assert (rejected.status, rejected.decision) == ("rejected", NO)
+    assert registry.head().version == 1
+    assert registry.candidates() == []
+    v3 = registry.add_candidate(candidate())
+    assert v3.parent == 1
+
+
+def test_only_candidates_can_be_decided(store: BaseStore) -> None:
+    registry = PromptRegistry(store, PROMPT)
+    v1 = registry.add_candidate(candidate())
+    v2 = registry.add_candidate(candidate())
+    registry.accept(v1.version, YES)
+    registry.reject(v2.version, NO)
+    with pytest.raises(RegistryError, match=r"cannot accept version 1 .* it is accepted"):
+        registry.accept(1, YES)
+    with pytest.raises(RegistryError, match=r"cannot reject version 2 .* it is rejected"):
+        registry.reject(2, NO)
+    with pytest.raises(RegistryError, match="implicit initial version"):
+        registry.accept(0, YES)
+    with pytest.raises(VersionNotFoundError):
+        registry.accept(7, YES)
+    v3 = registry.add_candidate(candidate())
+    with pytest.raises(ConfigurationError, match=r"decision\.accepted=False"):
+        registry.accept(v3.version, NO)
+    with pytest.raises(ConfigurationError, match=r"decision\.accepted=True"):
+        registry.reject(v3.version, YES)
+    assert registry.get(3).status == "candidate"
+
+
+def test_get_unknown_version_raises(store: BaseStore) -> None:
+    registry = PromptRegistry(store, PROMPT)
+    registry.add_candidate(candidate())
+    for missing in (2, 50, -1):
+        with pytest.raises(VersionNotFoundError, match=f"no version {missing}") as info:
+            registry.get(missing)
+        assert isinstance(info.value, KeyError)
+        assert (info.value.prompt_id, info.value.version) == (PROMPT, missing)
+
+
+def test_history_pages_through_many_versions(store: BaseStore) -> None:
+    registry = PromptRegistry(store, PROMPT)
+    for n in range(1, 31):
+        stored = registry.add_candidate(candidate(playbook(f"rule {n}")))
+        if n % 3 == 0:
+            registry.accept(stored.version, YES)
+        elif n % 3 == 1:
+            registry.reject(stored.version, NO)
+    history = registry.history()
+    assert [v.version for v in history] == list(range(1, 31))
+    assert history[4].playbook.bullets[0].content == "rule 5"
+    assert registry.latest_version() == 30
+    assert [v.version for v in registry.candidates()] == list(range(2, 31, 3))
+    assert registry.head().version == 30
+
+
+def test_history_with_the_default_page_size(
+    store: BaseStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_io, "PAGE_SIZE", 100)
+    registry = PromptRegistry(store, PROMPT)
+    for _ in range(230):
+        registry.add_candidate(candidate(Playbook()))
+    assert [v.version for v in registry.history()] == list(range(1, 231))
+
+
+def test_rollback_appends_a_new_accepted_version(store: BaseStore) -> None:
+    registry = PromptRegistry(store, PROMPT)
+    v1 = registry.accept(registry.add_candidate(candidate(playbook("a"))).version, YES)
+    v2 = registry.accept(registry.add_candidate(candidate(playbook("b"))).version, YES)
+    before = registry.history()
+    back = registry.rollback(1, reason="b broke billing")
+    assert (back.version, back.parent, back.status) == (3, 2, "accepted")
+    assert back.playbook == v1.playbook != v2.playbook
+    assert back.note == "rollback to v1: b broke billing"
+    assert back.decision is not None and back.decision.policy == "rollback"
+    assert registry.head() == back
+    assert registry.history()[:2] == before
+    to_empty = registry.rollback(0)
+    assert (to_empty.version, to_empty.parent, to_empty.note) == (4, 3, "rollback to v0")
+    assert len(registry.head().playbook) == 0
+    pending = registry.add_candidate(candidate())
+    with pytest.raises(RegistryError, match="only accepted versions"):
+        registry.rollback(pending.version)
+    with pytest.raises(VersionNotFoundError):
+        registry.rollback(40)
+
+
+def test_diff_between_versions(store: BaseStore) -> None:
+    registry = PromptRegistry(store, PROMPT)
+    old = playbook("Check units.", "Ask for the order id.", "Cite the policy.")
+    a, b, c = (bullet.id for bullet in old.bullets)
+    new = old.apply(
+        [
+            Add(section="common_mistakes_to_avoid", content="Never guess.", sources=["t9"]),
+            Remove(id=b),
+            Update(id=a, content="Check units and currency.", sources=["t7"]),
+            Tag(id=c, helpful=2, sources=["t8"]),
+        ]
+    ).playbook
+    registry.add_candidate(candidate(old))
+    registry.add_candidate(candidate(new))
+    diff = registry.diff(1, 2)
+    assert [x.content for x in diff.added] == ["Never guess."]
+    assert [x.id for x in diff.removed] == [b]
+    assert [(o.content, n.content) for o, n in diff.updated] == [
+        ("Check units.", "Check units and currency.")
+    ]
+    assert [(o.helpful, n.helpful) for o, n in diff.retagged] == [(0, 2)]
+    assert diff.summary() == "+1 -1 ~1 (1 retagged)"
+    rendered = diff.render().splitlines()
+    assert len(rendered) == 4
+    assert rendered[0].startswith("+ [mis-00001]") and "t9" in rendered[0]
+    assert registry.diff(0, 1).summary() == "+3 -0 ~0"
+    assert registry.diff(2, 2).is_empty()
+    with pytest.raises(VersionNotFoundError):
+        registry.diff(1, 3)
+
+
+def test_head_only_ever_points_at_accepted_versions(store: BaseStore) -> None:
+    registry = PromptRegistry(store, PROMPT)
+    for n in range(12):
+        stored = registry.add_candidate(candidate(playbook(f"r{n}")))
+        if n % 4 == 1:
+            registry.reject(stored.version, NO)
+        elif n % 4 == 2:
+            registry.accept(stored.version, YES)
+        elif n % 4 == 3:
+            accepted = [v.version for v in registry.history() if v.status == "accepted"]
+            registry.rollback(accepted[0] if accepted else 0)
+        head = registry.head()
+        pointer = store.get(("combee", PROMPT, "_", "meta"), "head")
+        assert head.status == "accepted"
+        assert pointer is None or registry.get(pointer.value["version"]).status == "accepted"
+
+
+class CrashingStore(InMemoryStore):
+    """Fails every put of one key, as a process dying before that write would."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.crash_key = key
+
+    def batch(self, ops: Any) -> list[Result]:
+        ops = list(ops)
+        if any(isinstance(op, PutOp) and op.key == self.crash_key for op in ops):
+            raise RuntimeError("crashed")
+        return super().batch(ops)
+
+    async def abatch(self, ops: Any) -> list[Result]:
+        ops_list: list[Op] = list(ops)
+        return self.batch(ops_list)
+
+
+def test_a_crash_before_the_head_write_keeps_head_valid() -> None:
+    store = CrashingStore(key="head")
+    registry = PromptRegistry(store, PROMPT)
+    stored = registry.add_candidate(candidate())
+    with pytest.raises(RuntimeError, match="crashed"):
+        registry.accept(stored.version, YES)
+    assert registry.head().version == 0
+    assert registry.get(1).status == "accepted"
+
+
+def test_a_crash_before_the_latest_hint_still_counts_the_version() -> None:
+    store = CrashingStore(key="latest")
+    registry = PromptRegistry(store, PROMPT)
+    with pytest.raises(RuntimeError, match="crashed"):
+        registry.add_candidate(candidate())
+    assert registry.latest_version() == 1
+    store.crash_key = "-"
+    assert registry.add_candidate(candidate()).version == 2
+
+
+def test_tenants_and_prompts_are_isolated(store: BaseStore) -> None:
+    acme = PromptRegistry(store, PROMPT, tenant="acme")
+    default = PromptRegistry(store, PROMPT)
+    other = PromptRegistry(store, "other-agent", tenant="acme")
+    acme.accept(acme.add_candidate(candidate(playbook("acme rule"))).version, YES)
+    assert acme.head().version == 1
+    assert default.head().version == 0 and default.history() == []
+    assert other.head().version == 0 and other.latest_version() == 0
+
+
+# ---- lease -------------------------------------------------------------------
+
+
+def test_lease_acquire_expire_and_hand_over(store: BaseStore, clock: FakeClock) -> None:
+    a = Lease(store, PROMPT, holder="learner-a", ttl_seconds=10, clock=clock)
+    b = Lease(store, PROMPT, holder="learner-b", ttl_seconds=10, clock=clock)
+    assert a.holder() is None and not a.is_held()
+    assert a.acquire()
+    assert a.holder() == b.holder() == "learner-a"
+    assert a.is_held() and not b.is_held()
+    assert not b.acquire() and not b.renew()
+    clock.advance(9.9)
+    assert a.is_held()
+    clock.advance(0.2)
+    assert a.holder() is None
+    assert b.acquire() and b.is_held()
+    assert not a.renew() and not a.is_held()
+
+
+def test_lease_renew_extends_and_reacquire_is_idempotent(
+    store: BaseStore, clock: FakeClock
+) -> None:
+    a = Lease(store, PROMPT, holder="a", ttl_seconds=10, clock=clock)
+    b = Lease(store, PROMPT, holder="b", ttl_seconds=10, clock=clock)
+    assert not a.renew()
+    assert a.acquire()
+    clock.advance(8)
+    assert a.renew()
+    clock.advance(5)
+    assert a.is_held() and not b.acquire()
+    assert a.acquire()
+    clock.advance(9)
+    assert a.is_held()
+    clock.advance(2)
+    assert a.renew() and a.is_held()
+
+
+def test_lease_release_and_require(store: BaseStore, clock: FakeClock) -> None:
+    a = Lease(store, PROMPT, holder="a", ttl_seconds=10, clock=clock)
+    b = Lease(store, PROMPT, holder="b", ttl_seconds=10, clock=clock)
+    a.require()
+    assert a.is_held()
+    with pytest.raises(LeaseHeldError, match="leased by 'a'") as info:
+        b.require()
+    assert (info.value.prompt_id, info.value.holder, info.value.expires_at) == (PROMPT, "a", 1010)
+    assert not b.release()
+    assert a.holder() == "a"
+    assert a.release()
+    assert a.holder() is None and not a.release()
+    b.require()
+    assert b.holder() == "b"
+
+
+def test_leases_are_per_prompt_and_tenant(store: BaseStore, clock: FakeClock) -> None:
+    assert Lease(store, PROMPT, holder="a", clock=clock).acquire()
+    assert Lease(store, PROMPT, tenant="acme", holder="b", clock=clock).acquire()
+    assert Lease(store, "other", holder="c", clock=clock).acquire()
+    assert not Lease(store, PROMPT, holder="d", clock=clock).acquire()
+
+
+def test_lease_validates_arguments(store: BaseStore) -> None:
+    for bad in (0, -1, float("inf"), True):
+        with pytest.raises(ConfigurationError, match="ttl_seconds"):
+            Lease(store, PROMPT, holder="a", ttl_seconds=bad)
+    with pytest.raises(ConfigurationError, match="holder=''"):
+        Lease(store, PROMPT, holder="")
+
+
+# ---- queue -------------------------------------------------------------------
+
+
+def traces(*ids: str) -> list[Trace]:
+    return [Trace(id=i, input=f"question {i}", output=f"answer {i}") for i in ids]
+
+
+def test_put_is_idempotent_by_trace_id(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    (t,) = traces("t1")
+    assert queue.put(t) and not queue.put(t)
+    assert queue.status("t1") == "pending" and queue.status("nope") is None
+    assert queue.claim(5, holder="l") == [t]
+    assert not queue.put(t)
+    assert queue.ack(["t1"]) == 1
+    assert not queue.put(t)
+    assert queue.status("t1") == "done"
+    assert queue.claim(5, holder="l") == []
+    assert queue.stats() == {"pending": 0, "claimed": 0, "done": 1, "waiting": 0}
+
+
+def test_claim_returns_arrival_order_up_to_limit(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    ids = ["zeta", "alpha", "mid", "beta", "omega"]
+    for t in traces(*ids):
+        queue.put(t)
+    assert [t.id for t in queue.claim(2, holder="l")] == ["zeta", "alpha"]
+    assert [t.id for t in queue.claim(2, holder="l")] == ["mid", "beta"]
+    assert [t.id for t in queue.claim(10, holder="l")] == ["omega"]
+    assert queue.claim(10, holder="l") == [] and queue.claim(0, holder="l") == []
+    assert queue.stats()["claimed"] == 5
+
+
+def test_expired_claims_are_claimed_again(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    for t in traces("a", "b", "c", "d"):
+        queue.put(t)
+    assert [t.id for t in queue.claim(3, holder="l1", visibility_seconds=60)] == ["a", "b", "c"]
+    clock.advance(59)
+    assert [t.id for t in queue.claim(10, holder="l2")] == ["d"]
+    assert queue.status("a") == "claimed"
+    clock.advance(2)
+    assert queue.pending_count() == 3 and queue.status("a") == "pending"
+    assert [t.id for t in queue.claim(10, holder="l2")] == ["a", "b", "c"]
+
+
+def test_ack_and_release(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    for t in traces("a", "b", "c", "d"):
+        queue.put(t)
+    queue.claim(3, holder="l")
+    assert queue.ack(["a", "b", "a", "unknown"]) == 2
+    assert queue.ack("a") == 0
+    assert queue.stats() == {"pending": 1, "claimed": 1, "done": 2, "waiting": 0}
+    assert queue.release(["c", "d", "a", "unknown"]) == 1
+    assert queue.stats() == {"pending": 2, "claimed": 0, "done": 2, "waiting": 0}
+    assert [t.id for t in queue.claim(10, holder="l")] == ["c", "d"]
+
+
+def test_feedback_merges_into_queued_traces(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    first = Trace(id="t1", feedback=Feedback(score=0.5, comment="slow"))
+    queue.put(first)
+    queue.put(Trace(id="t2"))
+    assert queue.set_feedback("t1", Feedback(correct=True, comment="resolved"))
+    assert queue.set_feedback("t2", Feedback(score=1.0))
+    assert not queue.set_feedback("missing", Feedback(score=1.0))
+    claimed = {t.id: t for t in queue.claim(10, holder="l")}
+    assert claimed["t1"].feedback == Feedback(score=0.5, correct=True, comment="resolved")
+    assert claimed["t2"].feedback == Feedback(score=1.0)
+    assert queue.set_feedback("t1", Feedback(ground_truth="FIN"))
+    queue.release(["t1"])
+    queue.ack(["t2"])
+    assert not queue.set_feedback("t2", Feedback(score=0.0))
+    (again,) = queue.claim(10, holder="l")
+    assert again.feedback is not None and again.feedback.ground_truth == "FIN"
+
+
+def test_held_traces_wait_for_feedback(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    held, free, later = traces("held", "free", "later")
+    queue.put(held, hold_until=clock.now + 100)
+    queue.put(free)
+    queue.put(later, hold_until=clock.now + 50)
+    assert queue.stats() == {"pending": 3, "claimed": 0, "done": 0, "waiting": 2}
+    assert [t.id for t in queue.claim(10, holder="l", ready_only=True)] == ["free"]
+    assert queue.set_feedback("held", Feedback(correct=False))
+    assert [t.id for t in queue.claim(10, holder="l", ready_only=True)] == ["held"]
+    assert queue.claim(10, holder="l", ready_only=True) == []
+    clock.advance(51)
+    assert [t.id for t in queue.claim(10, holder="l", ready_only=True)] == ["later"]
+
+
+def test_claim_without_ready_only_ignores_holds(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    for t in traces("a", "b"):
+        queue.put(t, hold_until=clock.now + 100)
+    assert [t.id for t in queue.claim(10, holder="l")] == ["a", "b"]
+
+
+def test_queue_pages_through_many_items(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    ids = [f"trace-{n:03d}" for n in range(40, 0, -1)]
+    for t in traces(*ids):
+        queue.put(t)
+    assert queue.pending_count() == 40
+    claimed = queue.claim(35, holder="l")
+    assert [t.id for t in claimed] == ids[:35]
+    assert queue.ack([t.id for t in claimed]) == 35
+    assert queue.stats() == {"pending": 5, "claimed": 0, "done": 35, "waiting": 0}
+    assert [t.id for t in queue.claim(100, holder="l")] == ids[35:]
+
+
+def test_traces_round_trip_unchanged(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, tenant="acme", clock=clock)
+    trace = Trace(
+        id="run-1.2",
+        input="Where is my refund?",
+        output="BILLING",
+        metadata={"ticket": 7, "tags": ["a"]},
+        prompt_version=3,
+        tenant="acme",
+        feedback=Feedback(correct=False, ground_truth="FIN-REFUNDS"),
+    )
+    queue.put(trace)
+    assert queue.claim(1, holder="l") == [trace]
+    assert TraceQueue(store, PROMPT, clock=clock).pending_count() == 0
+
+
+def test_queue_validates_arguments(store: BaseStore) -> None:
+    queue = TraceQueue(store, PROMPT)
+    with pytest.raises(ConfigurationError, match="limit=-1"):
+        queue.claim(-1, holder="l")
+    with pytest.raises(ConfigurationError, match="holder=''"):
+        queue.claim(1, holder="")
+    with pytest.raises(ConfigurationError, match="visibility_seconds=0"):
+        queue.claim(1, holder="l", visibility_seconds=0)
+    with pytest.raises(ConfigurationError, match="hold_until=nan"):
+        queue.put(Trace(), hold_until=float("nan"))
+
+
+# ---- durability (SQLite file) --------------------------------------------------
+
+
+def test_a_second_connection_sees_the_same_queue_and_registry(
+    sqlite_path: str, clock: FakeClock
+) -> None:
+    with (
+        SqliteStore.from_conn_string(sqlite_path) as first,
+        SqliteStore.from_conn_string(sqlite_path) as second,
+    ):
+        first.setup()
+        second.setup()
+        writer = TraceQueue(first, PROMPT, clock=clock)
+        reader = TraceQueue(second, PROMPT, clock=clock)
+        for t in traces("a", "b", "c"):
+            writer.put(t)
+        assert not reader.put(traces("b")[0])
+        assert [t.id for t in reader.claim(1, holder="l")] == ["a"]
+        assert writer.stats() == {"pending": 2, "claimed": 1, "done": 0, "waiting": 0}
+        registry = PromptRegistry(first, PROMPT)
+        registry.accept(registry.add_candidate(candidate()).version, YES)
+        assert PromptRegistry(second, PROMPT).head().version == 1
+    with SqliteStore.from_conn_string(sqlite_path) as reopened:
+        queue = TraceQueue(reopened, PROMPT, clock=clock)
+        assert [t.id for t in queue.claim(5, holder="l")] == ["b", "c"]
+        assert queue.status("a") == "claimed"
+        assert PromptRegistry(reopened, PROMPT).head().version == 1

@@ -1,0 +1,148 @@
+"""Seeded characterisation of the three strategies: which calls, how many, which groups."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from langgraph_combee import Combee
+from langgraph_combee._learning.calls import CallSettings, LLMCaller
+from langgraph_combee._learning.strategies import CombeeStrategy, StepContext
+from langgraph_combee.testing import LatencyChatModel, fake_learner
+from tests.helpers import RunNames, failing_traces, labels_in, role_of
+
+
+def _combee(strategy: str, model: object, **kw: object) -> Combee:
+    return Combee(prompt_id="p", model=model, strategy=strategy, **kw)  # type: ignore[arg-type]
+
+
+def test_combee_scan_n40_p2_gives_six_groups_each_reflection_twice() -> None:
+    model = fake_learner()
+    combee = _combee("combee", model, batch_size=40, seed=7, token_budget=None)
+    report = combee.learn(failing_traces(40))
+    step = report.steps[0]
+    assert step.batch_size == 40
+    assert sorted(step.group_sizes) == [13, 13, 13, 13, 14, 14]
+    assert step.calls == {"aggregate": 1, "propose": 6, "reflect": 40}
+
+    roles = Counter(role_of(p) for p in model.prompts)
+    assert roles == {"reflector": 40, "curator": 6, "aggregator": 1}
+    seen = Counter(
+        label for p in model.prompts if role_of(p) == "curator" for label in labels_in(p)
+    )
+    assert len(seen) == 40 and set(seen.values()) == {2}
+    # Every failure's rule survived the two-level merge.
+    assert len(report.playbook.bullets) == 40
+    assert report.version.version == 1
+
+
+def test_shuffle_is_seeded() -> None:
+    def groups(seed: int) -> list[list[str]]:
+        model = fake_learner()
+        _combee("combee", model, batch_size=16, seed=seed).learn(failing_traces(16))
+        return [labels_in(p) for p in model.prompts if role_of(p) == "curator"]
+
+    assert groups(1) == groups(1)
+    assert groups(1) != groups(2)
+
+
+def test_combee_small_batch_falls_back_to_one_curator_call() -> None:
+    model = fake_learner()
+    report = _combee("combee", model, batch_size=3).learn(failing_traces(3))
+    assert report.steps[0].calls == {"curate": 1, "reflect": 3}
+    assert report.steps[0].group_sizes == [3]
+    assert len(report.playbook.bullets) == 3
+
+
+def test_sequential_makes_one_curator_call_per_trace() -> None:
+    model = fake_learner()
+    report = _combee("sequential", model, batch_size=5).learn(failing_traces(5))
+    assert report.steps[0].calls == {"curate": 5, "reflect": 5}
+    assert report.steps[0].group_sizes == [1, 1, 1, 1, 1]
+    # Each reflection saw the playbook as the previous trace left it.
+    sizes = [len(labels_in(p)) for p in model.prompts if role_of(p) == "curator"]
+    assert sizes == [1, 1, 1, 1, 1]
+    assert len(report.playbook.bullets) == 5
+
+
+def test_naive_makes_one_curator_call_for_the_batch() -> None:
+    model = fake_learner()
+    report = _combee("naive", model, batch_size=12).learn(failing_traces(12))
+    assert report.steps[0].calls == {"curate": 1, "reflect": 12}
+    assert report.steps[0].group_sizes == [12]
+    curator = [p for p in model.prompts if role_of(p) == "curator"]
+    assert len(curator) == 1 and len(labels_in(curator[0])) == 12
+
+
+def test_every_call_runs_under_its_run_name() -> None:
+    tracer = RunNames()
+    combee = _combee("combee", fake_learner(), batch_size=9, callbacks=[tracer])
+    combee.learn(failing_traces(9))
+    assert Counter(tracer.names) == {
+        "combee.reflect": 9,
+        "combee.propose": 3,
+        "combee.aggregate": 1,
+    }
+    tracer2 = RunNames()
+    _combee("naive", fake_learner(), batch_size=2, callbacks=[tracer2]).learn(failing_traces(2))
+    assert Counter(tracer2.names) == {"combee.reflect": 2, "combee.curate": 1}
+
+
+def test_provenance_maps_back_to_trace_ids() -> None:
+    report = _combee("combee", fake_learner(), batch_size=16).learn(failing_traces(16))
+    for bullet in report.playbook.bullets:
+        number = bullet.content.split("ticket ")[1].split(" ")[0]
+        assert bullet.provenance == [f"t{number}"]
+
+
+def test_batches_and_epochs_produce_one_step_per_batch() -> None:
+    combee = _combee("combee", fake_learner(), batch_size=10)
+    report = combee.learn(failing_traces(25), epochs=2)
+    assert [s.batch_size for s in report.steps] == [10, 10, 5, 10, 10, 5]
+    # The second epoch learns nothing new: the rules are already in the playbook.
+    assert [s.version for s in report.steps][:3] == [1, 2, 3]
+    assert len(report.playbook.bullets) == 25
+    assert report.totals()["calls"]["reflect"] == 50
+
+
+async def test_concurrency_limit_is_respected() -> None:
+    model = LatencyChatModel(fake_learner(), base_seconds=0.01)
+    combee = _combee("combee", model, batch_size=30, max_concurrency=4)
+    await combee.alearn(failing_traces(30))
+    assert model.max_concurrency == 4
+    assert model.calls == 30 + 5 + 1
+
+
+async def test_unlimited_parallel_map_reaches_batch_size() -> None:
+    model = LatencyChatModel(fake_learner(), base_seconds=0.01)
+    await _combee("combee", model, batch_size=20, max_concurrency=64).alearn(failing_traces(20))
+    assert model.max_concurrency == 20
+
+
+def test_fan_in_and_copies_are_parameters() -> None:
+    strategy = CombeeStrategy(copies=3, fan_in=2)
+    assert strategy.group_count(40) == 2
+    assert CombeeStrategy().group_count(3) == 1
+    assert CombeeStrategy().group_count(17) == 4
+    model = fake_learner()
+    report = _combee("combee", model, batch_size=10, copies=3, fan_in=2).learn(failing_traces(10))
+    assert report.steps[0].group_sizes == [15, 15]
+
+
+async def test_step_context_is_store_free() -> None:
+    ctx = StepContext(caller=LLMCaller(fake_learner(), CallSettings()))
+    from langgraph_combee import Playbook
+
+    result = await CombeeStrategy().step(ctx, Playbook(), failing_traces(4), version=1)
+    assert result.report.calls == {"reflect": 4, "propose": 2, "aggregate": 1}
+    assert len(result.playbook.bullets) == 4
+
+
+@pytest.mark.parametrize("strategy", ["combee", "naive", "sequential"])
+def test_all_strategies_report_tokens_and_ops(strategy: str) -> None:
+    report = _combee(strategy, fake_learner(), batch_size=8).learn(failing_traces(8))
+    step = report.steps[0]
+    assert step.input_tokens > 0 and step.output_tokens > 0
+    assert step.ops["add"] == 8
+    assert step.seconds > 0
