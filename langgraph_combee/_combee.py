@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import Any, Literal, Protocol, TypeVar
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
@@ -19,7 +19,14 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee._core.dedup import Embedder
-from langgraph_combee._core.types import Decision, LearnReport, PromptVersion, StepReport, Trace
+from langgraph_combee._core.types import (
+    Decision,
+    Feedback,
+    LearnReport,
+    PromptVersion,
+    StepReport,
+    Trace,
+)
 from langgraph_combee._errors import ConfigurationError, EngineLoopError
 from langgraph_combee._learning.calls import CallSettings
 from langgraph_combee._learning.engine import (
@@ -30,11 +37,24 @@ from langgraph_combee._learning.engine import (
 )
 from langgraph_combee._learning.strategies import StepResult, Strategy
 from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy
+from langgraph_combee._runtime.serving import DropPolicy, Server, ServingSettings
+from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
 
 logger = logging.getLogger("langgraph_combee")
 
 R = TypeVar("R")
+
+MissingFeedback = Literal["learn", "drop"]
+
+
+class Evaluator(Protocol):
+    """Scores a captured trace: ``(trace) -> Feedback | None``."""
+
+    def __call__(self, trace: Trace) -> Feedback | None: ...
+
+
+ScopeFn = Callable[[Mapping[str, Any]], "str | None"]
 
 
 def _resolve_model(model: str | BaseChatModel | None) -> BaseChatModel | None:
@@ -106,6 +126,19 @@ class Combee:
         backoff_seconds: First retry delay; later ones grow exponentially.
         embedder: Optional ``Embedder`` for semantic de-duplication.
         callbacks: LangChain callbacks attached to every learner call.
+        evaluator: Optional ``(trace) -> Feedback | None`` run on each captured trace.
+        scope: Optional ``(config) -> tenant`` mapping a run's config (its
+            ``configurable`` and ``metadata``) to a tenant; each tenant learns its
+            own playbook. Default: one shared playbook.
+        refresh_seconds: How stale the agent's cached HEAD may get; replicas
+            sharing a store converge within this interval.
+        capture_limit: Most captured traces buffered in memory before the drop
+            policy applies.
+        drop_policy: ``"drop_oldest"`` (default) or ``"drop_newest"`` when full.
+        feedback_wait_seconds: How long a captured trace without feedback waits
+            for ``feedback()`` before the learner may take it.
+        on_missing_feedback: After the wait, ``"learn"`` from execution
+            feedback only (default) or ``"drop"`` the trace.
     """
 
     def __init__(
@@ -127,6 +160,13 @@ class Combee:
         backoff_seconds: float = 0.5,
         embedder: Embedder | None = None,
         callbacks: Callbacks = None,
+        evaluator: Evaluator | None = None,
+        scope: ScopeFn | None = None,
+        refresh_seconds: float = 5.0,
+        capture_limit: int = 10_000,
+        drop_policy: DropPolicy = "drop_oldest",
+        feedback_wait_seconds: float = 0.0,
+        on_missing_feedback: MissingFeedback = "learn",
     ) -> None:
         if not isinstance(prompt_id, str) or not prompt_id.strip():
             raise ConfigurationError("prompt_id", prompt_id, "a non-empty string")
@@ -157,6 +197,34 @@ class Combee:
             backoff_max=max(backoff_seconds, 8.0 * backoff_seconds),
         )
         self._callbacks = callbacks
+        if evaluator is not None and not callable(evaluator):
+            raise ConfigurationError(
+                "evaluator", evaluator, "a callable (trace) -> Feedback | None"
+            )
+        if scope is not None and not callable(scope):
+            raise ConfigurationError("scope", scope, "a callable (config) -> tenant str | None")
+        if feedback_wait_seconds < 0:
+            raise ConfigurationError(
+                "feedback_wait_seconds", feedback_wait_seconds, "a number >= 0"
+            )
+        if on_missing_feedback not in ("learn", "drop"):
+            raise ConfigurationError(
+                "on_missing_feedback", on_missing_feedback, "'learn' or 'drop'"
+            )
+        self.evaluator = evaluator
+        self.scope = scope
+        self.feedback_wait_seconds = float(feedback_wait_seconds)
+        self.on_missing_feedback: MissingFeedback = on_missing_feedback
+        self._queues: dict[str | None, TraceQueue] = {}
+        self.server = Server(
+            registry_for=self.registry,
+            queue_for=self.queue,
+            settings=ServingSettings(
+                refresh_seconds=refresh_seconds,
+                capture_limit=capture_limit,
+                drop_policy=drop_policy,
+            ),
+        )
         self._engines: dict[str | None, LearningEngine] = {}
         self._registries: dict[str | None, PromptRegistry] = {}
         # Build one engine now so that bad strategy settings fail at construction.
@@ -181,6 +249,12 @@ class Combee:
         if tenant not in self._registries:
             self._registries[tenant] = PromptRegistry(self.store, self.prompt_id, tenant=tenant)
         return self._registries[tenant]
+
+    def queue(self, tenant: str | None = None) -> TraceQueue:
+        """The durable trace queue of this prompt (for one tenant, if given)."""
+        if tenant not in self._queues:
+            self._queues[tenant] = TraceQueue(self.store, self.prompt_id, tenant=tenant)
+        return self._queues[tenant]
 
     def _engine(self, tenant: str | None) -> LearningEngine:
         if self.model is None:
@@ -225,6 +299,106 @@ class Combee:
     ) -> PromptVersion:
         """Put ``version``'s playbook back in force as a new version (history is kept)."""
         return self.registry(tenant).rollback(version, reason=reason)
+
+    # ---- serving and capture (the agent side; never blocks on the learner) ----
+
+    def tenant_for(self, config: Mapping[str, Any] | None) -> str | None:
+        """The tenant of a run, from its config, via ``scope`` (None without one).
+
+        A failing or ill-typed ``scope`` is logged and treated as no tenant:
+        it must never break the agent's run.
+        """
+        if self.scope is None:
+            return None
+        try:
+            tenant = self.scope(config or {})
+        except Exception:
+            logger.exception("scope(config) raised; using the shared playbook")
+            return None
+        if tenant is None or isinstance(tenant, str):
+            return tenant or None
+        logger.warning("scope(config) returned %r, not str | None; ignored", tenant)
+        return None
+
+    def select_version(self, tenant: str | None, run_key: str | None = None) -> PromptVersion:
+        """The version to serve to a new run (HEAD, or a canary candidate).
+
+        Reads only the in-memory cache (refreshed in the background).
+        """
+        head = self.server.head(tenant)
+        choose = getattr(self.acceptance, "choose", None)
+        if choose is None:
+            return head
+        try:
+            picked = choose(self, tenant, head, run_key)
+        except Exception:
+            logger.exception("acceptance policy failed to choose a version; serving HEAD")
+            return head
+        return picked if isinstance(picked, PromptVersion) else head
+
+    def version_for_run(self, tenant: str | None, version: int) -> PromptVersion:
+        """The version a run was pinned to (from memory when possible)."""
+        return self.server.version(tenant, version)
+
+    def capture(self, trace: Trace) -> None:
+        """Hand a finished run's trace to the learner side. Never raises.
+
+        The evaluator (if any) scores it first; the trace then waits in a bounded
+        buffer and is written to the durable queue by a background thread.
+        """
+        try:
+            if self.evaluator is not None and trace.feedback is None:
+                try:
+                    feedback = self.evaluator(trace)
+                except Exception:
+                    logger.exception(
+                        "evaluator raised on trace %s; kept without feedback", trace.id
+                    )
+                    feedback = None
+                if feedback is not None:
+                    trace = trace.model_copy(update={"feedback": feedback})
+            self.server.capture(trace, hold_seconds=self.feedback_wait_seconds)
+        except Exception:  # capture must never break the host agent
+            logger.exception("failed to capture trace %s", getattr(trace, "id", "?"))
+
+    def feedback(
+        self,
+        run_id: Any,
+        *,
+        score: float | None = None,
+        correct: bool | None = None,
+        comment: str | None = None,
+        ground_truth: str | None = None,
+        tenant: str | None = None,
+        source: str = "user",
+    ) -> bool:
+        """Attach late feedback to a captured run (keyed by its run id).
+
+        Returns True when the trace was found (in memory or in the queue), False
+        when the run id is unknown or its trace was already learned from (counted
+        in ``server.stats.feedback_unknown``).
+        """
+        fb = Feedback(
+            score=score, correct=correct, comment=comment, ground_truth=ground_truth, source=source
+        )
+        if fb.is_empty():
+            raise ConfigurationError(
+                "feedback",
+                fb.model_dump(exclude_none=True),
+                "at least one of score, correct, comment, ground_truth",
+            )
+        trace_id = str(run_id)
+
+        def merge(trace: Trace) -> Trace:
+            merged = trace.feedback.merged(fb) if trace.feedback is not None else fb
+            return trace.model_copy(update={"feedback": merged})
+
+        if self.server.attach_feedback(trace_id, merge):
+            return True
+        if self.queue(tenant).set_feedback(trace_id, fb):
+            return True
+        self.server.stats.feedback_unknown += 1
+        return False
 
     # ---- learning ------------------------------------------------------
 

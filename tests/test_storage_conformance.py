@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph.store.base import BaseStore, Op, PutOp, Result
+from langgraph.store.base import BaseStore, PutOp, Result
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
@@ -272,8 +272,7 @@ class CrashingStore(InMemoryStore):
         return super().batch(ops)
 
     async def abatch(self, ops: Any) -> list[Result]:
-        ops_list: list[Op] = list(ops)
-        return self.batch(ops_list)
+        return self.batch(ops)
 
 
 def test_a_crash_before_the_head_write_keeps_head_valid() -> None:
@@ -364,6 +363,36 @@ def test_leases_are_per_prompt_and_tenant(store: BaseStore, clock: FakeClock) ->
     assert Lease(store, PROMPT, tenant="acme", holder="b", clock=clock).acquire()
     assert Lease(store, "other", holder="c", clock=clock).acquire()
     assert not Lease(store, PROMPT, holder="d", clock=clock).acquire()
+
+
+class RacingStore(InMemoryStore):
+    """Lets an intruder's lease write land right after every lease write of ours."""
+
+    def batch(self, ops: Any) -> list[Result]:
+        ops = list(ops)
+        results = super().batch(ops)
+        for op in ops:
+            if (
+                isinstance(op, PutOp)
+                and op.key == "writer"
+                and op.value is not None
+                and op.value["holder"] != "intruder"
+            ):
+                value = {**op.value, "holder": "intruder"}
+                super().batch([PutOp(op.namespace, op.key, value)])
+        return results
+
+    async def abatch(self, ops: Any) -> list[Result]:
+        return self.batch(ops)
+
+
+def test_lease_acquire_reads_back_and_loses_a_race(clock: FakeClock) -> None:
+    store = RacingStore()
+    a = Lease(store, PROMPT, holder="a", clock=clock)
+    assert not a.acquire()
+    assert a.holder() == "intruder"
+    with pytest.raises(LeaseHeldError, match="'intruder'"):
+        a.require()
 
 
 def test_lease_validates_arguments(store: BaseStore) -> None:

@@ -1,0 +1,268 @@
+"""The agent-side half of Combee: a cached HEAD per tenant and a bounded capture buffer.
+
+The agent's hot path only touches memory here. A daemon worker thread refreshes
+stale HEADs from the store and flushes captured traces into the durable queue,
+so several processes sharing one store converge within ``refresh_seconds``. If
+the store is down, the last cached version keeps being served and captured
+traces wait in the buffer (bounded; the drop policy decides what goes).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from langgraph_combee._core.types import PromptVersion, Trace
+from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._storage.queue import TraceQueue
+from langgraph_combee._storage.registry import PromptRegistry
+
+logger = logging.getLogger("langgraph_combee.serving")
+
+DropPolicy = Literal["drop_oldest", "drop_newest"]
+
+
+@dataclass
+class ServingStats:
+    """Counters of the agent-side machinery, for monitoring."""
+
+    captured: int = 0
+    dropped: int = 0
+    flushed: int = 0
+    duplicates: int = 0
+    flush_errors: int = 0
+    refreshes: int = 0
+    refresh_errors: int = 0
+    feedback_unknown: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """The counters as a plain dict."""
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Entry:
+    version: PromptVersion
+    loaded_at: float
+
+
+@dataclass
+class _Pending:
+    trace: Trace
+    hold_until: float | None
+
+
+@dataclass
+class ServingSettings:
+    """How the agent side caches and captures."""
+
+    refresh_seconds: float = 5.0
+    capture_limit: int = 10_000
+    drop_policy: DropPolicy = "drop_oldest"
+    flush_seconds: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.refresh_seconds <= 0:
+            raise ConfigurationError("refresh_seconds", self.refresh_seconds, "a number > 0")
+        if self.capture_limit < 1:
+            raise ConfigurationError("capture_limit", self.capture_limit, "an int >= 1")
+        if self.drop_policy not in ("drop_oldest", "drop_newest"):
+            raise ConfigurationError(
+                "drop_policy", self.drop_policy, "'drop_oldest' or 'drop_newest'"
+            )
+        if self.flush_seconds <= 0:
+            raise ConfigurationError("flush_seconds", self.flush_seconds, "a number > 0")
+
+
+class Server:
+    """Caches HEAD per tenant and buffers captured traces for the durable queue."""
+
+    def __init__(
+        self,
+        *,
+        registry_for: Callable[[str | None], PromptRegistry],
+        queue_for: Callable[[str | None], TraceQueue],
+        settings: ServingSettings,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._registry_for = registry_for
+        self._queue_for = queue_for
+        self.settings = settings
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._heads: dict[str | None, _Entry] = {}
+        self._versions: collections.OrderedDict[tuple[str | None, int], PromptVersion] = (
+            collections.OrderedDict()
+        )
+        self._buffer: collections.deque[_Pending] = collections.deque()
+        self._stale: set[str | None] = set()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.stats = ServingStats()
+
+    # ---- prompts ---------------------------------------------------------
+
+    def head(self, tenant: str | None) -> PromptVersion:
+        """The cached HEAD of a tenant; loaded once, then refreshed in the background."""
+        now = self._clock()
+        with self._lock:
+            entry = self._heads.get(tenant)
+            if entry is not None:
+                if now - entry.loaded_at >= self.settings.refresh_seconds:
+                    self._stale.add(tenant)
+                    self._wake.set()
+                return entry.version
+        self._ensure_worker()
+        # First use of this tenant in this process: one read, then never again here.
+        return self._load_head(tenant, fallback=True)
+
+    def version(self, tenant: str | None, number: int) -> PromptVersion:
+        """A version by number (a pinned run's), from memory when possible."""
+        with self._lock:
+            entry = self._heads.get(tenant)
+            if entry is not None and entry.version.version == number:
+                return entry.version
+            cached = self._versions.get((tenant, number))
+            if cached is not None:
+                return cached
+        try:
+            found = self._registry_for(tenant).get(number)
+        except Exception:  # a dead store must not break a run: serve HEAD instead
+            logger.warning("cannot read version %s of tenant %r; serving HEAD", number, tenant)
+            return self.head(tenant)
+        self._remember(tenant, found)
+        return found
+
+    def publish(self, version: PromptVersion) -> None:
+        """Make a version this process accepted the cached HEAD at once."""
+        with self._lock:
+            self._heads[version.tenant] = _Entry(version, self._clock())
+        self._remember(version.tenant, version)
+
+    def refresh(self, tenant: str | None = None) -> PromptVersion:
+        """Read HEAD from the store now (what the worker does for stale tenants)."""
+        return self._load_head(tenant, fallback=False)
+
+    def _remember(self, tenant: str | None, version: PromptVersion) -> None:
+        with self._lock:
+            self._versions[(tenant, version.version)] = version
+            while len(self._versions) > 64:
+                self._versions.popitem(last=False)
+
+    def _load_head(self, tenant: str | None, *, fallback: bool) -> PromptVersion:
+        try:
+            version = self._registry_for(tenant).head()
+        except Exception as exc:
+            self.stats.refresh_errors += 1
+            logger.warning("cannot refresh HEAD of tenant %r: %r", tenant, exc)
+            with self._lock:
+                entry = self._heads.get(tenant)
+                if entry is not None:
+                    return entry.version
+            if not fallback:
+                raise
+            return PromptVersion(prompt_id=self._registry_for(tenant).prompt_id, tenant=tenant)
+        with self._lock:
+            self._heads[tenant] = _Entry(version, self._clock())
+            self.stats.refreshes += 1
+        self._remember(tenant, version)
+        return version
+
+    # ---- capture ---------------------------------------------------------
+
+    def capture(self, trace: Trace, *, hold_seconds: float = 0.0) -> None:
+        """Buffer a trace for the queue. Never raises; a full buffer drops by policy."""
+        hold = time.time() + hold_seconds if hold_seconds > 0 and trace.feedback is None else None
+        with self._lock:
+            if len(self._buffer) >= self.settings.capture_limit:
+                self.stats.dropped += 1
+                if self.settings.drop_policy == "drop_newest":
+                    return
+                self._buffer.popleft()
+            self._buffer.append(_Pending(trace, hold))
+            self.stats.captured += 1
+        self._ensure_worker()
+        self._wake.set()
+
+    def attach_feedback(self, trace_id: str, apply: Callable[[Trace], Trace]) -> bool:
+        """Update a trace still in the buffer; False if it already left for the store."""
+        with self._lock:
+            for pending in self._buffer:
+                if pending.trace.id == trace_id:
+                    pending.trace = apply(pending.trace)
+                    return True
+        return False
+
+    def buffered(self) -> int:
+        """Traces captured and not yet written to the queue."""
+        with self._lock:
+            return len(self._buffer)
+
+    def flush(self) -> int:
+        """Write buffered traces to their tenants' queues; returns how many were written.
+
+        A trace that cannot be written (store down) goes back to the front of the
+        buffer, and flushing stops until the next attempt.
+        """
+        written = 0
+        while True:
+            with self._lock:
+                if not self._buffer:
+                    return written
+                pending = self._buffer.popleft()
+            try:
+                fresh = self._queue_for(pending.trace.tenant).put(
+                    pending.trace, hold_until=pending.hold_until
+                )
+            except Exception as exc:
+                with self._lock:
+                    self._buffer.appendleft(pending)
+                    self.stats.flush_errors += 1
+                logger.warning("cannot write traces to the queue (will retry): %r", exc)
+                return written
+            written += 1
+            with self._lock:
+                if fresh:
+                    self.stats.flushed += 1
+                else:
+                    self.stats.duplicates += 1
+
+    # ---- worker ----------------------------------------------------------
+
+    def _ensure_worker(self) -> None:
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._work, name="combee-serving", daemon=True)
+            self._thread.start()
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.settings.flush_seconds)
+            self._wake.clear()
+            self.flush()
+            with self._lock:
+                stale, self._stale = self._stale, set()
+            for tenant in stale:
+                # Failures are counted in _load_head; the cache keeps being served.
+                with contextlib.suppress(Exception):
+                    self.refresh(tenant)
+
+    def close(self, *, flush: bool = True) -> None:
+        """Stop the worker; flush what is buffered first (best effort)."""
+        self._stop.set()
+        self._wake.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5.0)
+        self._thread = None
+        if flush:
+            self.flush()
