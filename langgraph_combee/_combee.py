@@ -9,9 +9,10 @@ accepts, rejects or leaves pending.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import Any, Literal, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
@@ -27,7 +28,7 @@ from langgraph_combee._core.types import (
     StepReport,
     Trace,
 )
-from langgraph_combee._errors import ConfigurationError, EngineLoopError
+from langgraph_combee._errors import ConfigurationError, EngineLoopError, LearningError
 from langgraph_combee._learning.calls import CallSettings
 from langgraph_combee._learning.engine import (
     BatchSize,
@@ -36,10 +37,15 @@ from langgraph_combee._learning.engine import (
     validate_batch_size,
 )
 from langgraph_combee._learning.strategies import StepResult, Strategy
-from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy
+from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy, PolicyContext
+from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee._runtime.serving import DropPolicy, Server, ServingSettings
 from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
+
+if TYPE_CHECKING:
+    from langgraph_combee._runtime.collector import CombeeTracer
+    from langgraph_combee._runtime.middleware import CombeeMiddleware
 
 logger = logging.getLogger("langgraph_combee")
 
@@ -139,6 +145,13 @@ class Combee:
             for ``feedback()`` before the learner may take it.
         on_missing_feedback: After the wait, ``"learn"`` from execution
             feedback only (default) or ``"drop"`` the trace.
+        min_batch: Fewest traces the background learner takes after
+            ``max_wait_seconds`` of low traffic (a full batch is taken at once).
+        max_wait_seconds: Longest a ready trace waits for its batch to fill.
+        poll_seconds: How often the background learner looks at the queue.
+        lease_seconds: Expiry of the learner's writer lease (renewed each pass).
+        step_backoff_seconds: First delay after a failed step; doubles on each
+            failure in a row, up to 60 s.
     """
 
     def __init__(
@@ -167,6 +180,11 @@ class Combee:
         drop_policy: DropPolicy = "drop_oldest",
         feedback_wait_seconds: float = 0.0,
         on_missing_feedback: MissingFeedback = "learn",
+        min_batch: int = 4,
+        max_wait_seconds: float = 30.0,
+        poll_seconds: float = 1.0,
+        lease_seconds: float = 60.0,
+        step_backoff_seconds: float = 1.0,
     ) -> None:
         if not isinstance(prompt_id, str) or not prompt_id.strip():
             raise ConfigurationError("prompt_id", prompt_id, "a non-empty string")
@@ -225,6 +243,14 @@ class Combee:
                 drop_policy=drop_policy,
             ),
         )
+        self._learner_settings = LearnerSettings(
+            min_batch=min_batch,
+            max_wait_seconds=max_wait_seconds,
+            poll_seconds=poll_seconds,
+            lease_seconds=lease_seconds,
+            backoff_seconds=step_backoff_seconds,
+        )
+        self._learner: BackgroundLearner | None = None
         self._engines: dict[str | None, LearningEngine] = {}
         self._registries: dict[str | None, PromptRegistry] = {}
         # Build one engine now so that bad strategy settings fail at construction.
@@ -298,7 +324,9 @@ class Combee:
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
         """Put ``version``'s playbook back in force as a new version (history is kept)."""
-        return self.registry(tenant).rollback(version, reason=reason)
+        restored = self.registry(tenant).rollback(version, reason=reason)
+        self.server.publish(restored)
+        return restored
 
     # ---- serving and capture (the agent side; never blocks on the learner) ----
 
@@ -330,7 +358,7 @@ class Combee:
         if choose is None:
             return head
         try:
-            picked = choose(self, tenant, head, run_key)
+            picked = choose(self.server, tenant, head, run_key)
         except Exception:
             logger.exception("acceptance policy failed to choose a version; serving HEAD")
             return head
@@ -400,6 +428,104 @@ class Combee:
         self.server.stats.feedback_unknown += 1
         return False
 
+    # ---- decisions -------------------------------------------------------
+
+    def approve(
+        self, version: int, *, reason: str = "approved", tenant: str | None = None
+    ) -> PromptVersion:
+        """Accept a pending candidate (``ManualApproval``); it is served from the next run."""
+        accepted = self.registry(tenant).accept(
+            version, Decision(accepted=True, policy="manual", reason=reason)
+        )
+        self.server.publish(accepted)
+        return accepted
+
+    def reject(
+        self, version: int, *, reason: str = "rejected", tenant: str | None = None
+    ) -> PromptVersion:
+        """Reject a pending candidate; HEAD does not move."""
+        return self.registry(tenant).reject(
+            version, Decision(accepted=False, policy="manual", reason=reason)
+        )
+
+    # ---- background learning --------------------------------------------
+
+    @property
+    def learner(self) -> BackgroundLearner:
+        """The background learner (created on first use, started by ``start()``)."""
+        if self._learner is None:
+            self._learner = BackgroundLearner(self, self._learner_settings)
+        return self._learner
+
+    def start(self) -> None:
+        """Start learning in the background, on a thread and event loop of its own."""
+        self._engine(None)  # fail now, in the caller, if there is no learner model
+        self.learner.start()
+
+    def stop(self, timeout: float | None = 30.0) -> None:
+        """Stop the background learner after its current step; queued traces stay queued.
+
+        Captured traces still in memory are written to the queue first.
+        """
+        if self._learner is not None:
+            self._learner.stop(timeout)
+        self.server.close(flush=True)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[Combee]:
+        """``with combee.running(): ...`` starts the learner and stops it on exit."""
+        self.start()
+        try:
+            yield self
+        finally:
+            self.stop()
+
+    async def astart(self) -> None:
+        """Async ``start()``: the learner still runs on its own thread and loop."""
+        await asyncio.to_thread(self.start)
+
+    async def astop(self, timeout: float | None = 30.0) -> None:
+        """Async ``stop()``, without blocking the caller's event loop."""
+        await asyncio.to_thread(self.stop, timeout)
+
+    # ---- the agent side: one line for create_agent, helpers for StateGraph --
+
+    def middleware(self, *, capture: bool = True) -> CombeeMiddleware:
+        """The ``create_agent`` middleware; put it first in ``middleware=[...]``."""
+        from langgraph_combee._runtime.middleware import CombeeMiddleware
+
+        return CombeeMiddleware(self, capture=capture)
+
+    def tracer(self) -> CombeeTracer:
+        """A callback handler that captures every finished root run as a trace."""
+        from langgraph_combee._runtime.collector import CombeeTracer
+
+        return CombeeTracer(self)
+
+    def node(self) -> Any:
+        """A LangGraph node putting the learned system prompt first in ``messages``."""
+        from langgraph_combee._runtime.graph import make_node
+
+        return make_node(self)
+
+    def system_prompt(self, base: str, *, config: Mapping[str, Any] | None = None) -> str:
+        """``base`` with the learned playbook appended, for the current run."""
+        from langgraph_combee._runtime.graph import system_prompt
+
+        return system_prompt(self, base, config=config)
+
+    def wrap_model(self, llm: Any) -> Any:
+        """A runnable that injects the learned prompt into every call of ``llm``."""
+        from langgraph_combee._runtime.graph import wrap_model
+
+        return wrap_model(self, llm)
+
+    def instrument(self, graph: Any) -> Any:
+        """The compiled graph with trace capture attached to every run."""
+        from langgraph_combee._runtime.graph import instrument
+
+        return instrument(self, graph)
+
     # ---- learning ------------------------------------------------------
 
     def learn(
@@ -450,16 +576,27 @@ class Combee:
         *,
         tenant: str | None = None,
         _registry: PromptRegistry | None = None,
+        before_submit: Callable[[], Awaitable[bool]] | None = None,
     ) -> StepReport:
         """Run one learning step on ``batch`` and submit its candidate for acceptance.
 
-        Raises ``LearningError`` when the step fails; nothing is written then.
+        Args:
+            batch: The traces to learn from.
+            tenant: Whose playbook learns.
+            before_submit: Optional check run after the step and before anything is
+                written (the background learner renews its lease here); when it
+                returns False the step's result is discarded.
+
+        Raises:
+            LearningError: The step failed; nothing was written.
         """
         registry = _registry or self.registry(tenant)
         engine = self._engine(tenant)
         head = await registry.ahead()
         next_version = await registry.alatest_version() + 1
         result = await engine.step(head.playbook, batch, version=next_version)
+        if before_submit is not None and not await before_submit():
+            raise LearningError("the writer lease was lost during the step; result discarded")
         await self._submit(registry, head, result)
         return result.report
 
@@ -481,10 +618,13 @@ class Combee:
         )
         stored = await registry.aadd_candidate(candidate)
         report.version = stored.version
-        decision: Decision | None = await self.acceptance.decide(stored, head)
+        context = PolicyContext(registry=registry, server=self.server)
+        decision: Decision | None = await self.acceptance.decide(stored, head, context)
         if decision is None:
             return stored
         report.accepted = decision.accepted
         if decision.accepted:
-            return await registry.aaccept(stored.version, decision)
+            accepted = await registry.aaccept(stored.version, decision)
+            self.server.publish(accepted)
+            return accepted
         return await registry.areject(stored.version, decision)

@@ -1,15 +1,44 @@
 """Acceptance policies: when is a candidate version swapped in.
 
-A policy looks at a candidate and the version in force and returns a
-``Decision`` (accept or reject, with its reason and figures), or None to leave
-the candidate pending (manual approval, a canary still collecting runs).
+A policy's ``decide`` looks at a candidate and the version in force and returns
+a ``Decision`` (accept or reject, with its reason and figures), or None to leave
+the candidate pending. Policies may also implement optional hooks:
+
+- ``choose(context, head, run_key)``: the version to serve a new run (memory only);
+- ``observe(trace)``: see a trace the learner took, with its feedback;
+- ``review(context)``: make pending decisions from what was observed;
+- ``blocking(tenant)``: True while new learning should wait (a canary trial).
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import asyncio
+import hashlib
+import inspect
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from langgraph_combee._core.types import Decision, PromptVersion
+from langgraph_combee._core.types import Decision, PromptVersion, Trace
+from langgraph_combee._errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from langgraph_combee._runtime.serving import Server
+    from langgraph_combee._storage.registry import PromptRegistry
+
+
+@dataclass(frozen=True)
+class PolicyContext:
+    """What a policy may touch: the tenant's registry and the serving cache."""
+
+    registry: PromptRegistry
+    server: Server
+
+    @property
+    def tenant(self) -> str | None:
+        """The tenant whose prompt is being decided."""
+        return self.registry.tenant
 
 
 @runtime_checkable
@@ -18,7 +47,9 @@ class AcceptancePolicy(Protocol):
 
     name: str
 
-    async def decide(self, candidate: PromptVersion, current: PromptVersion) -> Decision | None:
+    async def decide(
+        self, candidate: PromptVersion, current: PromptVersion, context: PolicyContext
+    ) -> Decision | None:
         """Return a decision now, or None to leave the candidate pending."""
         ...
 
@@ -28,9 +59,298 @@ class AcceptAll:
 
     name = "accept_all"
 
-    async def decide(self, candidate: PromptVersion, current: PromptVersion) -> Decision | None:
+    async def decide(
+        self, candidate: PromptVersion, current: PromptVersion, context: PolicyContext
+    ) -> Decision | None:
         """Accept the candidate."""
         return Decision(accepted=True, policy=self.name, reason="every candidate is accepted")
 
     def __repr__(self) -> str:
         return "AcceptAll()"
+
+
+class ManualApproval:
+    """Leave every candidate pending until ``combee.approve(v)`` or ``combee.reject(v)``.
+
+    The learner keeps learning from the version in force meanwhile; each
+    pending candidate is that version plus one step's edits.
+    """
+
+    name = "manual"
+
+    async def decide(
+        self, candidate: PromptVersion, current: PromptVersion, context: PolicyContext
+    ) -> Decision | None:
+        """Leave the candidate pending."""
+        return None
+
+    def __repr__(self) -> str:
+        return "ManualApproval()"
+
+
+Runner = Callable[[PromptVersion, Any], "float | bool | Awaitable[float | bool]"]
+
+
+class ValidationGate:
+    """Score candidate and current version on held-out examples; accept if not worse.
+
+    Args:
+        examples: Held-out examples, passed one by one to ``runner``.
+        runner: ``(version, example) -> score`` (sync or async); a bool counts as
+            1.0 / 0.0. Typically runs the agent with ``version.render()`` appended
+            to its prompt and grades the answer. An example whose runner raises
+            scores 0.0 for that version.
+        min_delta: Accept when ``mean(candidate) - mean(current) >= min_delta``.
+        max_concurrency: Most runner calls in flight.
+    """
+
+    name = "validation"
+
+    def __init__(
+        self,
+        examples: Sequence[Any],
+        runner: Runner,
+        *,
+        min_delta: float = 0.0,
+        max_concurrency: int = 8,
+    ) -> None:
+        if not isinstance(examples, Sequence) or isinstance(examples, str) or not examples:
+            raise ConfigurationError("examples", examples, "a non-empty sequence of examples")
+        if not callable(runner):
+            raise ConfigurationError("runner", runner, "a callable (version, example) -> score")
+        if max_concurrency < 1:
+            raise ConfigurationError("max_concurrency", max_concurrency, "an int >= 1")
+        self.examples = list(examples)
+        self.runner = runner
+        self.min_delta = float(min_delta)
+        self.max_concurrency = max_concurrency
+
+    async def _score(self, version: PromptVersion) -> float:
+        semaphore = asyncio.Semaphore(self.max_concurrency)
+
+        async def one(example: Any) -> float:
+            async with semaphore:
+                try:
+                    if inspect.iscoroutinefunction(self.runner):
+                        value = await self.runner(version, example)
+                    else:
+                        value = await asyncio.to_thread(self.runner, version, example)
+                        if inspect.isawaitable(value):
+                            value = await value
+                except Exception:
+                    return 0.0
+                return float(value)
+
+        scores = await asyncio.gather(*(one(e) for e in self.examples))
+        return sum(scores) / len(scores)
+
+    async def decide(
+        self, candidate: PromptVersion, current: PromptVersion, context: PolicyContext
+    ) -> Decision | None:
+        """Run both versions on the examples and compare the mean scores."""
+        cand, cur = await asyncio.gather(self._score(candidate), self._score(current))
+        delta = cand - cur
+        accepted = delta >= self.min_delta
+        verdict = "not worse" if accepted else "worse"
+        return Decision(
+            accepted=accepted,
+            policy=self.name,
+            reason=(
+                f"candidate v{candidate.version} scored {cand:.3f} vs {cur:.3f} for "
+                f"v{current.version} on {len(self.examples)} examples: {verdict} "
+                f"(min_delta {self.min_delta})"
+            ),
+            metrics={
+                "candidate_score": cand,
+                "current_score": cur,
+                "delta": delta,
+                "examples": float(len(self.examples)),
+            },
+        )
+
+    def __repr__(self) -> str:
+        return f"ValidationGate(examples={len(self.examples)}, min_delta={self.min_delta})"
+
+
+def trace_score(trace: Trace) -> float | None:
+    """A trace's live score: ``feedback.score``, else 1/0 from ``correct``, else None."""
+    fb = trace.feedback
+    if fb is None:
+        return None
+    if fb.score is not None:
+        return float(fb.score)
+    if fb.correct is not None:
+        return 1.0 if fb.correct else 0.0
+    return None
+
+
+@dataclass
+class _Arm:
+    total: float = 0.0
+    runs: int = 0
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.runs if self.runs else 0.0
+
+
+@dataclass
+class _Watch:
+    version: int
+    previous: int
+    baseline: float
+
+
+@dataclass
+class _TenantState:
+    arms: dict[int, _Arm] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
+    watch: _Watch | None = None
+
+
+class CanaryGate:
+    """Serve a candidate to a fraction of live runs; decide from their feedback.
+
+    While a trial runs, new learning for the tenant waits. Once both the
+    candidate and the version in force have ``min_runs`` scored runs, the
+    candidate is accepted if its mean score is at least the current mean minus
+    ``margin``, else rejected. After an acceptance, the new version is watched
+    for ``min_runs`` more scored runs: if its mean falls below the old version's
+    by more than ``margin``, it is rolled back automatically.
+
+    Scores come from trace feedback (``score``, else ``correct`` as 1/0) of the
+    traces the learner takes from the queue, so every replica's runs count.
+
+    Args:
+        fraction: Share of new runs served the candidate, in (0, 1).
+        min_runs: Scored runs needed on each arm before deciding.
+        margin: Tolerated drop in mean score.
+        rollback: Whether a regression after acceptance rolls back.
+    """
+
+    name = "canary"
+
+    def __init__(
+        self,
+        *,
+        fraction: float = 0.1,
+        min_runs: int = 20,
+        margin: float = 0.0,
+        rollback: bool = True,
+    ) -> None:
+        if not 0 < fraction < 1:
+            raise ConfigurationError("fraction", fraction, "a number in (0, 1)")
+        if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 1:
+            raise ConfigurationError("min_runs", min_runs, "an int >= 1")
+        if margin < 0:
+            raise ConfigurationError("margin", margin, "a number >= 0")
+        self.fraction = float(fraction)
+        self.min_runs = min_runs
+        self.margin = float(margin)
+        self.rollback = rollback
+        self._lock = threading.Lock()
+        self._tenants: dict[str | None, _TenantState] = {}
+
+    def _state(self, tenant: str | None) -> _TenantState:
+        with self._lock:
+            return self._tenants.setdefault(tenant, _TenantState())
+
+    async def decide(
+        self, candidate: PromptVersion, current: PromptVersion, context: PolicyContext
+    ) -> Decision | None:
+        """Start a trial: the candidate becomes the canary; the decision comes later."""
+        await context.registry.aset_canary(candidate.version)
+        context.server.set_canary(context.tenant, candidate)
+        return None
+
+    def choose(
+        self, server: Server, tenant: str | None, head: PromptVersion, run_key: str | None
+    ) -> PromptVersion:
+        """Serve the canary to ``fraction`` of runs (stable per run key)."""
+        canary = server.canary(tenant)
+        if canary is None or run_key is None:
+            return head
+        digest = hashlib.sha256(run_key.encode()).digest()
+        bucket = int.from_bytes(digest[:8], "big") / 2**64
+        return canary if bucket < self.fraction else head
+
+    def observe(self, trace: Trace) -> None:
+        """Count a scored trace toward the arm of the version it was served."""
+        score = trace_score(trace)
+        if score is None or trace.prompt_version is None:
+            return
+        state = self._state(trace.tenant)
+        with self._lock:
+            if trace.id in state.seen:
+                return
+            state.seen.add(trace.id)
+            arm = state.arms.setdefault(trace.prompt_version, _Arm())
+            arm.total += score
+            arm.runs += 1
+
+    def blocking(self, server: Server, tenant: str | None) -> bool:
+        """True while a trial runs for the tenant."""
+        return server.canary(tenant) is not None
+
+    def arm(self, tenant: str | None, version: int) -> tuple[int, float]:
+        """(scored runs, mean score) observed for a version."""
+        state = self._state(tenant)
+        with self._lock:
+            arm = state.arms.get(version, _Arm())
+            return arm.runs, arm.mean
+
+    async def review(self, context: PolicyContext) -> None:
+        """Decide a finished trial, and roll back a regression after acceptance."""
+        registry, tenant = context.registry, context.tenant
+        state = self._state(tenant)
+        canary = await registry.acanary()
+        head = await registry.ahead()
+        if canary is not None:
+            c_runs, c_mean = self.arm(tenant, canary.version)
+            h_runs, h_mean = self.arm(tenant, head.version)
+            if min(c_runs, h_runs) >= self.min_runs:
+                accepted = c_mean >= h_mean - self.margin
+                decision = Decision(
+                    accepted=accepted,
+                    policy=self.name,
+                    reason=(
+                        f"canary v{canary.version} scored {c_mean:.3f} over {c_runs} runs vs "
+                        f"{h_mean:.3f} over {h_runs} for v{head.version} (margin {self.margin})"
+                    ),
+                    metrics={
+                        "candidate_score": c_mean,
+                        "candidate_runs": float(c_runs),
+                        "current_score": h_mean,
+                        "current_runs": float(h_runs),
+                    },
+                )
+                await registry.aset_canary(None)
+                context.server.set_canary(tenant, None)
+                if accepted:
+                    accepted_version = await registry.aaccept(canary.version, decision)
+                    context.server.publish(accepted_version)
+                    state.watch = _Watch(canary.version, head.version, h_mean)
+                else:
+                    await registry.areject(canary.version, decision)
+        elif state.watch is not None and self.rollback:
+            watch = state.watch
+            runs, mean = self.arm(tenant, watch.version)
+            if head.version != watch.version:
+                state.watch = None
+            elif runs >= self.min_runs:
+                state.watch = None
+                if mean < watch.baseline - self.margin:
+                    restored = await registry.arollback(
+                        watch.previous,
+                        reason=(
+                            f"live score of v{watch.version} fell to {mean:.3f} over {runs} "
+                            f"runs from {watch.baseline:.3f} (margin {self.margin})"
+                        ),
+                    )
+                    context.server.publish(restored)
+
+    def __repr__(self) -> str:
+        return (
+            f"CanaryGate(fraction={self.fraction}, min_runs={self.min_runs}, "
+            f"margin={self.margin}, rollback={self.rollback})"
+        )

@@ -97,6 +97,7 @@ class Server:
         self._clock = clock
         self._lock = threading.Lock()
         self._heads: dict[str | None, _Entry] = {}
+        self._canaries: dict[str | None, PromptVersion | None] = {}
         self._versions: collections.OrderedDict[tuple[str | None, int], PromptVersion] = (
             collections.OrderedDict()
         )
@@ -140,6 +141,18 @@ class Server:
         self._remember(tenant, found)
         return found
 
+    def canary(self, tenant: str | None) -> PromptVersion | None:
+        """The cached canary candidate of a tenant (refreshed with HEAD), if any."""
+        with self._lock:
+            return self._canaries.get(tenant)
+
+    def set_canary(self, tenant: str | None, version: PromptVersion | None) -> None:
+        """Start or end serving a canary in this process at once."""
+        with self._lock:
+            self._canaries[tenant] = version
+        if version is not None:
+            self._remember(tenant, version)
+
     def publish(self, version: PromptVersion) -> None:
         """Make a version this process accepted the cached HEAD at once."""
         with self._lock:
@@ -158,7 +171,9 @@ class Server:
 
     def _load_head(self, tenant: str | None, *, fallback: bool) -> PromptVersion:
         try:
-            version = self._registry_for(tenant).head()
+            registry = self._registry_for(tenant)
+            version = registry.head()
+            canary = registry.canary()
         except Exception as exc:
             self.stats.refresh_errors += 1
             logger.warning("cannot refresh HEAD of tenant %r: %r", tenant, exc)
@@ -171,8 +186,11 @@ class Server:
             return PromptVersion(prompt_id=self._registry_for(tenant).prompt_id, tenant=tenant)
         with self._lock:
             self._heads[tenant] = _Entry(version, self._clock())
+            self._canaries[tenant] = canary
             self.stats.refreshes += 1
         self._remember(tenant, version)
+        if canary is not None:
+            self._remember(tenant, canary)
         return version
 
     # ---- capture ---------------------------------------------------------

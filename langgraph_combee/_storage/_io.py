@@ -18,6 +18,7 @@ PostgreSQL) works.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -170,11 +171,26 @@ def run_sync(store: BaseStore, flow: Flow[T]) -> T:
 
 
 async def run_async(store: BaseStore, flow: Flow[T]) -> T:
-    """Run a flow to completion with the store's asynchronous methods."""
+    """Run a flow to completion with the store's asynchronous methods.
+
+    A store that only implements the sync API runs each request on a worker
+    thread, so the event loop is never blocked.
+    """
+    # Some stores (langgraph's SqliteStore) implement only the sync API and raise
+    # NotImplementedError from their async methods: fall back to a worker thread.
+    sync_only = False
     try:
         request = next(flow)
         while True:
-            request = flow.send(await _aexecute(store, request))
+            if sync_only:
+                result = await asyncio.to_thread(_execute, store, request)
+            else:
+                try:
+                    result = await _aexecute(store, request)
+                except NotImplementedError:
+                    sync_only = True
+                    result = await asyncio.to_thread(_execute, store, request)
+            request = flow.send(result)
     except StopIteration as stop:
         return cast("T", stop.value)
     finally:

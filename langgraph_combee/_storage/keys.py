@@ -6,6 +6,7 @@ namespace per kind of record::
     ("combee", <prompt_id>, <tenant or "_">, "versions")    "0000000007"  a PromptVersion
     ("combee", <prompt_id>, <tenant or "_">, "meta")        "head"        the HEAD pointer
                                                             "latest"      highest version (hint)
+                                                            "canary"      candidate on trial
     ("combee", <prompt_id>, <tenant or "_">, "lease")       "writer"      the writer lease
     ("combee", <prompt_id>, <tenant or "_">, "queue")       "<ns>-<id>"   a queued trace
     ("combee", <prompt_id>, <tenant or "_">, "queue_index") <trace id>    its queue status
@@ -29,6 +30,7 @@ NO_TENANT = "_"
 Kind = Literal["versions", "meta", "lease", "queue", "queue_index"]
 
 HEAD_KEY = "head"
+CANARY_KEY = "canary"
 LATEST_KEY = "latest"
 LEASE_KEY = "writer"
 

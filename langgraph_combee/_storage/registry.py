@@ -29,6 +29,7 @@ from langgraph_combee._errors import ConfigurationError, RegistryError, VersionN
 from langgraph_combee._storage import _io as io
 from langgraph_combee._storage._io import Flow, run_async, run_sync
 from langgraph_combee._storage.keys import (
+    CANARY_KEY,
     HEAD_KEY,
     LATEST_KEY,
     MAX_VERSION,
@@ -121,6 +122,26 @@ class PromptRegistry:
     async def alatest_version(self) -> int:
         """Async twin of ``latest_version``."""
         return await run_async(self._store, self._latest_flow())
+
+    def canary(self) -> PromptVersion | None:
+        """Return the candidate being tried on live traffic, if any (see ``set_canary``)."""
+        return run_sync(self._store, self._canary_flow())
+
+    async def acanary(self) -> PromptVersion | None:
+        """Async twin of ``canary``."""
+        return await run_async(self._store, self._canary_flow())
+
+    def set_canary(self, version: int | None) -> None:
+        """Mark a candidate as the canary served to part of the traffic (None clears it).
+
+        Raises:
+            RegistryError: When ``version`` is not a candidate.
+        """
+        run_sync(self._store, self._set_canary_flow(version))
+
+    async def aset_canary(self, version: int | None) -> None:
+        """Async twin of ``set_canary``."""
+        await run_async(self._store, self._set_canary_flow(version))
 
     def history(self) -> list[PromptVersion]:
         """Return every written version, ascending, whatever its status.
@@ -265,6 +286,26 @@ class PromptRegistry:
                 f"{state}; was the registry written by two writers at once?"
             )
         return record
+
+    def _canary_flow(self) -> Flow[PromptVersion | None]:
+        item = yield from io.get(self._meta, CANARY_KEY)
+        if item is None or item.value.get("version") is None:
+            return None
+        record = yield from self._read_flow(int(item.value["version"]))
+        # A canary that was decided since is no longer served.
+        return record if record is not None and record.status == "candidate" else None
+
+    def _set_canary_flow(self, version: int | None) -> Flow[None]:
+        if version is not None:
+            record = yield from self._get_flow(version)
+            if record.status != "candidate":
+                raise RegistryError(
+                    f"version {version} of prompt {self.prompt_id!r} is {record.status}, "
+                    "not a candidate; only candidates can be canaries"
+                )
+        yield from io.put(
+            self._meta, CANARY_KEY, {"version": version, "updated_at": _now().isoformat()}
+        )
 
     def _latest_flow(self) -> Flow[int]:
         # The "latest" record is a hint written after each version; probing forward
