@@ -51,7 +51,7 @@ def labels_in(messages: Sequence[BaseMessage]) -> list[str]:
 def failing_traces(n: int, *, prefix: str = "ticket") -> list[Trace]:
     return [
         Trace(
-            id=f"t{i}",
+            id=f"t{i}" if prefix == "ticket" else f"{prefix}-{i}",
             input=f"{prefix} {i} about topic {i}",
             output="WRONG",
             feedback=Feedback(correct=False, ground_truth=f"CODE-{i}"),

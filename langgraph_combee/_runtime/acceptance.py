@@ -199,6 +199,8 @@ class _Watch:
     version: int
     previous: int
     baseline: float
+    start_runs: int
+    start_total: float
 
 
 @dataclass
@@ -300,54 +302,81 @@ class CanaryGate:
             return arm.runs, arm.mean
 
     async def review(self, context: PolicyContext) -> None:
-        """Decide a finished trial, and roll back a regression after acceptance."""
+        """Roll back a regression after acceptance, and decide a finished trial."""
+        if self.rollback:
+            await self._check_regression(context)
+        await self._decide_trial(context)
+
+    async def _check_regression(self, context: PolicyContext) -> None:
         registry, tenant = context.registry, context.tenant
         state = self._state(tenant)
-        canary = await registry.acanary()
+        watch = state.watch
+        if watch is None:
+            return
         head = await registry.ahead()
-        if canary is not None:
-            c_runs, c_mean = self.arm(tenant, canary.version)
-            h_runs, h_mean = self.arm(tenant, head.version)
-            if min(c_runs, h_runs) >= self.min_runs:
-                accepted = c_mean >= h_mean - self.margin
-                decision = Decision(
-                    accepted=accepted,
-                    policy=self.name,
-                    reason=(
-                        f"canary v{canary.version} scored {c_mean:.3f} over {c_runs} runs vs "
-                        f"{h_mean:.3f} over {h_runs} for v{head.version} (margin {self.margin})"
-                    ),
-                    metrics={
-                        "candidate_score": c_mean,
-                        "candidate_runs": float(c_runs),
-                        "current_score": h_mean,
-                        "current_runs": float(h_runs),
-                    },
-                )
-                await registry.aset_canary(None)
-                context.server.set_canary(tenant, None)
-                if accepted:
-                    accepted_version = await registry.aaccept(canary.version, decision)
-                    context.server.publish(accepted_version)
-                    state.watch = _Watch(canary.version, head.version, h_mean)
-                else:
-                    await registry.areject(canary.version, decision)
-        elif state.watch is not None and self.rollback:
-            watch = state.watch
-            runs, mean = self.arm(tenant, watch.version)
-            if head.version != watch.version:
-                state.watch = None
-            elif runs >= self.min_runs:
-                state.watch = None
-                if mean < watch.baseline - self.margin:
-                    restored = await registry.arollback(
-                        watch.previous,
-                        reason=(
-                            f"live score of v{watch.version} fell to {mean:.3f} over {runs} "
-                            f"runs from {watch.baseline:.3f} (margin {self.margin})"
-                        ),
-                    )
-                    context.server.publish(restored)
+        with self._lock:
+            arm = state.arms.get(watch.version, _Arm())
+            runs = arm.runs - watch.start_runs
+            mean = (arm.total - watch.start_total) / runs if runs else 0.0
+        if head.version != watch.version:
+            state.watch = None
+            return
+        if runs < self.min_runs:
+            return
+        state.watch = None
+        if mean >= watch.baseline - self.margin:
+            return
+        reason = (
+            f"live score of v{watch.version} fell to {mean:.3f} over {runs} runs "
+            f"from {watch.baseline:.3f} (margin {self.margin})"
+        )
+        canary = await registry.acanary()
+        if canary is not None:  # built on the version that regressed: drop it too
+            await registry.aset_canary(None)
+            context.server.set_canary(tenant, None)
+            await registry.areject(
+                canary.version,
+                Decision(accepted=False, policy=self.name, reason=f"superseded: {reason}"),
+            )
+        restored = await registry.arollback(watch.previous, reason=reason)
+        context.server.publish(restored)
+
+    async def _decide_trial(self, context: PolicyContext) -> None:
+        registry, tenant = context.registry, context.tenant
+        canary = await registry.acanary()
+        if canary is None:
+            return
+        head = await registry.ahead()
+        c_runs, c_mean = self.arm(tenant, canary.version)
+        h_runs, h_mean = self.arm(tenant, head.version)
+        if min(c_runs, h_runs) < self.min_runs:
+            return
+        accepted = c_mean >= h_mean - self.margin
+        decision = Decision(
+            accepted=accepted,
+            policy=self.name,
+            reason=(
+                f"canary v{canary.version} scored {c_mean:.3f} over {c_runs} runs vs "
+                f"{h_mean:.3f} over {h_runs} for v{head.version} (margin {self.margin})"
+            ),
+            metrics={
+                "candidate_score": c_mean,
+                "candidate_runs": float(c_runs),
+                "current_score": h_mean,
+                "current_runs": float(h_runs),
+            },
+        )
+        await registry.aset_canary(None)
+        context.server.set_canary(tenant, None)
+        if not accepted:
+            await registry.areject(canary.version, decision)
+            return
+        accepted_version = await registry.aaccept(canary.version, decision)
+        context.server.publish(accepted_version)
+        state = self._state(tenant)
+        with self._lock:
+            arm = state.arms.get(canary.version, _Arm())
+            state.watch = _Watch(canary.version, head.version, h_mean, arm.runs, arm.total)
 
     def __repr__(self) -> str:
         return (

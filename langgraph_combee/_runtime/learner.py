@@ -196,40 +196,42 @@ class BackgroundLearner:
         combee = self.combee
         policy = combee.acceptance
         context = PolicyContext(registry=combee.registry(tenant), server=combee.server)
+        observe = getattr(policy, "observe", None)
         review = getattr(policy, "review", None)
-        if review is not None:
-            await review(context)
+        blocking = getattr(policy, "blocking", None)
         queue = combee.queue(tenant)
         stats = await queue.astats()
         ready = stats["pending"] - stats["waiting"]
+        size = combee._engine(tenant).next_batch_size()
+        if observe is not None and ready > 0:
+            # A policy that watches live feedback sees every ready trace each pass.
+            seen = await self._claim(tenant, ready)
+            for trace in seen:
+                observe(trace)
+            await queue.arelease([t.id for t in seen])
+        if review is not None:
+            await review(context)
+        if blocking is not None and blocking(combee.server, tenant):
+            return False  # a trial is running: learning waits for its decision
         if ready <= 0:
             self._waiting_since.pop(tenant, None)
             return False
-        size = combee._engine(tenant).next_batch_size()
         since = self._waiting_since.setdefault(tenant, now)
         waited = now - since >= self.settings.max_wait_seconds
         if ready < size and not (waited and ready >= min(self.settings.min_batch, size)):
             return False
-        batch = await queue.aclaim(
-            size,
+        batch = await self._claim(tenant, size)
+        if not batch:
+            return False
+        return await self._learn(tenant, batch)
+
+    async def _claim(self, tenant: str | None, limit: int) -> list[Trace]:
+        return await self.combee.queue(tenant).aclaim(
+            limit,
             holder=self.holder,
             visibility_seconds=self.settings.visibility_seconds,
             ready_only=True,
         )
-        if not batch:
-            return False
-        observe = getattr(policy, "observe", None)
-        if observe is not None:
-            for trace in batch:
-                observe(trace)
-        blocking = getattr(policy, "blocking", None)
-        if blocking is not None and blocking(combee.server, tenant):
-            # A trial is running: its feedback is counted, the learning waits.
-            await queue.arelease([t.id for t in batch])
-            if review is not None:
-                await review(context)
-            return False
-        return await self._learn(tenant, batch)
 
     async def _learn(self, tenant: str | None, batch: list[Trace]) -> bool:
         combee, queue = self.combee, self.combee.queue(tenant)

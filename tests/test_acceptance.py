@@ -1,0 +1,184 @@
+"""Acceptance policies: each one's accept and reject paths, and rollback."""
+
+from __future__ import annotations
+
+import pytest
+
+from langgraph_combee import Combee, Feedback, PromptVersion, Trace
+from langgraph_combee._runtime.acceptance import (
+    CanaryGate,
+    ManualApproval,
+    ValidationGate,
+    trace_score,
+)
+from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee.errors import ConfigurationError
+from langgraph_combee.testing import fake_learner
+from tests.helpers import failing_traces
+
+
+def test_manual_approval_keeps_candidates_pending_until_approved() -> None:
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=ManualApproval())
+    report = combee.learn(failing_traces(4))
+    assert [s.version for s in report.steps] == [1, 2]
+    assert all(s.accepted is None for s in report.steps)
+    assert combee.current().version == 0
+    assert [v.status for v in combee.history()] == ["candidate", "candidate"]
+    approved = combee.approve(2, reason="looks right")
+    assert approved.decision is not None and approved.decision.reason == "looks right"
+    assert combee.current().version == 2
+    assert combee.server.head(None).version == 2
+    rejected = combee.reject(1, reason="too narrow")
+    assert rejected.status == "rejected"
+    assert combee.current().version == 2
+
+
+def _runner_scoring(good_word: str):  # type: ignore[no-untyped-def]
+    def run(version: PromptVersion, example: str) -> bool:
+        return good_word in version.render() and example in version.render()
+
+    return run
+
+
+def test_validation_gate_accepts_when_not_worse() -> None:
+    gate = ValidationGate(["ticket 0"], _runner_scoring("expected answer"))
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=gate)
+    report = combee.learn(failing_traces(2))
+    assert report.steps[0].accepted is True
+    decision = combee.current().decision
+    assert decision is not None and decision.policy == "validation"
+    assert decision.metrics["candidate_score"] == 1.0
+    assert decision.metrics["current_score"] == 0.0
+
+
+def test_validation_gate_rejects_a_worse_candidate() -> None:
+    async def harsh(version: PromptVersion, example: str) -> float:
+        return 0.0 if version.playbook.bullets else 1.0
+
+    combee = Combee(
+        prompt_id="p",
+        model=fake_learner(),
+        batch_size=2,
+        acceptance=ValidationGate(["a", "b"], harsh),
+    )
+    report = combee.learn(failing_traces(2))
+    assert report.steps[0].accepted is False
+    assert combee.current().version == 0
+    [candidate] = combee.history()
+    assert candidate.status == "rejected"
+    assert candidate.decision is not None and "worse" in candidate.decision.reason
+    assert candidate.decision.metrics["delta"] == -1.0
+
+
+def test_validation_gate_counts_a_raising_runner_as_zero() -> None:
+    def flaky(version: PromptVersion, example: str) -> float:
+        if version.version:
+            raise RuntimeError("agent crashed")
+        return 1.0
+
+    combee = Combee(
+        prompt_id="p", model=fake_learner(), batch_size=1, acceptance=ValidationGate(["x"], flaky)
+    )
+    assert combee.learn(failing_traces(1)).steps[0].accepted is False
+
+
+@pytest.mark.parametrize(
+    ("factory", "match"),
+    [
+        (lambda: ValidationGate([], lambda v, e: 1.0), "examples"),
+        (lambda: ValidationGate(["a"], "run"), "runner"),
+        (lambda: CanaryGate(fraction=1.5), "fraction=1.5"),
+        (lambda: CanaryGate(min_runs=0), "min_runs=0"),
+        (lambda: CanaryGate(margin=-1), "margin=-1"),
+    ],
+)
+def test_policy_arguments_are_validated(factory, match) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ConfigurationError, match=match):
+        factory()
+
+
+def _scored(version: int, n: int, correct: bool, tag: str) -> list[Trace]:
+    return [
+        Trace(
+            id=f"{tag}-{i}",
+            input="x",
+            prompt_version=version,
+            feedback=Feedback(correct=correct),
+        )
+        for i in range(n)
+    ]
+
+
+async def _canary_setup(min_runs: int = 3) -> tuple[Combee, CanaryGate, BackgroundLearner]:
+    gate = CanaryGate(fraction=0.5, min_runs=min_runs, margin=0.0)
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=gate)
+    report = await combee.alearn(failing_traces(2))
+    assert report.steps[0].accepted is None
+    learner = BackgroundLearner(combee, LearnerSettings(min_batch=1, max_wait_seconds=0.001))
+    return combee, gate, learner
+
+
+async def test_canary_serves_a_fraction_then_accepts_on_good_feedback() -> None:
+    combee, gate, learner = await _canary_setup()
+    assert combee.registry().canary() is not None
+    served = [combee.select_version(None, f"run-{i}").version for i in range(400)]
+    share = served.count(1) / len(served)
+    assert 0.4 < share < 0.6
+    assert set(served) == {0, 1}
+    assert (
+        combee.select_version(None, "run-7").version == combee.select_version(None, "run-7").version
+    )
+
+    for trace in _scored(1, 3, True, "cand") + _scored(0, 3, False, "head"):
+        combee.capture(trace)
+    await learner.tick()
+    assert gate.arm(None, 1) == (3, 1.0)
+    accepted = combee.get(1)
+    assert accepted.status == "accepted"
+    assert accepted.decision is not None and accepted.decision.policy == "canary"
+    assert accepted.decision.metrics["candidate_runs"] == 3.0
+    assert combee.current().version == 1
+    # The trial over, learning resumed in the same pass: its candidate is the next trial.
+    assert learner.stats.steps == 1
+    next_trial = combee.registry().canary()
+    assert next_trial is not None and next_trial.version == 2 and next_trial.parent == 1
+    assert {combee.select_version(None, f"r{i}").version for i in range(50)} == {1, 2}
+
+
+async def test_canary_holds_learning_during_a_trial_then_rejects_a_worse_candidate() -> None:
+    combee, gate, learner = await _canary_setup()
+    for trace in _scored(1, 3, False, "cand") + _scored(0, 2, True, "head"):
+        combee.capture(trace)
+    await learner.tick()
+    assert learner.stats.steps == 0  # one arm is short of min_runs: the trial goes on
+    assert combee.queue().pending_count() == 5  # observed, then released, not learned
+    combee.capture(_scored(0, 1, True, "head-late")[0])
+    await learner.tick()
+    assert combee.current().version == 0
+    assert combee.get(1).status == "rejected"
+    assert combee.select_version(None, "anything").version == 0
+
+
+async def test_canary_rolls_back_a_regression_after_acceptance() -> None:
+    combee, gate, learner = await _canary_setup(min_runs=2)
+    for trace in _scored(1, 2, True, "cand") + _scored(0, 2, True, "head"):
+        combee.capture(trace)
+    await learner.tick()
+    assert combee.current().version == 1
+    assert combee.registry().canary() is not None  # learning resumed: a new trial, on v1
+    for trace in _scored(1, 2, False, "live"):
+        combee.capture(trace)
+    await learner.tick()
+    current = combee.current()
+    assert current.version == 3
+    assert current.playbook.bullets == []  # back to v0's playbook
+    assert combee.get(2).status == "rejected"  # the trial built on v1 went with it
+    assert current.decision is not None and current.decision.policy == "rollback"
+    assert "fell to 0.000" in current.note + current.decision.reason
+
+
+def test_trace_score() -> None:
+    assert trace_score(Trace()) is None
+    assert trace_score(Trace(feedback=Feedback(comment="meh"))) is None
+    assert trace_score(Trace(feedback=Feedback(correct=True))) == 1.0
+    assert trace_score(Trace(feedback=Feedback(score=0.25, correct=True))) == 0.25

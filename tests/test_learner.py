@@ -1,0 +1,237 @@
+"""The background learner: batches from the queue, leases, failures, durability, tenants."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langgraph.store.sqlite import SqliteStore
+
+from langgraph_combee import Combee, Feedback, Trace
+from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee.testing import FunctionChatModel, fake_learner
+from tests.helpers import failing_traces
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _learner(combee: Combee, clock: FakeClock | None = None, **kw: object) -> BackgroundLearner:
+    settings = LearnerSettings(**{"min_batch": 2, "max_wait_seconds": 10.0, **kw})  # type: ignore[arg-type]
+    return BackgroundLearner(combee, settings, clock=clock or FakeClock())
+
+
+def _capture_all(combee: Combee, traces: list[Trace]) -> None:
+    for trace in traces:
+        combee.capture(trace)
+    combee.server.flush()
+
+
+async def test_full_batch_is_learned_and_served_at_once() -> None:
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=4)
+    _capture_all(combee, failing_traces(6))
+    learner = _learner(combee)
+    assert await learner.tick() == 1
+    assert combee.current().version == 1
+    assert combee.server.head(None).version == 1  # published to the cache
+    assert len(combee.current().playbook.bullets) == 4
+    # Two traces remain: below the batch, waiting for max_wait.
+    assert await learner.tick() == 0
+    assert combee.queue().pending_count() == 2
+    assert learner.stats.traces_learned == 4
+
+
+async def test_low_traffic_learns_after_max_wait_with_min_batch() -> None:
+    clock = FakeClock()
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=10)
+    learner = _learner(combee, clock, min_batch=3)
+    _capture_all(combee, failing_traces(2))
+    assert await learner.tick() == 0
+    clock.now += 11
+    assert await learner.tick() == 0  # waited long enough, but fewer than min_batch
+    _capture_all(combee, failing_traces(3, prefix="more"))
+    assert await learner.tick() == 1
+    assert learner.stats.reports[0].batch_size == 5
+
+
+async def test_failing_step_writes_nothing_releases_traces_and_backs_off() -> None:
+    clock = FakeClock()
+
+    def down(messages: object) -> str:
+        raise ConnectionError("learner LLM unreachable")
+
+    combee = Combee(
+        prompt_id="p",
+        model=FunctionChatModel(down),
+        batch_size=4,
+        max_attempts=1,
+        backoff_seconds=0,
+    )
+    learner = _learner(combee, clock, backoff_seconds=5.0)
+    _capture_all(combee, failing_traces(4))
+    assert await learner.tick() == 0
+    assert learner.stats.failed_steps == 1
+    assert "unavailable" in (learner.stats.last_error or "")
+    assert combee.history() == []
+    assert combee.queue().pending_count() == 4  # released, not lost
+    assert await learner.tick() == 0  # backing off: no new attempt
+    assert learner.stats.failed_steps == 1
+    clock.now += 5.1
+    await learner.tick()
+    assert learner.stats.failed_steps == 2
+
+
+async def test_only_the_lease_holder_learns() -> None:
+    store_combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2)
+    other = Combee(prompt_id="p", model=fake_learner(), batch_size=2, store=store_combee.store)
+    first, second = _learner(store_combee), _learner(other)
+    _capture_all(store_combee, failing_traces(4))
+    assert await first.tick() == 1
+    assert await second.tick() == 0
+    assert await first.tick() == 1
+    first.stop()  # releases the lease
+    _capture_all(store_combee, failing_traces(2, prefix="late"))
+    assert await second.tick() == 1
+
+
+async def test_traces_wait_for_feedback_then_learn_or_drop() -> None:
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, feedback_wait_seconds=3600)
+    learner = _learner(combee)
+    unlabelled = [Trace(id=f"r{i}", input=f"order {i} problem", output="X") for i in range(2)]
+    _capture_all(combee, unlabelled)
+    assert await learner.tick() == 0  # both are waiting for feedback
+    assert combee.feedback("r0", correct=False, ground_truth="Y0")
+    assert combee.feedback("r1", correct=False, ground_truth="Y1")
+    assert not combee.feedback("nope", correct=True)
+    assert combee.server.stats.feedback_unknown == 1
+    assert await learner.tick() == 1
+    assert len(combee.current().playbook.bullets) == 2
+
+
+async def test_feedback_reaches_a_trace_still_in_memory() -> None:
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=1)
+    combee.server.settings.flush_seconds = 3600  # keep it buffered
+    combee.capture(Trace(id="run-1", input="q", output="a"))
+    assert combee.feedback("run-1", correct=False, ground_truth="b")
+    combee.server.flush()
+    [trace] = combee.queue().claim(1, holder="t")
+    assert trace.feedback == Feedback(correct=False, ground_truth="b", source="user")
+
+
+def test_feedback_needs_a_signal() -> None:
+    combee = Combee(prompt_id="p")
+    with pytest.raises(ValueError, match="at least one of"):
+        combee.feedback("x")
+
+
+async def test_missing_feedback_drop_policy() -> None:
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, on_missing_feedback="drop")
+    learner = _learner(combee)
+    _capture_all(combee, [Trace(id="a", input="x"), *failing_traces(1)])
+    assert await learner.tick() == 1
+    assert learner.stats.traces_dropped == 1
+    assert learner.stats.reports[0].trace_ids == ["t0"]
+
+
+async def test_evaluator_scores_at_capture_time() -> None:
+    def grade(trace: Trace) -> Feedback | None:
+        return Feedback(correct=trace.output == "OK", ground_truth="OK")
+
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=1, evaluator=grade)
+    _capture_all(combee, [Trace(id="z", input="routing question", output="NO")])
+    [trace] = combee.queue().claim(1, holder="t")
+    assert trace.feedback is not None and trace.feedback.correct is False
+
+
+def test_a_raising_evaluator_never_breaks_capture() -> None:
+    def boom(trace: Trace) -> Feedback | None:
+        raise RuntimeError("bug in user code")
+
+    combee = Combee(prompt_id="p", evaluator=boom)
+    combee.capture(Trace(id="z"))
+    assert combee.server.flush() == 1
+
+
+def test_capture_buffer_is_bounded_and_counts_drops() -> None:
+    combee = Combee(prompt_id="p", capture_limit=3)
+    combee.server.settings.flush_seconds = 3600
+    combee.server._ensure_worker = lambda: None  # type: ignore[method-assign]
+    for i in range(5):
+        combee.capture(Trace(id=f"x{i}"))
+    assert combee.server.buffered() == 3
+    assert combee.server.stats.dropped == 2
+    combee.server.flush()
+    ids = [t.id for t in combee.queue().claim(10, holder="t")]
+    assert ids == ["x2", "x3", "x4"]  # drop_oldest kept the newest
+
+
+async def test_tenants_learn_their_own_playbooks() -> None:
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2)
+    a = [t.model_copy(update={"tenant": "acme"}) for t in failing_traces(2, prefix="acme")]
+    b = [t.model_copy(update={"tenant": "globex"}) for t in failing_traces(2, prefix="globex")]
+    _capture_all(combee, a + b)
+    learner = _learner(combee)
+    assert sorted(map(str, learner.tenants())) == ["None", "acme", "globex"]
+    assert await learner.tick() == 2
+    acme = combee.current(tenant="acme").playbook.render()
+    globex = combee.current(tenant="globex").playbook.render()
+    assert "acme" in acme and "globex" not in acme
+    assert "globex" in globex and "acme" not in globex
+    assert combee.current().version == 0
+
+
+def test_sqlite_queue_survives_a_restart(tmp_path: Path) -> None:
+    path = str(tmp_path / "combee.db")
+    with SqliteStore.from_conn_string(path) as store:
+        store.setup()
+        first = Combee(prompt_id="p", store=store)
+        for trace in failing_traces(4):
+            first.capture(trace)
+        first.stop()  # flushes the buffer; no learner ever ran
+    with SqliteStore.from_conn_string(path) as store:
+        second = Combee(
+            prompt_id="p", model=fake_learner(), store=store, batch_size=4, poll_seconds=0.05
+        )
+        with second.running():
+            assert second.learner.wait_for_steps(1, timeout=20)
+        assert second.current().version == 1
+        assert len(second.current().playbook.bullets) == 4
+        assert second.queue().pending_count() == 0
+
+
+def test_running_context_learns_in_the_background_and_stop_keeps_the_rest() -> None:
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=3, poll_seconds=0.02)
+    with combee.running():
+        for trace in failing_traces(3):
+            combee.capture(trace)
+        assert combee.learner.wait_for_steps(1, timeout=20)
+    assert not combee.learner.running
+    assert combee.current().version == 1
+    combee.capture(failing_traces(1, prefix="after")[0])
+    combee.stop()
+    assert combee.queue().pending_count() == 1
+
+
+async def test_astart_and_astop_do_not_block_the_callers_loop() -> None:
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, poll_seconds=0.02)
+    await combee.astart()
+    for trace in failing_traces(2):
+        combee.capture(trace)
+    import asyncio
+
+    for _ in range(500):
+        if combee.learner.stats.steps:
+            break
+        await asyncio.sleep(0.01)
+    await combee.astop()
+    assert combee.learner.stats.steps == 1
+
+
+def test_start_without_a_model_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="learner model"):
+        Combee(prompt_id="p").start()
