@@ -19,7 +19,13 @@ from langgraph_combee._core.types import (
 )
 from langgraph_combee._errors import CombeeError
 from langgraph_combee._learning.controller import BatchSizeController
-from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy
+from langgraph_combee._runtime.acceptance import (
+    AcceptAll,
+    AcceptancePolicy,
+    CanaryGate,
+    ManualApproval,
+    ValidationGate,
+)
 
 __version__ = "0.1.0"
 
@@ -29,12 +35,14 @@ __all__ = [
     "Add",
     "BatchSizeController",
     "Bullet",
+    "CanaryGate",
     "Combee",
     "CombeeError",
     "Decision",
     "Embedder",
     "Feedback",
     "LearnReport",
+    "ManualApproval",
     "Playbook",
     "PromptVersion",
     "Reflection",
@@ -43,4 +51,5 @@ __all__ = [
     "Tag",
     "Trace",
     "Update",
+    "ValidationGate",
 ]
