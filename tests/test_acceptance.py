@@ -146,7 +146,7 @@ async def test_canary_serves_a_fraction_then_accepts_on_good_feedback() -> None:
 
 
 async def test_canary_holds_learning_during_a_trial_then_rejects_a_worse_candidate() -> None:
-    combee, gate, learner = await _canary_setup()
+    combee, _gate, learner = await _canary_setup()
     for trace in _scored(1, 3, False, "cand") + _scored(0, 2, True, "head"):
         combee.capture(trace)
     await learner.tick()
@@ -160,7 +160,7 @@ async def test_canary_holds_learning_during_a_trial_then_rejects_a_worse_candida
 
 
 async def test_canary_rolls_back_a_regression_after_acceptance() -> None:
-    combee, gate, learner = await _canary_setup(min_runs=2)
+    combee, _gate, learner = await _canary_setup(min_runs=2)
     for trace in _scored(1, 2, True, "cand") + _scored(0, 2, True, "head"):
         combee.capture(trace)
     await learner.tick()
