@@ -26,6 +26,7 @@ from langgraph_combee._runtime.acceptance import (
     ManualApproval,
     ValidationGate,
 )
+from langgraph_combee._runtime.middleware import CombeeMiddleware
 
 __version__ = "0.1.0"
 
@@ -38,6 +39,7 @@ __all__ = [
     "CanaryGate",
     "Combee",
     "CombeeError",
+    "CombeeMiddleware",
     "Decision",
     "Embedder",
     "Feedback",

@@ -1,0 +1,373 @@
+"""Combee for plain ``StateGraph`` apps: a node, a prompt helper, a model wrapper, capture.
+
+Exposed as ``combee.node()``, ``combee.system_prompt(base)``,
+``combee.wrap_model(llm)`` and ``combee.instrument(graph)``. Pick one way to
+serve the prompt:
+
+* ``combee.node()``: a node that keeps the learned prompt as the first message
+  of a ``messages`` state (``add_messages`` reducer). Use it when the app's
+  system prompt lives in the state, or when the app has none.
+* ``combee.system_prompt(base)``: inside a node of your own, returns ``base``
+  with the playbook appended, for apps that prepend their system prompt when
+  calling the model.
+* ``combee.wrap_model(llm)``: a runnable that adds the playbook to the first
+  system message of every call of ``llm`` (or prepends one).
+
+``combee.instrument(graph)`` attaches a ``CombeeTracer`` so every run becomes a
+trace. Within one graph run the version served is pinned (a version accepted
+mid-run is served from the next run) when the run is identifiable: the caller
+passed ``config["run_id"]``, or a tracer (the one ``instrument`` attaches,
+LangSmith's) is attached. The helpers also label the run's root with
+``combee_version`` metadata, which is how the tracer learns the version served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+import weakref
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any, Protocol
+
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import (
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    convert_to_messages,
+)
+from langchain_core.prompt_values import PromptValue
+from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
+from langgraph.graph import StateGraph
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.pregel import Pregel
+
+from langgraph_combee._combee import Combee
+from langgraph_combee._core.types import PromptVersion
+from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._runtime.collector import CombeeTracer
+from langgraph_combee._runtime.prompting import join_prompt, with_playbook
+from langgraph_combee._runtime.runs import (
+    current_config,
+    given_run_id,
+    run_id_in_tracers,
+    scope_view,
+    tag_runs,
+    version_metadata,
+)
+
+__all__ = [
+    "SYSTEM_MESSAGE_ID",
+    "LearnedPromptModel",
+    "PromptNode",
+    "inject",
+    "instrument",
+    "make_node",
+    "node_update",
+    "system_prompt",
+    "wrap_model",
+]
+
+SYSTEM_MESSAGE_ID = "combee-system-prompt"
+"""The fixed id of the system message ``combee.node()`` keeps first in ``messages``."""
+
+_BASE_KEY = "combee_base"  # response_metadata key holding the app's own prompt
+_PIN_LIMIT = 1024
+
+
+def _check(combee: object) -> Combee:
+    if not isinstance(combee, Combee):
+        raise ConfigurationError("combee", combee, "a langgraph_combee.Combee")
+    return combee
+
+
+# --------------------------------------------------------------------------- serving
+
+
+class _Pins:
+    """Which version each recent run was served, so later calls in the run agree."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_combee: weakref.WeakKeyDictionary[
+            Combee, collections.OrderedDict[tuple[str | None, str], int]
+        ] = weakref.WeakKeyDictionary()
+
+    def get(self, combee: Combee, tenant: str | None, run_key: str) -> int | None:
+        with self._lock:
+            pins = self._by_combee.get(combee)
+            return pins.get((tenant, run_key)) if pins is not None else None
+
+    def put(self, combee: Combee, tenant: str | None, run_key: str, version: int) -> None:
+        with self._lock:
+            pins = self._by_combee.setdefault(combee, collections.OrderedDict())
+            pins[(tenant, run_key)] = version
+            while len(pins) > _PIN_LIMIT:
+                pins.popitem(last=False)
+
+
+_PINS = _Pins()
+
+
+def _serve(combee: Combee, config: Mapping[str, Any] | None) -> PromptVersion:
+    """The version for the run of ``config``: pinned per run, and labelled on the run."""
+    tenant = combee.tenant_for(scope_view(config))
+    run_key = given_run_id(config) or run_id_in_tracers(config, level="root")
+    pinned = _PINS.get(combee, tenant, run_key) if run_key is not None else None
+    if pinned is not None:
+        version = combee.version_for_run(tenant, pinned)
+    else:
+        version = combee.select_version(tenant, run_key)
+        if run_key is not None:
+            _PINS.put(combee, tenant, run_key, version.version)
+    tag_runs(config, version_metadata(combee.prompt_id, version))
+    return version
+
+
+def system_prompt(combee: Combee, base: str, *, config: Mapping[str, Any] | None = None) -> str:
+    """Return ``base`` with the learned playbook appended, for the current run.
+
+    Args:
+        combee: The ``Combee`` serving the prompt.
+        base: The app's own system prompt; it stays first and authoritative.
+        config: The run's config (tenant scope, run id); default: the config of
+            the node being executed, when called inside a graph.
+
+    Returns:
+        ``base`` unchanged when the playbook is empty, else ``base``, a blank
+        line and the rendered playbook.
+    """
+    _check(combee)
+    if not isinstance(base, str):
+        raise ConfigurationError("base", base, "a str (the app's system prompt)")
+    version = _serve(combee, config if config is not None else current_config())
+    return join_prompt(base, version.render())
+
+
+# --------------------------------------------------------------------------- node
+
+
+def _desired(base: SystemMessage | None, playbook: str) -> SystemMessage | None:
+    combined = with_playbook(base, playbook)
+    if combined is None:
+        return None
+    metadata = {_BASE_KEY: base.content} if base is not None else {}
+    return SystemMessage(content=combined.content, id=SYSTEM_MESSAGE_ID, response_metadata=metadata)
+
+
+def node_update(messages: Sequence[BaseMessage], playbook: str) -> list[BaseMessage]:
+    """The ``messages`` update that puts the learned prompt first, exactly once.
+
+    The learned prompt is a ``SystemMessage`` with id ``SYSTEM_MESSAGE_ID``. If
+    the state starts with the app's own system message, the two are combined
+    into that one message (the app's text first, kept in ``response_metadata``
+    so later turns recombine it with newer playbooks instead of piling up).
+
+    Args:
+        messages: The current ``messages`` state.
+        playbook: The rendered playbook ('' when empty).
+
+    Returns:
+        Messages for the ``add_messages`` reducer: nothing when no change is
+        needed, one message replacing the learned prompt in place when it is
+        already first, else a full rewrite with it first.
+    """
+    first = messages[0] if messages else None
+    ours = first if isinstance(first, SystemMessage) and first.id == SYSTEM_MESSAGE_ID else None
+    app = first if isinstance(first, SystemMessage) and ours is None else None
+    if ours is not None:
+        base_content = ours.response_metadata.get(_BASE_KEY)
+        base = SystemMessage(content=base_content) if base_content is not None else None
+    else:
+        base = app
+    if app is not None and not playbook:
+        return []  # the app's prompt alone, untouched
+    desired = _desired(base, playbook)
+    rest = [m for m in messages if m is not ours and m is not app and m.id != SYSTEM_MESSAGE_ID]
+    if ours is not None and len(rest) == len(messages) - 1:
+        if desired is None:
+            return [RemoveMessage(id=SYSTEM_MESSAGE_ID)]
+        if desired.content == ours.content:
+            return []
+        return [desired]
+    if desired is None:
+        return []
+    return [RemoveMessage(id=REMOVE_ALL_MESSAGES), desired, *rest]
+
+
+class PromptNode(Protocol):
+    """The node ``make_node`` returns: ``(state, config) -> {"messages": [...]}``."""
+
+    def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]: ...
+
+
+def make_node(combee: Combee) -> PromptNode:
+    """Return a node that keeps the learned system prompt first in ``messages``.
+
+    Wire it before the model node; it serves the version pinned for the run::
+
+        graph.add_node("combee", combee.node())
+        graph.add_edge(START, "combee")
+        graph.add_edge("combee", "agent")
+
+    See ``node_update`` for how the app's own system message is combined.
+    """
+    _check(combee)
+
+    def combee_prompt(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        raw = (
+            state.get("messages")
+            if isinstance(state, Mapping)
+            else getattr(state, "messages", None)
+        )
+        messages = convert_to_messages(raw or [])
+        version = _serve(combee, config)
+        return {"messages": node_update(messages, version.render())}
+
+    return combee_prompt
+
+
+# --------------------------------------------------------------------------- model wrapper
+
+
+def _as_messages(value: LanguageModelInput) -> list[BaseMessage]:
+    if isinstance(value, PromptValue):
+        return value.to_messages()
+    if isinstance(value, str):
+        return [HumanMessage(content=value)]
+    return convert_to_messages(value)
+
+
+def inject(messages: Sequence[BaseMessage], playbook: str) -> list[BaseMessage]:
+    """Add ``playbook`` to the first system message of ``messages`` (or prepend one)."""
+    out = list(messages)
+    if not playbook:
+        return out
+    for index, message in enumerate(out):
+        if isinstance(message, SystemMessage):
+            combined = with_playbook(message, playbook)
+            if combined is not None:
+                out[index] = combined
+            return out
+    return [SystemMessage(content=playbook), *out]
+
+
+class LearnedPromptModel(Runnable[LanguageModelInput, Any]):
+    """A chat model (or model runnable) whose calls carry the learned prompt.
+
+    Each ``invoke`` / ``ainvoke`` / ``stream`` / ``astream`` (and the batch and
+    transform methods built on them) adds the run's playbook to the first system
+    message, calls the wrapped model with the ``combee_*`` metadata added to its
+    config, and returns or streams the model's output unchanged.
+
+    The async methods pick the version on a worker thread, so a first read of
+    HEAD from the store never blocks the event loop (or fails on an async-only
+    store). Bind tools on the model before wrapping it (``combee.wrap_model(llm.bind_tools(
+    tools))``); ``bind_tools`` on the wrapper does the same for convenience.
+    """
+
+    def __init__(self, combee: Combee, llm: Runnable[Any, Any]) -> None:
+        self.combee = _check(combee)
+        if not isinstance(llm, Runnable):
+            raise ConfigurationError("llm", llm, "a chat model or Runnable")
+        self.llm = llm
+
+    def __repr__(self) -> str:
+        return f"LearnedPromptModel({self.llm!r})"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> LearnedPromptModel:
+        """Bind tools on the wrapped model and wrap the result again."""
+        binder = getattr(self.llm, "bind_tools", None)
+        if binder is None:
+            raise ConfigurationError("llm", self.llm, "a chat model with bind_tools")
+        return LearnedPromptModel(self.combee, binder(tools, **kwargs))
+
+    def _prepare(
+        self, value: LanguageModelInput, config: RunnableConfig | None
+    ) -> tuple[list[BaseMessage], RunnableConfig]:
+        config = ensure_config(config)
+        version = _serve(self.combee, config)
+        metadata = {
+            **(config.get("metadata") or {}),
+            **version_metadata(self.combee.prompt_id, version),
+        }
+        return inject(_as_messages(value), version.render()), {**config, "metadata": metadata}
+
+    def invoke(
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Any:
+        """Call the model with the learned prompt."""
+        messages, config = self._prepare(input, config)
+        return self.llm.invoke(messages, config, **kwargs)
+
+    async def ainvoke(
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Any:
+        """Async ``invoke``."""
+        messages, config = await asyncio.to_thread(self._prepare, input, config)
+        return await self.llm.ainvoke(messages, config, **kwargs)
+
+    def stream(
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[Any]:
+        """Stream the model's output for the prompt with the learned playbook."""
+        messages, config = self._prepare(input, config)
+        yield from self.llm.stream(messages, config, **kwargs)
+
+    async def astream(
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """Async ``stream``."""
+        messages, config = await asyncio.to_thread(self._prepare, input, config)
+        async for chunk in self.llm.astream(messages, config, **kwargs):
+            yield chunk
+
+
+def wrap_model(combee: Combee, llm: Runnable[Any, Any]) -> LearnedPromptModel:
+    """Return ``llm`` wrapped so every call carries the learned prompt.
+
+    Args:
+        combee: The ``Combee`` serving the prompt.
+        llm: A chat model, usually after ``bind_tools``.
+
+    Raises:
+        ConfigurationError: ``llm`` is not a runnable.
+    """
+    return LearnedPromptModel(combee, llm)
+
+
+# --------------------------------------------------------------------------- capture
+
+
+def instrument(
+    combee: Combee, graph: StateGraph[Any, Any, Any, Any] | Pregel[Any, Any, Any, Any]
+) -> Pregel[Any, Any, Any, Any]:
+    """Return the compiled graph with a ``CombeeTracer`` attached to every run.
+
+    Args:
+        combee: The ``Combee`` receiving the traces.
+        graph: A ``StateGraph`` (compiled here, without a checkpointer; compile
+            it yourself to pass one) or an already compiled graph.
+
+    Returns:
+        A copy of the compiled graph (same type, ``get_state`` and friends
+        intact) whose config carries the tracer; callbacks passed per call are
+        added to it. Instrumenting twice with the same combee adds one tracer.
+
+    Raises:
+        ConfigurationError: ``graph`` is neither.
+    """
+    _check(combee)
+    if isinstance(graph, StateGraph):
+        compiled: Pregel[Any, Any, Any, Any] = graph.compile()
+    elif isinstance(graph, Pregel):
+        compiled = graph
+    else:
+        raise ConfigurationError("graph", graph, "a StateGraph or a compiled graph")
+    existing = (compiled.config or {}).get("callbacks")
+    handlers = existing if isinstance(existing, list) else []
+    if any(isinstance(h, CombeeTracer) and h.combee is combee for h in handlers):
+        return compiled
+    return compiled.with_config(callbacks=[CombeeTracer(combee)])

@@ -1,0 +1,259 @@
+"""Turning a run's messages into a ``Trace``: pure functions, no I/O, no callbacks.
+
+Shared by the middleware's ``after_agent`` capture and the ``CombeeTracer``: both
+reduce a conversation (``messages``) plus a few run-level facts (``RunInfo``) to
+the ``Trace`` the learner reads. Inputs arrive in every shape LangChain uses for
+messages (message objects, ``("user", "hi")`` tuples, role dicts, the ``lc``
+serialised form tracers record), so conversion is tolerant and never raises on
+a malformed item: it skips it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core import messages as lc_messages
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_messages,
+)
+
+from langgraph_combee._core.types import ToolCall, Trace, TraceMessage
+from langgraph_combee._learning.parsing import message_text
+
+__all__ = [
+    "RunInfo",
+    "invocation_start",
+    "text_of",
+    "to_message",
+    "to_messages",
+    "trace_from_messages",
+]
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Run-level facts a trace records besides its messages.
+
+    Attributes:
+        id: The trace id (the run id feedback is keyed by); None: a fresh id.
+        thread_id: The LangGraph thread of the run, if any.
+        tenant: The tenant whose playbook was served.
+        prompt_version: The prompt version served to the run.
+        latency_seconds: How long the run took.
+        error: The error that ended the run, if it failed.
+        metadata: Extra metadata stored on the trace.
+        input_tokens: Prompt tokens of the run; None: summed from the messages.
+        output_tokens: Completion tokens of the run; None: summed from the messages.
+    """
+
+    id: str | None = None
+    thread_id: str | None = None
+    tenant: str | None = None
+    prompt_version: int | None = None
+    latency_seconds: float | None = None
+    error: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _revive(data: Mapping[str, Any]) -> BaseMessage | None:
+    """Rebuild a message from LangChain's ``lc`` serialised form (what tracers record)."""
+    ident = data.get("id")
+    kwargs = data.get("kwargs")
+    if not isinstance(ident, list) or not ident or not isinstance(kwargs, Mapping):
+        return None
+    cls = getattr(lc_messages, str(ident[-1]), None)
+    if not (isinstance(cls, type) and issubclass(cls, BaseMessage)):
+        return None
+    fields = {k: v for k, v in kwargs.items() if k != "type"}
+    message: BaseMessage = cls(**fields)
+    return message
+
+
+def to_message(item: object) -> BaseMessage | None:
+    """Return ``item`` as a message, or None when it is not one in any known shape."""
+    if isinstance(item, BaseMessage):
+        return item
+    try:
+        if isinstance(item, Mapping):
+            if item.get("lc") == 1 and item.get("type") == "constructor":
+                return _revive(item)
+            if "type" in item and "data" in item:
+                return lc_messages.messages_from_dict([dict(item)])[0]
+        if isinstance(item, (str, tuple, Mapping)):
+            return convert_to_messages([item])[0]  # type: ignore[list-item]
+    except Exception:  # a malformed item is skipped, never fatal
+        return None
+    return None
+
+
+def to_messages(value: object) -> list[BaseMessage]:
+    """Return the messages in ``value`` (a list of message-likes), skipping the rest."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        return []
+    out = []
+    for item in value:
+        message = to_message(item)
+        if message is not None:
+            out.append(message)
+    return out
+
+
+def text_of(value: object) -> str:
+    """Return readable text for a run's input or output of any shape."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseMessage):
+        return message_text(value.content)
+    if isinstance(value, Mapping):
+        messages = to_messages(value.get("messages"))
+        if messages:
+            return message_text(messages[-1].content)
+        for key in ("input", "question", "query", "output", "answer"):
+            if key in value:
+                return text_of(value[key])
+        if len(value) == 1:
+            return text_of(next(iter(value.values())))
+        return str(dict(value))
+    messages = to_messages(value)
+    if messages:
+        return message_text(messages[-1].content)
+    return str(value)
+
+
+def invocation_start(
+    messages: Sequence[BaseMessage],
+    *,
+    anchor_id: str | None = None,
+    anchor_text: str | None = None,
+) -> int:
+    """Return the index of the first message of the current invocation.
+
+    On a multi-turn thread the state holds earlier turns too; the current
+    invocation starts at the human message that started it: the message with id
+    ``anchor_id`` when it is still there, else the last human message whose text
+    is ``anchor_text``, else the last human message, else 0.
+    """
+    if anchor_id is not None:
+        for index in range(len(messages) - 1, -1, -1):
+            if messages[index].id == anchor_id:
+                return index
+    humans = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
+    if anchor_text is not None:
+        for index in reversed(humans):
+            if message_text(messages[index].content) == anchor_text:
+                return index
+    return humans[-1] if humans else 0
+
+
+# --------------------------------------------------------------------------- trace
+
+
+def _tool_calls(messages: Sequence[BaseMessage]) -> list[ToolCall]:
+    results: dict[str, ToolMessage] = {
+        m.tool_call_id: m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id
+    }
+    calls = []
+    for message in messages:
+        if not isinstance(message, AIMessage):
+            continue
+        for call in message.tool_calls:
+            reply = results.get(call.get("id") or "")
+            text = message_text(reply.content) if reply is not None else None
+            failed = reply is not None and reply.status == "error"
+            calls.append(
+                ToolCall(
+                    name=call["name"],
+                    args=dict(call.get("args") or {}),
+                    id=call.get("id"),
+                    result=None if failed else text,
+                    error=text if failed else None,
+                )
+            )
+        for bad in message.invalid_tool_calls:
+            calls.append(
+                ToolCall(
+                    name=bad.get("name") or "?",
+                    id=bad.get("id"),
+                    error=f"invalid tool call: {bad.get('error') or bad.get('args')}",
+                )
+            )
+    return calls
+
+
+def _usage(messages: Sequence[BaseMessage]) -> tuple[int | None, int | None]:
+    usages = [m.usage_metadata for m in messages if isinstance(m, AIMessage) and m.usage_metadata]
+    if not usages:
+        return None, None
+    return sum(u["input_tokens"] for u in usages), sum(u["output_tokens"] for u in usages)
+
+
+def _trace_message(message: BaseMessage) -> TraceMessage:
+    calls = []
+    if isinstance(message, AIMessage):
+        calls = [
+            {"name": c["name"], "args": c.get("args") or {}, "id": c.get("id")}
+            for c in message.tool_calls
+        ]
+    return TraceMessage(
+        role=message.type,
+        content=message_text(message.content),
+        name=message.name,
+        tool_calls=calls,
+    )
+
+
+def trace_from_messages(
+    messages: Sequence[BaseMessage],
+    run: RunInfo,
+    *,
+    start: int | None = None,
+) -> Trace:
+    """Build the ``Trace`` of one invocation from its conversation.
+
+    Args:
+        messages: The conversation (the ``messages`` state after the run).
+        run: Run-level facts: id, thread, tenant, version served, latency, error.
+        start: Index of the invocation's first message; earlier turns of the
+            thread are left out. None: ``invocation_start(messages)``.
+
+    Returns:
+        The trace: input (the invocation's first human message), output (the
+        last AI message's text), the messages without system prompts, tool calls
+        with their results or errors, and token usage.
+    """
+    first = invocation_start(messages) if start is None else max(0, min(start, len(messages)))
+    turn = list(messages[first:])
+    human = next((m for m in turn if isinstance(m, HumanMessage)), None)
+    last_ai = next((m for m in reversed(turn) if isinstance(m, AIMessage)), None)
+    input_tokens, output_tokens = _usage(turn)
+    fields: dict[str, Any] = {
+        "input": message_text(human.content) if human is not None else "",
+        "output": message_text(last_ai.content) if last_ai is not None else "",
+        "messages": [_trace_message(m) for m in turn if not isinstance(m, SystemMessage)],
+        "tool_calls": _tool_calls(turn),
+        "error": run.error,
+        "metadata": dict(run.metadata),
+        "prompt_version": run.prompt_version,
+        "thread_id": run.thread_id,
+        "tenant": run.tenant,
+        "latency_seconds": run.latency_seconds,
+        "input_tokens": run.input_tokens if run.input_tokens is not None else input_tokens,
+        "output_tokens": run.output_tokens if run.output_tokens is not None else output_tokens,
+    }
+    if run.id:
+        fields["id"] = run.id
+    return Trace(**fields)

@@ -1,0 +1,602 @@
+"""CombeeMiddleware on real create_agent agents driven by scripted chat models.
+
+Also home of the small helpers the collector and graph-helper tests share:
+``accept_rules`` (write and publish an accepted version), ``captured`` (the
+traces a combee captured) and ``RecordingTracer``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import http.server
+import json
+import logging
+import threading
+import uuid
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import Any, ClassVar
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langchain_core.tracers.base import BaseTracer
+from langchain_core.tracers.schemas import Run
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import GraphInterrupt
+from langgraph.store.base import BaseStore, Op, Result
+from langgraph.store.sqlite.aio import AsyncSqliteStore
+from langgraph.types import Command, interrupt
+
+from langgraph_combee import Add, Combee, Decision, PromptVersion, Trace
+from langgraph_combee._runtime.collector import CombeeTracer
+from langgraph_combee._runtime.middleware import CombeeMiddleware
+from langgraph_combee.errors import ConfigurationError
+from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel
+
+APP_PROMPT = "You route support tickets to a team code."
+
+# ---------------------------------------------------------------- shared helpers
+
+
+def accept_rules(combee: Combee, *rules: str, tenant: str | None = None) -> PromptVersion:
+    """Write an accepted version adding ``rules`` to HEAD's playbook and serve it now."""
+    registry = combee.registry(tenant)
+    playbook = registry.head().playbook
+    playbook = playbook.apply([Add(section="others", content=rule) for rule in rules]).playbook
+    candidate = registry.add_candidate(
+        PromptVersion(prompt_id=combee.prompt_id, tenant=tenant, playbook=playbook)
+    )
+    accepted = registry.accept(
+        candidate.version, Decision(accepted=True, policy="manual", reason="test")
+    )
+    combee.server.publish(accepted)
+    return accepted
+
+
+def captured(combee: Combee, tenant: str | None = None) -> list[Trace]:
+    """Every trace the combee captured so far (the worker is joined, the buffer flushed)."""
+    combee.server.close(flush=True)
+    return combee.queue(tenant).claim(1000, holder="test")
+
+
+class RecordingTracer(BaseTracer):
+    """Records every finished root run (with its child runs)."""
+
+    def __init__(self) -> None:
+        super().__init__(_schema_format="original+chat")
+        self.roots: list[Run] = []
+
+    def _persist_run(self, run: Run) -> None:
+        self.roots.append(run)
+
+    def all_runs(self) -> list[Run]:
+        out, stack = [], list(self.roots)
+        while stack:
+            run = stack.pop()
+            out.append(run)
+            stack.extend(run.child_runs)
+        return out
+
+
+def prompt_text(messages: list[BaseMessage]) -> str:
+    return "\n".join(str(m.text) for m in messages)
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+@pytest.fixture
+def combee() -> Iterator[Combee]:
+    instance = Combee(prompt_id="router")
+    yield instance
+    instance.server.close(flush=False)
+
+
+@tool
+def lookup(topic: str) -> str:
+    """Look up the owner of a topic."""
+    return f"owner of {topic}: FIN"
+
+
+def tool_then_answer(answer: str = "FIN-REFUNDS") -> ScriptedChatModel:
+    """A model that calls ``lookup`` once, then answers (cycling for several runs)."""
+    call = AIMessage("", tool_calls=[{"name": "lookup", "args": {"topic": "refund"}, "id": "c1"}])
+    return ScriptedChatModel([call, answer], cycle=True)
+
+
+def ask(text: str = "Where does my refund go?") -> Any:
+    return {"messages": [HumanMessage(text)]}
+
+
+# ---------------------------------------------------------------- construction
+
+
+def test_constructor_validates_eagerly(combee: Combee) -> None:
+    with pytest.raises(ConfigurationError, match="'not a combee'"):
+        CombeeMiddleware("not a combee")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="capture"):
+        CombeeMiddleware(combee, capture="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        CombeeMiddleware(combee, False)  # type: ignore[call-arg]
+    assert "router" in repr(CombeeMiddleware(combee))
+
+
+def test_private_fields_stay_out_of_the_graph_schemas(combee: Combee) -> None:
+    agent = create_agent(tool_then_answer(), [lookup], middleware=[CombeeMiddleware(combee)])
+    assert set(agent.get_input_jsonschema()["properties"]) == {"messages"}
+    assert not any(k.startswith("combee") for k in agent.get_output_jsonschema()["properties"])
+    result = agent.invoke(ask())
+    assert not any(k.startswith("combee") for k in result)
+
+
+# ---------------------------------------------------------------- serving
+
+
+def test_empty_playbook_leaves_the_prompt_unchanged(combee: Combee) -> None:
+    model = tool_then_answer()
+    agent = create_agent(
+        model, [lookup], system_prompt=APP_PROMPT, middleware=[CombeeMiddleware(combee)]
+    )
+    agent.invoke(ask())
+    assert all(p[0] == SystemMessage(APP_PROMPT) for p in model.prompts)
+
+    bare = tool_then_answer()
+    create_agent(bare, [lookup], middleware=[CombeeMiddleware(combee)]).invoke(ask())
+    assert not any(isinstance(m, SystemMessage) for p in bare.prompts for m in p)
+
+
+def test_learned_rules_follow_the_app_prompt(combee: Combee) -> None:
+    version = accept_rules(combee, "Refund tickets go to FIN-REFUNDS.")
+    model = tool_then_answer()
+    agent = create_agent(
+        model, [lookup], system_prompt=APP_PROMPT, middleware=[CombeeMiddleware(combee)]
+    )
+    agent.invoke(ask())
+    for prompt in model.prompts:
+        system = prompt[0]
+        assert isinstance(system, SystemMessage)
+        assert system.content == f"{APP_PROMPT}\n\n{version.render()}"
+        assert system.text.startswith(APP_PROMPT)
+        assert "Refund tickets go to FIN-REFUNDS." in system.text
+
+
+def test_without_an_app_prompt_the_playbook_is_the_system_message(combee: Combee) -> None:
+    version = accept_rules(combee, "Refund tickets go to FIN-REFUNDS.")
+    model = tool_then_answer()
+    create_agent(model, [lookup], middleware=[CombeeMiddleware(combee)]).invoke(ask())
+    assert model.prompts[0][0] == SystemMessage(version.render())
+
+
+def test_content_block_system_prompts_keep_their_blocks(combee: Combee) -> None:
+    version = accept_rules(combee, "Refund tickets go to FIN-REFUNDS.")
+    block = {"type": "text", "text": APP_PROMPT, "cache_control": {"type": "ephemeral"}}
+    model = tool_then_answer()
+    agent = create_agent(
+        model,
+        [lookup],
+        system_prompt=SystemMessage(content=[block]),
+        middleware=[CombeeMiddleware(combee)],
+    )
+    agent.invoke(ask())
+    assert model.prompts[0][0].content == [block, {"type": "text", "text": version.render()}]
+
+
+def test_a_run_in_flight_keeps_its_pinned_version(combee: Combee) -> None:
+    accept_rules(combee, "Rule one.")
+
+    @tool
+    def escalate(topic: str) -> str:
+        """Escalate a ticket (and, in this test, accept a new version meanwhile)."""
+        accept_rules(combee, "Rule two.")
+        return "escalated"
+
+    call = AIMessage("", tool_calls=[{"name": "escalate", "args": {"topic": "x"}, "id": "e1"}])
+    model = ScriptedChatModel([call, "done", "next run"])
+    agent = create_agent(
+        model, [escalate], system_prompt=APP_PROMPT, middleware=[CombeeMiddleware(combee)]
+    )
+    agent.invoke(ask())
+    first, second = (prompt_text(p) for p in model.prompts)
+    assert "Rule one." in first and "Rule one." in second
+    assert "Rule two." not in first and "Rule two." not in second
+
+    agent.invoke(ask("Another ticket"))
+    assert "Rule two." in prompt_text(model.prompts[2])
+    versions = sorted(t.prompt_version or 0 for t in captured(combee))
+    assert versions == [1, 2]
+
+
+def test_a_run_resumed_after_an_interrupt_keeps_its_pin(combee: Combee) -> None:
+    accept_rules(combee, "Rule one.")
+
+    @tool
+    def refund(amount: int) -> str:
+        """Refund an amount after a human approves."""
+        return f"refunded {amount}" if interrupt("approve?") == "yes" else "declined"
+
+    call = AIMessage("", tool_calls=[{"name": "refund", "args": {"amount": 5}, "id": "r1"}])
+    model = ScriptedChatModel([call, "done"])
+    agent = create_agent(
+        model,
+        [refund],
+        system_prompt=APP_PROMPT,
+        middleware=[CombeeMiddleware(combee)],
+        checkpointer=InMemorySaver(),
+    )
+    config: RunnableConfig = {"configurable": {"thread_id": "hitl"}}
+    paused = agent.invoke(ask("Refund me"), config)
+    assert "__interrupt__" in paused
+    assert captured(combee) == []  # nothing until the run finishes
+
+    accept_rules(combee, "Rule two.")
+    agent.invoke(Command(resume="yes"), config)
+    assert "Rule two." not in prompt_text(model.prompts[1])
+    (trace,) = captured(combee)
+    assert (trace.input, trace.output, trace.prompt_version) == ("Refund me", "done", 1)
+    assert [c.result for c in trace.tool_calls] == ["refunded 5"]
+
+
+# ---------------------------------------------------------------- capture
+
+
+async def _run(agent: Any, mode: str, inputs: Any, config: RunnableConfig) -> Any:
+    if mode == "invoke":
+        return agent.invoke(inputs, config)
+    if mode == "ainvoke":
+        return await agent.ainvoke(inputs, config)
+    if mode == "stream":
+        return list(agent.stream(inputs, config))
+    chunks: AsyncIterator[Any] = agent.astream(inputs, config)
+    return [chunk async for chunk in chunks]
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "stream", "astream"])
+async def test_every_invocation_mode_injects_and_captures(combee: Combee, mode: str) -> None:
+    accept_rules(combee, "Refund tickets go to FIN-REFUNDS.")
+    model = tool_then_answer()
+    agent = create_agent(
+        model,
+        [lookup],
+        system_prompt=APP_PROMPT,
+        middleware=[CombeeMiddleware(combee)],
+        checkpointer=InMemorySaver(),
+    )
+    run_id = uuid.uuid4()
+    config: RunnableConfig = {"run_id": run_id, "configurable": {"thread_id": f"thread-{mode}"}}
+    await _run(agent, mode, ask(), config)
+
+    assert model.calls == 2
+    assert all("FIN-REFUNDS." in prompt_text(p) for p in model.prompts)
+    (trace,) = captured(combee)
+    assert trace.id == str(run_id)
+    assert trace.thread_id == f"thread-{mode}"
+    assert trace.prompt_version == 1
+    assert trace.input == "Where does my refund go?"
+    assert trace.output == "FIN-REFUNDS"
+    assert [(c.name, c.args, c.result) for c in trace.tool_calls] == [
+        ("lookup", {"topic": "refund"}, "owner of refund: FIN")
+    ]
+    assert [m.role for m in trace.messages] == ["human", "ai", "tool", "ai"]
+    assert trace.input_tokens and trace.input_tokens > 0
+    assert trace.output_tokens and trace.output_tokens > 0
+    assert trace.latency_seconds is not None and trace.latency_seconds >= 0
+    assert trace.metadata["combee_version"] == 1
+    assert trace.metadata["combee_prompt_id"] == "router"
+
+
+def test_feedback_finds_the_captured_run(combee: Combee) -> None:
+    agent = create_agent(tool_then_answer(), [lookup], middleware=[CombeeMiddleware(combee)])
+    run_id = uuid.uuid4()
+    agent.invoke(ask(), {"run_id": run_id})
+    assert combee.feedback(run_id, correct=False, ground_truth="FIN-REFUNDS")
+    (trace,) = captured(combee)
+    assert trace.feedback is not None and trace.feedback.ground_truth == "FIN-REFUNDS"
+
+
+def test_runs_without_a_run_id_get_distinct_trace_ids(combee: Combee) -> None:
+    agent = create_agent(tool_then_answer(), [lookup], middleware=[CombeeMiddleware(combee)])
+    agent.invoke(ask())
+    agent.invoke(ask())
+    traces = captured(combee)
+    assert len({t.id for t in traces}) == 2
+
+
+def test_capture_false_serves_without_capturing(combee: Combee) -> None:
+    accept_rules(combee, "Rule one.")
+    model = tool_then_answer()
+    agent = create_agent(model, [lookup], middleware=[CombeeMiddleware(combee, capture=False)])
+    agent.invoke(ask())
+    assert "Rule one." in prompt_text(model.prompts[0])
+    assert captured(combee) == []
+
+
+def test_failed_tool_calls_are_recorded_as_errors(combee: Combee) -> None:
+    @tool
+    def count(n: int) -> int:
+        """Count to n."""
+        return n
+
+    bad = AIMessage("", tool_calls=[{"name": "count", "args": {"n": "many"}, "id": "b1"}])
+    agent = create_agent(
+        ScriptedChatModel([bad, "gave up"]), [count], middleware=[CombeeMiddleware(combee)]
+    )
+    agent.invoke(ask("count"))
+    (trace,) = captured(combee)
+    (call,) = trace.tool_calls
+    assert call.name == "count" and call.result is None
+    assert call.error and "n" in call.error
+    assert "count: " in trace.execution_errors()[0]
+
+
+def test_multi_turn_threads_repin_and_capture_each_invocation(combee: Combee) -> None:
+    accept_rules(combee, "Rule one.")
+    model = ScriptedChatModel(["first answer", "second answer"])
+    agent = create_agent(
+        model,
+        system_prompt=APP_PROMPT,
+        middleware=[CombeeMiddleware(combee)],
+        checkpointer=InMemorySaver(),
+    )
+    config: RunnableConfig = {"configurable": {"thread_id": "t-1"}}
+    agent.invoke(ask("first question"), config)
+    accept_rules(combee, "Rule two.")
+    agent.invoke(ask("second question"), config)
+
+    assert "Rule two." not in prompt_text(model.prompts[0])
+    assert "Rule two." in prompt_text(model.prompts[1])
+    # The thread's messages are sent, and the system prompt never entered the state.
+    assert [m.type for m in model.prompts[1]] == ["system", "human", "ai", "human"]
+    state = agent.get_state(config).values
+    assert not any(isinstance(m, SystemMessage) for m in state["messages"])
+
+    first, second = sorted(captured(combee), key=lambda t: t.created_at)
+    assert (first.input, first.output, first.prompt_version) == (
+        "first question",
+        "first answer",
+        1,
+    )
+    assert (second.input, second.output, second.prompt_version) == (
+        "second question",
+        "second answer",
+        2,
+    )
+    assert [m.content for m in second.messages] == ["second question", "second answer"]
+    assert first.thread_id == second.thread_id == "t-1"
+
+
+def test_tenant_scope_serves_and_captures_per_tenant() -> None:
+    combee = Combee(
+        prompt_id="router", scope=lambda config: config.get("configurable", {}).get("tenant")
+    )
+    try:
+        accept_rules(combee, "Acme refunds go to ACME-FIN.", tenant="acme")
+        model = ScriptedChatModel(["a", "b"])
+        agent = create_agent(model, system_prompt=APP_PROMPT, middleware=[CombeeMiddleware(combee)])
+        agent.invoke(ask(), {"configurable": {"tenant": "acme"}})
+        agent.invoke(ask(), {"configurable": {"tenant": "globex"}})
+        assert "ACME-FIN" in prompt_text(model.prompts[0])
+        assert model.prompts[1][0] == SystemMessage(APP_PROMPT)
+        (acme,) = captured(combee, "acme")
+        (globex,) = captured(combee, "globex")
+        assert (acme.tenant, acme.prompt_version) == ("acme", 1)
+        assert (globex.tenant, globex.prompt_version) == ("globex", 0)
+    finally:
+        combee.server.close(flush=False)
+
+
+# ---------------------------------------------------------------- run metadata
+
+
+@pytest.mark.parametrize("mode", ["invoke", "astream"])
+async def test_runs_carry_the_version_in_their_metadata(combee: Combee, mode: str) -> None:
+    accept_rules(combee, "Rule one.")
+    agent = create_agent(tool_then_answer(), [lookup], middleware=[CombeeMiddleware(combee)])
+    tracer = RecordingTracer()
+    await _run(agent, mode, ask(), {"callbacks": [tracer]})
+
+    (root,) = tracer.roots
+    expected = {"combee_prompt_id": "router", "combee_version": 1}
+    assert expected.items() <= root.extra["metadata"].items()
+    model_runs = [r for r in tracer.all_runs() if r.run_type in ("llm", "chat_model")]
+    assert len(model_runs) == 2
+    for run in model_runs:
+        assert expected.items() <= run.extra["metadata"].items()
+    # The trace id is the agent run's id when the caller gave none (as LangSmith sees it).
+    (trace,) = captured(combee)
+    assert trace.id == str(root.id)
+
+
+def test_tenant_is_in_the_metadata_when_set() -> None:
+    combee = Combee(prompt_id="router", scope=lambda config: "acme")
+    try:
+        accept_rules(combee, "Rule one.", tenant="acme")
+        agent = create_agent(ScriptedChatModel(["ok"]), middleware=[CombeeMiddleware(combee)])
+        tracer = RecordingTracer()
+        agent.invoke(ask(), {"callbacks": [tracer]})
+        for run in tracer.all_runs():
+            if run.run_type in ("llm", "chat_model") or run.parent_run_id is None:
+                assert run.extra["metadata"]["combee_tenant"] == "acme"
+    finally:
+        combee.server.close(flush=False)
+
+
+# ---------------------------------------------------------------- never break the agent
+
+
+class DeadStore(BaseStore):
+    """A store whose every operation fails."""
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        raise ConnectionError("store is down")
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        raise ConnectionError("store is down")
+
+
+def echo_answer(messages: list[BaseMessage]) -> str:
+    return f"answer to {messages[-1].text}"
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+async def test_a_dead_store_leaves_answers_unchanged(mode: str) -> None:
+    combee = Combee(prompt_id="router", store=DeadStore())
+    try:
+        plain = create_agent(FunctionChatModel(echo_answer), system_prompt=APP_PROMPT)
+        model = FunctionChatModel(echo_answer)
+        agent = create_agent(model, system_prompt=APP_PROMPT, middleware=[CombeeMiddleware(combee)])
+        expected = await _run(plain, mode, ask("q1"), {})
+        result = await _run(agent, mode, ask("q1"), {})
+        assert [m.text for m in result["messages"]] == [m.text for m in expected["messages"]]
+        assert model.prompts[0][0] == SystemMessage(APP_PROMPT)
+        assert combee.server.buffered() == 1  # kept in memory for when the store is back
+    finally:
+        combee.server.close(flush=False)
+
+
+async def test_async_runs_serve_from_an_async_only_store() -> None:
+    # AsyncSqliteStore refuses synchronous calls from the event loop's thread.
+    async with AsyncSqliteStore.from_conn_string(":memory:") as store:
+        await store.setup()
+        combee = Combee(prompt_id="router", store=store)
+        try:
+            registry = combee.registry()
+            head = await registry.ahead()
+            playbook = head.playbook.apply([Add(section="others", content="Rule one.")]).playbook
+            candidate = await registry.aadd_candidate(
+                PromptVersion(prompt_id="router", playbook=playbook)
+            )
+            await registry.aaccept(
+                candidate.version, Decision(accepted=True, policy="manual", reason="test")
+            )
+            model = ScriptedChatModel(["a"], cycle=True)
+            agent = create_agent(model, middleware=[CombeeMiddleware(combee)])
+            await agent.ainvoke(ask())
+            assert "Rule one." in prompt_text(model.prompts[0])
+        finally:
+            await asyncio.to_thread(combee.server.close, flush=False)
+
+
+@pytest.mark.parametrize("broken", ["tenant_for", "select_version", "version_for_run", "capture"])
+def test_an_exception_in_combee_code_does_not_break_the_run(
+    combee: Combee, broken: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    accept_rules(combee, "Rule one.")
+
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"{broken} exploded")
+
+    monkeypatch.setattr(combee, broken, boom)
+    model = tool_then_answer()
+    agent = create_agent(
+        model, [lookup], system_prompt=APP_PROMPT, middleware=[CombeeMiddleware(combee)]
+    )
+    with caplog.at_level(logging.ERROR, logger="langgraph_combee.middleware"):
+        result = agent.invoke(ask())
+    assert result["messages"][-1].text == "FIN-REFUNDS"
+    assert any(f"{broken} exploded" in r.exc_text for r in caplog.records if r.exc_text)
+
+
+def test_interrupts_raised_in_combee_code_propagate(
+    combee: Combee, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupt(*args: Any, **kwargs: Any) -> Any:
+        raise GraphInterrupt(())
+
+    monkeypatch.setattr(combee, "select_version", interrupt)
+    middleware = CombeeMiddleware(combee)
+    with pytest.raises(GraphInterrupt):
+        state: Any = {"messages": [HumanMessage("hi")]}
+        middleware.before_agent(state, None)  # type: ignore[arg-type]
+
+
+def test_with_the_tracer_failed_agent_runs_are_captured_too(combee: Combee) -> None:
+    accept_rules(combee, "Rule one.")
+    model = ScriptedChatModel(["fine", ValueError("provider down")])
+    agent = create_agent(model, middleware=[CombeeMiddleware(combee, capture=False)])
+    agent = agent.with_config(callbacks=[CombeeTracer(combee)])
+    ok, failed = uuid.uuid4(), uuid.uuid4()
+    agent.invoke(ask("first"), {"run_id": ok})
+    with pytest.raises(ValueError, match="provider down"):
+        agent.invoke(ask("second"), {"run_id": failed})
+    traces = {t.id: t for t in captured(combee)}
+    assert set(traces) == {str(ok), str(failed)}
+    assert (traces[str(ok)].output, traces[str(ok)].prompt_version) == ("fine", 1)
+    assert "provider down" in (traces[str(failed)].error or "")
+    assert traces[str(failed)].input == "second"
+
+
+def test_model_errors_propagate_untouched(combee: Combee) -> None:
+    model = ScriptedChatModel([ValueError("provider down")])
+    agent = create_agent(model, middleware=[CombeeMiddleware(combee)])
+    with pytest.raises(ValueError, match="provider down"):
+        agent.invoke(ask())
+
+
+# ---------------------------------------------------------------- LangSmith, offline
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    bodies: ClassVar[list[tuple[str, str, dict[str, Any]]]] = []
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _reply(self, payload: bytes = b"{}") -> None:
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        if self.headers.get("content-encoding") == "gzip":
+            raw = gzip.decompress(raw)
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        self.bodies.append((self.command, self.path, body))
+        self._reply()
+
+    do_PATCH = do_POST
+
+    def do_GET(self) -> None:
+        self._reply(b'{"batch_ingest_config": {"use_multipart_endpoint": false}}')
+
+
+@pytest.fixture
+def langsmith_server() -> Iterator[str]:
+    _Recorder.bodies = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_langsmith_receives_the_version_on_root_and_model_runs(
+    combee: Combee, langsmith_server: str
+) -> None:
+    import langsmith
+    from langchain_core.tracers.langchain import LangChainTracer
+
+    accept_rules(combee, "Rule one.")
+    client = langsmith.Client(api_url=langsmith_server, api_key="test", auto_batch_tracing=False)
+    tracer = LangChainTracer(client=client, project_name="combee-test")
+    agent = create_agent(ScriptedChatModel(["ok"]), middleware=[CombeeMiddleware(combee)])
+    run_id = uuid.uuid4()
+    agent.invoke(ask(), {"callbacks": [tracer], "run_id": run_id})
+    tracer.wait_for_futures()
+
+    def metadata(body: dict[str, Any]) -> dict[str, Any]:
+        return dict((body.get("extra") or {}).get("metadata") or {})
+
+    root_patch = [b for m, p, b in _Recorder.bodies if m == "PATCH" and p == f"/runs/{run_id}"]
+    assert root_patch and metadata(root_patch[-1])["combee_version"] == 1
+    model_runs = [b for _, _, b in _Recorder.bodies if b.get("run_type") == "llm"]
+    assert model_runs and all(metadata(b)["combee_version"] == 1 for b in model_runs)
