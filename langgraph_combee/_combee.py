@@ -36,10 +36,11 @@ from langgraph_combee._learning.engine import (
     LearningEngine,
     validate_batch_size,
 )
-from langgraph_combee._learning.strategies import StepResult, Strategy
-from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy, PolicyContext
+from langgraph_combee._learning.strategies import Strategy
+from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee._runtime.serving import DropPolicy, Server, ServingSettings
+from langgraph_combee._runtime.versions import VersionWriter
 from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
 
@@ -251,6 +252,9 @@ class Combee:
             backoff_seconds=step_backoff_seconds,
         )
         self._learner: BackgroundLearner | None = None
+        self._writer = VersionWriter(
+            prompt_id=prompt_id, acceptance=self.acceptance, server=self.server
+        )
         self._engines: dict[str | None, LearningEngine] = {}
         self._registries: dict[str | None, PromptRegistry] = {}
         # Build one engine now so that bad strategy settings fail at construction.
@@ -597,34 +601,5 @@ class Combee:
         result = await engine.step(head.playbook, batch, version=next_version)
         if before_submit is not None and not await before_submit():
             raise LearningError("the writer lease was lost during the step; result discarded")
-        await self._submit(registry, head, result)
+        await self._writer.submit(registry, head, result, version=next_version)
         return result.report
-
-    async def _submit(
-        self, registry: PromptRegistry, head: PromptVersion, result: StepResult
-    ) -> PromptVersion | None:
-        report = result.report
-        if result.playbook == head.playbook:
-            return None
-        candidate = PromptVersion(
-            prompt_id=self.prompt_id,
-            tenant=registry.tenant,
-            playbook=result.playbook,
-            parent=head.version,
-            ops=result.ops,
-            ops_summary=dict(report.ops),
-            source_trace_ids=list(report.trace_ids),
-            note=f"{report.strategy} step over {report.batch_size} traces",
-        )
-        stored = await registry.aadd_candidate(candidate)
-        report.version = stored.version
-        context = PolicyContext(registry=registry, server=self.server)
-        decision: Decision | None = await self.acceptance.decide(stored, head, context)
-        if decision is None:
-            return stored
-        report.accepted = decision.accepted
-        if decision.accepted:
-            accepted = await registry.aaccept(stored.version, decision)
-            self.server.publish(accepted)
-            return accepted
-        return await registry.areject(stored.version, decision)

@@ -54,7 +54,10 @@ def failing_traces(n: int, *, prefix: str = "ticket") -> list[Trace]:
             id=f"t{i}" if prefix == "ticket" else f"{prefix}-{i}",
             input=f"{prefix} {i} about topic {i}",
             output="WRONG",
-            feedback=Feedback(correct=False, ground_truth=f"CODE-{i}"),
+            feedback=Feedback(
+                correct=False,
+                ground_truth=f"CODE-{i}" if prefix == "ticket" else f"{prefix.upper()}-{i}",
+            ),
         )
         for i in range(n)
     ]

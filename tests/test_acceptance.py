@@ -138,8 +138,15 @@ async def test_canary_serves_a_fraction_then_accepts_on_good_feedback() -> None:
     assert accepted.decision is not None and accepted.decision.policy == "canary"
     assert accepted.decision.metrics["candidate_runs"] == 3.0
     assert combee.current().version == 1
-    # The trial over, learning resumed in the same pass: its candidate is the next trial.
+    # The trial over, learning resumed in the same pass; that step only moved counters,
+    # so it wrote no version (its tags wait for the next change of text).
     assert learner.stats.steps == 1
+    assert learner.stats.reports[-1].version is None
+    assert combee._writer.pending_tags(None)
+    for trace in failing_traces(2, prefix="new"):
+        combee.capture(trace)
+    for _ in range(4):  # the queue drains oldest first, two traces a step
+        await learner.tick()
     next_trial = combee.registry().canary()
     assert next_trial is not None and next_trial.version == 2 and next_trial.parent == 1
     assert {combee.select_version(None, f"r{i}").version for i in range(50)} == {1, 2}
@@ -165,6 +172,10 @@ async def test_canary_rolls_back_a_regression_after_acceptance() -> None:
         combee.capture(trace)
     await learner.tick()
     assert combee.current().version == 1
+    for trace in failing_traces(2, prefix="new"):
+        combee.capture(trace)
+    for _ in range(3):
+        await learner.tick()
     assert combee.registry().canary() is not None  # learning resumed: a new trial, on v1
     for trace in _scored(1, 2, False, "live"):
         combee.capture(trace)

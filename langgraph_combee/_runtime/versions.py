@@ -1,0 +1,91 @@
+"""Turning a step's result into a version: carry-over of counters, candidate, decision.
+
+A step that only moved helpful/harmful counters changes nothing the agent sees,
+so it writes no version: its TAG ops wait in memory and ride along with the next
+step that changes the text. (They are soft signals; a restart forgets them.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+from langgraph_combee._core.ops import DeltaOp, Tag
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.types import PromptVersion
+from langgraph_combee._learning.strategies import StepResult
+from langgraph_combee._runtime.acceptance import AcceptancePolicy, PolicyContext
+from langgraph_combee._runtime.serving import Server
+from langgraph_combee._storage.registry import PromptRegistry
+
+
+def _visible(playbook: Playbook) -> list[tuple[str, str, str]]:
+    return [(b.id, b.section, b.content) for b in playbook.bullets]
+
+
+class VersionWriter:
+    """Submits step results as candidates and applies the acceptance policy's decision."""
+
+    def __init__(self, *, prompt_id: str, acceptance: AcceptancePolicy, server: Server) -> None:
+        self.prompt_id = prompt_id
+        self.acceptance = acceptance
+        self.server = server
+        self._lock = threading.Lock()
+        self._pending_tags: dict[str | None, list[DeltaOp]] = {}
+
+    def pending_tags(self, tenant: str | None) -> list[DeltaOp]:
+        """TAG ops waiting for the next content change of a tenant's playbook."""
+        with self._lock:
+            return list(self._pending_tags.get(tenant, []))
+
+    def _carry_over(self, tenant: str | None, result: StepResult, version: int) -> StepResult:
+        with self._lock:
+            waiting = self._pending_tags.pop(tenant, [])
+        if not waiting:
+            return result
+        applied = result.playbook.apply(waiting, version=version)
+        report = result.report
+        report.ops["tag"] = report.ops.get("tag", 0) + applied.counts()["tag"]
+        return dataclasses.replace(
+            result, playbook=applied.playbook, ops=[*applied.applied, *result.ops]
+        )
+
+    async def submit(
+        self, registry: PromptRegistry, head: PromptVersion, result: StepResult, *, version: int
+    ) -> PromptVersion | None:
+        """Write the step's candidate (if the text changed) and decide it.
+
+        Returns the stored version (accepted, rejected or pending), or None when
+        the step changed no bullet text.
+        """
+        tenant = registry.tenant
+        result = self._carry_over(tenant, result, version)
+        report = result.report
+        if _visible(result.playbook) == _visible(head.playbook):
+            tags = [op for op in result.ops if isinstance(op, Tag)]
+            if tags:
+                with self._lock:
+                    self._pending_tags.setdefault(tenant, []).extend(tags)
+            return None
+        candidate = PromptVersion(
+            prompt_id=self.prompt_id,
+            tenant=tenant,
+            playbook=result.playbook,
+            parent=head.version,
+            ops=result.ops,
+            ops_summary=dict(report.ops),
+            source_trace_ids=list(report.trace_ids),
+            note=f"{report.strategy} step over {report.batch_size} traces",
+        )
+        stored = await registry.aadd_candidate(candidate)
+        report.version = stored.version
+        context = PolicyContext(registry=registry, server=self.server)
+        decision = await self.acceptance.decide(stored, head, context)
+        if decision is None:
+            return stored
+        report.accepted = decision.accepted
+        if not decision.accepted:
+            return await registry.areject(stored.version, decision)
+        accepted = await registry.aaccept(stored.version, decision)
+        self.server.publish(accepted)
+        return accepted
