@@ -40,6 +40,7 @@ from langgraph_combee._learning.strategies import Strategy
 from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee._runtime.serving import DropPolicy, Server, ServingSettings
+from langgraph_combee._runtime.step_run import learn_step_run
 from langgraph_combee._runtime.versions import VersionWriter
 from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
@@ -598,8 +599,19 @@ class Combee:
         engine = self._engine(tenant)
         head = await registry.ahead()
         next_version = await registry.alatest_version() + 1
-        result = await engine.step(head.playbook, batch, version=next_version)
-        if before_submit is not None and not await before_submit():
-            raise LearningError("the writer lease was lost during the step; result discarded")
-        await self._writer.submit(registry, head, result, version=next_version)
+        metadata = {
+            "combee_prompt_id": self.prompt_id,
+            "combee_tenant": tenant,
+            "combee_strategy": engine.strategy.name,
+            "combee_batch_size": len(batch),
+            "combee_version_before": head.version,
+        }
+        inputs = {"trace_ids": [t.id for t in batch], "version_before": head.version}
+        async with learn_step_run(self._callbacks, metadata=metadata, inputs=inputs) as run:
+            result = await engine.step(head.playbook, batch, version=next_version)
+            if before_submit is not None and not await before_submit():
+                raise LearningError("the writer lease was lost during the step; result discarded")
+            stored = await self._writer.submit(registry, head, result, version=next_version)
+            result.report.run_id = str(run.run_id)
+            run.finish(head, stored, result.report)
         return result.report

@@ -18,22 +18,24 @@ LABEL = re.compile(r"^\[(R\d+)\]$", re.MULTILINE)
 
 
 class RunNames(BaseTracer):
-    """Collects the name of every finished run, in finishing order."""
+    """Collects every finished run (names in finishing order) and the root runs."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.names: list[str] = []
         self.runs: list[Run] = []
+        self.roots: list[Run] = []
 
     def _persist_run(self, run: Run) -> None:
-        self.names.append(run.name)
-        self.runs.append(run)
+        self.roots.append(run)
 
     def _end_trace(self, run: Run) -> None:
+        self.names.append(run.name)
+        self.runs.append(run)
         super()._end_trace(run)
 
-    def on_chat_model_start_ids(self) -> list[UUID]:
-        return [r.id for r in self.runs]
+    def parents(self) -> dict[UUID, UUID | None]:
+        return {r.id: r.parent_run_id for r in self.runs}
 
 
 def role_of(messages: Sequence[BaseMessage]) -> str:

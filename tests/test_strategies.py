@@ -79,14 +79,25 @@ def test_every_call_runs_under_its_run_name() -> None:
     tracer = RunNames()
     combee = _combee("combee", fake_learner(), batch_size=9, callbacks=[tracer])
     combee.learn(failing_traces(9))
-    assert Counter(tracer.names) == {
+    stages = Counter(n for n in tracer.names if n.startswith("combee."))
+    assert stages == {
+        "combee.learn_step": 1,
         "combee.reflect": 9,
         "combee.propose": 3,
         "combee.aggregate": 1,
     }
+    # One trace per step: every call is a child of the step's root run.
+    [root] = tracer.roots
+    assert root.name == "combee.learn_step"
+    calls = [r for r in tracer.runs if r.name.startswith("combee.") and r is not root]
+    assert all(r.parent_run_id == root.id for r in calls)
     tracer2 = RunNames()
     _combee("naive", fake_learner(), batch_size=2, callbacks=[tracer2]).learn(failing_traces(2))
-    assert Counter(tracer2.names) == {"combee.reflect": 2, "combee.curate": 1}
+    assert Counter(n for n in tracer2.names if n.startswith("combee.")) == {
+        "combee.learn_step": 1,
+        "combee.reflect": 2,
+        "combee.curate": 1,
+    }
 
 
 def test_provenance_maps_back_to_trace_ids() -> None:

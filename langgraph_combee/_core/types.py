@@ -207,6 +207,9 @@ class StepReport(BaseModel):
     trace_ids: list[str] = Field(default_factory=list)
     version: int | None = None
     accepted: bool | None = None
+    run_id: str | None = Field(
+        default=None, description="Id of the step's traced run (combee.learn_step)."
+    )
 
 
 class LearnReport(BaseModel):

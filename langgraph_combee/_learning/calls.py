@@ -5,9 +5,11 @@ structured output with a tolerant fallback, one repair attempt, and accounting.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -35,6 +37,22 @@ logger = logging.getLogger("langgraph_combee.learner")
 T = TypeVar("T", bound=BaseModel)
 
 RUN_NAMES = ("combee.reflect", "combee.propose", "combee.aggregate", "combee.curate")
+
+# Set while a learning step runs under a traced parent run: its child callback
+# manager, so every call of the step is nested under it.
+_step_callbacks: contextvars.ContextVar[Callbacks] = contextvars.ContextVar(
+    "combee_step_callbacks", default=None
+)
+
+
+@contextlib.contextmanager
+def step_callbacks(callbacks: Callbacks) -> Iterator[None]:
+    """Within the block (and tasks started in it), learner calls use ``callbacks``."""
+    token = _step_callbacks.set(callbacks)
+    try:
+        yield
+    finally:
+        _step_callbacks.reset(token)
 
 
 @dataclass
@@ -110,9 +128,10 @@ class LLMCaller:
         return self._semaphore
 
     def _config(self, run_name: str) -> RunnableConfig:
+        step = _step_callbacks.get()
         return RunnableConfig(
             run_name=run_name,
-            callbacks=self.callbacks,
+            callbacks=step if step is not None else self.callbacks,
             tags=["combee", run_name],
             metadata={**self.metadata, "combee_stage": run_name.removeprefix("combee.")},
         )

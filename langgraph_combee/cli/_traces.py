@@ -1,0 +1,137 @@
+"""Where ``combee learn`` gets its traces: a JSONL file (or stdin) or a LangSmith project.
+
+A JSONL file holds one ``Trace`` object per line (the fields of
+``langgraph_combee.Trace``; only ``input``/``output``/``feedback`` matter in
+practice). A line that is not valid JSON or not a valid trace is reported with
+its line number and skipped; the rest still loads. Blank lines are ignored.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from langgraph_combee._core.types import Trace
+from langgraph_combee._errors import CombeeError, MissingExtraError
+from langgraph_combee.cli._common import EXIT_FAILED, EXIT_USAGE, CliError
+
+# Characters of a validation message kept per bad line: enough to name the field.
+_MAX_REASON = 200
+
+
+@dataclass(frozen=True)
+class LineError:
+    """A line of a JSONL file that could not be read as a trace."""
+
+    line: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class LoadedTraces:
+    """The traces read from a file, and the lines that were skipped."""
+
+    traces: list[Trace] = field(default_factory=list)
+    errors: list[LineError] = field(default_factory=list)
+    lines: int = 0
+
+
+def _reason(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"])
+        parts.append(f"{where}: {err['msg']}" if where else str(err["msg"]))
+    text = "; ".join(parts)
+    return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 3] + "..."
+
+
+def parse_lines(lines: Iterable[bytes]) -> LoadedTraces:
+    """Parse JSONL lines (as bytes) into traces, collecting per-line errors.
+
+    Args:
+        lines: The raw lines, in file order (line numbers start at 1).
+
+    Returns:
+        The valid traces, in order, and one ``LineError`` per skipped line.
+    """
+    traces: list[Trace] = []
+    errors: list[LineError] = []
+    count = 0
+    for number, raw in enumerate(lines, start=1):
+        count = number
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.append(LineError(number, f"not UTF-8 ({exc.reason} at byte {exc.start})"))
+            continue
+        if not text.strip():
+            continue
+        try:
+            data: Any = json.loads(text)
+        except json.JSONDecodeError as exc:
+            errors.append(LineError(number, f"not valid JSON ({exc.msg}, column {exc.colno})"))
+            continue
+        if not isinstance(data, dict):
+            errors.append(LineError(number, f"expected a JSON object, got {type(data).__name__}"))
+            continue
+        try:
+            traces.append(Trace.model_validate(data))
+        except ValidationError as exc:
+            errors.append(LineError(number, f"not a valid trace ({_reason(exc)})"))
+    return LoadedTraces(traces=traces, errors=errors, lines=count)
+
+
+def read_jsonl(source: str) -> LoadedTraces:
+    """Read traces from a JSONL file, or from standard input when ``source`` is ``-``.
+
+    Raises:
+        CliError: When the file does not exist or is not a regular file (exit code 2).
+        OSError: When it cannot be read.
+    """
+    if source == "-":
+        return parse_lines(sys.stdin.buffer)
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise CliError(f"traces file not found: {source}", EXIT_USAGE)
+    if not path.is_file():
+        raise CliError(f"traces file is not a file: {source}", EXIT_USAGE)
+    with path.open("rb") as stream:
+        return parse_lines(stream)
+
+
+def from_langsmith(project: str) -> list[Trace]:
+    """Fetch a LangSmith project's runs as traces.
+
+    Uses ``langgraph_combee.langsmith.traces_from_project`` with a default
+    ``langsmith.Client()`` (configured by the ``LANGSMITH_*`` environment).
+
+    Raises:
+        MissingExtraError: When the LangSmith integration is not installed.
+        CliError: When the project cannot be read.
+    """
+    try:
+        module = importlib.import_module("langgraph_combee.langsmith")
+        fetch = module.traces_from_project
+    except (ImportError, AttributeError) as exc:
+        raise MissingExtraError(
+            "langsmith", "--from-langsmith (langgraph_combee.langsmith.traces_from_project)"
+        ) from exc
+    from langsmith import Client
+
+    try:
+        traces = list(fetch(Client(), project))
+    except CombeeError:
+        raise
+    except Exception as exc:  # network, auth and API errors alike: report, don't trace back
+        raise CliError(
+            f"cannot read traces from LangSmith project {project!r}: {type(exc).__name__}: {exc}",
+            EXIT_FAILED,
+        ) from None
+    return [t if isinstance(t, Trace) else Trace.model_validate(t) for t in traces]

@@ -1,0 +1,182 @@
+"""Commands that read and decide versions: versions, show, diff, approve, reject,
+rollback, export."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from langgraph_combee._combee import Combee
+from langgraph_combee.cli._common import (
+    DEFAULT_STORE,
+    PromptIdOpt,
+    ReasonOpt,
+    StoreOpt,
+    TenantOpt,
+    stderr,
+    stdout,
+)
+from langgraph_combee.cli._render import (
+    EMPTY_PLAYBOOK,
+    markdown,
+    metadata_table,
+    versions_table,
+)
+from langgraph_combee.cli._store import open_store
+
+VersionArg = Annotated[int, typer.Argument(help="A version number (0 is the initial, empty one).")]
+OptionalVersionArg = Annotated[
+    int | None,
+    typer.Argument(help="A version number; default: the version in force.", show_default=False),
+]
+
+
+class ExportFormat(str, Enum):
+    """What ``combee export`` writes."""
+
+    md = "md"
+    json = "json"
+
+
+@contextlib.contextmanager
+def _combee(prompt_id: str, store: str) -> Iterator[Combee]:
+    # Reading and deciding never create a store: a mistyped path should be an error.
+    with open_store(store, create=False) as opened:
+        yield Combee(prompt_id=prompt_id, store=opened)
+
+
+def versions(
+    prompt_id: PromptIdOpt,
+    tenant: TenantOpt = None,
+    store: StoreOpt = DEFAULT_STORE,
+) -> None:
+    """List every version of a prompt: status, parent, size, edits and decision.
+
+    The version in force is marked with '*'.
+    """
+    with _combee(prompt_id, store) as combee:
+        registry = combee.registry(tenant)
+        head = registry.head()
+        records = registry.history()
+    if not records:
+        stdout().print(
+            f"prompt {prompt_id!r} has no versions yet; version 0 (empty playbook) is in force"
+        )
+        return
+    stdout().print(versions_table(records, head.version))
+
+
+def show(
+    prompt_id: PromptIdOpt,
+    version: OptionalVersionArg = None,
+    tenant: TenantOpt = None,
+    store: StoreOpt = DEFAULT_STORE,
+) -> None:
+    """Show a version's metadata and its rendered playbook."""
+    with _combee(prompt_id, store) as combee:
+        head = combee.current(tenant=tenant)
+        record = head if version is None else combee.get(version, tenant=tenant)
+    console = stdout()
+    console.print(metadata_table(record, head.version))
+    console.print()
+    console.print(record.render() or EMPTY_PLAYBOOK)
+
+
+def diff(
+    prompt_id: PromptIdOpt,
+    a: Annotated[int, typer.Argument(help="The earlier version.")],
+    b: Annotated[int, typer.Argument(help="The later version.")],
+    tenant: TenantOpt = None,
+    store: StoreOpt = DEFAULT_STORE,
+) -> None:
+    """Show what changed from version A's playbook to version B's, bullet by bullet.
+
+    Lines start with '+' (added), '-' (removed), '~' (rewritten) or '#' (counters
+    or provenance changed).
+    """
+    with _combee(prompt_id, store) as combee:
+        changes = combee.registry(tenant).diff(a, b)
+    console = stdout()
+    console.print(f"v{a} -> v{b}: {changes.summary()}")
+    console.print(changes.render())
+
+
+def approve(
+    prompt_id: PromptIdOpt,
+    version: VersionArg,
+    reason: ReasonOpt = "approved",
+    tenant: TenantOpt = None,
+    store: StoreOpt = DEFAULT_STORE,
+) -> None:
+    """Accept a pending candidate: it becomes the version in force."""
+    with _combee(prompt_id, store) as combee:
+        accepted = combee.approve(version, reason=reason, tenant=tenant)
+    stdout().print(f"version {accepted.version} accepted; it is now in force")
+
+
+def reject(
+    prompt_id: PromptIdOpt,
+    version: VersionArg,
+    reason: ReasonOpt = "rejected",
+    tenant: TenantOpt = None,
+    store: StoreOpt = DEFAULT_STORE,
+) -> None:
+    """Reject a pending candidate; the version in force does not change."""
+    with _combee(prompt_id, store) as combee:
+        rejected = combee.reject(version, reason=reason, tenant=tenant)
+        head = combee.current(tenant=tenant)
+    stdout().print(f"version {rejected.version} rejected; version {head.version} stays in force")
+
+
+def rollback(
+    prompt_id: PromptIdOpt,
+    version: VersionArg,
+    reason: ReasonOpt = "",
+    tenant: TenantOpt = None,
+    store: StoreOpt = DEFAULT_STORE,
+) -> None:
+    """Put an accepted version's playbook back in force, as a new version.
+
+    Nothing is deleted: the history keeps every version.
+    """
+    with _combee(prompt_id, store) as combee:
+        restored = combee.rollback(version, reason=reason, tenant=tenant)
+    stdout().print(f"rolled back to version {version}: version {restored.version} is now in force")
+
+
+def export(
+    prompt_id: PromptIdOpt,
+    version: OptionalVersionArg = None,
+    fmt: Annotated[
+        ExportFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="md: the rendered playbook under a metadata header; json: the full record.",
+        ),
+    ] = ExportFormat.md,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write to this file instead of standard output."),
+    ] = None,
+    tenant: TenantOpt = None,
+    store: StoreOpt = DEFAULT_STORE,
+) -> None:
+    """Export a version as Markdown or JSON (default: the version in force)."""
+    with _combee(prompt_id, store) as combee:
+        head = combee.current(tenant=tenant)
+        record = head if version is None else combee.get(version, tenant=tenant)
+    if fmt is ExportFormat.json:
+        text = record.model_dump_json(indent=2) + "\n"
+    else:
+        text = markdown(record, head.version)
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    output.write_text(text, encoding="utf-8")
+    stderr().print(f"wrote version {record.version} ({fmt.value}) to {output}")
