@@ -8,14 +8,10 @@ traces a combee captured) and ``RecordingTracer``.
 from __future__ import annotations
 
 import asyncio
-import gzip
-import http.server
-import json
 import logging
-import threading
 import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from langchain.agents import create_agent
@@ -35,6 +31,9 @@ from langgraph_combee._runtime.collector import CombeeTracer
 from langgraph_combee._runtime.middleware import CombeeMiddleware
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel
+from tests.langsmith_server import Recorder, langsmith_server
+
+__all__ = ["langsmith_server"]  # a fixture, used by name
 
 APP_PROMPT = "You route support tickets to a team code."
 
@@ -538,47 +537,6 @@ def test_model_errors_propagate_untouched(combee: Combee) -> None:
 # ---------------------------------------------------------------- LangSmith, offline
 
 
-class _Recorder(http.server.BaseHTTPRequestHandler):
-    bodies: ClassVar[list[tuple[str, str, dict[str, Any]]]] = []
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _reply(self, payload: bytes = b"{}") -> None:
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        if self.headers.get("content-encoding") == "gzip":
-            raw = gzip.decompress(raw)
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {}
-        self.bodies.append((self.command, self.path, body))
-        self._reply()
-
-    do_PATCH = do_POST
-
-    def do_GET(self) -> None:
-        self._reply(b'{"batch_ingest_config": {"use_multipart_endpoint": false}}')
-
-
-@pytest.fixture
-def langsmith_server() -> Iterator[str]:
-    _Recorder.bodies = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
 def test_langsmith_receives_the_version_on_root_and_model_runs(
     combee: Combee, langsmith_server: str
 ) -> None:
@@ -596,7 +554,7 @@ def test_langsmith_receives_the_version_on_root_and_model_runs(
     def metadata(body: dict[str, Any]) -> dict[str, Any]:
         return dict((body.get("extra") or {}).get("metadata") or {})
 
-    root_patch = [b for m, p, b in _Recorder.bodies if m == "PATCH" and p == f"/runs/{run_id}"]
+    root_patch = [b for m, p, b in Recorder.bodies if m == "PATCH" and p == f"/runs/{run_id}"]
     assert root_patch and metadata(root_patch[-1])["combee_version"] == 1
-    model_runs = [b for _, _, b in _Recorder.bodies if b.get("run_type") == "llm"]
+    model_runs = [b for _, _, b in Recorder.bodies if b.get("run_type") == "llm"]
     assert model_runs and all(metadata(b)["combee_version"] == 1 for b in model_runs)
