@@ -85,3 +85,110 @@ def test_a_failed_step_is_traced_as_an_error(langsmith_server: str) -> None:
     [root] = roots
     [end] = [b for m, p, b in Recorder.bodies if m == "PATCH" and p.endswith(root["id"])]
     assert "all 2 reflections failed" in (end.get("error") or "")
+
+
+# ---------------------------------------------------------------- reading from LangSmith
+
+PROJECT_ID = "5b1f0c2e-0000-4000-8000-000000000001"
+TENANT_ID = "5b1f0c2e-0000-4000-8000-000000000002"
+
+
+def _run(i: int, answer: str, *, version: int | None = 1) -> dict[str, Any]:
+    run_id = f"00000000-0000-4000-8000-{i:012d}"
+    return {
+        "id": run_id,
+        "trace_id": run_id,
+        "name": "LangGraph",
+        "run_type": "chain",
+        "start_time": f"2026-11-30T10:00:{i:02d}",
+        "end_time": f"2026-11-30T10:00:{i:02d}.500000",
+        "inputs": {"messages": [{"role": "user", "content": f"refund ticket {i}"}]},
+        "outputs": {
+            "messages": [
+                {"role": "user", "content": f"refund ticket {i}"},
+                {"type": "ai", "content": answer},
+            ]
+        },
+        "extra": {"metadata": {"combee_version": version, "thread_id": f"th-{i}"}},
+        "session_id": PROJECT_ID,
+    }
+
+
+def _feedback(i: int, key: str, score: float | None, **extra: Any) -> dict[str, Any]:
+    run_id = f"00000000-0000-4000-8000-{i:012d}"
+    return {
+        "id": f"00000000-0000-4000-9000-{i:012d}",
+        "run_id": run_id,
+        "trace_id": run_id,
+        "key": key,
+        "score": score,
+        "created_at": "2026-11-30T11:00:00",
+        "modified_at": "2026-11-30T11:00:00",
+        **extra,
+    }
+
+
+def _serve_project(runs: list[dict[str, Any]], feedback: list[dict[str, Any]]) -> None:
+    Recorder.responses = {
+        ("GET", "/sessions"): [
+            {
+                "id": PROJECT_ID,
+                "name": "prod",
+                "tenant_id": TENANT_ID,
+                "reference_dataset_id": None,
+                "start_time": "2026-11-30T09:00:00",
+            }
+        ],
+        ("POST", "/runs/query"): {"runs": runs, "cursors": {"next": None}},
+        ("GET", "/feedback"): feedback,
+    }
+
+
+def test_traces_from_project_reads_runs_and_folds_feedback(langsmith_server: str) -> None:
+    from langgraph_combee.langsmith import traces_from_project
+
+    _serve_project(
+        [_run(2, "GENERAL"), _run(1, "FIN-7")],
+        [
+            _feedback(1, "correctness", 1.0, comment="right"),
+            _feedback(2, "correctness", 0.0, correction={"output": "FIN-7"}),
+            _feedback(2, "user_score", 0.2, comment="slow"),
+        ],
+    )
+    client = langsmith.Client(api_url=langsmith_server, api_key="test", auto_batch_tracing=False)
+    traces = traces_from_project(client, "prod")
+    assert [t.input for t in traces] == ["refund ticket 1", "refund ticket 2"]  # oldest first
+    first, second = traces
+    assert first.output == "FIN-7" and first.prompt_version == 1 and first.thread_id == "th-1"
+    assert first.feedback is not None and first.feedback.correct is True
+    assert second.feedback is not None
+    assert (second.feedback.correct, second.feedback.ground_truth) == (False, "FIN-7")
+    assert second.feedback.score == 0.2 and second.feedback.comment == "slow"
+    assert second.feedback.source == "langsmith"
+    assert first.latency_seconds == 0.5
+    [query] = [b for m, p, b in Recorder.bodies if p.startswith("/runs/query")]
+    assert query["is_root"] is True and query["session"] == [PROJECT_ID]
+
+    combee = Combee(prompt_id="router", model=fake_learner(), batch_size=2)
+    report = combee.learn(traces)
+    assert [b.provenance for b in report.playbook.bullets] == [[second.id]]
+
+
+def test_poll_feedback_delivers_langsmith_feedback_to_waiting_traces(
+    langsmith_server: str,
+) -> None:
+    from langgraph_combee import Trace
+    from langgraph_combee.langsmith import poll_feedback
+
+    run_id = "00000000-0000-4000-8000-000000000003"
+    Recorder.responses = {
+        ("GET", "/feedback"): [_feedback(3, "correctness", 0.0, correction="SEC-2")]
+    }
+    combee = Combee(prompt_id="router", feedback_wait_seconds=3600)
+    combee.capture(Trace(id=run_id, input="password reset", output="GENERAL"))
+    client = langsmith.Client(api_url=langsmith_server, api_key="test", auto_batch_tracing=False)
+    assert poll_feedback(combee, client, [run_id, "00000000-0000-4000-8000-000000000009"]) == 1
+    combee.server.flush()
+    [trace] = combee.queue().claim(5, holder="t", ready_only=True)
+    assert trace.feedback is not None
+    assert (trace.feedback.correct, trace.feedback.ground_truth) == (False, "SEC-2")

@@ -1,0 +1,254 @@
+"""LangSmith as a source of traces and feedback.
+
+- ``traces_from_project(client, project)``: pull a project's root runs and their
+  feedback as ``Trace`` objects, to learn offline from what LangSmith recorded.
+- ``feedback_for_runs(client, run_ids)``: the LangSmith feedback of some runs,
+  folded into one ``Feedback`` per run.
+- ``poll_feedback(combee, client, run_ids)``: hand LangSmith feedback on
+  captured runs to ``combee.feedback`` (call it on a schedule, e.g. from a
+  job, for traces that wait for feedback).
+
+Each learning step is already a LangSmith trace (``combee.learn_step``) when
+LangSmith tracing is on; see ``docs/langsmith.md``.
+
+Feedback keys are read this way: ``correct`` / ``correctness`` / ``is_correct``
+give ``correct`` (score >= 0.5) and ``score``; any other key with a score gives
+``score`` (the last one seen); comments are joined; a feedback ``correction``
+holding an ``output``/``answer``/``ground_truth`` (or a plain string) gives
+``ground_truth``.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from langgraph_combee._core.types import Feedback, ToolCall, Trace, TraceMessage
+
+if TYPE_CHECKING:
+    from langsmith import Client
+    from langsmith.schemas import Feedback as LSFeedback
+    from langsmith.schemas import Run
+
+    from langgraph_combee._combee import Combee
+
+__all__ = ["feedback_for_runs", "poll_feedback", "trace_from_run", "traces_from_project"]
+
+_CORRECT_KEYS = frozenset({"correct", "correctness", "is_correct"})
+_TRUTH_KEYS = ("ground_truth", "answer", "output", "expected", "reference")
+_CHUNK = 100
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        if "content" in value:
+            return _text(value["content"])
+        if value.get("type") == "text":
+            return str(value.get("text", ""))
+    if isinstance(value, list) and all(
+        isinstance(v, str) or (isinstance(v, Mapping) and v.get("type") == "text") for v in value
+    ):
+        return "".join(_text(v) for v in value)
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def _messages(payload: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    if not payload:
+        return []
+    raw = payload.get("messages")
+    if isinstance(raw, list):
+        # Chat model runs nest the message list once more.
+        if raw and isinstance(raw[0], list):
+            raw = raw[0]
+        return [m for m in raw if isinstance(m, Mapping)]
+    return []
+
+
+def _role(message: Mapping[str, Any]) -> str:
+    role = message.get("role") or message.get("type")
+    if role is None and isinstance(message.get("id"), list):
+        role = str(message["id"][-1]).removesuffix("Message").lower()
+    kwargs = message.get("kwargs")
+    if role is None and isinstance(kwargs, Mapping):
+        role = kwargs.get("type")
+    return {"human": "user", "ai": "assistant"}.get(str(role), str(role or "unknown"))
+
+
+def _content(message: Mapping[str, Any]) -> Any:
+    kwargs = message.get("kwargs")
+    if "content" not in message and isinstance(kwargs, Mapping):
+        return kwargs.get("content")
+    return message.get("content")
+
+
+def trace_from_run(run: Run, feedback: Feedback | None = None) -> Trace:
+    """Turn a LangSmith root run into a ``Trace`` (its id stays the run id)."""
+    inputs = dict(run.inputs or {})
+    outputs = dict(run.outputs or {})
+    in_messages = _messages(inputs)
+    out_messages = _messages(outputs)
+    messages = [
+        TraceMessage(role=_role(m), content=_text(_content(m)))
+        for m in [*in_messages, *out_messages[len(in_messages) :]]
+    ]
+    humans = [m.content for m in messages if m.role == "user"] or [
+        _text(inputs.get("input", inputs) if inputs else "")
+    ]
+    answers = [m.content for m in messages if m.role == "assistant"] or [
+        _text(outputs.get("output", outputs) if outputs else "")
+    ]
+    task_input, output = humans[-1], answers[-1]
+    tool_calls = [
+        ToolCall(name=m.get("name") or "tool", result=_text(_content(m)))
+        for m in out_messages[len(in_messages) :]
+        if _role(m) == "tool"
+    ]
+    metadata = dict((run.extra or {}).get("metadata") or {})
+    version = metadata.get("combee_version")
+    latency = None
+    if isinstance(run.start_time, datetime) and isinstance(run.end_time, datetime):
+        latency = (run.end_time - run.start_time).total_seconds()
+    return Trace(
+        id=str(run.id),
+        input=task_input,
+        messages=messages,
+        output=output,
+        tool_calls=tool_calls,
+        error=run.error,
+        feedback=feedback,
+        metadata={"langsmith_run_name": run.name, **metadata},
+        prompt_version=int(version)
+        if isinstance(version, int | str) and str(version).isdigit()
+        else None,
+        thread_id=metadata.get("thread_id"),
+        tenant=metadata.get("combee_tenant"),
+        latency_seconds=latency,
+        input_tokens=getattr(run, "prompt_tokens", None),
+        output_tokens=getattr(run, "completion_tokens", None),
+    )
+
+
+def _truth(correction: Any) -> str | None:
+    if correction is None:
+        return None
+    if isinstance(correction, str):
+        return correction
+    if isinstance(correction, Mapping):
+        for key in _TRUTH_KEYS:
+            if correction.get(key) is not None:
+                return _text(correction[key])
+    return None
+
+
+def _fold(items: Iterable[LSFeedback]) -> Feedback | None:
+    score: float | None = None
+    correct: bool | None = None
+    comments: list[str] = []
+    truth: str | None = None
+    for item in sorted(items, key=lambda f: f.created_at):
+        value = item.score
+        if isinstance(value, bool):
+            value = float(value)
+        if item.key in _CORRECT_KEYS and isinstance(value, int | float):
+            correct = value >= 0.5
+            score = float(value)
+        elif isinstance(value, int | float):
+            score = float(value)
+        if item.comment:
+            comments.append(item.comment)
+        truth = _truth(getattr(item, "correction", None)) or truth
+    folded = Feedback(
+        score=score,
+        correct=correct,
+        comment="\n".join(comments) or None,
+        ground_truth=truth,
+        source="langsmith",
+    )
+    return None if folded.is_empty() else folded
+
+
+def feedback_for_runs(client: Client, run_ids: Sequence[Any]) -> dict[str, Feedback]:
+    """LangSmith feedback of ``run_ids``, one folded ``Feedback`` per run that has any."""
+    grouped: dict[str, list[LSFeedback]] = {}
+    ids = [str(r) for r in run_ids]
+    for start in range(0, len(ids), _CHUNK):
+        for item in client.list_feedback(run_ids=ids[start : start + _CHUNK]):
+            if item.run_id is not None:
+                grouped.setdefault(str(item.run_id), []).append(item)
+    out = {}
+    for run_id, items in grouped.items():
+        folded = _fold(items)
+        if folded is not None:
+            out[run_id] = folded
+    return out
+
+
+def traces_from_project(
+    client: Client,
+    project: str,
+    *,
+    limit: int | None = None,
+    start_time: datetime | None = None,
+    with_feedback_only: bool = False,
+) -> list[Trace]:
+    """Pull a LangSmith project's root runs, with their feedback, as ``Trace``s.
+
+    Args:
+        client: A ``langsmith.Client``.
+        project: The project (session) name.
+        limit: Most runs to read (newest first, as LangSmith returns them).
+        start_time: Only runs started at or after this time.
+        with_feedback_only: Skip runs that have no feedback.
+
+    Returns:
+        The traces, oldest first (the order to learn in).
+    """
+    with warnings.catch_warnings():
+        # langsmith 0.15 marks list_runs deprecated in favour of the async
+        # ``client.runs.query``; it still works, and works on every version we support.
+        warnings.filterwarnings("ignore", message=r"list_runs\(\) is deprecated")
+        runs = list(
+            client.list_runs(project_name=project, is_root=True, limit=limit, start_time=start_time)
+        )
+    feedback = feedback_for_runs(client, [r.id for r in runs]) if runs else {}
+    traces = [trace_from_run(r, feedback.get(str(r.id))) for r in runs]
+    if with_feedback_only:
+        traces = [t for t in traces if t.feedback is not None]
+    return sorted(traces, key=lambda t: (_start(runs, t.id), t.id))
+
+
+def _start(runs: Sequence[Run], run_id: str) -> float:
+    for run in runs:
+        if str(run.id) == run_id and isinstance(run.start_time, datetime):
+            return run.start_time.timestamp()
+    return 0.0
+
+
+def poll_feedback(
+    combee: Combee, client: Client, run_ids: Sequence[Any], *, tenant: str | None = None
+) -> int:
+    """Pass LangSmith feedback on ``run_ids`` to ``combee.feedback``; returns how many.
+
+    Runs with no feedback in LangSmith, or whose trace was already learned
+    from, are skipped.
+    """
+    delivered = 0
+    for run_id, fb in feedback_for_runs(client, run_ids).items():
+        if combee.feedback(
+            run_id,
+            score=fb.score,
+            correct=fb.correct,
+            comment=fb.comment,
+            ground_truth=fb.ground_truth,
+            tenant=tenant,
+            source="langsmith",
+        ):
+            delivered += 1
+    return delivered
