@@ -11,7 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from langchain_core.callbacks import Callbacks
@@ -63,6 +71,7 @@ class Evaluator(Protocol):
 
 
 ScopeFn = Callable[[Mapping[str, Any]], "str | None"]
+VersionListener = Callable[[PromptVersion, "PromptVersion | None"], None]
 
 
 def _resolve_model(model: str | BaseChatModel | None) -> BaseChatModel | None:
@@ -154,6 +163,9 @@ class Combee:
         lease_seconds: Expiry of the learner's writer lease (renewed each pass).
         step_backoff_seconds: First delay after a failed step; doubles on each
             failure in a row, up to 60 s.
+        on_version: Callables ``(new, previous) -> None`` told each time this
+            process puts a version in force (acceptance, approval, rollback),
+            e.g. ``LangSmithPromptHub(client)``.
     """
 
     def __init__(
@@ -187,6 +199,7 @@ class Combee:
         poll_seconds: float = 1.0,
         lease_seconds: float = 60.0,
         step_backoff_seconds: float = 1.0,
+        on_version: Sequence[VersionListener] = (),
     ) -> None:
         if not isinstance(prompt_id, str) or not prompt_id.strip():
             raise ConfigurationError("prompt_id", prompt_id, "a non-empty string")
@@ -245,6 +258,12 @@ class Combee:
                 drop_policy=drop_policy,
             ),
         )
+        for listener in on_version:
+            if not callable(listener):
+                raise ConfigurationError(
+                    "on_version", listener, "callables (new_version, previous_version) -> None"
+                )
+        self.server.listeners.extend(on_version)
         self._learner_settings = LearnerSettings(
             min_batch=min_batch,
             max_wait_seconds=max_wait_seconds,

@@ -7,6 +7,11 @@
 - ``poll_feedback(combee, client, run_ids)``: hand LangSmith feedback on
   captured runs to ``combee.feedback`` (call it on a schedule, e.g. from a
   job, for traces that wait for feedback).
+- ``LangSmithPromptHub(client, base_prompt=...)``: pass it as
+  ``Combee(on_version=[...])`` and every version put in force (acceptance,
+  approval, rollback) is committed to the LangSmith prompt hub under the prompt
+  id, with the diff summary as the commit description, so the hub's history
+  mirrors the registry.
 
 Each learning step is already a LangSmith trace (``combee.learn_step``) when
 LangSmith tracing is on; see ``docs/langsmith.md``.
@@ -26,7 +31,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from langgraph_combee._core.types import Feedback, ToolCall, Trace, TraceMessage
+from langgraph_combee._core.diff import diff_playbooks
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.types import Feedback, PromptVersion, ToolCall, Trace, TraceMessage
 
 if TYPE_CHECKING:
     from langsmith import Client
@@ -35,7 +42,13 @@ if TYPE_CHECKING:
 
     from langgraph_combee._combee import Combee
 
-__all__ = ["feedback_for_runs", "poll_feedback", "trace_from_run", "traces_from_project"]
+__all__ = [
+    "LangSmithPromptHub",
+    "feedback_for_runs",
+    "poll_feedback",
+    "trace_from_run",
+    "traces_from_project",
+]
 
 _CORRECT_KEYS = frozenset({"correct", "correctness", "is_correct"})
 _TRUTH_KEYS = ("ground_truth", "answer", "output", "expected", "reference")
@@ -252,3 +265,51 @@ def poll_feedback(
         ):
             delivered += 1
     return delivered
+
+
+class LangSmithPromptHub:
+    """Mirror every version put in force to the LangSmith prompt hub.
+
+    Use as ``Combee(..., on_version=[LangSmithPromptHub(client, base_prompt=APP_PROMPT)])``.
+    Each commit holds the full system prompt (``base_prompt`` followed by the
+    rendered playbook) as one system message, and its description says which
+    version it is, what changed (``+added -removed ~updated``) and why.
+
+    Args:
+        client: A ``langsmith.Client``.
+        base_prompt: The application's own system prompt, put first.
+        prompt_name: Hub name; default the prompt id (plus ``-<tenant>``).
+    """
+
+    def __init__(
+        self, client: Client, *, base_prompt: str = "", prompt_name: str | None = None
+    ) -> None:
+        self.client = client
+        self.base_prompt = base_prompt
+        self.prompt_name = prompt_name
+        self.pushed: list[str] = []
+
+    def name_for(self, version: PromptVersion) -> str:
+        """The hub name a version is committed under."""
+        if self.prompt_name:
+            return self.prompt_name
+        if version.tenant:
+            return f"{version.prompt_id}-{version.tenant}"
+        return version.prompt_id
+
+    def __call__(self, version: PromptVersion, previous: PromptVersion | None) -> None:
+        """Commit ``version``'s full system prompt to the hub."""
+        from langchain_core.messages import SystemMessage
+        from langchain_core.prompts import ChatPromptTemplate
+
+        text = "\n\n".join(p for p in (self.base_prompt, version.render()) if p)
+        diff = diff_playbooks(previous.playbook if previous else Playbook(), version.playbook)
+        description = f"combee v{version.version}: {diff.summary()}"
+        if version.decision is not None:
+            description += f"; {version.decision.policy}: {version.decision.reason}"
+        # A message object, not a template string: braces in the text stay literal.
+        template = ChatPromptTemplate.from_messages([SystemMessage(content=text)])
+        url = self.client.push_prompt(
+            self.name_for(version), object=template, commit_description=description[:1000]
+        )
+        self.pushed.append(url)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import langsmith
@@ -192,3 +193,46 @@ def test_poll_feedback_delivers_langsmith_feedback_to_waiting_traces(
     [trace] = combee.queue().claim(5, holder="t", ready_only=True)
     assert trace.feedback is not None
     assert (trace.feedback.correct, trace.feedback.ground_truth) == (False, "SEC-2")
+
+
+def test_accepted_versions_are_committed_to_the_prompt_hub(langsmith_server: str) -> None:
+    from langgraph_combee.langsmith import LangSmithPromptHub
+
+    repo = {
+        "repo_handle": "router",
+        "id": "00000000-0000-4000-8000-00000000000a",
+        "tenant_id": TENANT_ID,
+        "created_at": "2026-11-30T09:00:00",
+        "updated_at": "2026-11-30T09:00:00",
+        "is_public": False,
+        "is_archived": False,
+        "tags": [],
+        "owner": None,
+        "full_name": "router",
+        "num_likes": 0,
+        "num_downloads": 0,
+        "num_views": 0,
+        "num_commits": 0,
+    }
+    Recorder.responses = {
+        ("GET", "/repos/"): {"repo": repo},
+        ("GET", "/commits/"): {"commits": []},
+        ("POST", "/commits/"): {"commit": {"commit_hash": "0123456789ab", "id": repo["id"]}},
+        ("GET", "/settings"): {
+            "id": TENANT_ID,
+            "display_name": "t",
+            "created_at": "2026-11-30T09:00:00",
+        },
+    }
+    client = langsmith.Client(api_url=langsmith_server, api_key="test", auto_batch_tracing=False)
+    hub = LangSmithPromptHub(client, base_prompt="Route {tickets} carefully.")
+    combee = Combee(prompt_id="router", model=fake_learner(), batch_size=2, on_version=[hub])
+    combee.learn(failing_traces(2))
+    combee.rollback(0, reason="bad rules")
+    commits = [b for m, p, b in Recorder.bodies if m == "POST" and p == "/commits/-/router"]
+    assert len(commits) == 2 and len(hub.pushed) == 2
+    first, second = commits
+    assert first["description"].startswith("combee v1: +2 -0 ~0; accept_all")
+    assert second["description"].startswith("combee v2: +0 -2 ~0; rollback")
+    manifest = json.dumps(first["manifest"])
+    assert "Route {tickets} carefully." in manifest and "expected answer" in manifest

@@ -107,6 +107,7 @@ class Server:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.stats = ServingStats()
+        self.listeners: list[Callable[[PromptVersion, PromptVersion | None], None]] = []
 
     # ---- prompts ---------------------------------------------------------
 
@@ -154,10 +155,20 @@ class Server:
             self._remember(tenant, version)
 
     def publish(self, version: PromptVersion) -> None:
-        """Make a version this process accepted the cached HEAD at once."""
+        """Make a version this process put in force the cached HEAD at once.
+
+        Listeners (``listeners``: ``(new, previous) -> None``, e.g. a LangSmith
+        prompt-hub sync) are told; one that raises is logged and skipped.
+        """
         with self._lock:
+            previous = self._heads.get(version.tenant)
             self._heads[version.tenant] = _Entry(version, self._clock())
         self._remember(version.tenant, version)
+        for listener in list(self.listeners):
+            try:
+                listener(version, previous.version if previous is not None else None)
+            except Exception:
+                logger.exception("a version listener failed for v%s", version.version)
 
     def refresh(self, tenant: str | None = None) -> PromptVersion:
         """Read HEAD from the store now (what the worker does for stale tenants)."""
