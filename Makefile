@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck check demo examples clean
+.PHONY: install test lint typecheck pytest docs demo examples clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,9 +13,14 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## test: lint, type-check and run the whole suite
-test: $(STAMP) lint typecheck
+## test: lint, type-check, run the whole suite and build the docs site
+test: $(STAMP) lint typecheck pytest docs
+
+pytest: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
 
 lint: $(STAMP)
 	$(BIN)/ruff check langgraph_combee tests examples benchmarks
