@@ -300,6 +300,10 @@ class Combee:
             self._registries[tenant] = PromptRegistry(self.store, self.prompt_id, tenant=tenant)
         return self._registries[tenant]
 
+    def next_batch_size(self, tenant: str | None = None) -> int:
+        """How many traces the next learning step takes (fixed, or the controller's pick)."""
+        return self._engine(tenant).next_batch_size()
+
     def queue(self, tenant: str | None = None) -> TraceQueue:
         """The durable trace queue of this prompt (for one tenant, if given)."""
         if tenant not in self._queues:
@@ -558,9 +562,12 @@ class Combee:
         *,
         epochs: int = 1,
         tenant: str | None = None,
+        on_step: Callable[[StepReport], None] | None = None,
     ) -> LearnReport:
         """Learn from traces offline, synchronously. See ``alearn``."""
-        return _run_sync(self.alearn(traces, epochs=epochs, tenant=tenant), "learn")
+        return _run_sync(
+            self.alearn(traces, epochs=epochs, tenant=tenant, on_step=on_step), "learn"
+        )
 
     async def alearn(
         self,
@@ -568,6 +575,7 @@ class Combee:
         *,
         epochs: int = 1,
         tenant: str | None = None,
+        on_step: Callable[[StepReport], None] | None = None,
     ) -> LearnReport:
         """Learn from traces offline, in batches, writing one candidate version per step.
 
@@ -575,6 +583,8 @@ class Combee:
             traces: ``Trace`` objects (or dicts of their fields), in learning order.
             epochs: Passes over the traces.
             tenant: Whose playbook to learn (None: the shared one).
+            on_step: Called with each step's report as soon as the step is done
+                (progress display; the steps done before a failure stay known).
 
         Returns:
             A ``LearnReport`` with the version in force afterwards and every step.
@@ -591,7 +601,10 @@ class Combee:
                 size = engine.next_batch_size()
                 batch = items[start : start + size]
                 start += len(batch)
-                steps.append(await self.alearn_batch(batch, tenant=tenant, _registry=registry))
+                report = await self.alearn_batch(batch, tenant=tenant, _registry=registry)
+                steps.append(report)
+                if on_step is not None:
+                    on_step(report)
         return LearnReport(version=await registry.ahead(), steps=steps)
 
     async def alearn_batch(

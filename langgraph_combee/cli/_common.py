@@ -47,12 +47,12 @@ class CliError(Exception):
 def stdout() -> Console:
     """A console on standard output (created per call, so test runners can swap streams)."""
     # markup off: bullet ids such as "[oth-1]" and extras such as "[cli]" are text.
-    return Console(markup=False, highlight=False, emoji=False)
+    return Console(markup=False, highlight=False, emoji=False, soft_wrap=True)
 
 
 def stderr() -> Console:
     """A console on standard error, for progress, warnings and errors."""
-    return Console(stderr=True, markup=False, highlight=False, emoji=False)
+    return Console(stderr=True, markup=False, highlight=False, emoji=False, soft_wrap=True)
 
 
 def warn(message: str) -> None:
@@ -106,7 +106,8 @@ def guard(fn: F) -> F:
             return fn(*args, **kwargs)
         except EXPECTED as exc:
             message, code = describe(exc)
-            typer.echo(f"error: {message}", err=True)
+            # One line: some causes (init_chat_model's errors) span several.
+            typer.echo(f"error: {' '.join(message.split())}", err=True)
             raise typer.Exit(code) from None
 
     return wrapper  # type: ignore[return-value]

@@ -17,18 +17,19 @@ from langgraph_combee._errors import ConfigurationError, MissingExtraError
 LOCAL_SIZES = ("1.5b", "0.5b")
 MODEL_HELP = (
     "The learner LLM: 'test' (offline scripted learner), 'local:1.5b' / 'local:0.5b' "
-    "(small local model, [local] extra) or 'provider:name' for init_chat_model."
+    "(small local model, \\[local] extra) or 'provider:name' for init_chat_model."
 )
 
 
-def resolve_model(spec: str) -> str | BaseChatModel:
-    """Turn a ``--model`` value into what ``Combee(model=...)`` takes.
+def resolve_model(spec: str) -> BaseChatModel:
+    """Build the chat model a ``--model`` value names.
 
-    ``provider:name`` strings are returned as they are: ``Combee`` resolves them
-    and reports a failure as a ``ConfigurationError``.
+    Resolved here, before any store is opened, so that a bad model leaves no
+    new store file behind.
 
     Raises:
-        ConfigurationError: When the value names no model, or no known local size.
+        ConfigurationError: When the value names no model ``init_chat_model``
+            can build, or no known local size.
         MissingExtraError: When a local model is asked for without the ``[local]`` extra.
     """
     spec = spec.strip()
@@ -39,8 +40,15 @@ def resolve_model(spec: str) -> str | BaseChatModel:
     if spec.startswith("local:"):
         return _local(spec)
     if not spec:
-        raise ConfigurationError("--model", spec, MODEL_HELP)
-    return spec
+        raise ConfigurationError("--model", spec, "test, local:SIZE or provider:name")
+    from langchain.chat_models import init_chat_model
+
+    try:
+        return init_chat_model(spec)
+    except Exception as exc:  # ImportError, ValueError, a provider's own config errors alike
+        raise ConfigurationError(
+            "--model", spec, f"a 'provider:name' init_chat_model can build ({exc})"
+        ) from exc
 
 
 def _local(spec: str) -> BaseChatModel:

@@ -1,7 +1,8 @@
 """``open_store(url)``: the LangGraph store a ``--store`` value names.
 
 * ``memory``: a new ``InMemoryStore`` (forgotten when the command ends);
-* ``postgresql://...`` / ``postgres://...``: a ``PostgresStore`` when
+* ``postgresql://...`` / ``postgres://...`` or libpq ``key=value`` pairs
+  (``host=... dbname=...``): a ``PostgresStore`` when
   ``langgraph-checkpoint-postgres`` is installed (the ``[postgres]`` extra);
 * ``sqlite:///path`` or any other value: a SQLite file, through ``SqliteStore``.
 
@@ -35,9 +36,28 @@ class StoreError(CliError):
         super().__init__(message, EXIT_USAGE)
 
 
-def mask(url: str) -> str:
-    """Return ``url`` with any password replaced by ``***``."""
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+# libpq's "key=value" connection strings start with one of its keywords.
+_CONNINFO = re.compile(
+    r"^\s*(host|hostaddr|port|dbname|user|password|passfile|options|sslmode|service"
+    r"|connect_timeout|application_name)\s*="
+)
+_URL_PASSWORD = re.compile(r"(://[^:/@]*:)([^@]*)@")
+_KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)")
+# Shorter passwords are not searched for in free text: they would mask unrelated words.
+_MIN_SECRET = 3
+
+
+def is_postgres(url: str) -> bool:
+    """Return True when ``url`` is a PostgreSQL DSN (a URL or libpq ``key=value`` pairs)."""
+    return url.startswith(_POSTGRES_SCHEMES) or _CONNINFO.match(url) is not None
+
+
+def mask(url: str, text: str | None = None) -> str:
+    """Return ``text`` (default ``url`` itself) with the password in ``url`` replaced by ``***``."""
+    found = _URL_PASSWORD.search(url) or _KV_PASSWORD.search(url)
+    secret = found.group(2) if found else ""
+    masked = _KV_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1***@", url if text is None else text))
+    return masked.replace(secret, "***") if len(secret) >= _MIN_SECRET else masked
 
 
 def sqlite_path(url: str) -> Path:
@@ -71,7 +91,7 @@ def open_store(url: str, *, create: bool = True) -> Iterator[BaseStore]:
     """
     if url == "memory":
         yield InMemoryStore()
-    elif url.startswith(_POSTGRES_SCHEMES):
+    elif is_postgres(url):
         with _open_postgres(url) as store:
             yield store
     else:
@@ -120,5 +140,6 @@ def _open_postgres(url: str) -> Iterator[BaseStore]:
             store: BaseStore = stack.enter_context(module.PostgresStore.from_conn_string(url))
             store.setup()  # type: ignore[attr-defined]
         except Exception as exc:
-            raise StoreError(f"cannot open PostgreSQL store {mask(url)!r}: {exc}") from None
+            reason = mask(url, str(exc))  # drivers may quote the DSN in their errors
+            raise StoreError(f"cannot open PostgreSQL store {mask(url)!r}: {reason}") from None
         yield store

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from langgraph_combee._core.types import Trace
-from langgraph_combee._errors import CombeeError, MissingExtraError
+from langgraph_combee._errors import CombeeError
 from langgraph_combee.cli._common import EXIT_FAILED, EXIT_USAGE, CliError
 
 # Characters of a validation message kept per bad line: enough to name the field.
@@ -106,11 +106,15 @@ def read_jsonl(source: str) -> LoadedTraces:
         return parse_lines(stream)
 
 
-def from_langsmith(project: str) -> list[Trace]:
+def from_langsmith(project: str, *, limit: int | None = None) -> list[Trace]:
     """Fetch a LangSmith project's runs as traces.
 
     Uses ``langgraph_combee.langsmith.traces_from_project`` with a default
     ``langsmith.Client()`` (configured by the ``LANGSMITH_*`` environment).
+
+    Args:
+        project: The LangSmith project's name.
+        limit: Most runs to read (the newest); None reads them all.
 
     Raises:
         MissingExtraError: When the LangSmith integration is not installed.
@@ -119,14 +123,17 @@ def from_langsmith(project: str) -> list[Trace]:
     try:
         module = importlib.import_module("langgraph_combee.langsmith")
         fetch = module.traces_from_project
-    except (ImportError, AttributeError) as exc:
-        raise MissingExtraError(
-            "langsmith", "--from-langsmith (langgraph_combee.langsmith.traces_from_project)"
-        ) from exc
+    except (ImportError, AttributeError):
+        raise CliError(
+            "--from-langsmith needs langgraph_combee.langsmith.traces_from_project, "
+            "which this install lacks; upgrade langgraph-combee",
+            EXIT_USAGE,
+        ) from None
     from langsmith import Client
 
     try:
-        traces = list(fetch(Client(), project))
+        options = {} if limit is None else {"limit": limit}
+        traces = list(fetch(Client(), project, **options))
     except CombeeError:
         raise
     except Exception as exc:  # network, auth and API errors alike: report, don't trace back

@@ -29,10 +29,21 @@ from langgraph_combee.cli._render import (
 )
 from langgraph_combee.cli._store import open_store
 
-VersionArg = Annotated[int, typer.Argument(help="A version number (0 is the initial, empty one).")]
+VersionArg = Annotated[
+    int,
+    typer.Argument(
+        metavar="VERSION",
+        help="A version number (0 is the initial, empty one).",
+        show_default=False,
+    ),
+]
 OptionalVersionArg = Annotated[
     int | None,
-    typer.Argument(help="A version number; default: the version in force.", show_default=False),
+    typer.Argument(
+        metavar="VERSION",
+        help="A version number; default: the version in force.",
+        show_default=False,
+    ),
 ]
 
 
@@ -89,8 +100,8 @@ def show(
 
 def diff(
     prompt_id: PromptIdOpt,
-    a: Annotated[int, typer.Argument(help="The earlier version.")],
-    b: Annotated[int, typer.Argument(help="The later version.")],
+    a: Annotated[int, typer.Argument(metavar="A", help="The earlier version.")],
+    b: Annotated[int, typer.Argument(metavar="B", help="The later version.")],
     tenant: TenantOpt = None,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
