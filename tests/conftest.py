@@ -1,4 +1,7 @@
-"""Shared fixtures: no test reaches the network or a real LangSmith."""
+"""Shared fixtures: no test reaches the network or a real LangSmith.
+
+The PostgreSQL fixtures use a real server on loopback (``tests/postgres.py``).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,8 @@ import os
 from collections.abc import Iterator
 
 import pytest
+
+from tests import postgres
 
 
 @pytest.fixture(autouse=True)
@@ -15,3 +20,20 @@ def _no_tracing_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("LANGSMITH_TRACING", "false")
     yield
+
+
+@pytest.fixture(scope="session")
+def postgres_session_dsn() -> Iterator[str]:
+    """A DSN on a schema of this test session, with the store's tables migrated.
+
+    Skipped without ``COMBEE_TEST_POSTGRES_DSN``; failed instead under ``CI=true``.
+    """
+    with postgres.session_schema(postgres.server_dsn()) as dsn:
+        yield dsn
+
+
+@pytest.fixture
+def postgres_dsn(postgres_session_dsn: str) -> str:
+    """The session's DSN, with the store emptied for this test."""
+    postgres.truncate(postgres_session_dsn)
+    return postgres_session_dsn

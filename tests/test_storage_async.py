@@ -1,4 +1,5 @@
-"""The async twins of the storage classes, on the in-memory store and on AsyncSqliteStore.
+"""The async twins of the storage classes on the in-memory store, AsyncSqliteStore,
+AsyncPostgresStore and PostgresStore (whose async API runs its sync one on an executor).
 
 The sync methods are covered in ``test_storage_conformance``; both share one
 implementation (``_storage._io`` flows), so these tests walk each async method
@@ -7,6 +8,7 @@ once and check that sync and async callers see the same records.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,6 +23,7 @@ from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Decision, Feedback, PromptVersion, Trace
 from langgraph_combee._errors import LeaseHeldError, RegistryError, VersionNotFoundError
 from langgraph_combee._storage import Lease, PromptRegistry, TraceQueue, _io
+from tests import postgres
 
 PROMPT = "support-agent"
 YES = Decision(accepted=True, policy="test", reason="good")
@@ -42,10 +45,18 @@ def _small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_io, "PAGE_SIZE", 5)
 
 
-@pytest.fixture(params=["memory", "aiosqlite"])
+@pytest.fixture(params=["memory", "aiosqlite", "postgres", "postgres-sync"])
 async def astore(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[BaseStore]:
     if request.param == "memory":
         yield InMemoryStore()
+        return
+    if request.param == "postgres":
+        async with postgres.aopen_store(request.getfixturevalue("postgres_dsn")) as pg_store:
+            yield pg_store
+        return
+    if request.param == "postgres-sync":
+        with postgres.open_store(request.getfixturevalue("postgres_dsn")) as pg_sync_store:
+            yield pg_sync_store
         return
     async with AsyncSqliteStore.from_conn_string(str(tmp_path / "store.db")) as store:
         await store.setup()
@@ -145,3 +156,14 @@ def test_every_sync_method_has_an_async_twin(cls: type) -> None:
             inspect.signature(methods[name]).parameters
         )
     assert len(methods) == 2 * len(sync)
+
+
+async def test_concurrent_puts_are_all_read_back(astore: BaseStore) -> None:
+    # AsyncPostgresStore runs concurrent requests in one batch (one transaction),
+    # so these entries share one ``updated_at``: the order its ``search`` pages by.
+    queue = TraceQueue(astore, PROMPT, clock=FakeClock())
+    ids = [f"t{n:02d}" for n in range(40)]
+    assert all(await asyncio.gather(*(queue.aput(Trace(id=i)) for i in ids)))
+    assert await queue.apending_count() == 40
+    claimed = await queue.aclaim(40, holder="l")
+    assert sorted(t.id for t in claimed) == ids

@@ -1,13 +1,15 @@
 """Storage conformance: the registry, the lease and the trace queue on every backend.
 
 Every test here runs on each backend of the ``store`` fixture (in memory, SQLite
-on a temporary file). Searches are paged with a small page size so that a few
-dozen records already cross several pages.
+on a temporary file, PostgreSQL on a real server: see ``tests/postgres.py``).
+Searches are paged with a small page size so that a few dozen records already
+cross several pages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,9 @@ from langgraph_combee._errors import (
     VersionNotFoundError,
 )
 from langgraph_combee._storage import Lease, PromptRegistry, TraceQueue, _io
+from tests import postgres
+
+OpenStore = Callable[[], AbstractContextManager[BaseStore]]
 
 PROMPT = "support-agent"
 YES = Decision(accepted=True, policy="test", reason="good")
@@ -55,10 +60,30 @@ def sqlite_path(tmp_path: Path) -> str:
     return str(tmp_path / "store.db")
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["sqlite", "postgres"])
+def open_store(request: pytest.FixtureRequest, sqlite_path: str) -> OpenStore:
+    """Opens a new connection to one durable database (SQLite file or PostgreSQL)."""
+    if request.param == "postgres":
+        dsn: str = request.getfixturevalue("postgres_dsn")
+        return lambda: postgres.open_store(dsn)
+
+    @contextmanager
+    def open_sqlite() -> Iterator[BaseStore]:
+        with SqliteStore.from_conn_string(sqlite_path) as sqlite_store:
+            sqlite_store.setup()
+            yield sqlite_store
+
+    return open_sqlite
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, sqlite_path: str) -> Iterator[BaseStore]:
     if request.param == "memory":
         yield InMemoryStore()
+        return
+    if request.param == "postgres":
+        with postgres.open_store(request.getfixturevalue("postgres_dsn")) as pg_store:
+            yield pg_store
         return
     with SqliteStore.from_conn_string(sqlite_path) as sqlite_store:
         sqlite_store.setup()
@@ -305,6 +330,15 @@ def test_tenants_and_prompts_are_isolated(store: BaseStore) -> None:
     assert other.head().version == 0 and other.latest_version() == 0
 
 
+def test_a_full_read_sees_records_written_in_one_batch(store: BaseStore) -> None:
+    # PostgresStore writes one batch in one transaction, so these records share
+    # one ``updated_at``: the order its search pages by. Pages must still agree.
+    namespace = ("combee", PROMPT, "_", "queue")
+    keys = [f"k{n:03d}" for n in range(40)]
+    store.batch([PutOp(namespace, key, {"n": n}) for n, key in enumerate(keys)])
+    assert [item.key for item in _io.run_sync(store, _io.search_all(namespace))] == keys
+
+
 # ---- lease -------------------------------------------------------------------
 
 
@@ -544,18 +578,13 @@ def test_queue_validates_arguments(store: BaseStore) -> None:
         queue.put(Trace(), hold_until=float("nan"))
 
 
-# ---- durability (SQLite file) --------------------------------------------------
+# ---- durability (SQLite file, PostgreSQL database) ---------------------------
 
 
 def test_a_second_connection_sees_the_same_queue_and_registry(
-    sqlite_path: str, clock: FakeClock
+    open_store: OpenStore, clock: FakeClock
 ) -> None:
-    with (
-        SqliteStore.from_conn_string(sqlite_path) as first,
-        SqliteStore.from_conn_string(sqlite_path) as second,
-    ):
-        first.setup()
-        second.setup()
+    with open_store() as first, open_store() as second:
         writer = TraceQueue(first, PROMPT, clock=clock)
         reader = TraceQueue(second, PROMPT, clock=clock)
         for t in traces("a", "b", "c"):
@@ -566,8 +595,11 @@ def test_a_second_connection_sees_the_same_queue_and_registry(
         registry = PromptRegistry(first, PROMPT)
         registry.accept(registry.add_candidate(candidate()).version, YES)
         assert PromptRegistry(second, PROMPT).head().version == 1
-    with SqliteStore.from_conn_string(sqlite_path) as reopened:
+        assert Lease(first, PROMPT, holder="a", clock=clock).acquire()
+        assert not Lease(second, PROMPT, holder="b", clock=clock).acquire()
+    with open_store() as reopened:
         queue = TraceQueue(reopened, PROMPT, clock=clock)
         assert [t.id for t in queue.claim(5, holder="l")] == ["b", "c"]
         assert queue.status("a") == "claimed"
         assert PromptRegistry(reopened, PROMPT).head().version == 1
+        assert Lease(reopened, PROMPT, holder="b", clock=clock).holder() == "a"

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from langgraph.store.base import BaseStore, Item, SearchItem
+from langgraph.store.base.batch import AsyncBatchedBaseStore
 
 T = TypeVar("T")
 
@@ -96,10 +97,10 @@ def search_all(
     """Read every item of a namespace (and its filter matches), paging through ``search``.
 
     Items are returned sorted by key: the backends order search results
-    differently (insertion order in memory, last update in SQLite), so callers
-    must not rely on the store's order. An item seen on two pages (a concurrent
-    writer moved it) is returned once; an item moved past the pages already read
-    may be missed by this read and is seen by the next one.
+    differently (insertion order in memory, last update in SQLite and
+    PostgreSQL), so callers must not rely on the store's order. An item seen on
+    two pages (a concurrent writer moved it) is returned once; an item moved past
+    the pages already read may be missed by this read and is seen by the next one.
 
     Args:
         namespace: The exact namespace to read.
@@ -111,16 +112,30 @@ def search_all(
     page_size = PAGE_SIZE
     found: dict[str, Item] = {}
     offset = 0
+    repeated = False
     while True:
-        result = yield SearchRequest(namespace, filter, page_size, offset)
-        page = cast("list[SearchItem]", result)
-        for item in page:
-            # ``search`` matches a prefix; keep only this exact namespace.
-            if tuple(item.namespace) == namespace:
-                found[item.key] = item
+        page = cast("list[SearchItem]", (yield SearchRequest(namespace, filter, page_size, offset)))
+        # ``search`` matches a prefix; keep only this exact namespace.
+        items = [item for item in page if tuple(item.namespace) == namespace]
+        repeated = repeated or any(item.key in found for item in items)
+        found.update((item.key, item) for item in items)
         if len(page) < page_size:
             break
         offset += len(page)
+    if repeated:
+        # A key on two pages means the order shifted between them, so another key
+        # may have been skipped. A concurrent write does that, and so do ties:
+        # PostgreSQL orders by ``updated_at``, equal for all the records written in
+        # one transaction (AsyncPostgresStore batches concurrent requests into
+        # one), and pages with different LIMIT/OFFSET may order ties differently.
+        # Read again in one page, without an offset, large enough for everything.
+        limit = offset + page_size
+        while True:
+            limit *= 2
+            page = cast("list[SearchItem]", (yield SearchRequest(namespace, filter, limit, 0)))
+            if len(page) < limit:
+                break
+        found = {item.key: item for item in page if tuple(item.namespace) == namespace}
     return [found[key] for key in sorted(found)]
 
 
@@ -158,6 +173,25 @@ async def _aexecute(store: BaseStore, request: Request) -> object:
     )
 
 
+def _foreign_loop(store: BaseStore) -> asyncio.AbstractEventLoop | None:
+    """The loop an async-native store is bound to, when it is not the running loop."""
+    # AsyncPostgresStore and AsyncSqliteStore (AsyncBatchedBaseStore) keep their
+    # connection and request queue on the loop they were created on; awaiting
+    # them from another loop (the background learner's) fails with "attached to a
+    # different loop". Such requests are run on the store's own loop instead.
+    if not isinstance(store, AsyncBatchedBaseStore):
+        return None
+    home = store._loop
+    return None if home is asyncio.get_running_loop() else home
+
+
+async def _aexecute_on(
+    loop: asyncio.AbstractEventLoop, store: BaseStore, request: Request
+) -> object:
+    future = asyncio.run_coroutine_threadsafe(_aexecute(store, request), loop)
+    return await asyncio.wrap_future(future)
+
+
 def run_sync(store: BaseStore, flow: Flow[T]) -> T:
     """Run a flow to completion with the store's synchronous methods."""
     try:
@@ -174,15 +208,20 @@ async def run_async(store: BaseStore, flow: Flow[T]) -> T:
     """Run a flow to completion with the store's asynchronous methods.
 
     A store that only implements the sync API runs each request on a worker
-    thread, so the event loop is never blocked.
+    thread, so the event loop is never blocked. An async-native store bound to
+    another event loop (``AsyncPostgresStore`` created on the app's loop, used
+    from the background learner's) runs each request on its own loop.
     """
     # Some stores (langgraph's SqliteStore) implement only the sync API and raise
     # NotImplementedError from their async methods: fall back to a worker thread.
     sync_only = False
+    home = _foreign_loop(store)
     try:
         request = next(flow)
         while True:
-            if sync_only:
+            if home is not None:
+                result = await _aexecute_on(home, store, request)
+            elif sync_only:
                 result = await asyncio.to_thread(_execute, store, request)
             else:
                 try:
