@@ -50,6 +50,7 @@ from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee._runtime.serving import DropPolicy, Server, ServingSettings
 from langgraph_combee._runtime.step_run import learn_step_run
 from langgraph_combee._runtime.versions import VersionWriter
+from langgraph_combee._storage.locked import thread_safe
 from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
 
@@ -182,7 +183,7 @@ class Combee:
         fan_in: int | None = None,
         seed: int = 0,
         max_concurrency: int = 16,
-        timeout_seconds: float | None = 120.0,
+        timeout_seconds: float | None = 600.0,
         max_attempts: int = 3,
         backoff_seconds: float = 0.5,
         embedder: Embedder | None = None,
@@ -211,7 +212,7 @@ class Combee:
             )
         self.prompt_id = prompt_id
         self.model = _resolve_model(model)
-        self.store: BaseStore = store if store is not None else InMemoryStore()
+        self.store: BaseStore = thread_safe(store if store is not None else InMemoryStore())
         self.acceptance: AcceptancePolicy = acceptance or AcceptAll()
         self._batch_size = validate_batch_size(batch_size)
         self._strategy = strategy

@@ -235,3 +235,43 @@ async def test_astart_and_astop_do_not_block_the_callers_loop() -> None:
 def test_start_without_a_model_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="learner model"):
         Combee(prompt_id="p").start()
+
+
+def test_the_default_in_memory_store_is_safe_across_threads() -> None:
+    import threading
+
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_combee._storage.locked import LockedStore
+
+    shared = InMemoryStore()
+    first, second = Combee(prompt_id="p", store=shared), Combee(prompt_id="p", store=shared)
+    assert isinstance(first.store, LockedStore) and first.store.inner is shared
+    assert first.store._lock is second.store._lock  # one lock per underlying store
+    errors: list[BaseException] = []
+
+    def writer(combee: Combee, prefix: str) -> None:
+        try:
+            for i in range(300):
+                combee.queue().put(Trace(id=f"{prefix}{i}"))
+        except BaseException as exc:  # pragma: no cover - the assertion reports it
+            errors.append(exc)
+
+    def reader() -> None:
+        try:
+            for _ in range(100):
+                first.queue().stats()
+        except BaseException as exc:  # pragma: no cover
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=writer, args=(first, "a")),
+        threading.Thread(target=writer, args=(second, "b")),
+        threading.Thread(target=reader),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert first.queue().pending_count() == 600

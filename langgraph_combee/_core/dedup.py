@@ -82,12 +82,15 @@ def _shingles(text: str) -> set[str]:
     return {f"{a} {b}" for a, b in itertools.pairwise(words)} | set(words)
 
 
-def lexical_similarity(a: str, b: str) -> float:
-    """Jaccard similarity of word and word-pair sets (stop words ignored), in [0, 1]."""
-    sa, sb = _shingles(a), _shingles(b)
+def _jaccard(sa: set[str], sb: set[str], a: str, b: str) -> float:
     if not sa and not sb:
         return 1.0 if a.strip().lower() == b.strip().lower() else 0.0
     return len(sa & sb) / len(sa | sb)
+
+
+def lexical_similarity(a: str, b: str) -> float:
+    """Jaccard similarity of word and word-pair sets (stop words ignored), in [0, 1]."""
+    return _jaccard(_shingles(a), _shingles(b), a, b)
 
 
 def _cosine(u: Sequence[float], v: Sequence[float]) -> float:
@@ -102,6 +105,7 @@ def deduplicate(
     *,
     threshold: float | None = None,
     embedder: Embedder | None = None,
+    changed: set[str] | None = None,
 ) -> DedupResult:
     """Merge near-duplicate bullets within each section.
 
@@ -110,6 +114,9 @@ def deduplicate(
         threshold: Similarity at or above which two bullets are merged. Defaults
             to 0.9 with an embedder (cosine, as ACE's reference) and 0.7 lexically.
         embedder: Optional semantic embedder; without it, lexical similarity is used.
+        changed: Ids of the bullets added or rewritten since the last pass; when
+            given, only pairs involving one of them are compared (the others were
+            already compared with each other).
 
     Returns:
         The new playbook and the list of merges (older id kept, counters summed).
@@ -119,14 +126,19 @@ def deduplicate(
     bullets = list(playbook.bullets)
     if len(bullets) < 2:
         return DedupResult(playbook=playbook)
+    if changed is not None and not any(b.id in changed for b in bullets):
+        return DedupResult(playbook=playbook)
     vectors: list[Sequence[float]] | None = None
+    shingles: list[set[str]] = []
     if embedder is not None:
         vectors = list(embedder.embed([b.content for b in bullets]))
+    else:
+        shingles = [_shingles(b.content) for b in bullets]
 
     def similarity(i: int, j: int) -> float:
         if vectors is not None:
             return _cosine(vectors[i], vectors[j])
-        return lexical_similarity(bullets[i].content, bullets[j].content)
+        return _jaccard(shingles[i], shingles[j], bullets[i].content, bullets[j].content)
 
     # Older bullets come first so that the survivor of a merge keeps the older id.
     order = sorted(range(len(bullets)), key=lambda i: (bullets[i].created_version, i))
@@ -137,6 +149,8 @@ def deduplicate(
         best = threshold
         for j in survivors:
             if bullets[j].section != bullets[i].section:
+                continue
+            if changed is not None and not (bullets[i].id in changed or bullets[j].id in changed):
                 continue
             score = similarity(i, j)
             if score >= best:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel
 from tenacity import (
     AsyncRetrying,
@@ -75,7 +75,7 @@ class CallSettings:
     """Limits that apply to every learner call, whatever the strategy."""
 
     max_concurrency: int = 16
-    timeout_seconds: float | None = 120.0
+    timeout_seconds: float | None = 600.0
     max_attempts: int = 3
     backoff_initial: float = 0.5
     backoff_max: float = 8.0
@@ -119,6 +119,7 @@ class LLMCaller:
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._structured_ok = settings.structured_output
+        self._structured: dict[type[BaseModel], Runnable[Any, Any]] = {}
 
     def _sem(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -136,13 +137,21 @@ class LLMCaller:
             metadata={**self.metadata, "combee_stage": run_name.removeprefix("combee.")},
         )
 
+    def _structured_runnable(self, schema: type[BaseModel]) -> Runnable[Any, Any]:
+        # Built once per schema: building it converts the schema each time (ms per call).
+        runnable = self._structured.get(schema)
+        if runnable is None:
+            runnable = self.model.with_structured_output(schema, include_raw=True)
+            self._structured[schema] = runnable
+        return runnable
+
     async def _invoke_once(
         self, run_name: str, messages: Sequence[BaseMessage], schema: type[T]
     ) -> tuple[AIMessage, T | None]:
         config = self._config(run_name)
         if self._structured_ok:
             try:
-                runnable = self.model.with_structured_output(schema, include_raw=True)
+                runnable = self._structured_runnable(schema)
             except NotImplementedError:
                 self._structured_ok = False
             else:

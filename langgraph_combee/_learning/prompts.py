@@ -77,12 +77,13 @@ def _clip(text: str, limit: int = MAX_FIELD_CHARS) -> str:
     return text[:limit] + f"... [truncated, {len(text) - limit} more characters]"
 
 
-def fence(label: str, text: str) -> str:
+def fence(label: str, text: str, *, limit: int | None = MAX_FIELD_CHARS) -> str:
     """Wrap user-controlled text as labelled, untrusted data."""
     safe = text.replace("</untrusted_data", "<\\/untrusted_data").replace(
         "<untrusted_data", "<\\untrusted_data"
     )
-    return f'<untrusted_data label="{label}">\n{_clip(safe)}\n</untrusted_data>'
+    body = safe if limit is None else _clip(safe, limit)
+    return f'<untrusted_data label="{label}">\n{body}\n</untrusted_data>'
 
 
 def _transcript(trace: Trace) -> str:
@@ -201,7 +202,9 @@ def aggregator_messages(
     sections = []
     for i, proposal in enumerate(proposals, start=1):
         lines = "\n".join(_op_line(op, labels) for op, labels in proposal) or "(no edits)"
-        sections.append(f"Proposal {i}:\n" + fence(f"proposal {i}", lines))
+        # Proposals are never clipped: a cut would drop operations mid-way. Their
+        # size is bounded by the curators' own output limit.
+        sections.append(f"Proposal {i}:\n" + fence(f"proposal {i}", lines, limit=None))
     body = (
         f"{_playbook_context(playbook, token_budget)}\n\n"
         + "\n\n".join(sections)

@@ -138,7 +138,10 @@ def finish(
         report.ops[kind] = report.ops.get(kind, 0) + n
     result = applied.playbook
     if ctx.dedup:
-        deduped = deduplicate(result, threshold=ctx.dedup_threshold, embedder=ctx.embedder)
+        changed = {b.id for b in result.bullets if b.updated_version == version}
+        deduped = deduplicate(
+            result, threshold=ctx.dedup_threshold, embedder=ctx.embedder, changed=changed
+        )
         report.merged += len(deduped.merges)
         result = deduped.playbook
     budgeted = result.enforce_budget(ctx.token_budget)

@@ -217,8 +217,9 @@ class Server:
                 self._buffer.popleft()
             self._buffer.append(_Pending(trace, hold))
             self.stats.captured += 1
+        # No wake-up here: the worker flushes every ``flush_seconds``, so a burst of
+        # runs costs one batch of queue writes, not one write per run.
         self._ensure_worker()
-        self._wake.set()
 
     def attach_feedback(self, trace_id: str, apply: Callable[[Trace], Trace]) -> bool:
         """Update a trace still in the buffer; False if it already left for the store."""
