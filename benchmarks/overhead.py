@@ -1,0 +1,460 @@
+"""Hot-path overhead of ``CombeeMiddleware`` on a trivial ``create_agent`` agent.
+
+The agent's model answers instantly (``FunctionChatModel(lambda m: "ok")``, no tools),
+so everything measured is framework and middleware time: the worst case for a
+relative overhead. Arms run in interleaved blocks (the order rotates every round)
+so that drift and noise hit every arm alike.
+
+Phase "hot path": the learners are not started, so only the agent's own thread
+and Combee's serving thread (which writes captured traces to the queue) run.
+Arms: ``plain`` (no middleware), ``noop-hooks`` (a middleware with the same hooks
+doing nothing: the framework's cost of the extra graph nodes), ``combee-serve``
+(``capture=False``), ``combee`` (capture on, empty playbook) and
+``combee+playbook`` (a learned playbook in force, so it is injected on every call).
+
+Phase "learning": ``plain``, ``combee`` and ``combee+playbook`` again, with both
+Combees' background learners running (``fake_learner()``, batch size 16) and
+learning from the runs as they are captured, on another thread of the same
+process, so they compete for the interpreter.
+
+    python -m benchmarks.overhead [--runs 2000] [--block 100] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import logging
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langgraph.runtime import Runtime
+
+from benchmarks._common import IMAGES, RESULTS, command, machine_info, percentile, write_json
+from benchmarks._learner import tolerant_learner
+from benchmarks._tickets import MAX_TRACES, make_traces, ticket_rule
+from langgraph_combee import Combee, Feedback, Trace
+from langgraph_combee.testing import FunctionChatModel
+
+MODULE = "benchmarks.overhead"
+TARGET_RATIO = 0.05
+SYSTEM_PROMPT = "You route support tickets. Answer with the desk code only."
+
+
+class NoopHooks(AgentMiddleware[AgentState[Any], Any, Any]):
+    """The hooks ``CombeeMiddleware`` uses, doing nothing (framework cost only)."""
+
+    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Nothing to pin."""
+        return None
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> Any:
+        """Call the model as is."""
+        return handler(request)
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Nothing to capture."""
+        return None
+
+
+@dataclass
+class Arm:
+    """One agent configuration and the per-run times measured for it (microseconds)."""
+
+    name: str
+    agent: Any
+    combee: Combee | None = None
+    times_us: list[float] = field(default_factory=list)
+    block_medians_us: list[float] = field(default_factory=list)
+
+
+class _LogCounter(logging.Handler):
+    """Counts the library's warnings and errors instead of printing them."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.counts: Counter[str] = Counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        exc = record.exc_info[1] if record.exc_info else None
+        detail = f" [{type(exc).__name__}: {exc}]" if exc is not None else ""
+        self.counts[f"{record.name}: {record.getMessage()[:100]}{detail}"] += 1
+
+
+@contextmanager
+def _counting_library_logs() -> Iterator[_LogCounter]:
+    logger = logging.getLogger("langgraph_combee")
+    counter = _LogCounter()
+    logger.addHandler(counter)
+    try:
+        yield counter
+    finally:
+        logger.removeHandler(counter)
+
+
+def _agent_model() -> FunctionChatModel:
+    return FunctionChatModel(lambda messages: "ok")
+
+
+def _combee(name: str, truth: dict[str, str], *, batch_size: int) -> Combee:
+    """A Combee that learns from captured runs (an evaluator supplies the ground truth)."""
+
+    def evaluate(trace: Trace) -> Feedback | None:
+        expected = truth.get(trace.input)
+        return None if expected is None else Feedback(correct=False, ground_truth=expected)
+
+    return Combee(
+        prompt_id=name,
+        model=tolerant_learner(ticket_rule),
+        batch_size=batch_size,
+        evaluator=evaluate,
+        poll_seconds=0.05,
+        refresh_seconds=0.5,
+        min_batch=4,
+        max_wait_seconds=1.0,
+    )
+
+
+def build_arms(phase: str, truth: dict[str, str], *, preload: int, batch_size: int) -> list[Arm]:
+    """The arms of one phase ("hot-path" or "learning"), each with a fresh Combee."""
+    arms = [Arm("plain", create_agent(_agent_model(), tools=[], system_prompt=SYSTEM_PROMPT))]
+    if phase == "hot-path":
+        arms.append(
+            Arm(
+                "noop-hooks",
+                create_agent(
+                    _agent_model(), tools=[], system_prompt=SYSTEM_PROMPT, middleware=[NoopHooks()]
+                ),
+            )
+        )
+        serve = _combee(f"{phase}-serve", truth, batch_size=batch_size)
+        arms.append(
+            Arm(
+                "combee-serve",
+                create_agent(
+                    _agent_model(),
+                    tools=[],
+                    system_prompt=SYSTEM_PROMPT,
+                    middleware=[serve.middleware(capture=False)],
+                ),
+                serve,
+            )
+        )
+    for name in ("combee", "combee+playbook"):
+        combee = _combee(f"{phase}-{name}", truth, batch_size=batch_size)
+        if name == "combee+playbook":
+            combee.learn(make_traces(MAX_TRACES)[-preload:])
+        agent = create_agent(
+            _agent_model(), tools=[], system_prompt=SYSTEM_PROMPT, middleware=[combee.middleware()]
+        )
+        arms.append(Arm(name, agent, combee))
+    return arms
+
+
+def _invoke(agent: Any, text: str) -> float:
+    payload = {"messages": [{"role": "user", "content": text}]}
+    config = {"run_id": uuid.uuid4()}
+    started = time.perf_counter_ns()
+    agent.invoke(payload, config=config)
+    return (time.perf_counter_ns() - started) / 1000.0
+
+
+def measure(
+    arms: Sequence[Arm], inputs: Sequence[str], *, runs: int, block: int, warmup: int
+) -> None:
+    """Warm up, then run every arm ``runs`` times in interleaved, rotating blocks."""
+    for arm in arms:
+        for i in range(warmup):
+            _invoke(arm.agent, inputs[i % len(inputs)])
+    rounds = max(1, -(-runs // block))
+    counter = 0
+    for r in range(rounds):
+        shift = r % len(arms)
+        for arm in [*arms[shift:], *arms[:shift]]:
+            size = min(block, runs - len(arm.times_us))
+            times = []
+            for _ in range(size):
+                times.append(_invoke(arm.agent, inputs[counter % len(inputs)]))
+                counter += 1
+            arm.times_us.extend(times)
+            if times:
+                arm.block_medians_us.append(percentile(times, 50))
+
+
+def summarize(arms: Sequence[Arm]) -> list[dict[str, Any]]:
+    """Per-arm percentiles and overhead against ``plain`` (JSON-ready rows)."""
+    base = next(a for a in arms if a.name == "plain")
+    base_p50 = percentile(base.times_us, 50)
+    base_p99 = percentile(base.times_us, 99)
+    rows = []
+    for arm in arms:
+        p50 = percentile(arm.times_us, 50)
+        p99 = percentile(arm.times_us, 99)
+        paired = [a - b for a, b in zip(arm.block_medians_us, base.block_medians_us, strict=False)]
+        row: dict[str, Any] = {
+            "arm": arm.name,
+            "runs": len(arm.times_us),
+            "overhead_ratio_p50": p50 / base_p50 - 1.0,
+            "overhead_us_p50": p50 - base_p50,
+            "overhead_us_p99": p99 - base_p99,
+            "paired_block_overhead_us": {
+                "median": percentile(paired, 50),
+                "p25": percentile(paired, 25),
+                "p75": percentile(paired, 75),
+            },
+            "p50_us": p50,
+            "p90_us": percentile(arm.times_us, 90),
+            "p99_us": p99,
+            "mean_us": sum(arm.times_us) / len(arm.times_us),
+            "min_us": min(arm.times_us),
+        }
+        if arm.combee is not None:
+            head = arm.combee.current()
+            row["playbook"] = {
+                "version": head.version,
+                "bullets": len(head.playbook.bullets),
+                "rendered_chars": len(head.render()),
+            }
+            row["serving"] = arm.combee.server.stats.as_dict()
+        rows.append(row)
+    return rows
+
+
+def run_phase(
+    phase: str,
+    inputs: Sequence[str],
+    truth: dict[str, str],
+    *,
+    runs: int,
+    block: int,
+    warmup: int,
+    preload: int,
+    batch_size: int,
+) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """Build the phase's arms, measure them, stop their learners.
+
+    Returns:
+        The phase's JSON record, and the per-run times (microseconds) by arm.
+    """
+    arms = build_arms(phase, truth, preload=preload, batch_size=batch_size)
+    learners = [a.combee for a in arms if a.combee is not None] if phase == "learning" else []
+    with _counting_library_logs() as logs:
+        record = _measure_phase(
+            phase, arms, learners, inputs, runs=runs, block=block, warmup=warmup
+        )
+    record["library_log_records"] = dict(logs.counts.most_common())
+    return record, {arm.name: arm.times_us for arm in arms}
+
+
+def _measure_phase(
+    phase: str,
+    arms: Sequence[Arm],
+    learners: Sequence[Combee],
+    inputs: Sequence[str],
+    *,
+    runs: int,
+    block: int,
+    warmup: int,
+) -> dict[str, Any]:
+    for combee in learners:
+        combee.start()
+    gc.collect()
+    cpu0, main0, t0 = time.process_time(), time.thread_time(), time.perf_counter()
+    try:
+        measure(arms, inputs, runs=runs, block=block, warmup=warmup)
+    finally:
+        wall = time.perf_counter() - t0
+        background_cpu = (time.process_time() - cpu0) - (time.thread_time() - main0)
+        learner_stats = []
+        for combee in learners:
+            # Stop first: InMemoryStore is not thread-safe, so the queue is read only
+            # once the learner thread is gone.
+            combee.stop()
+            learner_stats.append(
+                {
+                    "prompt_id": combee.prompt_id,
+                    **combee.learner.describe(),
+                    "queue_at_stop": combee.queue().stats(),
+                }
+            )
+        for arm in arms:
+            if arm.combee is not None and arm.combee not in learners:
+                arm.combee.stop()
+    return {
+        "phase": phase,
+        "wall_seconds": wall,
+        "background_threads_cpu_seconds": background_cpu,
+        "arms": summarize(arms),
+        "learners": learner_stats,
+    }
+
+
+def table(phases: Sequence[dict[str, Any]]) -> str:
+    """The phases as a fixed-width text table (overhead first)."""
+    header = (
+        f"{'phase':<10}{'arm':<17}{'overhead':>9}{'+us p50':>9}{'+us p99':>9}"
+        f"{'paired us':>10}{'p50 us':>9}{'p99 us':>9}{'bullets':>8}"
+    )
+    lines = [header, "-" * len(header)]
+    for phase in phases:
+        for r in phase["arms"]:
+            bullets = r.get("playbook", {}).get("bullets", "-")
+            lines.append(
+                f"{phase['phase']:<10}{r['arm']:<17}{r['overhead_ratio_p50']:>8.1%} "
+                f"{r['overhead_us_p50']:>8.0f} {r['overhead_us_p99']:>8.0f}"
+                f"{r['paired_block_overhead_us']['median']:>10.0f}"
+                f"{r['p50_us']:>9.0f}{r['p99_us']:>9.0f}{bullets!s:>8}"
+            )
+    return "\n".join(lines)
+
+
+def plot(
+    phases: Sequence[dict[str, Any]], raw: dict[str, dict[str, list[float]]], path: Path
+) -> Path:
+    """Box plots of per-run time, by phase and arm."""
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise SystemExit(
+            "matplotlib is needed for the plot: pip install -e '.[bench]' (or pass --plot '')"
+        ) from exc
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(phases), figsize=(6 * len(phases), 4.2), squeeze=False)
+    for ax, phase in zip(axes[0], phases, strict=True):
+        names = [r["arm"] for r in phase["arms"]]
+        data = [[t / 1000 for t in raw[phase["phase"]][n]] for n in names]
+        ax.boxplot(data, showfliers=False)
+        ax.set_xticks(range(1, len(names) + 1), names, rotation=20, ha="right")
+        for i, r in enumerate(phase["arms"], start=1):
+            ax.annotate(
+                f"{r['overhead_ratio_p50']:+.0%}",
+                (i, r["p50_us"] / 1000),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
+        ax.set_ylabel("agent.invoke time (ms, whiskers 1.5 IQR)")
+        ax.set_title(f"phase: {phase['phase']}")
+    fig.suptitle("create_agent with an instant model: per-run time by arm", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The command-line options."""
+    doc = __doc__ or ""
+    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=doc.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=2000, help="timed runs per arm and phase")
+    parser.add_argument("--block", type=int, default=100, help="runs per arm per block")
+    parser.add_argument("--warmup", type=int, default=100, help="untimed runs per arm first")
+    parser.add_argument("--batch-size", type=int, default=16, help="learner batch size")
+    parser.add_argument("--preload", type=int, default=40, help="traces learned up front")
+    parser.add_argument(
+        "--phases", nargs="+", default=["hot-path", "learning"], choices=["hot-path", "learning"]
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS, help="folder for overhead.json")
+    parser.add_argument(
+        "--plot", default=str(IMAGES / "overhead.png"), help="PNG path ('' for no plot)"
+    )
+    args = parser.parse_args(list(argv))
+    if args.runs < 1 or args.block < 1 or args.warmup < 0:
+        parser.error("--runs and --block must be >= 1, --warmup >= 0")
+    if not 1 <= args.preload <= MAX_TRACES // 2:
+        parser.error(f"--preload must be in 1..{MAX_TRACES // 2}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run the phases, print the table, write the JSON (and the plot); return the record."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    cmd = command(MODULE, argv)
+    print(f"reproduce: {cmd}", flush=True)
+    # The runs' tickets; the preloaded playbook comes from the other end of the list.
+    tickets = make_traces(MAX_TRACES)[: MAX_TRACES - args.preload]
+    inputs = [t.input for t in tickets]
+    truth = {t.input: str(t.feedback.ground_truth) for t in tickets if t.feedback}
+    phases = []
+    raw: dict[str, dict[str, list[float]]] = {}
+    for phase in args.phases:
+        record, raw[phase] = run_phase(
+            phase,
+            inputs,
+            truth,
+            runs=args.runs,
+            block=args.block,
+            warmup=args.warmup,
+            preload=args.preload,
+            batch_size=args.batch_size,
+        )
+        phases.append(record)
+        logged = sum(record["library_log_records"].values())
+        print(
+            f"  phase {phase}: {record['wall_seconds']:.1f} s, "
+            f"{logged} warnings/errors logged by the library (counted in the JSON)",
+            flush=True,
+        )
+    print()
+    print(table(phases))
+    print(
+        "\noverhead = p50 / plain p50 - 1; +us = microseconds over plain at p50 / p99; "
+        "paired us = median over rounds of (arm block median - plain block median)"
+    )
+    targets = {
+        phase["phase"]: {
+            r["arm"]: r["overhead_ratio_p50"] < TARGET_RATIO
+            for r in phase["arms"]
+            if r["arm"].startswith("combee")
+        }
+        for phase in phases
+    }
+    for phase_name, met in targets.items():
+        print(
+            f"target overhead < {TARGET_RATIO:.0%} ({phase_name}): "
+            + ", ".join(f"{arm} {'met' if ok else 'MISSED'}" for arm, ok in met.items())
+        )
+    record_all = {
+        "benchmark": "overhead",
+        "command": cmd,
+        "parameters": {
+            "runs": args.runs,
+            "block": args.block,
+            "warmup": args.warmup,
+            "batch_size": args.batch_size,
+            "preload": args.preload,
+            "phases": args.phases,
+            "agent_model": 'FunctionChatModel(lambda m: "ok"), no tools',
+            "learner": "fake_learner(insight=ticket_rule), evaluator supplies ground truth",
+        },
+        "machine": machine_info(),
+        "target_ratio": TARGET_RATIO,
+        "targets_met": targets,
+        "phases": phases,
+    }
+    path = write_json(args.out / "overhead.json", record_all)
+    print(f"wrote {path}")
+    if args.plot:
+        print(f"wrote {plot(phases, raw, Path(args.plot))}")
+    return record_all
+
+
+if __name__ == "__main__":
+    main()

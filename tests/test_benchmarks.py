@@ -1,0 +1,297 @@
+"""The benchmark code runs at tiny sizes and computes what it claims.
+
+No wall-clock assertions: these tests check structure, counts and arithmetic.
+The figures themselves come from ``make bench`` (see ``docs/benchmarks.md``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from benchmarks import overhead, speed
+from benchmarks._common import percentile
+from benchmarks._latency import (
+    CallRecord,
+    LatencyModel,
+    critical_breakdown,
+    critical_path,
+    lower_bound,
+    split_steps,
+    waves,
+)
+from benchmarks._learner import ClipStats, tolerant_learner
+from benchmarks._tickets import MAX_TRACES, make_traces, ticket_rule
+from langgraph_combee import Add, Playbook
+from langgraph_combee._core.dedup import lexical_similarity
+from langgraph_combee._learning import prompts
+from langgraph_combee.testing import fake_learner
+
+# base 1 s, 10 prompt tokens/s, 2 reply tokens/s: a call's seconds are easy to add up.
+MODEL = LatencyModel(base_seconds=1.0, prefill_tps=10.0, decode_tps=2.0)
+
+
+def call(stage: str, input_tokens: int, output_tokens: int) -> CallRecord:
+    return CallRecord(stage=stage, input_tokens=input_tokens, output_tokens=output_tokens)
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    # Strict JSON: NaN or Infinity would make json.loads call parse_constant.
+    def refuse(token: str) -> None:
+        raise AssertionError(f"non-finite number {token} in {path}")
+
+    data = json.loads(path.read_text(), parse_constant=refuse)
+    assert isinstance(data, dict)
+    return data
+
+
+# ---- lower bound ---------------------------------------------------------------
+
+
+def test_latency_model_adds_base_prefill_and_decode() -> None:
+    assert MODEL.parts(20, 6) == (1.0, 2.0, 3.0)
+    assert MODEL.seconds(20, 6) == 6.0
+
+
+def test_lower_bound_of_a_combee_step_by_hand() -> None:
+    step = [
+        call("reflect", 10, 2),  # 1 + 1 + 1 = 3
+        call("reflect", 20, 4),  # 1 + 2 + 2 = 5  <- longest reflect
+        call("reflect", 0, 0),  # 1
+        call("propose", 0, 2),  # 1 + 0 + 1 = 2
+        call("propose", 10, 4),  # 1 + 1 + 2 = 4  <- longest propose
+        call("aggregate", 30, 8),  # 1 + 3 + 4 = 8
+    ]
+    second = [call("reflect", 0, 2), call("curate", 10, 0)]  # 2, then 2
+    assert [len(w) for w in waves(step, sequential=False)] == [3, 2, 1]
+    assert lower_bound([step], MODEL, sequential=False) == 5 + 4 + 8
+    assert lower_bound([step, second], MODEL, sequential=False) == 17 + 2 + 2
+    assert [c.stage for c in critical_path([step], MODEL, sequential=False)] == [
+        "reflect",
+        "propose",
+        "aggregate",
+    ]
+    assert critical_breakdown([step], MODEL, sequential=False) == {
+        "reflect": {"base": 1.0, "prefill": 2.0, "decode": 2.0},
+        "propose": {"base": 1.0, "prefill": 1.0, "decode": 2.0},
+        "aggregate": {"base": 1.0, "prefill": 3.0, "decode": 4.0},
+    }
+
+
+def test_lower_bound_of_sequential_adds_every_call() -> None:
+    # Sequential: reflect, curate, then a reflection with nothing to learn (no curate),
+    # then reflect, curate. Back-to-back reflects still ran one after the other.
+    step = [
+        call("reflect", 10, 2),  # 3
+        call("curate", 0, 2),  # 2
+        call("reflect", 0, 0),  # 1
+        call("reflect", 20, 4),  # 5
+        call("curate", 10, 4),  # 4
+    ]
+    assert len(waves(step, sequential=True)) == 5
+    assert lower_bound([step], MODEL, sequential=True) == 3 + 2 + 1 + 5 + 4
+    # Read as a parallel step, the three consecutive reflects would be one stage.
+    assert lower_bound([step], MODEL, sequential=False) == 3 + 2 + 5 + 4
+
+
+def test_split_steps_checks_the_counts() -> None:
+    calls = [call("reflect", 1, 1)] * 5
+    assert [len(s) for s in split_steps(calls, [2, 3])] == [2, 3]
+    with pytest.raises(ValueError, match="do not add up"):
+        split_steps(calls, [2, 2])
+
+
+def test_percentile_interpolates() -> None:
+    assert percentile([4.0, 1.0, 3.0, 2.0], 50) == 2.5
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 100) == 5.0
+    assert percentile([7.0], 99) == 7.0
+
+
+# ---- workload ------------------------------------------------------------------
+
+
+def test_tickets_teach_distinct_rules_that_survive_dedup() -> None:
+    traces = make_traces(240)
+    rules = [ticket_rule(t.input, t.feedback.ground_truth, t.output) for t in traces if t.feedback]
+    assert len(set(rules)) == len({t.input for t in traces}) == 240
+    most_similar = max(lexical_similarity(a, b) for a, b in itertools.combinations(rules, 2))
+    assert most_similar < 0.7  # the lexical merge threshold
+    with pytest.raises(ValueError, match="expected an int"):
+        make_traces(MAX_TRACES + 1)
+
+
+def test_the_aggregator_prompt_keeps_every_proposed_operation() -> None:
+    # 30 ADDs in one proposal are more than the 4000 characters a fenced trace field
+    # keeps; proposals are not clipped, so the aggregator sees all of them.
+    ops = [Add(section="others", content=f"rule {i}: " + "x" * 120) for i in range(30)]
+    messages = prompts.aggregator_messages(
+        Playbook(), [[(op, [f"R{i}"]) for i, op in enumerate(ops, start=1)]], token_budget=None
+    )
+    reply = fake_learner().invoke(messages)
+    assert len(json.loads(str(reply.content))["operations"]) == 30
+    stats = ClipStats()
+    reply = tolerant_learner(ticket_rule, stats).invoke(messages)
+    assert isinstance(reply, AIMessage)
+    assert len(json.loads(str(reply.content))["operations"]) == 30
+    assert stats.lost_lines == 0
+
+
+# ---- the scripts at tiny sizes ---------------------------------------------------
+
+
+def test_speed_benchmark_writes_well_formed_json(tmp_path: Path) -> None:
+    record = speed.main(
+        [
+            "--traces",
+            "12",
+            "--time-scale",
+            "0.0002",
+            "--batch-sizes",
+            "4",
+            "8",
+            "--out",
+            str(tmp_path),
+            "--plot",
+            "",
+        ]
+    )
+    data = read_json(tmp_path / "speed.json")
+    assert data == json.loads(json.dumps(record))
+    assert data["command"].startswith("python -m benchmarks.speed --traces 12")
+    assert data["parameters"]["latency_model"] == LatencyModel().as_dict()
+    assert data["machine"]["cpu_count"] >= 1
+    arms = {a["arm"]: a for a in data["arms"]}
+    assert list(arms) == ["sequential", "naive", "combee-4", "combee-8", "combee-auto"]
+    assert arms["sequential"]["speedup"]["projected"] == 1.0
+    assert arms["sequential"]["by_stage"]["reflect"]["calls"] == 12
+    assert arms["sequential"]["by_stage"]["curate"]["calls"] == 12
+    assert arms["naive"]["by_stage"]["curate"]["calls"] == 1
+    # combee-4: three steps of 4, each with k = 2 proposals and one aggregation.
+    assert arms["combee-4"]["step_batch_sizes"] == [4, 4, 4]
+    assert arms["combee-4"]["by_stage"]["propose"]["calls"] == 6
+    assert arms["combee-4"]["by_stage"]["aggregate"]["calls"] == 3
+    assert arms["combee-auto"]["step_batch_sizes"][:2] == [4, 8]
+    for arm in arms.values():
+        assert arm["playbook_bullets"] == 12  # every distinct rule was kept
+        assert arm["failed_calls"] == arm["unparsed"] == 0
+        assert 0 < arm["lower_bound_seconds"] <= arm["projected_seconds"]
+        assert 0 < arm["efficiency"] <= 1 and 0 < arm["projected_efficiency_at_scale_1"] <= 1
+        check = arm["latency_check"]
+        assert math.isclose(
+            check["sum_of_recorded_call_seconds"],
+            check["latency_model_waited_seconds"],
+            rel_tol=1e-6,
+        )
+        assert arm["input_tokens"] == arm["step_report_tokens"]["input"]
+        assert arm["output_tokens"] == arm["step_report_tokens"]["output"]
+        assert arm["tokens"] == arm["input_tokens"] + arm["output_tokens"]
+    assert set(data["targets"]["speedup_met"]["projected"]) == {
+        "combee-4",
+        "combee-8",
+        "combee-auto",
+    }
+
+
+def test_overhead_benchmark_writes_well_formed_json(tmp_path: Path) -> None:
+    record = overhead.main(
+        [
+            "--runs",
+            "6",
+            "--block",
+            "3",
+            "--warmup",
+            "1",
+            "--preload",
+            "4",
+            "--out",
+            str(tmp_path),
+            "--plot",
+            "",
+        ]
+    )
+    data = read_json(tmp_path / "overhead.json")
+    assert data == json.loads(json.dumps(record))
+    assert data["command"].startswith("python -m benchmarks.overhead --runs 6")
+    phases = {p["phase"]: p for p in data["phases"]}
+    assert [a["arm"] for a in phases["hot-path"]["arms"]] == [
+        "plain",
+        "noop-hooks",
+        "combee-serve",
+        "combee",
+        "combee+playbook",
+    ]
+    assert [a["arm"] for a in phases["learning"]["arms"]] == ["plain", "combee", "combee+playbook"]
+    for phase in phases.values():
+        for arm in phase["arms"]:
+            assert arm["runs"] == 6
+            assert arm["p50_us"] <= arm["p99_us"]
+        by_name = {a["arm"]: a for a in phase["arms"]}
+        assert by_name["plain"]["overhead_us_p50"] == 0
+        assert by_name["combee+playbook"]["playbook"]["bullets"] >= 1
+        # warm-up + timed runs are captured; the serve-only arm captures nothing
+        assert by_name["combee"]["serving"]["captured"] == 7
+    hot = {a["arm"]: a for a in phases["hot-path"]["arms"]}
+    assert hot["combee-serve"]["serving"]["captured"] == 0
+    assert len(phases["learning"]["learners"]) == 2
+    assert all(not learner["running"] for learner in phases["learning"]["learners"])
+
+
+def test_plots_are_written(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    speed.main(
+        [
+            "--traces",
+            "8",
+            "--time-scale",
+            "0.0002",
+            "--batch-sizes",
+            "4",
+            "--no-auto",
+            "--out",
+            str(tmp_path),
+            "--plot",
+            str(tmp_path / "speed.png"),
+        ]
+    )
+    overhead.main(
+        [
+            "--runs",
+            "2",
+            "--block",
+            "1",
+            "--warmup",
+            "0",
+            "--preload",
+            "2",
+            "--phases",
+            "hot-path",
+            "--out",
+            str(tmp_path),
+            "--plot",
+            str(tmp_path / "overhead.png"),
+        ]
+    )
+    for name in ("speed.png", "overhead.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_run_all_script_starts_from_anywhere(tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "run_all.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--quick" in done.stdout
