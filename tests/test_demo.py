@@ -1,0 +1,142 @@
+"""The demo end to end with the offline doubles, its outputs, and its flag errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from langgraph_combee.demo import DemoConfig, main, record, run_demo
+from langgraph_combee.demo._display import PlainDisplay
+from langgraph_combee.errors import ConfigurationError
+from langgraph_combee.tasks import check_model_spec, get_task, load_models
+
+TINY = ["--model", "test", "--tickets", "36", "--holdout", "8", "--window", "6"]
+
+
+def _run(tmp_path: Path, *extra: str) -> tuple[int, str, dict[str, object]]:
+    out = io.StringIO()
+    code = main([*TINY, "--out", str(tmp_path), *extra], stream=out)
+    data = json.loads((tmp_path / "demo.json").read_text()) if code == 0 else {}
+    return code, out.getvalue(), data
+
+
+def test_demo_runs_end_to_end_and_writes_its_record(tmp_path: Path) -> None:
+    code, text, data = _run(tmp_path, "--plain", "--batch-size", "4")
+    assert code == 0
+    assert data["config"] == {
+        "model": "test",
+        "task": "tickets",
+        "tickets": 36,
+        "holdout": 8,
+        "batch_size": 4,
+        "strategy": "combee",
+        "window": 6,
+        "seed": 0,
+    }
+    runs = data["runs"]
+    assert isinstance(runs, list) and len(runs) == 36
+    assert [r["index"] for r in runs] == list(range(1, 37))
+    assert sorted(r["ticket"] for r in runs) == list(range(36))
+    accuracy = data["accuracy"]
+    assert isinstance(accuracy, dict)
+    assert accuracy["holdout_before"] == 0.0  # v0 has no rules; the double cannot guess
+    assert accuracy["holdout_after"] >= accuracy["holdout_before"]
+    assert accuracy["stream"] == sum(r["correct"] for r in runs) / 36
+    assert len(data["windows"]) == 6  # type: ignore[arg-type]
+    learner = data["learner"]
+    assert isinstance(learner, dict)
+    assert learner["total_calls"] == sum(learner["calls"].values())
+    assert learner["steps"] == len(learner["batch_sizes"])
+    for swap in data["swaps"]:  # type: ignore[attr-defined]
+        assert swap["bullets"] >= len(swap["added"])
+    assert data["final_version"] >= max((s["version"] for s in data["swaps"]), default=0)  # type: ignore[attr-defined]
+    assert data["files"] == {"json": "demo.json", "plot": "demo.png"}
+    assert "Held-out accuracy (8 tickets): v0 0%" in text
+    assert "Learned playbook" in text and "Learner cost" in text
+
+
+def test_demo_writes_a_png_plot(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    code, _, _ = _run(tmp_path, "--plain")
+    assert code == 0
+    assert (tmp_path / "demo.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_demo_live_view_renders_with_rich(tmp_path: Path) -> None:
+    pytest.importorskip("rich")
+    code, text, _ = _run(tmp_path, "--task", "formats", "--ceiling")
+    assert code == 0
+    assert "serving tickets" in text
+    assert "hand-written rules (ceiling): 100%" in text
+
+
+def test_the_learned_prompt_reaches_the_held_out_check() -> None:
+    task = get_task("tickets")
+    config = DemoConfig(model="test", tickets=48, holdout=24, batch_size=8, window=8)
+    models = load_models("test", task)
+    result = run_demo(config, PlainDisplay(io.StringIO()), models=models)
+    assert result.learner_finished
+    data = record(result)
+    assert data["bullets"] == result.bullets
+    # The held-out check serves the final version: each learned rule it can use counts.
+    assert (result.holdout_after > 0) == (result.final_version > 0)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--tickets", "0"], "--tickets: expected a positive integer"),
+        (["--tickets", "many"], "--tickets: expected a positive integer"),
+        (["--batch-size", "big"], "--batch-size: expected 'auto' or a positive integer"),
+        (["--model", "local:7b"], "local:1.5b"),
+        (["--model", "gpt"], "provider:name"),
+        (["--task", "chess"], "invalid choice: 'chess'"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_bad_flags_exit_non_zero_with_a_message(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_model_that_cannot_load_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--model", "nosuchprovider:some-model", "--out", str(tmp_path)]) == 1
+    assert "error:" in capsys.readouterr().err
+    assert not (tmp_path / "demo.json").exists()
+
+
+def test_a_missing_local_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "langgraph_combee.local", None)
+    with pytest.raises(ConfigurationError, match=r"pip install 'langgraph-combee\[local"):
+        load_models("local:1.5b", get_task("tickets"))
+
+
+def test_model_specs_are_checked() -> None:
+    for spec in ("test", "local:1.5b", "local:0.5b", "openai:gpt-4.1-mini"):
+        assert check_model_spec(spec) == spec
+    for spec in ("local:", "local:3b", "", "just-a-name"):
+        with pytest.raises(ConfigurationError):
+            check_model_spec(spec)
+
+
+def test_module_entry_point_rejects_a_bad_flag() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "langgraph_combee.demo", "--batch-size", "-3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--batch-size" in done.stderr
