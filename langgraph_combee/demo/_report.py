@@ -134,7 +134,8 @@ def write_plot(result: DemoResult, path: Path) -> None:
         )
     config = result.config
     ax.set_ylim(-0.02, 1.12)
-    ax.set_xlim(0, max(len(runs), 1) + 1)
+    right = max([len(runs), 1, *(s.after_run for s in result.swaps)])
+    ax.set_xlim(0, right + max(2, right // 12))
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_xlabel("runs served")
     ax.set_ylabel("accuracy")
