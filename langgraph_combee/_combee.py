@@ -309,6 +309,7 @@ class Combee:
         """The durable trace queue of this prompt (for one tenant, if given)."""
         if tenant not in self._queues:
             self._queues[tenant] = TraceQueue(self.store, self.prompt_id, tenant=tenant)
+        self._owned: contextlib.ExitStack | None = None  # a store from_conn_string opened
         return self._queues[tenant]
 
     def _engine(self, tenant: str | None) -> LearningEngine:
@@ -548,6 +549,66 @@ class Combee:
         from langgraph_combee._runtime.graph import wrap_model
 
         return wrap_model(self, llm)
+
+    # ---- a store of its own (from_conn_string) ---------------------------
+
+    @classmethod
+    def from_conn_string(cls, conn: str, **kwargs: Any) -> Combee:
+        """A ``Combee`` on the store ``conn`` names, which it opens, sets up and closes.
+
+        Example::
+
+            with Combee.from_conn_string("postgresql://...", prompt_id="support") as combee:
+                agent = create_agent(model, system_prompt="...", middleware=[combee.middleware()])
+
+        Args:
+            conn: ``"memory"``, a SQLite file path (or ``sqlite:///path``), or a
+                PostgreSQL DSN (``postgresql://...`` or libpq ``key=value`` pairs).
+            **kwargs: The other ``Combee`` arguments (``prompt_id=...``, ...).
+
+        Raises:
+            StoreError: The store cannot be opened (the message names ``conn``,
+                password masked).
+            MissingExtraError: The backend's extra is not installed.
+            ConfigurationError: ``store=`` was passed too, or another argument is bad.
+        """
+        from langgraph_combee._storage.open import open_owned
+
+        if "store" in kwargs:
+            raise ConfigurationError("store", kwargs["store"], "omitted: conn names the store")
+        store, owned = open_owned(conn)
+        try:
+            combee = cls(store=store, **kwargs)
+        except BaseException:
+            owned.close()
+            raise
+        combee._owned = owned
+        return combee
+
+    def close(self, timeout: float | None = 30.0) -> None:
+        """``stop()``, then close the store if ``from_conn_string`` opened it. Idempotent."""
+        try:
+            self.stop(timeout)
+        finally:
+            owned, self._owned = self._owned, None
+            if owned is not None:
+                owned.close()
+
+    async def aclose(self, timeout: float | None = 30.0) -> None:
+        """Async ``close()``, without blocking the caller's event loop."""
+        await asyncio.to_thread(self.close, timeout)
+
+    def __enter__(self) -> Combee:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Combee:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def instrument(self, graph: Any) -> Any:
         """The compiled graph with trace capture attached to every run."""

@@ -4,6 +4,7 @@ Every error derives from one root, so ``except CombeeError`` catches them all::
 
     CombeeError
     ├── ConfigurationError        bad argument or setting (also a ValueError)
+    ├── StoreError                a store cannot be opened (unreachable, bad DSN, not SQLite)
     ├── MissingExtraError         an optional extra is not installed (also an ImportError)
     │   └── MissingWeightsError   a local model's weights package is not installed
     ├── LocalModelError           the local model could not be prepared or started
@@ -34,6 +35,23 @@ class ConfigurationError(CombeeError, ValueError):
         self.value = value
         self.allowed = allowed
         super().__init__(f"{name}={value!r} is not allowed: {allowed}")
+
+
+class StoreError(CombeeError):
+    """The store a connection string names cannot be opened.
+
+    Attributes:
+        conn: The connection string, with any password masked.
+        reason: Why it cannot be opened.
+    """
+
+    def __init__(
+        self, conn: str, reason: str, *, kind: str | None = None, message: str | None = None
+    ) -> None:
+        self.conn = conn
+        self.reason = reason
+        label = f"{kind} store" if kind else "store"
+        super().__init__(message or f"cannot open {label} {conn!r}: {reason}")
 
 
 class MissingExtraError(CombeeError, ImportError):

@@ -10,6 +10,7 @@ from langgraph_combee._errors import (
     LLMCallError,
     MissingExtraError,
     RegistryError,
+    StoreError,
     VersionNotFoundError,
     WeightsMismatchError,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "LeaseHeldError",
     "MissingExtraError",
     "RegistryError",
+    "StoreError",
     "VersionNotFoundError",
     "WeightsMismatchError",
 ]

@@ -424,7 +424,12 @@ def test_sqlite_url_form(runner: CliRunner, traces_file: Path, db: Path) -> None
 def test_postgres_without_the_extra(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "langgraph.store.postgres", None)
     result = run(runner, "versions", "-p", "r", "-s", "postgresql://u:secret@localhost/db")
-    failed(result, 2, "a PostgreSQL store (--store postgresql://...) needs the 'postgres' extra")
+    failed(
+        result,
+        2,
+        "a PostgreSQL store (postgresql://...) needs the 'postgres' extra: "
+        "pip install 'langgraph-combee[postgres]'",
+    )
     assert "secret" not in result.output
 
 
@@ -455,7 +460,12 @@ def test_key_value_dsns_are_postgres_not_file_names(
     dsn = "host=127.0.0.1 dbname=combee user=u password=secret"
     args = ["learn", "-", "-p", "r", "-m", "test", "-s", dsn]
     result = runner.invoke(app, args, input=trace_line(0))
-    failed(result, 2, "a PostgreSQL store (--store postgresql://...) needs the 'postgres' extra")
+    failed(
+        result,
+        2,
+        "a PostgreSQL store (postgresql://...) needs the 'postgres' extra: "
+        "pip install 'langgraph-combee[postgres]'",
+    )
     assert list(tmp_path.iterdir()) == []
     assert is_postgres(dsn) and is_postgres("postgres://h/db")
     assert not is_postgres("combee.db") and not is_postgres("runs/host=1.db")

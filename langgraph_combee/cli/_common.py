@@ -20,7 +20,12 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from langgraph_combee._errors import CombeeError, ConfigurationError, MissingExtraError
+from langgraph_combee._errors import (
+    CombeeError,
+    ConfigurationError,
+    MissingExtraError,
+    StoreError,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -78,7 +83,7 @@ def describe(exc: BaseException) -> tuple[str, int]:
     """Return the one-line message and the exit code for an expected failure."""
     if isinstance(exc, CliError):
         return exc.message, exc.exit_code
-    if isinstance(exc, (ConfigurationError, MissingExtraError)):
+    if isinstance(exc, (ConfigurationError, MissingExtraError, StoreError)):
         return str(exc), EXIT_USAGE
     if isinstance(exc, CombeeError):
         return str(exc), EXIT_FAILED
