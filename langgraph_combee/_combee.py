@@ -46,6 +46,7 @@ from langgraph_combee._learning.engine import (
 )
 from langgraph_combee._learning.strategies import Strategy
 from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy
+from langgraph_combee._runtime.feedback_poll import FeedbackSource
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee._runtime.serving import DropPolicy, Server, ServingSettings
 from langgraph_combee._runtime.step_run import learn_step_run
@@ -167,6 +168,9 @@ class Combee:
         on_version: Callables ``(new, previous) -> None`` told each time this
             process puts a version in force (acceptance, approval, rollback),
             e.g. ``LangSmithPromptHub(client)``.
+        feedback_source: Optional ``FeedbackSource`` the background learner asks
+            for feedback on traces that wait for it (``feedback_wait_seconds``),
+            e.g. ``LangSmithFeedback(client)``; feedback found makes them ready.
     """
 
     def __init__(
@@ -201,6 +205,7 @@ class Combee:
         lease_seconds: float = 60.0,
         step_backoff_seconds: float = 1.0,
         on_version: Sequence[VersionListener] = (),
+        feedback_source: FeedbackSource | None = None,
     ) -> None:
         if not isinstance(prompt_id, str) or not prompt_id.strip():
             raise ConfigurationError("prompt_id", prompt_id, "a non-empty string")
@@ -265,6 +270,13 @@ class Combee:
                     "on_version", listener, "callables (new_version, previous_version) -> None"
                 )
         self.server.listeners.extend(on_version)
+        if feedback_source is not None and not isinstance(feedback_source, FeedbackSource):
+            raise ConfigurationError(
+                "feedback_source",
+                feedback_source,
+                "a FeedbackSource (fetch(run_ids) and pacing attributes), e.g. LangSmithFeedback",
+            )
+        self.feedback_source = feedback_source
         self._learner_settings = LearnerSettings(
             min_batch=min_batch,
             max_wait_seconds=max_wait_seconds,

@@ -4,9 +4,12 @@
   feedback as ``Trace`` objects, to learn offline from what LangSmith recorded.
 - ``feedback_for_runs(client, run_ids)``: the LangSmith feedback of some runs,
   folded into one ``Feedback`` per run.
-- ``poll_feedback(combee, client, run_ids)``: hand LangSmith feedback on
-  captured runs to ``combee.feedback`` (call it on a schedule, e.g. from a
-  job, for traces that wait for feedback).
+- ``LangSmithFeedback(client)``: pass it as ``Combee(feedback_source=...)``
+  and the background learner reads LangSmith feedback on the run ids of traces
+  that wait for feedback (``feedback_wait_seconds``), in batches, on an
+  interval, so they become ready as soon as someone scores them in LangSmith.
+- ``poll_feedback(combee, client, run_ids)``: the same, by hand, for run ids you
+  choose (e.g. from a job).
 - ``LangSmithPromptHub(client, base_prompt=...)``: pass it as
   ``Combee(on_version=[...])`` and every version put in force (acceptance,
   approval, rollback) is committed to the LangSmith prompt hub under the prompt
@@ -34,6 +37,8 @@ from typing import TYPE_CHECKING, Any
 from langgraph_combee._core.diff import diff_playbooks
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Feedback, PromptVersion, ToolCall, Trace, TraceMessage
+from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._runtime.feedback_poll import validate_pacing
 
 if TYPE_CHECKING:
     from langsmith import Client
@@ -43,6 +48,7 @@ if TYPE_CHECKING:
     from langgraph_combee._combee import Combee
 
 __all__ = [
+    "LangSmithFeedback",
     "LangSmithPromptHub",
     "feedback_for_runs",
     "poll_feedback",
@@ -187,12 +193,22 @@ def _fold(items: Iterable[LSFeedback]) -> Feedback | None:
     return None if folded.is_empty() else folded
 
 
-def feedback_for_runs(client: Client, run_ids: Sequence[Any]) -> dict[str, Feedback]:
-    """LangSmith feedback of ``run_ids``, one folded ``Feedback`` per run that has any."""
+def feedback_for_runs(
+    client: Client, run_ids: Sequence[Any], *, keys: Sequence[str] | None = None
+) -> dict[str, Feedback]:
+    """LangSmith feedback of ``run_ids``, one folded ``Feedback`` per run that has any.
+
+    Args:
+        client: A ``langsmith.Client``.
+        run_ids: The runs; asked about 100 at a time (one ``list_feedback``
+            request each, paged by the client when there is more feedback).
+        keys: Only feedback with these keys (None: every key).
+    """
     grouped: dict[str, list[LSFeedback]] = {}
     ids = [str(r) for r in run_ids]
+    options: dict[str, Any] = {} if keys is None else {"feedback_key": list(keys)}
     for start in range(0, len(ids), _CHUNK):
-        for item in client.list_feedback(run_ids=ids[start : start + _CHUNK]):
+        for item in client.list_feedback(run_ids=ids[start : start + _CHUNK], **options):
             if item.run_id is not None:
                 grouped.setdefault(str(item.run_id), []).append(item)
     out = {}
@@ -265,6 +281,84 @@ def poll_feedback(
         ):
             delivered += 1
     return delivered
+
+
+class LangSmithFeedback:
+    """LangSmith feedback for traces that wait for it: ``Combee(feedback_source=...)``.
+
+    While captured traces wait for feedback (``feedback_wait_seconds``), the
+    background learner asks LangSmith for the feedback on their run ids (the
+    agent's LangSmith root run ids), ``batch_size`` ids per ``list_feedback``
+    request, at most every ``interval_seconds``. Feedback found is folded as in
+    ``feedback_for_runs`` and merged into the queued traces, which are then
+    learned from without waiting out the rest of their wait. LangSmith errors
+    are logged and counted (``combee.learner.feedback_poller.errors``); they
+    never stop the learner or reach the agent.
+
+    Example::
+
+        combee = Combee(
+            prompt_id="support-agent",
+            model=learner_model,
+            feedback_wait_seconds=3600,
+            feedback_source=LangSmithFeedback(Client(), keys=["correctness"]),
+        )
+
+    Args:
+        client: A ``langsmith.Client`` (its own retry settings apply).
+        keys: Only feedback with these keys (None: every key).
+        interval_seconds: Least time between two polls of one tenant's queue.
+        batch_size: Run ids per request, 1 to 100 (LangSmith's page size).
+        max_runs: Most waiting traces asked about per poll (oldest first).
+        timeout_seconds: How long the learner waits for one request before it
+            goes on learning; the answer is merged on a later pass.
+
+    Raises:
+        ConfigurationError: When an argument is invalid.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        keys: Sequence[str] | None = None,
+        interval_seconds: float = 30.0,
+        batch_size: int = _CHUNK,
+        max_runs: int = 1000,
+        timeout_seconds: float = 30.0,
+    ) -> None:
+        if not callable(getattr(client, "list_feedback", None)):
+            raise ConfigurationError("client", client, "a langsmith.Client")
+        if isinstance(keys, str):
+            keys = [keys]
+        if keys is not None and (
+            not keys or not all(isinstance(k, str) and k.strip() for k in keys)
+        ):
+            raise ConfigurationError("keys", keys, "None or a non-empty list of feedback keys")
+        validate_pacing(
+            interval_seconds=interval_seconds,
+            batch_size=batch_size,
+            max_runs=max_runs,
+            timeout_seconds=timeout_seconds,
+        )
+        if batch_size > _CHUNK:
+            raise ConfigurationError("batch_size", batch_size, f"an int from 1 to {_CHUNK}")
+        self.client = client
+        self.keys = None if keys is None else tuple(keys)
+        self.interval_seconds = float(interval_seconds)
+        self.batch_size = batch_size
+        self.max_runs = max_runs
+        self.timeout_seconds = float(timeout_seconds)
+
+    def __repr__(self) -> str:
+        return (
+            f"LangSmithFeedback(keys={self.keys!r}, interval_seconds={self.interval_seconds!r}, "
+            f"batch_size={self.batch_size!r})"
+        )
+
+    def fetch(self, run_ids: Sequence[str]) -> dict[str, Feedback]:
+        """LangSmith feedback of ``run_ids``, one folded ``Feedback`` per run that has any."""
+        return feedback_for_runs(self.client, run_ids, keys=self.keys)
 
 
 class LangSmithPromptHub:

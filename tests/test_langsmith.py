@@ -236,3 +236,138 @@ def test_accepted_versions_are_committed_to_the_prompt_hub(langsmith_server: str
     assert second["description"].startswith("combee v2: +0 -2 ~0; rollback")
     manifest = json.dumps(first["manifest"])
     assert "Route {tickets} carefully." in manifest and "expected answer" in manifest
+
+
+# ---------------------------------------------------------------- polling LangSmith feedback
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _waiting_combee(client: langsmith.Client, **source: Any) -> Combee:
+    from langgraph_combee.langsmith import LangSmithFeedback
+
+    return Combee(
+        prompt_id="router",
+        model=fake_learner(),
+        batch_size=2,
+        feedback_wait_seconds=3600,
+        feedback_source=LangSmithFeedback(client, **{"interval_seconds": 60.0, **source}),
+    )
+
+
+def _learner(combee: Combee, clock: _Clock) -> Any:
+    from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+
+    return BackgroundLearner(
+        combee, LearnerSettings(min_batch=2, max_wait_seconds=10.0), clock=clock
+    )
+
+
+def _feedback_reads() -> list[list[str]]:
+    """The run ids of each ``GET /feedback`` request, in order."""
+    import urllib.parse
+
+    reads = [p for m, p, _ in Recorder.bodies if m == "GET" and p.startswith("/feedback?")]
+    return [urllib.parse.parse_qs(urllib.parse.urlsplit(p).query)["run"] for p in reads]
+
+
+def _run_id(i: int) -> str:
+    return f"00000000-0000-4000-8000-{i:012d}"
+
+
+async def test_feedback_posted_in_langsmith_reaches_waiting_traces_and_is_learned(
+    langsmith_server: str,
+) -> None:
+    from langgraph_combee import Trace
+
+    client = langsmith.Client(api_url=langsmith_server, api_key="test", auto_batch_tracing=False)
+    combee = _waiting_combee(client, keys=["correctness"], batch_size=2)
+    clock = _Clock()
+    learner = _learner(combee, clock)
+    for i in (1, 2, 3):
+        combee.capture(Trace(id=_run_id(i), input=f"password reset {i}", output="GENERAL"))
+
+    assert await learner.tick() == 0  # all three wait; LangSmith has no feedback yet
+    # One request per batch of run ids, oldest first.
+    assert _feedback_reads() == [[_run_id(1), _run_id(2)], [_run_id(3)]]
+
+    client.create_feedback(
+        _run_id(1),
+        key="correctness",
+        score=0,
+        correction={"output": "SEC-2"},
+        session_id=PROJECT_ID,
+    )
+    client.create_feedback(
+        _run_id(2),
+        key="correctness",
+        score=0,
+        correction={"output": "SEC-4"},
+        session_id=PROJECT_ID,
+    )
+    client.create_feedback(_run_id(3), key="tone", score=0.1, session_id=PROJECT_ID)
+    assert await learner.tick() == 0  # within the interval: no new request
+    assert len(_feedback_reads()) == 2
+
+    clock.now += 61
+    assert await learner.tick() == 1  # the two scored runs are ready before their wait ends
+    poller = learner.feedback_poller
+    assert (poller.received, poller.errors) == (2, 0)
+    [report] = learner.stats.reports
+    assert report.batch_size == 2
+    bullets = combee.current().playbook.bullets
+    assert {b.provenance[0] for b in bullets} == {_run_id(1), _run_id(2)}
+    assert any("SEC-2" in b.content for b in bullets) and any("SEC-4" in b.content for b in bullets)
+    # The third run's only feedback has another key: it keeps waiting.
+    assert combee.queue().waiting_ids() == [_run_id(3)]
+    assert learner.describe()["feedback_received"] == 2
+
+
+async def test_a_langsmith_outage_is_counted_and_learning_goes_on(langsmith_server: str) -> None:
+    from urllib3.util.retry import Retry
+
+    from langgraph_combee import Feedback, Trace
+
+    client = langsmith.Client(
+        api_url=langsmith_server,
+        api_key="test",
+        auto_batch_tracing=False,
+        retry_config=Retry(total=0),
+    )
+    combee = _waiting_combee(client)
+    clock = _Clock()
+    learner = _learner(combee, clock)
+    for i in (1, 2):
+        combee.capture(Trace(id=_run_id(i), input=f"refund {i}", output="GENERAL"))
+    for i in (3, 4):
+        scored = Feedback(correct=False, ground_truth=f"FIN-{i}")
+        combee.capture(
+            Trace(id=_run_id(i), input=f"invoice {i}", output="GENERAL", feedback=scored)
+        )
+
+    Recorder.status = 503
+    assert await learner.tick() == 1  # the ready traces are learned despite the outage
+    assert learner.feedback_poller.errors == 1
+    assert "503" in (learner.feedback_poller.last_error or "")
+    assert (learner.stats.failed_steps, learner.running) == (0, False)
+    assert combee.queue().waiting_ids() == [_run_id(1), _run_id(2)]
+
+    Recorder.status = 200
+    for i in (1, 2):
+        client.create_feedback(
+            _run_id(i),
+            key="correctness",
+            score=0,
+            correction={"output": f"FIN-{i}"},
+            session_id=PROJECT_ID,
+        )
+    clock.now += 61
+    assert await learner.tick() == 1
+    assert learner.feedback_poller.received == 2
+    assert combee.queue().stats()["pending"] == 0

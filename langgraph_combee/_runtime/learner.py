@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from langgraph_combee._core.types import StepReport, Trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._runtime.acceptance import PolicyContext
+from langgraph_combee._runtime.feedback_poll import FeedbackPoller
 from langgraph_combee._storage.keys import NO_TENANT, ROOT
 from langgraph_combee._storage.lease import Lease
 
@@ -93,6 +94,9 @@ class BackgroundLearner:
         self._failures: dict[str | None, int] = {}
         self.stats = LearnerStats()
         self.step_done = threading.Condition()
+        source = getattr(combee, "feedback_source", None)
+        # Feedback from an outside source (e.g. LangSmith) for traces that wait for it.
+        self.feedback_poller = None if source is None else FeedbackPoller(source, clock=clock)
 
     # ---- lifecycle --------------------------------------------------------
 
@@ -151,6 +155,8 @@ class BackgroundLearner:
                 self.stats.last_error = repr(exc)
                 logger.exception("learner tick failed")
             await asyncio.to_thread(self._stop.wait, self.settings.poll_seconds)
+        if self.feedback_poller is not None:
+            self.feedback_poller.close()
 
     # ---- one pass over the tenants -----------------------------------------
 
@@ -200,6 +206,8 @@ class BackgroundLearner:
         review = getattr(policy, "review", None)
         blocking = getattr(policy, "blocking", None)
         queue = combee.queue(tenant)
+        if self.feedback_poller is not None:
+            await self.feedback_poller.poll(tenant, queue)
         stats = await queue.astats()
         ready = stats["pending"] - stats["waiting"]
         size = combee._engine(tenant).next_batch_size()
@@ -279,6 +287,7 @@ class BackgroundLearner:
 
     def describe(self) -> dict[str, Any]:
         """A snapshot of the learner's counters."""
+        poller = self.feedback_poller
         return {
             "running": self.running,
             "holder": self.holder,
@@ -288,4 +297,6 @@ class BackgroundLearner:
             "traces_dropped": self.stats.traces_dropped,
             "versions": self.stats.versions,
             "last_error": self.stats.last_error,
+            "feedback_received": poller.received if poller else 0,
+            "feedback_errors": poller.errors if poller else 0,
         }

@@ -214,6 +214,21 @@ class TraceQueue:
         """Async twin of ``set_feedback``."""
         return await run_async(self._store, self._feedback_flow(trace_id, feedback))
 
+    def waiting_ids(self, limit: int | None = None) -> list[str]:
+        """Return the ids of traces waiting for feedback now, oldest first.
+
+        These are the pending traces that ``claim(..., ready_only=True)`` skips:
+        ``hold_until`` is in the future and they have no feedback yet.
+
+        Args:
+            limit: Most ids to return (None: all).
+        """
+        return run_sync(self._store, self._waiting_flow(limit))
+
+    async def awaiting_ids(self, limit: int | None = None) -> list[str]:
+        """Async twin of ``waiting_ids``."""
+        return await run_async(self._store, self._waiting_flow(limit))
+
     def status(self, trace_id: str) -> TraceStatus | None:
         """Return a trace's status, or None when it was never queued.
 
@@ -368,6 +383,20 @@ class TraceQueue:
             self._entries, key, {**item.value, "trace": trace.model_dump(mode="json")}
         )
         return True
+
+    def _waiting_flow(self, limit: int | None) -> Flow[list[str]]:
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
+            raise ConfigurationError("limit", limit, "None or an int >= 0")
+        now = self._clock()
+        ids: list[str] = []
+        for item in (yield from io.search_all(self._entries)):
+            if limit is not None and len(ids) >= limit:
+                break
+            if not self._is_claimed(item.value, now) and self._is_waiting(item.value, now):
+                ids.append(item.value["trace_id"])
+        return ids
 
     def _status_flow(self, trace_id: str) -> Flow[TraceStatus | None]:
         index = yield from io.get(self._index, trace_id)
