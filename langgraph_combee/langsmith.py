@@ -240,8 +240,13 @@ def traces_from_project(
         The traces, oldest first (the order to learn in).
     """
     with warnings.catch_warnings():
-        # langsmith 0.15 marks list_runs deprecated in favour of the async
-        # ``client.runs.query``; it still works, and works on every version we support.
+        # langsmith 0.15 marks list_runs deprecated (removal after 2027-01-31). Its
+        # replacement is not usable everywhere yet: 0.15.1 only has the async
+        # ``client.runs.query_v2`` (not the ``runs.query()`` the warning names), and
+        # /api/v2/runs/query is served only where /info reports sdb_query_enabled
+        # (the SDK's own get_test_results falls back to list_runs elsewhere).
+        # list_runs works on every deployment and SDK version we support
+        # (langsmith>=0.4); see docs/langsmith.md.
         warnings.filterwarnings("ignore", message=r"list_runs\(\) is deprecated")
         runs = list(
             client.list_runs(project_name=project, is_root=True, limit=limit, start_time=start_time)
