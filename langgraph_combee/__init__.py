@@ -19,6 +19,7 @@ from langgraph_combee._core.types import (
 )
 from langgraph_combee._errors import CombeeError
 from langgraph_combee._learning.controller import BatchSizeController
+from langgraph_combee._learning.guard import BulletGuard
 from langgraph_combee._runtime.acceptance import (
     AcceptAll,
     AcceptancePolicy,
@@ -36,6 +37,7 @@ __all__ = [
     "Add",
     "BatchSizeController",
     "Bullet",
+    "BulletGuard",
     "CanaryGate",
     "Combee",
     "CombeeError",

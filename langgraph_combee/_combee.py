@@ -44,6 +44,7 @@ from langgraph_combee._learning.engine import (
     LearningEngine,
     validate_batch_size,
 )
+from langgraph_combee._learning.guard import DEFAULT_GUARD, BulletGuard
 from langgraph_combee._learning.strategies import Strategy
 from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy
 from langgraph_combee._runtime.feedback_poll import FeedbackSource
@@ -144,6 +145,9 @@ class Combee:
         max_attempts: Attempts per learner call (retries with backoff).
         backoff_seconds: First retry delay; later ones grow exponentially.
         embedder: Optional ``Embedder`` for semantic de-duplication.
+        guard: The ``BulletGuard`` screening every proposed edit before it is
+            applied (and holding the support threshold); default
+            ``BulletGuard()``, None turns screening off. See ``docs/security.md``.
         callbacks: LangChain callbacks attached to every learner call.
         evaluator: Optional ``(trace) -> Feedback | None`` run on each captured trace.
         scope: Optional ``(config) -> tenant`` mapping a run's config (its
@@ -191,6 +195,7 @@ class Combee:
         max_attempts: int = 3,
         backoff_seconds: float = 0.5,
         embedder: Embedder | None = None,
+        guard: BulletGuard | None = DEFAULT_GUARD,
         callbacks: Callbacks = None,
         evaluator: Evaluator | None = None,
         scope: ScopeFn | None = None,
@@ -227,6 +232,7 @@ class Combee:
             seed=seed,
             token_budget=token_budget,
             embedder=embedder,
+            guard=guard,
         )
         self._call_settings = CallSettings(
             max_concurrency=max_concurrency,

@@ -160,6 +160,9 @@ def deduplicate(
         kept.helpful += bullets[i].helpful
         kept.harmful += bullets[i].harmful
         kept.provenance = list(dict.fromkeys([*kept.provenance, *bullets[i].provenance]))
+        kept.supporters = list(dict.fromkeys([*kept.supporters, *bullets[i].supporters]))
+        # A merge never hides a live bullet: the survivor is live if either was.
+        kept.pending = kept.pending and bullets[i].pending
         kept.updated_version = max(kept.updated_version, bullets[i].updated_version)
         merges.append(Merge(kept_id=kept.id, dropped_id=bullets[i].id, similarity=best))
     if not merges:

@@ -76,6 +76,14 @@ class Bullet(BaseModel):
     )
     created_version: int = 0
     updated_version: int = 0
+    pending: bool = Field(
+        default=False,
+        description="Stored but not rendered until enough distinct threads or users support it.",
+    )
+    supporters: list[str] = Field(
+        default_factory=list,
+        description="Distinct 'user:...', 'thread:...' or 'trace:...' keys that supported it.",
+    )
 
     @property
     def usefulness(self) -> int:
@@ -178,20 +186,32 @@ class Playbook(BaseModel):
 
     def render(self, *, header: str = RENDER_HEADER) -> str:
         """Render the text appended to the system prompt; '' for an empty playbook."""
-        if not self.bullets:
+        live = self.live()
+        if not live.bullets:
             return ""
         parts = [header]
-        for section, members in self.by_section().items():
+        for section, members in live.by_section().items():
             parts.append(f"### {_title(section)}")
             parts.extend(b.render() for b in members)
         return "\n".join(parts)
 
+    def live(self) -> Playbook:
+        """This playbook without its pending bullets (itself when none is pending)."""
+        if not any(b.pending for b in self.bullets):
+            return self
+        return self._with_only({b.id for b in self.bullets if not b.pending})
+
     def render_for_llm(self) -> str:
-        """Render with counters, for the reflector and curators (never for the agent)."""
-        if not self.bullets:
+        """Render with counters, for the reflector and curators (never for the agent).
+
+        Pending bullets are left out: the agent never saw them, and a learner that
+        re-derives one from another thread is what gives it support.
+        """
+        live = self.live()
+        if not live.bullets:
             return "(the playbook is empty)"
         lines = []
-        for section, members in self.by_section().items():
+        for section, members in live.by_section().items():
             lines.append(f"## {section}")
             lines.extend(
                 f"[{b.id}] helpful={b.helpful} harmful={b.harmful} :: {b.content}" for b in members
@@ -284,11 +304,12 @@ class Playbook(BaseModel):
 
         Least useful first: lowest helpful-minus-harmful, then the oldest
         (lowest updated version), then the longest. Every eviction is returned.
+        Pending bullets are not rendered, so they neither count nor are evicted here.
         """
         if max_tokens is None or self.token_count() <= max_tokens:
             return BudgetResult(playbook=self)
         ranked = sorted(
-            self.bullets,
+            (b for b in self.bullets if not b.pending),
             key=lambda b: (b.usefulness, b.updated_version, -len(b.content)),
         )
         keep = {b.id for b in self.bullets}

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from langgraph_combee._core.ops import DeltaOp
 from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.quarantine import QuarantinedOp
 
 
 def _utcnow() -> datetime:
@@ -182,6 +183,9 @@ class PromptVersion(BaseModel):
     source_trace_ids: list[str] = Field(default_factory=list)
     decision: Decision | None = None
     note: str = ""
+    quarantined: list[QuarantinedOp] = Field(
+        default_factory=list, description="Ops the BulletGuard refused in the step that made it."
+    )
 
     def render(self) -> str:
         """Return the text appended to the app's system prompt ('' when empty)."""
@@ -209,6 +213,9 @@ class StepReport(BaseModel):
     accepted: bool | None = None
     run_id: str | None = Field(
         default=None, description="Id of the step's traced run (combee.learn_step)."
+    )
+    quarantined: list[QuarantinedOp] = Field(
+        default_factory=list, description="Ops the BulletGuard refused, never applied."
     )
 
 

@@ -19,6 +19,7 @@ from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._learning.calls import CallSettings, LLMCaller
 from langgraph_combee._learning.controller import BatchSizeController
+from langgraph_combee._learning.guard import DEFAULT_GUARD, BulletGuard
 from langgraph_combee._learning.strategies import StepContext, StepResult, Strategy, make_strategy
 
 BatchSize = int | Literal["auto"]
@@ -35,6 +36,7 @@ class EngineSettings:
     dedup: bool = True
     dedup_threshold: float | None = None
     embedder: Embedder | None = None
+    guard: BulletGuard | None = DEFAULT_GUARD
 
     def __post_init__(self) -> None:
         if self.token_budget is not None and self.token_budget < 50:
@@ -45,6 +47,8 @@ class EngineSettings:
             raise ConfigurationError(
                 "embedder", self.embedder, "an object with embed(texts) -> vectors"
             )
+        if self.guard is not None and not isinstance(self.guard, BulletGuard):
+            raise ConfigurationError("guard", self.guard, "a BulletGuard or None")
 
 
 def validate_batch_size(batch_size: Any) -> BatchSize:
@@ -89,6 +93,7 @@ class LearningEngine:
             embedder=self.settings.embedder,
             dedup_threshold=self.settings.dedup_threshold,
             dedup=self.settings.dedup,
+            guard=self.settings.guard,
         )
 
     def next_batch_size(self) -> int:

@@ -22,7 +22,9 @@ from langgraph_combee._core.types import Reflection, StepReport, Trace
 from langgraph_combee._errors import ConfigurationError, LearningError, LLMCallError
 from langgraph_combee._learning import prompts
 from langgraph_combee._learning.calls import CallStats, LLMCaller
+from langgraph_combee._learning.guard import BulletGuard
 from langgraph_combee._learning.schemas import OpsOut, ReflectionOut, convert_ops
+from langgraph_combee._learning.support import attribute, promote, support_keys
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class StepContext:
     embedder: Embedder | None = None
     dedup_threshold: float | None = None
     dedup: bool = True
+    guard: BulletGuard | None = None
 
 
 @dataclass(frozen=True)
@@ -123,20 +126,30 @@ async def curate(
     return ops
 
 
-def finish(
+async def finish(
     ctx: StepContext,
     playbook: Playbook,
     ops: Sequence[DeltaOp],
     *,
     version: int,
     report: StepReport,
+    traces: Sequence[Trace] = (),
 ) -> tuple[Playbook, list[DeltaOp]]:
-    """Apply ops deterministically, then de-duplicate, then enforce the token budget."""
+    """Screen ops (guard), apply them, de-duplicate, promote supported bullets, then budget."""
+    guard = ctx.guard
+    if guard is not None:
+        screening = await guard.ascreen(ops)
+        report.quarantined.extend(screening.quarantined)
+        ops = screening.accepted
     applied = playbook.apply(ops, version=version)
     report.unknown_ops += len(applied.skipped)
     for kind, n in applied.counts().items():
         report.ops[kind] = report.ops.get(kind, 0) + n
     result = applied.playbook
+    supported = guard is not None and guard.min_support > 1
+    if supported:
+        assert guard is not None
+        result = attribute(applied, support_keys(traces, guard.user_key))
     if ctx.dedup:
         changed = {b.id for b in result.bullets if b.updated_version == version}
         deduped = deduplicate(
@@ -144,6 +157,9 @@ def finish(
         )
         report.merged += len(deduped.merges)
         result = deduped.playbook
+    if supported:
+        assert guard is not None
+        result, _ = promote(result, min_support=guard.min_support, max_pending=guard.max_pending)
     budgeted = result.enforce_budget(ctx.token_budget)
     report.evicted += len(budgeted.evicted)
     return budgeted.playbook, applied.applied
@@ -213,7 +229,9 @@ class SequentialStrategy(Strategy):
             ops = list(tag_ops(labelled))
             proposed = await curate(ctx, "combee.curate", playbook, labelled, stats)
             ops.extend(proposed or [])
-            playbook, applied = finish(ctx, playbook, ops, version=version, report=report)
+            playbook, applied = await finish(
+                ctx, playbook, ops, version=version, report=report, traces=[trace]
+            )
             all_ops.extend(applied)
         return playbook, all_ops, reflections
 
@@ -238,7 +256,9 @@ class NaiveStrategy(Strategy):
         ops = tag_ops(labelled)
         if labelled:
             ops.extend(await curate(ctx, "combee.curate", playbook, labelled, stats) or [])
-        new, applied = finish(ctx, playbook, ops, version=version, report=report)
+        new, applied = await finish(
+            ctx, playbook, ops, version=version, report=report, traces=traces
+        )
         return new, applied, [i.reflection for i in labelled]
 
 
@@ -311,7 +331,9 @@ class CombeeStrategy(Strategy):
             groups = shuffle_groups(labelled, copies=self.copies, groups=k, rng=rng)
             report.group_sizes = [len(g) for g in groups]
             ops.extend(await self._reduce(ctx, playbook, groups, labelled, stats))
-        new, applied = finish(ctx, playbook, ops, version=version, report=report)
+        new, applied = await finish(
+            ctx, playbook, ops, version=version, report=report, traces=traces
+        )
         return new, applied, [i.reflection for i in labelled]
 
     async def _reduce(

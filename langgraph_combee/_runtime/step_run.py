@@ -58,6 +58,7 @@ class StepRun:
                 "combee_input_tokens": report.input_tokens,
                 "combee_output_tokens": report.output_tokens,
                 "combee_seconds": round(report.seconds, 3),
+                "combee_quarantined": len(report.quarantined),
             }
         )
         if decision is not None:
@@ -83,7 +84,11 @@ class StepRun:
             "updated": [
                 {"before": _bullet(old), "after": _bullet(new)} for old, new in diff.updated
             ],
-            "report": report.model_dump(mode="json", exclude={"trace_ids"}),
+            "quarantined": [
+                {"op": q.op.model_dump(mode="json"), "reasons": q.reasons, "sources": q.sources}
+                for q in report.quarantined
+            ],
+            "report": report.model_dump(mode="json", exclude={"trace_ids", "quarantined"}),
         }
 
 

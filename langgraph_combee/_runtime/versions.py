@@ -19,8 +19,10 @@ from langgraph_combee._runtime.serving import Server
 from langgraph_combee._storage.registry import PromptRegistry
 
 
-def _visible(playbook: Playbook) -> list[tuple[str, str, str]]:
-    return [(b.id, b.section, b.content) for b in playbook.bullets]
+def _visible(playbook: Playbook) -> list[tuple[str, str, str, bool]]:
+    # Pending bullets are stored though not served, and promotion flips the flag:
+    # both must write a version.
+    return [(b.id, b.section, b.content, b.pending) for b in playbook.bullets]
 
 
 class VersionWriter:
@@ -75,6 +77,7 @@ class VersionWriter:
             ops=result.ops,
             ops_summary=dict(report.ops),
             source_trace_ids=list(report.trace_ids),
+            quarantined=list(report.quarantined),
             note=f"{report.strategy} step over {report.batch_size} traces",
         )
         stored = await registry.aadd_candidate(candidate)

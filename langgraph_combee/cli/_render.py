@@ -117,10 +117,17 @@ def metadata(record: PromptVersion, head: int) -> list[tuple[str, str]]:
         ("ops", counts(record.ops_summary)),
         ("decision", decision_text(record.decision)),
         ("source traces", str(len(record.source_trace_ids))),
+        ("quarantined", str(len(record.quarantined))),
+        ("pending bullets", str(sum(b.pending for b in record.playbook.bullets))),
     ]
     if record.note:
         rows.append(("note", record.note))
     return rows
+
+
+def quarantine_lines(record: PromptVersion) -> list[str]:
+    """One line per op the guard refused in the step that made ``record``."""
+    return [f"- {q.describe()} (traces: {', '.join(q.sources) or '-'})" for q in record.quarantined]
 
 
 def markdown(record: PromptVersion, head: int) -> str:

@@ -25,6 +25,7 @@ from langgraph_combee.cli._render import (
     EMPTY_PLAYBOOK,
     markdown,
     metadata_table,
+    quarantine_lines,
     versions_table,
 )
 from langgraph_combee.cli._store import open_store
@@ -88,7 +89,7 @@ def show(
     tenant: TenantOpt = None,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
-    """Show a version's metadata and its rendered playbook."""
+    """Show a version's metadata, its rendered playbook and the ops its guard quarantined."""
     with _combee(prompt_id, store) as combee:
         head = combee.current(tenant=tenant)
         record = head if version is None else combee.get(version, tenant=tenant)
@@ -96,6 +97,11 @@ def show(
     console.print(metadata_table(record, head.version))
     console.print()
     console.print(record.render() or EMPTY_PLAYBOOK)
+    if record.quarantined:
+        console.print()
+        console.print(f"Quarantined ops ({len(record.quarantined)}), never applied:")
+        for line in quarantine_lines(record):
+            console.print(line, markup=False, highlight=False)
 
 
 def diff(

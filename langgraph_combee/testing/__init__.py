@@ -33,6 +33,7 @@ from langgraph_combee.testing._models import (
     ScriptedReply,
     ScriptExhaustedError,
 )
+from langgraph_combee.testing._parrot import parrot_learner
 
 __all__ = [
     "FunctionChatModel",
@@ -43,5 +44,6 @@ __all__ = [
     "ScriptedReply",
     "default_insight",
     "fake_learner",
+    "parrot_learner",
     "parse_structured_reply",
 ]

@@ -1,0 +1,33 @@
+"""Quarantined operations: proposed edits the guard refused, kept with why and whence.
+
+A quarantined op is never applied. It is recorded (with the trace ids it came
+from and every reason it was refused) in the step's report and in the stored
+version, so that a reviewer can see what the learner was asked to write.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from langgraph_combee._core.ops import DeltaOp
+
+
+class QuarantinedOp(BaseModel):
+    """One proposed operation the guard refused, with its provenance and reasons.
+
+    Attributes:
+        op: The operation as proposed (never applied).
+        reasons: Why it was refused, one ``"check: detail"`` string per finding.
+        sources: The trace ids the operation was credited to.
+    """
+
+    op: DeltaOp
+    reasons: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
+
+    def describe(self, limit: int = 120) -> str:
+        """One line: the op's kind, its text (cut to ``limit`` characters), its reasons."""
+        text = getattr(self.op, "content", "") or getattr(self.op, "id", "")
+        if len(text) > limit:
+            text = text[: limit - 3] + "..."
+        return f"{self.op.type} {text!r}: {'; '.join(self.reasons)}"

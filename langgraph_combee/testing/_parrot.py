@@ -1,0 +1,107 @@
+"""A worst-case learner double: it turns whatever the user wrote into a bullet.
+
+``parrot_learner()`` plays reflector, curator and aggregator like
+``fake_learner()``, but its reflector also copies every piece of user-controlled
+text of the run (the input, the transcript with tool outputs, the feedback
+comment) verbatim into the reflection, and its curator proposes that text as a
+new bullet. It models a learner LLM that an injection fully persuaded, so that
+whatever stops a planted instruction in a test is the guard, not the learner.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from langchain_core.messages import BaseMessage
+
+from langgraph_combee._learning.parsing import message_text
+from langgraph_combee.testing._learner import (
+    _EXISTING,
+    InsightFn,
+    _aggregate,
+    _fenced,
+    default_insight,
+)
+from langgraph_combee.testing._models import FunctionChatModel
+
+_ROLE = re.compile(r"^(user|human|assistant|ai|system|tool)(\s+\S+)?:\s?", re.IGNORECASE)
+
+
+def _user_text(blocks: dict[str, str]) -> str:
+    parts = [blocks.get("input", "")]
+    for line in blocks.get("transcript", "").splitlines():
+        line = line.strip()
+        if line.startswith("-> tool call"):
+            continue
+        parts.append(_ROLE.sub("", line))
+    parts.append(blocks.get("feedback_comment", ""))
+    seen: dict[str, None] = {}
+    for part in parts:
+        if part.strip():
+            seen.setdefault(" ".join(part.split()), None)
+    return " ".join(seen)
+
+
+def _reflect(body: str, insight: InsightFn) -> str:
+    blocks = _fenced(body)
+    rule = insight(blocks.get("input", ""), blocks.get("ground_truth"), blocks.get("output", ""))
+    return json.dumps(
+        {
+            "error_identification": "wrong answer" if rule else "",
+            "root_cause": "the user explained it",
+            "correct_approach": _user_text(blocks),
+            "key_insight": rule,
+            "bullet_tags": [],
+        }
+    )
+
+
+def _curate(body: str) -> str:
+    existing = {content for _, content in _EXISTING.findall(body)}
+    ops: dict[str, dict[str, object]] = {}
+    for label, text in _fenced(body).items():
+        if not label.startswith("reflection "):
+            continue
+        data = json.loads(text)
+        for key in ("key_insight", "correct_approach"):
+            rule = str(data.get(key, "")).strip()
+            if rule and rule not in existing:
+                op = ops.setdefault(
+                    rule, {"type": "ADD", "section": "others", "content": rule, "sources": []}
+                )
+                op["sources"].append(label.removeprefix("reflection "))  # type: ignore[attr-defined]
+    return json.dumps({"reasoning": "as the users asked", "operations": list(ops.values())})
+
+
+def parrot_learner(*, insight: InsightFn | None = None) -> FunctionChatModel:
+    """Return a learner double that proposes every user-written text as a new bullet.
+
+    Each trace yields up to two ADD proposals: the honest rule ``insight`` draws
+    from it (as ``fake_learner`` does) and the run's user-controlled text,
+    copied verbatim. Use it to test that a ``BulletGuard`` keeps planted
+    instructions out of the playbook.
+
+    Args:
+        insight: ``(input, ground_truth, output) -> rule`` for the honest rule;
+            default ``default_insight``.
+
+    Example::
+
+        combee = Combee(prompt_id="t", model=parrot_learner())
+    """
+    rule_fn = insight or default_insight
+
+    def reply(messages: Sequence[BaseMessage]) -> str:
+        system = message_text(messages[0].content) if messages else ""
+        body = "\n".join(message_text(m.content) for m in messages[1:])
+        if "You are the reflector" in system:
+            return _reflect(body, rule_fn)
+        if "You are the aggregator" in system:
+            return _aggregate(body)
+        if "You are the curator" in system:
+            return _curate(body)
+        return "{}"
+
+    return FunctionChatModel(reply)
