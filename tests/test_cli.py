@@ -18,6 +18,9 @@ from langgraph_combee.cli import app, main
 from langgraph_combee.cli._store import is_postgres, mask
 from langgraph_combee.cli._traces import parse_lines
 from langgraph_combee.testing import fake_learner
+from tests.langsmith_server import langsmith_server
+
+__all__ = ["langsmith_server"]
 
 COMMANDS = [
     "demo",
@@ -331,6 +334,48 @@ def test_learn_from_langsmith_failure_is_one_line(
         runner, "learn", "--from-langsmith", "prod", "-p", "r", "-m", "test", "-s", str(db)
     )
     failed(result, 1, "cannot read traces from LangSmith project 'prod': ConnectionError")
+
+
+def _loopback_langsmith(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    import langsmith
+
+    monkeypatch.setenv("LANGSMITH_ENDPOINT", url)
+    monkeypatch.setenv("LANGSMITH_API_KEY", "test")
+    real_client = langsmith.Client
+    monkeypatch.setattr("langsmith.Client", lambda: real_client(auto_batch_tracing=False))
+
+
+def test_learn_from_a_langsmith_project_on_the_loopback_server(
+    runner: CliRunner, db: Path, monkeypatch: pytest.MonkeyPatch, langsmith_server: str
+) -> None:
+    from tests.test_langsmith import _feedback, _run, _serve_project
+
+    _serve_project(
+        [_run(1, "GENERAL"), _run(2, "GENERAL")],
+        [_feedback(1, "correctness", 0.0, correction="FIN-7")],
+    )
+    _loopback_langsmith(monkeypatch, langsmith_server)
+    result = ok(
+        run(runner, "learn", "--from-langsmith", "prod", "-p", "r", "-m", "test", "-s", str(db))
+    )
+    assert "learned from 2 trace(s) of LangSmith project 'prod'" in result.stdout
+    shown = ok(run(runner, "show", "1", "-p", "r", "-s", str(db))).stdout
+    assert "FIN-7" in shown
+
+
+def test_a_missing_langsmith_project_is_one_line(
+    runner: CliRunner, db: Path, monkeypatch: pytest.MonkeyPatch, langsmith_server: str
+) -> None:
+    from tests.langsmith_server import Recorder
+
+    Recorder.responses = {("GET", "/sessions"): []}
+    _loopback_langsmith(monkeypatch, langsmith_server)
+    result = run(
+        runner, "learn", "--from-langsmith", "nope", "-p", "r", "-m", "test", "-s", str(db)
+    )
+    failed(result, 1, "cannot read traces from LangSmith project 'nope': LangSmithNotFoundError")
+    [line] = [x for x in result.stderr.splitlines() if x.strip()]  # one line, no SDK log noise
+    assert line.startswith("error: ")
 
 
 # ---- versions, show, diff, approve, reject, rollback, export -----------------

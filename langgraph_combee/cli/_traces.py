@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -131,6 +132,11 @@ def from_langsmith(project: str, *, limit: int | None = None) -> list[Trace]:
         ) from None
     from langsmith import Client
 
+    # The SDK logs its own connection failures (``/info``, retries) on top of
+    # the error it raises; the one line below says it all.
+    sdk_logger = logging.getLogger("langsmith")
+    level = sdk_logger.level
+    sdk_logger.setLevel(logging.CRITICAL)
     try:
         options = {} if limit is None else {"limit": limit}
         traces = list(fetch(Client(), project, **options))
@@ -138,7 +144,18 @@ def from_langsmith(project: str, *, limit: int | None = None) -> list[Trace]:
         raise
     except Exception as exc:  # network, auth and API errors alike: report, don't trace back
         raise CliError(
-            f"cannot read traces from LangSmith project {project!r}: {type(exc).__name__}: {exc}",
+            f"cannot read traces from LangSmith project {project!r}: "
+            f"{type(exc).__name__}: {_first_line(exc)}",
             EXIT_FAILED,
         ) from None
+    finally:
+        sdk_logger.setLevel(level)
     return [t if isinstance(t, Trace) else Trace.model_validate(t) for t in traces]
+
+
+def _first_line(exc: BaseException, limit: int = 240) -> str:
+    # LangSmith errors append the nested urllib3 repr, headers and the masked key.
+    text = (str(exc).strip().splitlines() or [""])[0]
+    for cut in (" ConnectionError(", " HTTPError(", " MaxRetryError("):
+        text = text.split(cut, 1)[0]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
