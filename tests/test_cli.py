@@ -541,7 +541,7 @@ def test_export_to_a_missing_directory(
     failed(
         run(runner, "export", "1", "-p", "router", "-s", str(db), "-o", str(out)),
         2,
-        f"file not found: {out}",
+        f"cannot write {out}: directory '{out.parent}' does not exist",
     )
 
 

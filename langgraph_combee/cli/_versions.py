@@ -14,6 +14,8 @@ import typer
 from langgraph_combee._combee import Combee
 from langgraph_combee.cli._common import (
     DEFAULT_STORE,
+    EXIT_USAGE,
+    CliError,
     PromptIdOpt,
     ReasonOpt,
     StoreOpt,
@@ -195,5 +197,9 @@ def export(
     if output is None:
         typer.echo(text, nl=False)
         return
+    if not output.parent.is_dir():
+        raise CliError(
+            f"cannot write {output}: directory '{output.parent}' does not exist", EXIT_USAGE
+        )
     output.write_text(text, encoding="utf-8")
     stderr().print(f"wrote version {record.version} ({fmt.value}) to {output}")
