@@ -13,15 +13,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks import overhead, speed
+from benchmarks import adversarial, overhead, speed
 from benchmarks._common import IMAGES, RESULTS
 
 QUICK_SPEED = ["--traces", "48", "--time-scale", "0.01"]
 QUICK_OVERHEAD = ["--runs", "300", "--block", "50", "--warmup", "20"]
+QUICK_ADVERSARIAL = ["--honest", "24", "--strategies", "combee"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Run the speed benchmark, then the overhead benchmark."""
+    """Run the speed benchmark, then the overhead benchmark, then the adversarial one."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON files")
@@ -47,6 +48,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             *(["--plot", str(args.img / "overhead.png")] if img else []),
         ]
     )
+    print("\n== adversarial: poisoned traces against the BulletGuard ==", flush=True)
+    adversarial.main([*(QUICK_ADVERSARIAL if args.quick else []), *out])
 
 
 if __name__ == "__main__":
