@@ -402,8 +402,15 @@ class LangSmithPromptHub:
         from langchain_core.prompts import ChatPromptTemplate
 
         text = "\n\n".join(p for p in (self.base_prompt, version.render()) if p)
-        diff = diff_playbooks(previous.playbook if previous else Playbook(), version.playbook)
-        description = f"combee v{version.version}: {diff.summary()}"
+        if previous is None and version.parent:
+            # The version in force before is unknown to this process (nothing served
+            # yet): name the edits the version records rather than diff against empty.
+            edits = ", ".join(f"{k} {n}" for k, n in sorted(version.ops_summary.items()) if n)
+            summary = f"{edits or 'no edits'} since v{version.parent}"
+        else:
+            before = previous.playbook if previous is not None else Playbook()
+            summary = diff_playbooks(before, version.playbook).summary()
+        description = f"combee v{version.version}: {summary}"
         if version.decision is not None:
             description += f"; {version.decision.policy}: {version.decision.reason}"
         # A message object, not a template string: braces in the text stay literal.

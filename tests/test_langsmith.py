@@ -371,3 +371,30 @@ async def test_a_langsmith_outage_is_counted_and_learning_goes_on(langsmith_serv
     assert await learner.tick() == 1
     assert learner.feedback_poller.received == 2
     assert combee.queue().stats()["pending"] == 0
+
+
+def test_the_hub_names_the_edits_when_the_previous_version_is_unknown() -> None:
+    from langgraph_combee import Decision, PromptVersion
+    from langgraph_combee.langsmith import LangSmithPromptHub
+
+    class Hub:
+        def __init__(self) -> None:
+            self.pushes: list[tuple[str, str]] = []
+
+        def push_prompt(self, name: str, *, object: Any, commit_description: str) -> str:
+            self.pushes.append((name, commit_description))
+            return f"hub/{name}"
+
+    client = Hub()
+    hub = LangSmithPromptHub(client)  # type: ignore[arg-type]
+    version = PromptVersion(
+        prompt_id="router",
+        tenant="acme",
+        version=4,
+        parent=3,
+        ops_summary={"add": 2, "update": 1, "remove": 0},
+        decision=Decision(accepted=True, policy="accept_all", reason="ok"),
+    )
+    hub(version, None)  # a learner process that never served: HEAD was never cached
+    assert client.pushes == [("router-acme", "combee v4: add 2, update 1 since v3; accept_all: ok")]
+    assert hub.pushed == ["hub/router-acme"]
