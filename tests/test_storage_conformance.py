@@ -530,6 +530,31 @@ def test_held_traces_wait_for_feedback(store: BaseStore, clock: FakeClock) -> No
     assert [t.id for t in queue.claim(10, holder="l", ready_only=True)] == ["later"]
 
 
+def test_waiting_ids_lists_the_traces_a_ready_claim_skips(
+    store: BaseStore, clock: FakeClock
+) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    held, free, later, scored = traces("held", "free", "later", "scored")
+    queue.put(held, hold_until=clock.now + 100)
+    queue.put(free)
+    queue.put(later, hold_until=clock.now + 50)
+    queue.put(scored, hold_until=clock.now + 100)
+    queue.set_feedback("scored", Feedback(score=1.0))
+    assert queue.waiting_ids() == ["held", "later"]
+    assert queue.waiting_ids(limit=1) == ["held"]
+    clock.advance(51)
+    assert queue.waiting_ids() == ["held"]
+    queue.claim(10, holder="l")  # claimed traces are no longer waiting
+    assert queue.waiting_ids() == []
+
+
+async def test_awaiting_ids_matches_waiting_ids(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    for t in traces("a", "b"):
+        queue.put(t, hold_until=clock.now + 100)
+    assert await queue.awaiting_ids() == queue.waiting_ids() == ["a", "b"]
+
+
 def test_claim_without_ready_only_ignores_holds(store: BaseStore, clock: FakeClock) -> None:
     queue = TraceQueue(store, PROMPT, clock=clock)
     for t in traces("a", "b"):
