@@ -18,6 +18,7 @@ from langgraph_combee._core.types import (
     Trace,
 )
 from langgraph_combee._errors import CombeeError
+from langgraph_combee._learning.budget import LearnerBudget
 from langgraph_combee._learning.controller import BatchSizeController
 from langgraph_combee._learning.guard import BulletGuard
 from langgraph_combee._runtime.acceptance import (
@@ -46,6 +47,7 @@ __all__ = [
     "Embedder",
     "Feedback",
     "LearnReport",
+    "LearnerBudget",
     "ManualApproval",
     "Playbook",
     "PromptVersion",

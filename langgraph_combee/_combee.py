@@ -37,6 +37,7 @@ from langgraph_combee._core.types import (
     Trace,
 )
 from langgraph_combee._errors import ConfigurationError, EngineLoopError, LearningError
+from langgraph_combee._learning.budget import LearnerBudget
 from langgraph_combee._learning.calls import CallSettings
 from langgraph_combee._learning.engine import (
     BatchSize,
@@ -49,6 +50,7 @@ from langgraph_combee._learning.strategies import Strategy
 from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy
 from langgraph_combee._runtime.feedback_poll import FeedbackSource
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._runtime.limits import TraceLimits
 from langgraph_combee._runtime.serving import DropPolicy, Server, ServingSettings
 from langgraph_combee._runtime.step_run import learn_step_run
 from langgraph_combee._runtime.versions import VersionWriter
@@ -169,6 +171,14 @@ class Combee:
         lease_seconds: Expiry of the learner's writer lease (renewed each pass).
         step_backoff_seconds: First delay after a failed step; doubles on each
             failure in a row, up to 60 s.
+        budget: Optional ``LearnerBudget`` capping learner calls and tokens per
+            hour; when it is spent the background learner waits and ``learn()``
+            raises ``BudgetExceededError`` (see docs/faults.md).
+        max_message_chars: Most characters a captured trace keeps per text
+            field (message, tool result, input, output); the middle is cut
+            with a marker. None: no limit.
+        max_trace_chars: Most characters a captured trace keeps in all; messages
+            are cut from the middle of the run beyond it. None: no limit.
         on_version: Callables ``(new, previous) -> None`` told each time this
             process puts a version in force (acceptance, approval, rollback),
             e.g. ``LangSmithPromptHub(client)``.
@@ -209,6 +219,9 @@ class Combee:
         poll_seconds: float = 1.0,
         lease_seconds: float = 60.0,
         step_backoff_seconds: float = 1.0,
+        budget: LearnerBudget | None = None,
+        max_message_chars: int | None = 20_000,
+        max_trace_chars: int | None = 100_000,
         on_version: Sequence[VersionListener] = (),
         feedback_source: FeedbackSource | None = None,
     ) -> None:
@@ -242,6 +255,9 @@ class Combee:
             backoff_max=max(backoff_seconds, 8.0 * backoff_seconds),
         )
         self._callbacks = callbacks
+        if budget is not None and not isinstance(budget, LearnerBudget):
+            raise ConfigurationError("budget", budget, "None or a LearnerBudget")
+        self.budget = budget
         if evaluator is not None and not callable(evaluator):
             raise ConfigurationError(
                 "evaluator", evaluator, "a callable (trace) -> Feedback | None"
@@ -268,6 +284,9 @@ class Combee:
                 refresh_seconds=refresh_seconds,
                 capture_limit=capture_limit,
                 drop_policy=drop_policy,
+                limits=TraceLimits(
+                    max_message_chars=max_message_chars, max_trace_chars=max_trace_chars
+                ),
             ),
         )
         for listener in on_version:
@@ -347,6 +366,7 @@ class Combee:
                 calls=self._call_settings,
                 callbacks=self._callbacks,
                 metadata=metadata,
+                budget=self.budget,
             )
         return self._engines[tenant]
 

@@ -27,7 +27,8 @@ from tenacity import (
     wait_random,
 )
 
-from langgraph_combee._errors import ConfigurationError, LLMCallError
+from langgraph_combee._errors import BudgetExceededError, ConfigurationError, LLMCallError
+from langgraph_combee._learning.budget import LearnerBudget
 from langgraph_combee._learning.parsing import ReplyParseError, message_text, parse_reply
 from langgraph_combee._learning.prompts import REPAIR_REQUEST
 from langgraph_combee._tokens import estimate_tokens
@@ -93,8 +94,11 @@ class CallSettings:
 
 
 def _retryable(exc: BaseException) -> bool:
-    # Cancellation and programming errors in our own schemas are not worth retrying.
-    return not isinstance(exc, asyncio.CancelledError | TypeError | ConfigurationError)
+    # Cancellation, programming errors in our own schemas and a spent budget are
+    # not worth retrying.
+    return not isinstance(
+        exc, asyncio.CancelledError | TypeError | ConfigurationError | BudgetExceededError
+    )
 
 
 class LLMCaller:
@@ -111,11 +115,13 @@ class LLMCaller:
         *,
         callbacks: Callbacks = None,
         metadata: dict[str, Any] | None = None,
+        budget: LearnerBudget | None = None,
     ) -> None:
         self.model = model
         self.settings = settings
         self.callbacks = callbacks
         self.metadata = dict(metadata or {})
+        self.budget = budget
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._structured_ok = settings.structured_output
@@ -169,11 +175,15 @@ class LLMCaller:
     def _count(self, stats: CallStats, messages: Sequence[BaseMessage], reply: AIMessage) -> None:
         usage = reply.usage_metadata
         if usage:
-            stats.input_tokens += int(usage.get("input_tokens", 0))
-            stats.output_tokens += int(usage.get("output_tokens", 0))
+            spent_in = int(usage.get("input_tokens", 0))
+            spent_out = int(usage.get("output_tokens", 0))
         else:
-            stats.input_tokens += sum(estimate_tokens(message_text(m.content)) for m in messages)
-            stats.output_tokens += estimate_tokens(message_text(reply.content))
+            spent_in = sum(estimate_tokens(message_text(m.content)) for m in messages)
+            spent_out = estimate_tokens(message_text(reply.content))
+        stats.input_tokens += spent_in
+        stats.output_tokens += spent_out
+        if self.budget is not None:
+            self.budget.charge_tokens(spent_in + spent_out)
 
     async def _attempt(
         self, run_name: str, messages: Sequence[BaseMessage], schema: type[T], stats: CallStats
@@ -191,6 +201,8 @@ class LLMCaller:
             async for attempt in retrying:
                 with attempt:
                     async with self._sem():
+                        if self.budget is not None:
+                            self.budget.acquire_call()  # raises when the window is spent
                         stats.calls[run_name] += 1
                         reply, parsed = await asyncio.wait_for(
                             self._invoke_once(run_name, messages, schema),
@@ -214,7 +226,8 @@ class LLMCaller:
 
         A reply that cannot be parsed gets one repair request; if that fails too,
         the call counts as unparsed and None is returned. An LLM that keeps
-        raising (or timing out) raises ``LLMCallError`` after the retries.
+        raising (or timing out) raises ``LLMCallError`` after the retries; a
+        spent ``LearnerBudget`` raises ``BudgetExceededError`` before the call.
         """
         reply, parsed = await self._attempt(run_name, messages, schema, stats)
         if parsed is not None:

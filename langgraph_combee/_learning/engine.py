@@ -17,6 +17,7 @@ from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._learning.budget import LearnerBudget
 from langgraph_combee._learning.calls import CallSettings, LLMCaller
 from langgraph_combee._learning.controller import BatchSizeController
 from langgraph_combee._learning.guard import DEFAULT_GUARD, BulletGuard
@@ -74,6 +75,7 @@ class LearningEngine:
         controller: BatchSizeController | None = None,
         callbacks: Callbacks = None,
         metadata: dict[str, Any] | None = None,
+        budget: LearnerBudget | None = None,
     ) -> None:
         self.settings = settings or EngineSettings()
         self.strategy = make_strategy(
@@ -85,7 +87,7 @@ class LearningEngine:
         self.batch_size = validate_batch_size(batch_size)
         self.controller = controller or BatchSizeController()
         self.caller = LLMCaller(
-            model, calls or CallSettings(), callbacks=callbacks, metadata=metadata
+            model, calls or CallSettings(), callbacks=callbacks, metadata=metadata, budget=budget
         )
         self.context = StepContext(
             caller=self.caller,
@@ -105,7 +107,14 @@ class LearningEngine:
     async def step(
         self, playbook: Playbook, traces: Sequence[Trace], *, version: int
     ) -> StepResult:
-        """Run one step and feed its delay to the batch-size controller."""
+        """Run one step and feed its delay to the batch-size controller.
+
+        Raises:
+            BudgetExceededError: The learner budget is spent (before the step, or
+                during it: the step is then abandoned and writes nothing).
+        """
+        if self.caller.budget is not None:
+            self.caller.budget.check()
         result = await self.strategy.step(self.context, playbook, traces, version=version)
         if self.batch_size == "auto":
             self.controller.record(len(traces), result.report.seconds)

@@ -117,7 +117,9 @@ def extract_json(text: str) -> dict[str, Any]:
                     value = _loads(attempt)
                 except json.JSONDecodeError:
                     continue
-                if isinstance(value, dict):
+                # A reply cut off before its first field "closes" to {}: that is
+                # no recovery, and must not read as "nothing to learn".
+                if isinstance(value, dict) and (closed or value):
                     return value
             start = candidate.find("{", start + 1)
     raise ReplyParseError("no JSON object found in the reply", text)

@@ -74,13 +74,32 @@ async def reflect_all(
         return None if out is None else out.to_reflection(trace.id)
 
     results = await asyncio.gather(*(one(t) for t in traces))
-    if traces and all(r is None for r in results) and stats.failed["combee.reflect"] == len(traces):
-        raise LearningError(f"all {len(traces)} reflections failed: the learner LLM is unavailable")
+    if traces and all(r is None for r in results):
+        if stats.failed["combee.reflect"] == len(traces):
+            raise LearningError(
+                f"all {len(traces)} reflections failed: the learner LLM is unavailable"
+            )
+        # Garbage (or truncated JSON beyond repair) for every trace: the learner
+        # LLM is broken, not the traces. Failing keeps them queued for a retry.
+        raise LearningError(
+            f"no usable reflection for any of the {len(traces)} traces: every reply "
+            "failed or could not be parsed, even after a repair request"
+        )
     return [
         _Labelled(f"R{i}", r)
         for i, r in enumerate(results, start=1)
         if r is not None and not r.is_empty()
     ]
+
+
+def _required(ops: list[DeltaOp] | None, run_name: str) -> list[DeltaOp]:
+    """The ops of the step's only curator call; its unusable reply fails the step."""
+    if ops is None:
+        raise LearningError(
+            f"{run_name}: the only curator reply of the step could not be parsed, even after "
+            "a repair request; nothing was learned from its reflections"
+        )
+    return ops
 
 
 def tag_ops(reflections: Sequence[_Labelled]) -> list[DeltaOp]:
@@ -255,7 +274,8 @@ class NaiveStrategy(Strategy):
         report.group_sizes = [len(labelled)]
         ops = tag_ops(labelled)
         if labelled:
-            ops.extend(await curate(ctx, "combee.curate", playbook, labelled, stats) or [])
+            proposed = await curate(ctx, "combee.curate", playbook, labelled, stats)
+            ops.extend(_required(proposed, "combee.curate"))
         new, applied = await finish(
             ctx, playbook, ops, version=version, report=report, traces=traces
         )
@@ -326,7 +346,8 @@ class CombeeStrategy(Strategy):
             report.group_sizes = []
         elif k == 1:
             report.group_sizes = [len(labelled)]
-            ops.extend(await curate(ctx, "combee.curate", playbook, labelled, stats) or [])
+            proposed = await curate(ctx, "combee.curate", playbook, labelled, stats)
+            ops.extend(_required(proposed, "combee.curate"))
         else:
             groups = shuffle_groups(labelled, copies=self.copies, groups=k, rng=rng)
             report.group_sizes = [len(g) for g in groups]

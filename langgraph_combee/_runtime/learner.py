@@ -7,6 +7,14 @@ a maximum wait so low traffic still learns), runs one step, and acknowledges the
 traces only once the step's candidate has been submitted. A failed step is
 logged, counted and retried with exponential backoff; its traces go back to the
 queue and nothing is written. ``stop()`` leaves unprocessed traces queued.
+
+Faults (see docs/faults.md): a store that fails mid-pass fails only that pass
+(counted in ``tick_errors``); traces whose release or acknowledgement could not
+be written are retried on the next pass instead of waiting out their claim. A
+spent ``LearnerBudget`` makes the learner wait: it claims nothing, its traces
+stay queued, and a step the budget stopped midway is released without backoff.
+Before writing, a step checks that it still holds the lease and that no other
+writer moved HEAD or added a version since it began; otherwise it is discarded.
 """
 
 from __future__ import annotations
@@ -21,11 +29,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langgraph_combee._core.types import StepReport, Trace
-from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._errors import BudgetExceededError, ConfigurationError
 from langgraph_combee._runtime.acceptance import PolicyContext
 from langgraph_combee._runtime.feedback_poll import FeedbackPoller
 from langgraph_combee._storage.keys import NO_TENANT, ROOT
 from langgraph_combee._storage.lease import Lease
+from langgraph_combee._storage.registry import PromptRegistry
 
 if TYPE_CHECKING:
     from langgraph_combee._combee import Combee
@@ -66,8 +75,38 @@ class LearnerStats:
     traces_learned: int = 0
     traces_dropped: int = 0
     versions: int = 0
+    budget_waits: int = 0
+    budget_stops: int = 0
+    tick_errors: int = 0
+    stale_steps: int = 0
     last_error: str | None = None
     reports: list[StepReport] = field(default_factory=list)
+
+
+class _Fence:
+    """A ``before_submit`` check: the lease is still ours and nobody wrote since ``mark``."""
+
+    def __init__(self, registry: PromptRegistry, lease: Lease, stats: LearnerStats) -> None:
+        self._registry = registry
+        self._lease = lease
+        self._stats = stats
+        self._start: tuple[int, int] | None = None
+
+    async def _position(self) -> tuple[int, int]:
+        return (await self._registry.ahead()).version, await self._registry.alatest_version()
+
+    async def mark(self) -> None:
+        """Remember HEAD and the latest version as the step begins."""
+        self._start = await self._position()
+
+    async def __call__(self) -> bool:
+        if not await self._lease.arenew():
+            return False
+        if self._start is not None and await self._position() != self._start:
+            self._stats.stale_steps += 1
+            logger.warning("another writer changed prompt %r during the step", self._registry)
+            return False
+        return True
 
 
 class BackgroundLearner:
@@ -92,6 +131,8 @@ class BackgroundLearner:
         self._waiting_since: dict[str | None, float] = {}
         self._retry_at: dict[str | None, float] = {}
         self._failures: dict[str | None, int] = {}
+        # Claims the store refused to end (down for a while): retried each pass.
+        self._unsettled: dict[str | None, dict[str, list[str]]] = {}
         self.stats = LearnerStats()
         self.step_done = threading.Condition()
         source = getattr(combee, "feedback_source", None)
@@ -152,6 +193,7 @@ class BackgroundLearner:
             try:
                 await self.tick()
             except Exception as exc:  # the loop itself must survive anything
+                self.stats.tick_errors += 1
                 self.stats.last_error = repr(exc)
                 logger.exception("learner tick failed")
             await asyncio.to_thread(self._stop.wait, self.settings.poll_seconds)
@@ -199,6 +241,7 @@ class BackgroundLearner:
             return False
         if not await self._lease(tenant).aacquire():
             return False  # another learner holds this prompt
+        await self._settle(tenant)
         combee = self.combee
         policy = combee.acceptance
         context = PolicyContext(registry=combee.registry(tenant), server=combee.server)
@@ -228,10 +271,35 @@ class BackgroundLearner:
         waited = now - since >= self.settings.max_wait_seconds
         if ready < size and not (waited and ready >= min(self.settings.min_batch, size)):
             return False
+        budget = getattr(combee, "budget", None)
+        if budget is not None and not budget.available():
+            self.stats.budget_waits += 1
+            return False  # the window is spent: the traces stay queued until it allows
         batch = await self._claim(tenant, size)
         if not batch:
             return False
         return await self._learn(tenant, batch)
+
+    async def _settle(self, tenant: str | None) -> None:
+        """Retry releases and acks that failed while the store was down."""
+        pending = self._unsettled.get(tenant)
+        if not pending:
+            return
+        queue = self.combee.queue(tenant)
+        if pending.get("ack"):
+            await queue.aack(pending["ack"])
+            pending["ack"] = []
+        if pending.get("release"):
+            await queue.arelease(pending["release"])
+            pending["release"] = []
+
+    async def _end_claims(self, tenant: str | None, how: str, ids: list[str]) -> None:
+        queue = self.combee.queue(tenant)
+        try:
+            await (queue.aack(ids) if how == "ack" else queue.arelease(ids))
+        except Exception:
+            logger.warning("cannot %s %d traces now; retrying next pass", how, len(ids))
+            self._unsettled.setdefault(tenant, {}).setdefault(how, []).extend(ids)
 
     async def _claim(self, tenant: str | None, limit: int) -> list[Trace]:
         return await self.combee.queue(tenant).aclaim(
@@ -249,12 +317,20 @@ class BackgroundLearner:
             self.stats.traces_dropped += len(drop)
         if not keep:
             return False
+        fence = _Fence(combee.registry(tenant), self._lease(tenant), self.stats)
         try:
-            report = await combee.alearn_batch(
-                keep, tenant=tenant, before_submit=self._lease(tenant).arenew
-            )
+            await fence.mark()
+            report = await combee.alearn_batch(keep, tenant=tenant, before_submit=fence)
+        except BudgetExceededError as exc:
+            # Not a failure of the step: the window is spent. No backoff; the
+            # budget check before the next claim keeps the learner waiting.
+            await self._end_claims(tenant, "release", [t.id for t in keep])
+            self.stats.budget_stops += 1
+            self.stats.last_error = repr(exc)
+            logger.info("learning step stopped by the budget: %s", exc)
+            return False
         except Exception as exc:
-            await queue.arelease([t.id for t in keep])
+            await self._end_claims(tenant, "release", [t.id for t in keep])
             failures = self._failures.get(tenant, 0) + 1
             self._failures[tenant] = failures
             delay = min(
@@ -268,7 +344,7 @@ class BackgroundLearner:
                 "learning step failed (%d in a row), retrying in %.1fs: %r", failures, delay, exc
             )
             return False
-        await queue.aack([t.id for t in keep])
+        await self._end_claims(tenant, "ack", [t.id for t in keep])
         self._failures.pop(tenant, None)
         self._waiting_since.pop(tenant, None)
         with self.step_done:
@@ -296,6 +372,11 @@ class BackgroundLearner:
             "traces_learned": self.stats.traces_learned,
             "traces_dropped": self.stats.traces_dropped,
             "versions": self.stats.versions,
+            "budget_waits": self.stats.budget_waits,
+            "budget_stops": self.stats.budget_stops,
+            "budget": None if self.combee.budget is None else self.combee.budget.snapshot(),
+            "tick_errors": self.stats.tick_errors,
+            "stale_steps": self.stats.stale_steps,
             "last_error": self.stats.last_error,
             "feedback_received": poller.received if poller else 0,
             "feedback_errors": poller.errors if poller else 0,

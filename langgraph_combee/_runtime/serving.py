@@ -15,11 +15,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from langgraph_combee._core.types import PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._runtime.limits import TraceLimits, clip_trace
 from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
 
@@ -40,6 +41,7 @@ class ServingStats:
     refreshes: int = 0
     refresh_errors: int = 0
     feedback_unknown: int = 0
+    truncated: int = 0
 
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict."""
@@ -66,6 +68,7 @@ class ServingSettings:
     capture_limit: int = 10_000
     drop_policy: DropPolicy = "drop_oldest"
     flush_seconds: float = 0.5
+    limits: TraceLimits = field(default_factory=TraceLimits)
 
     def __post_init__(self) -> None:
         if self.refresh_seconds <= 0:
@@ -207,7 +210,16 @@ class Server:
     # ---- capture ---------------------------------------------------------
 
     def capture(self, trace: Trace, *, hold_seconds: float = 0.0) -> None:
-        """Buffer a trace for the queue. Never raises; a full buffer drops by policy."""
+        """Buffer a trace for the queue. Never raises; a full buffer drops by policy.
+
+        A trace over the size limits (``settings.limits``) is cut down first and
+        counted in ``stats.truncated``.
+        """
+        clipped = clip_trace(trace, self.settings.limits)
+        if clipped is not trace:
+            trace = clipped
+            with self._lock:
+                self.stats.truncated += 1
         hold = time.time() + hold_seconds if hold_seconds > 0 and trace.feedback is None else None
         with self._lock:
             if len(self._buffer) >= self.settings.capture_limit:

@@ -75,7 +75,8 @@ class VersionWriter:
             playbook=result.playbook,
             parent=head.version,
             ops=result.ops,
-            ops_summary=dict(report.ops),
+            # Evictions by the playbook's token budget are not ops; record them too.
+            ops_summary={**report.ops, **({"evicted": report.evicted} if report.evicted else {})},
             source_trace_ids=list(report.trace_ids),
             quarantined=list(report.quarantined),
             note=f"{report.strategy} step over {report.batch_size} traces",

@@ -5,8 +5,10 @@
 * :class:`FunctionChatModel` replies with ``fn(messages)``; ``fn`` may be async.
 * :class:`LatencyChatModel` wraps another chat model and waits a simulated,
   token-dependent latency, counting calls, tokens and peak concurrency.
+* :class:`FlakyStore` wraps a LangGraph store and fails every operation while
+  "down" (``with store.outage(): ...``), to test behaviour through an outage.
 
-All are LangChain ``BaseChatModel`` subclasses that report ``usage_metadata``
+The chat models are LangChain ``BaseChatModel`` subclasses that report ``usage_metadata``
 (estimated with about four characters a token), support ``bind_tools`` and
 ``with_structured_output`` (JSON parsed from the reply text), and record the prompts
 they receive.
@@ -34,8 +36,10 @@ from langgraph_combee.testing._models import (
     ScriptExhaustedError,
 )
 from langgraph_combee.testing._parrot import parrot_learner
+from langgraph_combee.testing._store import FlakyStore
 
 __all__ = [
+    "FlakyStore",
     "FunctionChatModel",
     "LatencyChatModel",
     "ReplyFunction",

@@ -1,0 +1,230 @@
+"""Size limits on captured traces: a huge run is cut down, never rejected whole.
+
+A run can carry megabytes (a tool returning a whole file, a pasted log). The
+capture path bounds what it keeps in memory and writes to the queue with two
+limits, both on characters of text:
+
+* ``max_message_chars``: each text field (input, output, error, each message's
+  content, each tool call's arguments, result or error, the feedback's comment
+  and ground truth) keeps its head and tail with a marker in between saying how
+  much was cut: ``[combee: cut 12,345 of 52,345 characters]``;
+* ``max_trace_chars``: if the trace is still larger, messages (then tool calls)
+  are dropped from the middle of the run, keeping its start and its end, and a
+  marker message says how many went. As a last resort input and output are cut
+  to share what is left.
+
+A cut trace records what was cut in ``metadata["combee_truncated"]``. The
+learner's prompts clip each field again (``prompts.MAX_FIELD_CHARS``); these
+limits protect memory and the store, those protect the learner's context.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph_combee._core.types import ToolCall, Trace, TraceMessage
+from langgraph_combee._errors import ConfigurationError
+
+__all__ = ["TraceLimits", "clip_trace", "cut_marker"]
+
+MARKER_ROLE = "combee"
+
+
+def cut_marker(cut: int, total: int) -> str:
+    """The marker left where ``cut`` of ``total`` characters were removed."""
+    return f" ...[combee: cut {cut:,} of {total:,} characters]... "
+
+
+@dataclass(frozen=True)
+class TraceLimits:
+    """Character limits of captured traces (None: no limit).
+
+    Args:
+        max_message_chars: Most characters kept per text field of a trace.
+        max_trace_chars: Most characters kept per trace, all fields together.
+
+    Raises:
+        ConfigurationError: When a limit is not None or an int >= 200.
+    """
+
+    max_message_chars: int | None = 20_000
+    max_trace_chars: int | None = 100_000
+
+    def __post_init__(self) -> None:
+        for name in ("max_message_chars", "max_trace_chars"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 200
+            ):
+                raise ConfigurationError(name, value, "None or an int >= 200")
+
+
+class _Cutter:
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.chars = 0
+        self.fields = 0
+
+    def text(self, value: str, limit: int | None = None) -> str:
+        limit = self.limit if limit is None else limit
+        if limit is None or len(value) <= limit:
+            return value
+        marker = cut_marker(len(value), len(value))  # the longest the marker can be
+        keep = max(0, limit - len(marker))
+        cut = len(value) - keep
+        head = keep - keep // 3
+        tail = keep - head
+        self.chars += cut
+        self.fields += 1
+        return value[:head] + cut_marker(cut, len(value)) + (value[-tail:] if tail else "")
+
+    def optional(self, value: str | None) -> str | None:
+        return None if value is None else self.text(value)
+
+    def args(self, args: dict[str, Any]) -> dict[str, Any]:
+        if self.limit is None:
+            return args
+        text = json.dumps(args, default=str, ensure_ascii=False)
+        if len(text) <= self.limit:
+            return args
+        return {"combee_cut_arguments": self.text(text)}
+
+
+def _message_size(message: TraceMessage) -> int:
+    calls = json.dumps(message.tool_calls, default=str) if message.tool_calls else ""
+    return len(message.content) + len(calls)
+
+
+def _call_size(call: ToolCall) -> int:
+    args = json.dumps(call.args, default=str) if call.args else ""
+    return len(args) + len(call.result or "") + len(call.error or "")
+
+
+def trace_size(trace: Trace) -> int:
+    """Characters of text a trace holds (what ``max_trace_chars`` counts)."""
+    feedback = trace.feedback
+    size = len(trace.input) + len(trace.output) + len(trace.error or "")
+    if feedback is not None:
+        size += len(feedback.comment or "") + len(feedback.ground_truth or "")
+    size += sum(_message_size(m) for m in trace.messages)
+    return size + sum(_call_size(c) for c in trace.tool_calls)
+
+
+def _keep_ends(sizes: list[int], room: int) -> tuple[int, int]:
+    """How many items to keep from the start and from the end within ``room`` characters."""
+    head = tail = 0
+    used = 0
+    while head + tail < len(sizes):
+        index = head if head <= tail else len(sizes) - 1 - tail
+        if used + sizes[index] > room:
+            break
+        used += sizes[index]
+        if head <= tail:
+            head += 1
+        else:
+            tail += 1
+    return head, tail
+
+
+def clip_trace(trace: Trace, limits: TraceLimits) -> Trace:
+    """Return ``trace`` within ``limits`` (the same object when it already is)."""
+    size = trace_size(trace)
+    if (limits.max_trace_chars is None or size <= limits.max_trace_chars) and (
+        limits.max_message_chars is None or size <= limits.max_message_chars
+    ):
+        return trace  # the fast path: small traces are never copied
+    cut = _Cutter(limits.max_message_chars)
+    messages = [
+        m.model_copy(
+            update={
+                "content": cut.text(m.content),
+                "tool_calls": [
+                    {**c, "args": cut.args(dict(c.get("args") or {}))} for c in m.tool_calls
+                ],
+            }
+        )
+        for m in trace.messages
+    ]
+    calls = [
+        c.model_copy(
+            update={
+                "args": cut.args(c.args),
+                "result": cut.optional(c.result),
+                "error": cut.optional(c.error),
+            }
+        )
+        for c in trace.tool_calls
+    ]
+    feedback = trace.feedback
+    if feedback is not None:
+        feedback = feedback.model_copy(
+            update={
+                "comment": cut.optional(feedback.comment),
+                "ground_truth": cut.optional(feedback.ground_truth),
+            }
+        )
+    clipped = trace.model_copy(
+        update={
+            "input": cut.text(trace.input),
+            "output": cut.text(trace.output),
+            "error": cut.optional(trace.error),
+            "messages": messages,
+            "tool_calls": calls,
+            "feedback": feedback,
+        }
+    )
+    dropped_messages = dropped_calls = 0
+    total = limits.max_trace_chars
+    if total is not None and trace_size(clipped) > total:
+        fixed = trace_size(clipped.model_copy(update={"messages": [], "tool_calls": []}))
+        room = max(0, total - fixed - 200)  # 200: room for the markers
+        sizes = [_message_size(m) for m in clipped.messages]
+        head, tail = _keep_ends(sizes, room)
+        if head + tail < len(messages):
+            dropped_messages = len(messages) - head - tail
+            cut.chars += sum(sizes[head : len(sizes) - tail])
+            marker = TraceMessage(
+                role=MARKER_ROLE,
+                content=f"[combee: {dropped_messages} messages cut from the middle of this run]",
+            )
+            kept = [*clipped.messages[:head], marker, *clipped.messages[len(sizes) - tail :]]
+            clipped = clipped.model_copy(update={"messages": kept})
+        room = max(0, total - trace_size(clipped.model_copy(update={"tool_calls": []})) - 100)
+        call_sizes = [_call_size(c) for c in clipped.tool_calls]
+        head, tail = _keep_ends(call_sizes, room)
+        if head + tail < len(call_sizes):
+            dropped_calls = len(call_sizes) - head - tail
+            cut.chars += sum(call_sizes[head : len(call_sizes) - tail])
+            marker_call = ToolCall(
+                name=MARKER_ROLE,
+                result=f"[combee: {dropped_calls} tool calls cut from the middle of this run]",
+            )
+            kept_calls = [
+                *clipped.tool_calls[:head],
+                marker_call,
+                *clipped.tool_calls[len(call_sizes) - tail :],
+            ]
+            clipped = clipped.model_copy(update={"tool_calls": kept_calls})
+        if trace_size(clipped) > total:
+            share = max(200, (total - 400) // 2)
+            clipped = clipped.model_copy(
+                update={
+                    "input": cut.text(clipped.input, share),
+                    "output": cut.text(clipped.output, share),
+                }
+            )
+    if not (cut.chars or dropped_messages or dropped_calls):
+        return trace
+    metadata = {
+        **trace.metadata,
+        "combee_truncated": {
+            "chars_cut": cut.chars,
+            "fields_cut": cut.fields,
+            "messages_cut": dropped_messages,
+            "tool_calls_cut": dropped_calls,
+            "original_chars": size,
+        },
+    }
+    return clipped.model_copy(update={"metadata": metadata})

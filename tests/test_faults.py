@@ -1,0 +1,369 @@
+"""Faults survived: a broken learner LLM, a store that goes away, huge and malformed traces.
+
+Each test injects one fault and checks the promise made in docs/faults.md: the
+agent keeps answering, nothing partial is written, no accepted version is lost,
+and the traces are learned once the fault is gone. Time is a fake clock; no
+test asserts on wall-clock time. Budgets are in ``test_budget.py``; killed and
+racing learners in ``test_faults_process.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+
+from langgraph_combee import Combee, Feedback, Trace
+from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._runtime.limits import TraceLimits, clip_trace, trace_size
+from langgraph_combee.errors import ConfigurationError, LearningError
+from langgraph_combee.testing import FlakyStore, FunctionChatModel, fake_learner
+from tests.helpers import failing_traces, role_of
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _learner(combee: Combee, clock: FakeClock, **kw: Any) -> BackgroundLearner:
+    settings = LearnerSettings(**{"min_batch": 1, "backoff_seconds": 5.0, **kw})
+    return BackgroundLearner(combee, settings, clock=clock)
+
+
+def _queue(combee: Combee, traces: Sequence[Trace]) -> None:
+    for trace in traces:
+        combee.queue().put(trace)
+
+
+def _learned_ids(combee: Combee) -> list[str]:
+    return [i for v in combee.history() for i in v.source_trace_ids]
+
+
+# ---------------------------------------------------------------- the learner LLM
+
+
+class Breakable:
+    """The fake learner, or a fault in its place while ``broken``."""
+
+    def __init__(self, fault: str) -> None:
+        self.fault = fault
+        self.broken = True
+        self.faulty_calls = 0
+        self._good = fake_learner()
+
+    async def __call__(self, messages: list[BaseMessage]) -> str:
+        if not self.broken:
+            return str((await self._good.ainvoke(messages)).content)
+        self.faulty_calls += 1
+        if self.fault == "raises":
+            raise ConnectionError("learner LLM unreachable")
+        if self.fault == "times_out":
+            await asyncio.sleep(30)  # cut short by the 0.3 s call timeout
+        if self.fault == "garbage":
+            return "Sure! Here are some thoughts, but no JSON, sorry."
+        # A reply cut off by an output-token limit before its first field.
+        return '```json\n{\n  "'
+
+
+@pytest.mark.parametrize("fault", ["raises", "times_out", "garbage", "truncated_json"])
+async def test_a_faulty_learner_llm_writes_nothing_and_the_traces_are_learned_later(
+    fault: str,
+) -> None:
+    clock = FakeClock()
+    llm = Breakable(fault)
+    combee = Combee(
+        prompt_id="p",
+        model=FunctionChatModel(llm),
+        batch_size=4,
+        max_attempts=1,
+        backoff_seconds=0,
+        timeout_seconds=0.3 if fault == "times_out" else 10.0,
+    )
+    learner = _learner(combee, clock)
+    traces = failing_traces(4)
+    _queue(combee, traces)
+
+    assert await learner.tick() == 0
+    assert learner.stats.failed_steps == 1
+    assert combee.history() == []  # no partial version
+    assert combee.queue().pending_count() == 4  # released, not lost
+    assert await learner.tick() == 0  # backing off: no new attempt, no new LLM call
+    calls = llm.faulty_calls
+    clock.now += 4.9
+    assert await learner.tick() == 0
+    assert llm.faulty_calls == calls
+
+    llm.broken = False  # the LLM recovers
+    clock.now += 0.2
+    assert await learner.tick() == 1
+    assert combee.current().version == 1
+    assert sorted(_learned_ids(combee)) == sorted(t.id for t in traces)
+    assert combee.queue().pending_count() == 0
+
+
+async def test_backoff_doubles_while_the_llm_stays_down() -> None:
+    clock = FakeClock()
+    llm = Breakable("raises")
+    combee = Combee(
+        prompt_id="p", model=FunctionChatModel(llm), batch_size=2, max_attempts=1, backoff_seconds=0
+    )
+    learner = _learner(combee, clock, backoff_seconds=1.0, max_backoff_seconds=4.0)
+    _queue(combee, failing_traces(2))
+    attempts_at = []
+    for _ in range(40):  # 10 s of fake time in quarter-second passes
+        before = learner.stats.failed_steps
+        await learner.tick()
+        if learner.stats.failed_steps > before:
+            attempts_at.append(clock.now - 1000.0)
+        clock.now += 0.25
+    # Retries after 1, 2, 4, then 4 s (capped): at t = 0, 1, 3, 7.
+    assert attempts_at == [0.0, 1.0, 3.0, 7.0]
+    assert combee.history() == []
+
+
+async def test_one_garbled_reflection_costs_only_itself_in_the_background() -> None:
+    good = fake_learner()
+
+    def reply(messages: list[BaseMessage]) -> str:
+        if role_of(messages) == "reflector" and "ticket 0 " in str(messages[1].content):
+            return "no json"
+        return str(good.invoke(messages).content)
+
+    combee = Combee(prompt_id="p", model=FunctionChatModel(reply), batch_size=4)
+    learner = _learner(combee, FakeClock())
+    _queue(combee, failing_traces(4))
+    assert await learner.tick() == 1
+    report = learner.stats.reports[0]
+    assert report.unparsed == {"reflect": 1}
+    assert len(combee.current().playbook.bullets) == 3
+    assert combee.queue().pending_count() == 0  # the step succeeded: all four are done
+
+
+def test_an_unusable_curator_reply_fails_the_step_instead_of_learning_nothing() -> None:
+    good = fake_learner()
+
+    def reply(messages: list[BaseMessage]) -> str:
+        if role_of(messages) == "curator":
+            return "I would suggest some edits, but I cannot format them."
+        return str(good.invoke(messages).content)
+
+    combee = Combee(prompt_id="p", model=FunctionChatModel(reply), batch_size=2)
+    with pytest.raises(LearningError, match="only curator reply"):
+        combee.learn(failing_traces(2))
+    assert combee.history() == []
+
+
+# ---------------------------------------------------------------- the store
+
+
+ROUTER_PROMPT = "Route the ticket."
+
+
+def _agent_reply(messages: Sequence[BaseMessage]) -> str:
+    system = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
+    return "FIN-0" if "CODE-0" in system else "GENERAL"
+
+
+def _ask(agent: Any, text: str) -> tuple[str, str]:
+    run_id = str(uuid.uuid4())
+    out = agent.invoke({"messages": [{"role": "user", "content": text}]}, {"run_id": run_id})
+    return run_id, out["messages"][-1].text
+
+
+async def test_a_store_outage_never_reaches_the_agent_and_learning_resumes() -> None:
+    store = FlakyStore()
+    clock = FakeClock()
+    combee = Combee(prompt_id="router", model=fake_learner(), store=store, batch_size=2)
+    combee.server.settings.flush_seconds = 3600  # flushes happen when the test says
+    try:
+        await combee.alearn(failing_traces(1))  # v1 teaches the CODE-0 rule
+        model = FunctionChatModel(_agent_reply)
+        agent = create_agent(model, system_prompt=ROUTER_PROMPT, middleware=[combee.middleware()])
+        assert _ask(agent, "warm the cache")[1] == "FIN-0"
+        learner = _learner(combee, clock)
+
+        with store.outage():
+            topics = ["refund", "parcel", "password", "invoice"]
+            answers = [_ask(agent, f"my {topic} went wrong") for topic in topics]
+            assert [a for _, a in answers] == ["FIN-0"] * 4  # still served v1, no exception
+            assert "CODE-0" in model.prompts[-1][0].text
+            assert combee.server.flush() == 0
+            with pytest.raises(ConnectionError):
+                await learner.tick()  # the learner loop counts this and tries again
+            assert combee.server.stats.flush_errors >= 1
+            assert combee.server.buffered() == 5  # warm-up run + four, all kept
+            for i, (run_id, _) in enumerate(answers):
+                # Feedback for a buffered run reaches it in memory.
+                assert combee.feedback(run_id, correct=False, ground_truth=f"TEAM-{i}")
+
+        assert combee.current().version == 1  # no accepted version lost
+        for _ in range(10):
+            await learner.tick()
+            clock.now += 31  # past max_wait: the odd trace out is learned too
+            if not (combee.queue().pending_count() or combee.server.buffered()):
+                break
+        assert combee.queue().pending_count() == 0
+        assert all(combee.queue().status(run_id) == "done" for run_id, _ in answers)
+        rules = combee.current().render()
+        assert all(f"TEAM-{i}" in rules for i in range(4))  # every buffered run was learned
+    finally:
+        combee.server.close(flush=False)
+
+
+async def test_the_drop_policy_bounds_what_an_outage_buffers() -> None:
+    store = FlakyStore()
+    combee = Combee(prompt_id="p", store=store, capture_limit=3, drop_policy="drop_newest")
+    combee.server._ensure_worker = lambda: None  # type: ignore[method-assign]
+    with store.outage():
+        for i in range(5):
+            combee.capture(Trace(id=f"x{i}"))
+        assert combee.server.flush() == 0
+    assert combee.server.stats.dropped == 2
+    assert combee.server.flush() == 3
+    ids = [t.id for t in combee.queue().claim(10, holder="t")]
+    assert ids == ["x0", "x1", "x2"]  # drop_newest kept the oldest
+
+
+async def test_a_store_lost_mid_step_keeps_no_trace_stuck_in_its_claim() -> None:
+    store = FlakyStore()
+    good = fake_learner()
+    outage = {"at_curator": True}
+
+    def reply(messages: list[BaseMessage]) -> str:
+        if role_of(messages) == "curator" and outage["at_curator"]:
+            outage["at_curator"] = False
+            store.go_down()  # the store goes away while the step is running
+        return str(good.invoke(messages).content)
+
+    clock = FakeClock()
+    combee = Combee(prompt_id="p", model=FunctionChatModel(reply), store=store, batch_size=2)
+    learner = _learner(combee, clock, visibility_seconds=3600.0)
+    _queue(combee, failing_traces(2))
+    assert await learner.tick() == 0
+    assert learner.stats.failed_steps == 1
+    store.come_back()
+    assert combee.history() == []  # the step could not write: nothing partial
+    clock.now += 5.1  # past the step backoff, far inside the claim's visibility
+    assert await learner.tick() == 1  # the claims were released on the next pass
+    assert sorted(_learned_ids(combee)) == ["t0", "t1"]
+
+
+def test_flaky_store_fails_only_while_down() -> None:
+    store = FlakyStore(error=lambda: OSError("disk I/O error"))
+    store.put(("n",), "k", {"v": 1})
+    store.fail_next(2)
+    for _ in range(2):
+        with pytest.raises(OSError, match="disk I/O"):
+            store.get(("n",), "k")
+    item = store.get(("n",), "k")
+    assert item is not None and item.value == {"v": 1}
+    assert (store.failures, store.is_down) == (2, False)
+    with pytest.raises(TypeError, match="BaseStore"):
+        FlakyStore(inner="nope")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- huge traces
+
+
+def test_a_huge_run_is_cut_to_the_limits_with_markers_not_rejected() -> None:
+    combee = Combee(
+        prompt_id="p", model=fake_learner(), max_message_chars=2_000, max_trace_chars=10_000
+    )
+    dump = "row," * 250_000  # a tool that returned a megabyte
+    replies: list[Any] = [
+        AIMessage("", tool_calls=[{"name": "export", "args": {"table": "t"}, "id": "c1"}]),
+        "done",
+    ]
+    from langchain_core.tools import tool
+
+    @tool
+    def export(table: str) -> str:
+        """Export a table."""
+        return dump
+
+    from langgraph_combee.testing import ScriptedChatModel
+
+    agent = create_agent(
+        ScriptedChatModel(replies), tools=[export], middleware=[combee.middleware()]
+    )
+    run_id = str(uuid.uuid4())
+    question = "please export table t " + "x" * 50_000
+    agent.invoke({"messages": [{"role": "user", "content": question}]}, {"run_id": run_id})
+    combee.server.close(flush=True)
+    [trace] = combee.queue().claim(10, holder="t")
+    assert trace.id == run_id
+    assert trace_size(trace) <= 10_000
+    assert len(trace.input) <= 2_000 and "[combee: cut 48," in trace.input
+    assert any("[combee: cut" in (c.result or "") for c in trace.tool_calls)
+    cut = trace.metadata["combee_truncated"]
+    assert cut["original_chars"] > 1_000_000 and cut["chars_cut"] > 990_000
+    assert combee.server.stats.truncated == 1
+    report = combee.learn(
+        [trace.model_copy(update={"feedback": Feedback(correct=False, ground_truth="OK")})]
+    )
+    assert report.steps[0].version == 1  # a cut trace is still learned from
+
+
+def test_a_long_conversation_keeps_its_start_and_end() -> None:
+    from langgraph_combee import Trace as T
+    from langgraph_combee._core.types import TraceMessage
+
+    messages = [
+        TraceMessage(role="human" if i % 2 else "ai", content=f"m{i} " + "w" * 996)
+        for i in range(100)
+    ]
+    trace = T(input="start", output="end", messages=messages)
+    clipped = clip_trace(trace, TraceLimits(max_message_chars=2_000, max_trace_chars=20_000))
+    assert trace_size(clipped) <= 20_000
+    kept = [m.content.split()[0] for m in clipped.messages if m.role != "combee"]
+    assert kept[0] == "m0" and kept[-1] == "m99"
+    [marker] = [m for m in clipped.messages if m.role == "combee"]
+    assert f"{100 - len(kept)} messages cut" in marker.content
+    assert clipped.metadata["combee_truncated"]["messages_cut"] == 100 - len(kept)
+    small = T(input="hi", output="there")
+    assert clip_trace(small, TraceLimits()) is small  # small traces are not copied
+
+
+def test_trace_limits_are_validated() -> None:
+    with pytest.raises(ConfigurationError, match="max_trace_chars=10"):
+        Combee(prompt_id="p", max_trace_chars=10)
+    with pytest.raises(ConfigurationError, match="max_message_chars=True"):
+        TraceLimits(max_message_chars=True)  # type: ignore[arg-type]
+    unlimited = TraceLimits(max_message_chars=None, max_trace_chars=None)
+    huge = Trace(input="x" * 1_000_000)
+    assert clip_trace(huge, unlimited) is huge
+
+
+# ---------------------------------------------------------------- malformed input
+
+
+@pytest.mark.parametrize(
+    ("bad", "named"),
+    [
+        ("not a list", r"traces\[0\]='n'"),
+        ([{"id": "   "}], r"traces\[0\]=\{'id': '   '\}"),
+        ([{"input": "a", "feedback": {"score": "high"}}], r"traces\[0\]=.*score"),
+        ([{"input": "a", "unknown_field": 1}, None], r"traces\[1\]=None"),
+    ],
+)
+def test_malformed_traces_are_a_configuration_error_naming_the_value(bad: Any, named: str) -> None:
+    combee = Combee(prompt_id="p", model=fake_learner())
+    with pytest.raises(ConfigurationError, match=named):
+        combee.learn(bad)
+    assert combee.history() == []
+
+
+def test_feedback_for_unknown_runs_is_a_counted_skip() -> None:
+    combee = Combee(prompt_id="p")
+    assert combee.feedback("never-seen", correct=True) is False
+    assert combee.feedback(uuid.uuid4(), score=0.0) is False
+    assert combee.server.stats.feedback_unknown == 2
