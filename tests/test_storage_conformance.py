@@ -628,3 +628,64 @@ def test_a_second_connection_sees_the_same_queue_and_registry(
         assert queue.status("a") == "claimed"
         assert PromptRegistry(reopened, PROMPT).head().version == 1
         assert Lease(reopened, PROMPT, holder="b", clock=clock).holder() == "a"
+
+
+# ---- batched writes and claims (put_many, claims) ---------------------------
+
+
+def test_put_many_queues_in_order_and_skips_duplicates(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    a, b, c = traces("a", "b", "c")
+    assert queue.put(b)
+    assert queue.put_many([a, b, c, a]) == [True, False, True, False]
+    assert queue.put_many([]) == []
+    assert [t.id for t in queue.claim(10, holder="l")] == ["b", "a", "c"]
+    assert queue.ack(["a"]) == 1
+    assert queue.put_many([a, *traces("d")]) == [False, True]
+    assert queue.stats() == {"pending": 1, "claimed": 2, "done": 1, "waiting": 0}
+
+
+def test_put_many_holds_per_trace(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    held, ready = traces("held", "ready")
+    assert queue.put_many([held, ready], hold_until=[clock.now + 10, None]) == [True, True]
+    assert [t.id for t in queue.claim(5, holder="l", ready_only=True)] == ["ready"]
+    assert queue.stats()["waiting"] == 1
+    with pytest.raises(ConfigurationError, match="one value per trace"):
+        queue.put_many([held], hold_until=[])
+    with pytest.raises(ConfigurationError, match="hold_until=inf"):
+        queue.put_many(traces("x"), hold_until=[float("inf")])
+    with pytest.raises(ConfigurationError, match="trace="):
+        queue.put_many(["not a trace"])  # type: ignore[list-item]
+    assert queue.status("x") is None
+
+
+def test_claims_lists_live_claims_with_holder_and_time(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    queue.put_many(traces("a", "b", "c", "d"))
+    queue.claim(2, holder="one", visibility_seconds=10)
+    clock.advance(1)
+    queue.claim(1, holder="two", visibility_seconds=100)
+    claims = queue.claims()
+    assert [(c.trace_id, c.holder, c.claimed_at) for c in claims] == [
+        ("a", "one", 1000.0),
+        ("b", "one", 1000.0),
+        ("c", "two", 1001.0),
+    ]
+    assert claims[2].claimed_until == 1101.0
+    queue.ack(["a"])
+    queue.release(["c"])
+    clock.advance(20)  # b's claim lapses
+    assert queue.claims() == []
+
+
+def test_ack_and_release_many_at_once(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    ids = [f"t{i:02d}" for i in range(30)]
+    assert all(queue.put_many(traces(*ids)))
+    assert len(queue.claim(30, holder="l")) == 30
+    assert queue.release([*ids[:10], "unknown"]) == 10
+    assert queue.ack(ids[5:] + ids[5:]) == 25
+    assert queue.ack(ids[5:]) == 0 and queue.release(ids) == 0
+    assert queue.stats() == {"pending": 5, "claimed": 0, "done": 25, "waiting": 0}
+    assert [t.id for t in queue.claim(30, holder="l")] == ids[:5]

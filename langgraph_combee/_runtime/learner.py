@@ -32,6 +32,7 @@ from langgraph_combee._core.types import StepReport, Trace
 from langgraph_combee._errors import BudgetExceededError, ConfigurationError
 from langgraph_combee._runtime.acceptance import PolicyContext
 from langgraph_combee._runtime.feedback_poll import FeedbackPoller
+from langgraph_combee._runtime.takeover import keep_lease, recover
 from langgraph_combee._storage.keys import NO_TENANT, ROOT
 from langgraph_combee._storage.lease import Lease
 from langgraph_combee._storage.registry import PromptRegistry
@@ -131,6 +132,7 @@ class BackgroundLearner:
         self._waiting_since: dict[str | None, float] = {}
         self._retry_at: dict[str | None, float] = {}
         self._failures: dict[str | None, int] = {}
+        self._held: set[str | None] = set()  # tenants whose lease this learner held last pass
         # Claims the store refused to end (down for a while): retried each pass.
         self._unsettled: dict[str | None, dict[str, list[str]]] = {}
         self.stats = LearnerStats()
@@ -167,6 +169,7 @@ class BackgroundLearner:
             except Exception:  # a dead store: the lease simply expires
                 logger.warning("could not release the learner lease", exc_info=True)
         self._leases.clear()
+        self._held.clear()
 
     def wait_for_steps(self, count: int, timeout: float = 30.0) -> bool:
         """Block until ``count`` steps have completed (for tests and demos)."""
@@ -240,7 +243,12 @@ class BackgroundLearner:
         if now < self._retry_at.get(tenant, 0.0):
             return False
         if not await self._lease(tenant).aacquire():
+            self._held.discard(tenant)
             return False  # another learner holds this prompt
+        if tenant not in self._held:
+            # Newly ours: settle the claims a dead or displaced learner left.
+            await recover(self.combee, tenant, holder=self.holder)
+            self._held.add(tenant)
         await self._settle(tenant)
         combee = self.combee
         policy = combee.acceptance
@@ -320,7 +328,8 @@ class BackgroundLearner:
         fence = _Fence(combee.registry(tenant), self._lease(tenant), self.stats)
         try:
             await fence.mark()
-            report = await combee.alearn_batch(keep, tenant=tenant, before_submit=fence)
+            async with keep_lease(self._lease(tenant)):
+                report = await combee.alearn_batch(keep, tenant=tenant, before_submit=fence)
         except BudgetExceededError as exc:
             # Not a failure of the step: the window is spent. No backoff; the
             # budget check before the next claim keeps the learner waiting.

@@ -1,10 +1,12 @@
 """The agent-side half of Combee: a cached HEAD per tenant and a bounded capture buffer.
 
 The agent's hot path only touches memory here. A daemon worker thread refreshes
-stale HEADs from the store and flushes captured traces into the durable queue,
-so several processes sharing one store converge within ``refresh_seconds``. If
-the store is down, the last cached version keeps being served and captured
-traces wait in the buffer (bounded; the drop policy decides what goes).
+every cached HEAD older than ``refresh_seconds`` from the store (waking every
+``flush_seconds``) and flushes captured traces into the durable queue, so several
+processes sharing one store converge within ``refresh_seconds + flush_seconds``
+plus one store read. If the store is down, the last cached version keeps being
+served and captured traces wait in the buffer (bounded; the drop policy decides
+what goes).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from langgraph_combee._storage.registry import PromptRegistry
 logger = logging.getLogger("langgraph_combee.serving")
 
 DropPolicy = Literal["drop_oldest", "drop_newest"]
+
+# Most buffered traces written to the queue in one go (a few store calls each).
+FLUSH_CHUNK = 100
 
 
 @dataclass
@@ -250,31 +255,40 @@ class Server:
     def flush(self) -> int:
         """Write buffered traces to their tenants' queues; returns how many were written.
 
-        A trace that cannot be written (store down) goes back to the front of the
-        buffer, and flushing stops until the next attempt.
+        Traces go in chunks of ``FLUSH_CHUNK``, a few store calls per chunk. A chunk
+        that cannot be written (store down) goes back to the front of the buffer,
+        and flushing stops until the next attempt.
         """
         written = 0
         while True:
             with self._lock:
                 if not self._buffer:
                     return written
-                pending = self._buffer.popleft()
+                size = min(FLUSH_CHUNK, len(self._buffer))
+                chunk = [self._buffer.popleft() for _ in range(size)]
             try:
-                fresh = self._queue_for(pending.trace.tenant).put(
-                    pending.trace, hold_until=pending.hold_until
-                )
+                fresh = self._write(chunk)
             except Exception as exc:
                 with self._lock:
-                    self._buffer.appendleft(pending)
+                    self._buffer.extendleft(reversed(chunk))
                     self.stats.flush_errors += 1
                 logger.warning("cannot write traces to the queue (will retry): %r", exc)
                 return written
-            written += 1
+            written += len(chunk)
             with self._lock:
-                if fresh:
-                    self.stats.flushed += 1
-                else:
-                    self.stats.duplicates += 1
+                self.stats.flushed += sum(fresh)
+                self.stats.duplicates += len(fresh) - sum(fresh)
+
+    def _write(self, chunk: list[_Pending]) -> list[bool]:
+        by_tenant: dict[str | None, list[_Pending]] = {}
+        for pending in chunk:
+            by_tenant.setdefault(pending.trace.tenant, []).append(pending)
+        fresh: list[bool] = []
+        for tenant, items in by_tenant.items():
+            fresh += self._queue_for(tenant).put_many(
+                [p.trace for p in items], hold_until=[p.hold_until for p in items]
+            )
+        return fresh
 
     # ---- worker ----------------------------------------------------------
 
@@ -291,8 +305,17 @@ class Server:
             self._wake.wait(self.settings.flush_seconds)
             self._wake.clear()
             self.flush()
+            now = self._clock()
             with self._lock:
-                stale, self._stale = self._stale, set()
+                # Every cached tenant is refreshed once it is older than refresh_seconds,
+                # served or not: an idle replica's first run after a quiet spell must
+                # not get a version older than that either.
+                aged = {
+                    tenant
+                    for tenant, entry in self._heads.items()
+                    if now - entry.loaded_at >= self.settings.refresh_seconds
+                }
+                stale, self._stale = self._stale | aged, set()
             for tenant in stale:
                 # Failures are counted in _load_head; the cache keeps being served.
                 with contextlib.suppress(Exception):

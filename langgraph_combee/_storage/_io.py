@@ -19,11 +19,11 @@ PostgreSQL) works.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
-from langgraph.store.base import BaseStore, Item, SearchItem
+from langgraph.store.base import BaseStore, GetOp, Item, Op, PutOp, SearchItem
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 
 T = TypeVar("T")
@@ -69,7 +69,19 @@ class SearchRequest:
     offset: int
 
 
-Request = GetRequest | PutRequest | DeleteRequest | SearchRequest
+@dataclass(frozen=True)
+class BatchRequest:
+    """Several gets, puts and deletes in one ``store.batch`` call.
+
+    One call is one transaction (one commit) on SQLite and one round trip on
+    PostgreSQL, instead of one per item. Keep reads and writes in separate
+    batches: backends order them differently within one.
+    """
+
+    requests: tuple[GetRequest | PutRequest | DeleteRequest, ...]
+
+
+Request = GetRequest | PutRequest | DeleteRequest | SearchRequest | BatchRequest
 
 Flow = Generator[Request, object, T]
 """A storage procedure: yields requests, receives their results, returns a ``T``."""
@@ -89,6 +101,26 @@ def put(namespace: tuple[str, ...], key: str, value: Mapping[str, Any]) -> Flow[
 def delete(namespace: tuple[str, ...], key: str) -> Flow[None]:
     """Delete one item."""
     yield DeleteRequest(namespace, key)
+
+
+def batch(requests: Sequence[GetRequest | PutRequest | DeleteRequest]) -> Flow[list[object]]:
+    """Run several requests in one store call; returns their results in order (None for writes)."""
+    if not requests:
+        return []
+    result = yield BatchRequest(tuple(requests))
+    return cast("list[object]", result)
+
+
+def _ops(request: BatchRequest) -> list[Op]:
+    ops: list[Op] = []
+    for item in request.requests:
+        if isinstance(item, GetRequest):
+            ops.append(GetOp(item.namespace, item.key))
+        elif isinstance(item, PutRequest):
+            ops.append(PutOp(item.namespace, item.key, dict(item.value), index=False))
+        else:
+            ops.append(PutOp(item.namespace, item.key, None))
+    return ops
 
 
 def search_all(
@@ -140,6 +172,8 @@ def search_all(
 
 
 def _execute(store: BaseStore, request: Request) -> object:
+    if isinstance(request, BatchRequest):
+        return store.batch(_ops(request))
     if isinstance(request, GetRequest):
         return store.get(request.namespace, request.key)
     if isinstance(request, PutRequest):
@@ -157,6 +191,8 @@ def _execute(store: BaseStore, request: Request) -> object:
 
 
 async def _aexecute(store: BaseStore, request: Request) -> object:
+    if isinstance(request, BatchRequest):
+        return await store.abatch(_ops(request))
     if isinstance(request, GetRequest):
         return await store.aget(request.namespace, request.key)
     if isinstance(request, PutRequest):

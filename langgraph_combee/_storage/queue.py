@@ -33,7 +33,8 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from langgraph.store.base import BaseStore, Item
@@ -45,6 +46,17 @@ from langgraph_combee._storage._io import Flow, run_async, run_sync
 from langgraph_combee._storage.keys import PromptSpace
 
 TraceStatus = Literal["pending", "claimed", "done"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A live claim on a queued trace: who holds it, since and until when (queue clock)."""
+
+    trace_id: str
+    holder: str
+    claimed_at: float
+    claimed_until: float
+
 
 _arrival_lock = threading.Lock()
 _last_arrival = 0
@@ -138,6 +150,27 @@ class TraceQueue:
         """Async twin of ``put``."""
         return await run_async(self._store, self._put_flow(trace, hold_until))
 
+    def put_many(
+        self, traces: Sequence[Trace], *, hold_until: Sequence[float | None] | None = None
+    ) -> list[bool]:
+        """Queue several traces in a few store calls (not a few per trace), like ``put`` each.
+
+        Args:
+            traces: The traces, in arrival order. An id seen before, or earlier in
+                ``traces``, is skipped.
+            hold_until: One ``put`` ``hold_until`` per trace; None: all ready at once.
+
+        Returns:
+            Per trace, whether it was queued (False: a duplicate).
+        """
+        return run_sync(self._store, self._put_many_flow(traces, hold_until))
+
+    async def aput_many(
+        self, traces: Sequence[Trace], *, hold_until: Sequence[float | None] | None = None
+    ) -> list[bool]:
+        """Async twin of ``put_many``."""
+        return await run_async(self._store, self._put_many_flow(traces, hold_until))
+
     def claim(
         self,
         limit: int,
@@ -229,6 +262,17 @@ class TraceQueue:
         """Async twin of ``waiting_ids``."""
         return await run_async(self._store, self._waiting_flow(limit))
 
+    def claims(self) -> list[Claim]:
+        """Return the live claims (not acked, released or lapsed), oldest entry first.
+
+        A new lease holder uses it to find claims a dead or displaced learner left.
+        """
+        return run_sync(self._store, self._claims_flow())
+
+    async def aclaims(self) -> list[Claim]:
+        """Async twin of ``claims``."""
+        return await run_async(self._store, self._claims_flow())
+
     def status(self, trace_id: str) -> TraceStatus | None:
         """Return a trace's status, or None when it was never queued.
 
@@ -272,37 +316,53 @@ class TraceQueue:
         feedback = entry["trace"].get("feedback")
         return feedback is None or Feedback.model_validate(feedback).is_empty()
 
-    def _mark(self, trace_id: str, status: TraceStatus, entry_key: str) -> Flow[None]:
-        yield from io.put(
-            self._index,
-            trace_id,
-            {"status": status, "entry_key": entry_key, "updated_at": self._clock()},
-        )
-
     def _put_flow(self, trace: Trace, hold_until: float | None) -> Flow[bool]:
-        if not isinstance(trace, Trace):
-            raise ConfigurationError("trace", trace, "a langgraph_combee Trace")
-        if hold_until is not None and (
-            isinstance(hold_until, bool)
-            or not isinstance(hold_until, (int, float))
-            or not math.isfinite(hold_until)
-        ):
-            raise ConfigurationError("hold_until", hold_until, "None or a finite time in seconds")
-        if (yield from io.get(self._index, trace.id)) is not None:
-            return False
-        key = f"{_arrival_ns():020d}-{trace.id}"
-        entry = {
-            "trace_id": trace.id,
-            "trace": trace.model_dump(mode="json"),
-            "status": "pending",
-            "holder": None,
-            "claimed_until": None,
-            "hold_until": hold_until,
-            "enqueued_at": self._clock(),
-        }
-        yield from io.put(self._entries, key, entry)
-        yield from self._mark(trace.id, "pending", key)
-        return True
+        fresh = yield from self._put_many_flow([trace], [hold_until])
+        return fresh[0]
+
+    def _put_many_flow(
+        self, traces: Sequence[Trace], hold_until: Sequence[float | None] | None
+    ) -> Flow[list[bool]]:
+        traces = list(traces)
+        holds = [None] * len(traces) if hold_until is None else list(hold_until)
+        if len(holds) != len(traces):
+            raise ConfigurationError(
+                "hold_until", hold_until, f"None or one value per trace ({len(traces)})"
+            )
+        for trace, hold in zip(traces, holds, strict=True):
+            if not isinstance(trace, Trace):
+                raise ConfigurationError("trace", trace, "a langgraph_combee Trace")
+            if hold is not None and (
+                isinstance(hold, bool)
+                or not isinstance(hold, (int, float))
+                or not math.isfinite(hold)
+            ):
+                raise ConfigurationError("hold_until", hold, "None or a finite time in seconds")
+        known = yield from self._indexes(list(dict.fromkeys(t.id for t in traces)))
+        fresh: dict[str, tuple[str, dict[str, Any]]] = {}
+        for trace, hold in zip(traces, holds, strict=True):
+            if trace.id in known or trace.id in fresh:
+                continue
+            entry = {
+                "trace_id": trace.id,
+                "trace": trace.model_dump(mode="json"),
+                "status": "pending",
+                "holder": None,
+                "claimed_until": None,
+                "hold_until": hold,
+                "enqueued_at": self._clock(),
+            }
+            fresh[trace.id] = (f"{_arrival_ns():020d}-{trace.id}", entry)
+        # Entries before index records: a crash between the two can at worst queue
+        # a trace twice, never lose one.
+        yield from io.batch([io.PutRequest(self._entries, k, e) for k, e in fresh.values()])
+        yield from io.batch([self._index_put(t, "pending", k) for t, (k, _) in fresh.items()])
+        seen: set[str] = set()
+        result = []
+        for trace in traces:
+            result.append(trace.id in fresh and trace.id not in seen)
+            seen.add(trace.id)
+        return result
 
     def _claim_flow(
         self, limit: int, holder: str, visibility_seconds: float, ready_only: bool
@@ -324,47 +384,63 @@ class TraceQueue:
             if ready_only and self._is_waiting(item.value, now):
                 continue
             chosen.append(item)
-        traces = []
-        for item in chosen:
-            entry = {
-                **item.value,
-                "status": "claimed",
-                "holder": holder,
-                "claimed_until": now + visibility,
-            }
-            yield from io.put(self._entries, item.key, entry)
-            yield from self._mark(entry["trace_id"], "claimed", item.key)
-            traces.append(Trace.model_validate(entry["trace"]))
-        return traces
+        entries = [
+            (
+                item.key,
+                {
+                    **item.value,
+                    "status": "claimed",
+                    "holder": holder,
+                    "claimed_at": now,
+                    "claimed_until": now + visibility,
+                },
+            )
+            for item in chosen
+        ]
+        # One batch per namespace, entries first (see the module docstring).
+        yield from io.batch([io.PutRequest(self._entries, key, e) for key, e in entries])
+        yield from io.batch([self._index_put(e["trace_id"], "claimed", key) for key, e in entries])
+        return [Trace.model_validate(entry["trace"]) for _, entry in entries]
+
+    def _index_put(self, trace_id: str, status: TraceStatus, entry_key: str) -> io.PutRequest:
+        value = {"status": status, "entry_key": entry_key, "updated_at": self._clock()}
+        return io.PutRequest(self._index, trace_id, value)
+
+    def _indexes(self, trace_ids: list[str]) -> Flow[dict[str, Item]]:
+        """The index records of ``trace_ids`` that exist, read in one batch."""
+        found = yield from io.batch([io.GetRequest(self._index, t) for t in trace_ids])
+        return {t: item for t, item in zip(trace_ids, found, strict=True) if isinstance(item, Item)}
 
     def _ack_flow(self, trace_ids: list[str]) -> Flow[int]:
-        done = 0
-        for trace_id in trace_ids:
-            index = yield from io.get(self._index, trace_id)
-            if index is None or index.value["status"] == "done":
-                continue
-            # Entry first: a crash before the index update leaves a done trace
-            # whose index still says claimed, which re-puts still ignore.
-            yield from io.delete(self._entries, index.value["entry_key"])
-            yield from self._mark(trace_id, "done", index.value["entry_key"])
-            done += 1
-        return done
+        indexes = yield from self._indexes(trace_ids)
+        keys = {t: i.value["entry_key"] for t, i in indexes.items() if i.value["status"] != "done"}
+        # Entries first: a crash before the index update leaves a done trace
+        # whose index still says claimed, which re-puts still ignore.
+        yield from io.batch([io.DeleteRequest(self._entries, key) for key in keys.values()])
+        yield from io.batch([self._index_put(t, "done", key) for t, key in keys.items()])
+        return len(keys)
 
     def _release_flow(self, trace_ids: list[str]) -> Flow[int]:
-        released = 0
-        for trace_id in trace_ids:
-            index = yield from io.get(self._index, trace_id)
-            if index is None or index.value["status"] == "done":
-                continue
-            key = index.value["entry_key"]
-            item = yield from io.get(self._entries, key)
-            if item is None or item.value.get("status") != "claimed":
-                continue
-            entry = {**item.value, "status": "pending", "holder": None, "claimed_until": None}
-            yield from io.put(self._entries, key, entry)
-            yield from self._mark(trace_id, "pending", key)
-            released += 1
-        return released
+        indexes = yield from self._indexes(trace_ids)
+        keys = {t: i.value["entry_key"] for t, i in indexes.items() if i.value["status"] != "done"}
+        items = yield from io.batch([io.GetRequest(self._entries, k) for k in keys.values()])
+        released = {
+            t: item
+            for t, item in zip(keys, items, strict=True)
+            if isinstance(item, Item) and item.value.get("status") == "claimed"
+        }
+        yield from io.batch(
+            [
+                io.PutRequest(
+                    self._entries,
+                    item.key,
+                    {**item.value, "status": "pending", "holder": None, "claimed_until": None},
+                )
+                for item in released.values()
+            ]
+        )
+        yield from io.batch([self._index_put(t, "pending", i.key) for t, i in released.items()])
+        return len(released)
 
     def _feedback_flow(self, trace_id: str, feedback: Feedback) -> Flow[bool]:
         if not isinstance(feedback, Feedback):
@@ -397,6 +473,24 @@ class TraceQueue:
             if not self._is_claimed(item.value, now) and self._is_waiting(item.value, now):
                 ids.append(item.value["trace_id"])
         return ids
+
+    def _claims_flow(self) -> Flow[list[Claim]]:
+        now = self._clock()
+        found = []
+        for item in (yield from io.search_all(self._entries)):
+            entry = item.value
+            if self._is_claimed(entry, now):
+                # Claims written before claimed_at existed: arrival is a lower bound.
+                since = entry.get("claimed_at", entry.get("enqueued_at", 0.0))
+                found.append(
+                    Claim(
+                        trace_id=entry["trace_id"],
+                        holder=str(entry.get("holder")),
+                        claimed_at=float(since),
+                        claimed_until=float(entry["claimed_until"]),
+                    )
+                )
+        return found
 
     def _status_flow(self, trace_id: str) -> Flow[TraceStatus | None]:
         index = yield from io.get(self._index, trace_id)

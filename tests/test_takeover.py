@@ -1,0 +1,96 @@
+"""A learner taking over the writer lease settles what a dead learner left (in one process).
+
+The dead learner is simulated by claiming a batch under its name and stopping at
+one of the points a SIGKILL could hit: before writing, after writing a
+candidate, after accepting it. ``tests/test_replicas.py`` does the same with
+real processes and SIGKILL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import pytest
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_combee import Combee, PromptVersion
+from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._runtime.takeover import keep_lease, recover
+from langgraph_combee._storage.lease import Lease
+from langgraph_combee.testing import fake_learner
+from tests.helpers import failing_traces
+
+PROMPT = "takeover"
+
+
+def _combee(store: InMemoryStore) -> Combee:
+    return Combee(prompt_id=PROMPT, model=fake_learner(), store=store, batch_size=4)
+
+
+async def _dead_learner(store: InMemoryStore, stop_at: str) -> list[str]:
+    """Claim 4 traces as 'dead', learn, and stop at ``stop_at``; return the claimed ids."""
+    dead = _combee(store)
+    for trace in failing_traces(8):
+        dead.capture(trace)
+    dead.server.flush()
+    batch = await dead.queue().aclaim(4, holder="dead", visibility_seconds=600)
+    ids = [t.id for t in batch]
+    if stop_at == "claimed":
+        return ids
+    if stop_at == "candidate":
+        result = await dead._engine(None).step(dead.current().playbook, batch, version=1)
+        await dead.registry().aadd_candidate(
+            PromptVersion(prompt_id=PROMPT, playbook=result.playbook, source_trace_ids=ids)
+        )
+        return ids
+    await dead.alearn_batch(batch)  # written and accepted, never acked
+    return ids
+
+
+@pytest.mark.parametrize("stop_at", ["claimed", "candidate", "accepted"])
+async def test_every_trace_is_learned_once_whatever_the_point_of_death(stop_at: str) -> None:
+    store = InMemoryStore()
+    ids = await _dead_learner(store, stop_at)
+    survivor = _combee(store)
+    learner = BackgroundLearner(survivor, LearnerSettings(min_batch=1, max_wait_seconds=0.01))
+    while await learner.tick():
+        pass
+    await asyncio.sleep(0.02)  # past max_wait: the last partial batch goes too
+    while await learner.tick():
+        pass
+    history = survivor.history()
+    assert {v.status for v in history} == {"accepted"}
+    learned = Counter(t for v in history for t in v.source_trace_ids)
+    assert learned == Counter(t.id for t in failing_traces(8))
+    assert survivor.queue().stats() == {"pending": 0, "claimed": 0, "done": 8, "waiting": 0}
+    assert set(ids) <= set(learned)
+    learner.stop()
+
+
+async def test_recover_leaves_its_own_claims_and_reports() -> None:
+    store = InMemoryStore()
+    ids = await _dead_learner(store, "candidate")
+    combee = _combee(store)
+    mine = await combee.queue().aclaim(2, holder="me")
+    report = await recover(combee, None, holder="me")
+    assert report.acked == tuple(sorted(ids)) and report.released == ()
+    assert report.decided == (1,)
+    assert combee.current().version == 1
+    assert {c.trace_id for c in await combee.queue().aclaims()} == {t.id for t in mine}
+    assert await recover(combee, None, holder="me") == type(report)()
+
+
+async def test_keep_lease_renews_during_a_long_step() -> None:
+    now = [1000.0]
+    store = InMemoryStore()
+    lease = Lease(store, PROMPT, holder="me", ttl_seconds=0.03, clock=lambda: now[0])
+    other = Lease(store, PROMPT, holder="other", ttl_seconds=0.03, clock=lambda: now[0])
+    assert await lease.aacquire()
+    async with keep_lease(lease):
+        for _ in range(5):
+            now[0] += 0.02  # the fake clock moves on; the beats renew from "now"
+            await asyncio.sleep(0.03)
+            assert not await other.aacquire()
+    now[0] += 0.05
+    assert await other.aacquire()
