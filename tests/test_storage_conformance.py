@@ -689,3 +689,16 @@ def test_ack_and_release_many_at_once(store: BaseStore, clock: FakeClock) -> Non
     assert queue.ack(ids[5:]) == 0 and queue.release(ids) == 0
     assert queue.stats() == {"pending": 5, "claimed": 0, "done": 25, "waiting": 0}
     assert [t.id for t in queue.claim(30, holder="l")] == ids[:5]
+
+
+def test_lease_acquired_at_marks_a_tenure(store: BaseStore, clock: FakeClock) -> None:
+    a = Lease(store, PROMPT, holder="learner-a", ttl_seconds=10, clock=clock)
+    b = Lease(store, PROMPT, holder="learner-b", ttl_seconds=10, clock=clock)
+    assert a.acquired_at is None
+    assert a.acquire() and a.acquired_at == 1000.0
+    clock.advance(5)
+    assert a.renew() and a.acquire() and a.acquired_at == 1000.0
+    clock.advance(20)  # a lapses unseen; b holds it for a while
+    assert b.acquire() and b.acquired_at == 1025.0
+    clock.advance(20)
+    assert a.acquire() and a.acquired_at == 1045.0  # a new tenure

@@ -94,3 +94,23 @@ async def test_keep_lease_renews_during_a_long_step() -> None:
             assert not await other.aacquire()
     now[0] += 0.05
     assert await other.aacquire()
+
+
+async def test_a_lapse_the_holder_never_saw_still_settles_leftovers() -> None:
+    store = InMemoryStore()
+    survivor = _combee(store)
+    learner = BackgroundLearner(survivor, LearnerSettings(min_batch=1, max_wait_seconds=0.01))
+    assert await learner.tick() == 0  # takes the lease; nothing queued yet
+    # Its lease lapses between two passes and another learner claims a batch and dies.
+    assert Lease(store, PROMPT, holder=learner.holder).release()
+    await asyncio.sleep(0.01)
+    ids = await _dead_learner(store, "claimed")
+    while await learner.tick():
+        pass
+    await asyncio.sleep(0.02)
+    while await learner.tick():
+        pass
+    learned = Counter(t for v in survivor.history() for t in v.source_trace_ids)
+    assert set(ids) <= set(learned) and set(learned.values()) == {1}
+    assert survivor.queue().stats()["done"] == 8
+    learner.stop()

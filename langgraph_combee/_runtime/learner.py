@@ -132,7 +132,8 @@ class BackgroundLearner:
         self._waiting_since: dict[str | None, float] = {}
         self._retry_at: dict[str | None, float] = {}
         self._failures: dict[str | None, int] = {}
-        self._held: set[str | None] = set()  # tenants whose lease this learner held last pass
+        # Per tenant, the lease tenure whose leftovers were settled (Lease.acquired_at).
+        self._settled_tenure: dict[str | None, float | None] = {}
         # Claims the store refused to end (down for a while): retried each pass.
         self._unsettled: dict[str | None, dict[str, list[str]]] = {}
         self.stats = LearnerStats()
@@ -169,7 +170,7 @@ class BackgroundLearner:
             except Exception:  # a dead store: the lease simply expires
                 logger.warning("could not release the learner lease", exc_info=True)
         self._leases.clear()
-        self._held.clear()
+        self._settled_tenure.clear()
 
     def wait_for_steps(self, count: int, timeout: float = 30.0) -> bool:
         """Block until ``count`` steps have completed (for tests and demos)."""
@@ -242,13 +243,14 @@ class BackgroundLearner:
         now = self._clock()
         if now < self._retry_at.get(tenant, 0.0):
             return False
-        if not await self._lease(tenant).aacquire():
-            self._held.discard(tenant)
+        lease = self._lease(tenant)
+        if not await lease.aacquire():
             return False  # another learner holds this prompt
-        if tenant not in self._held:
-            # Newly ours: settle the claims a dead or displaced learner left.
+        if self._settled_tenure.get(tenant, -1.0) != lease.acquired_at:
+            # A new tenure (someone may have held the lease since our last pass):
+            # settle the claims a dead or displaced learner left.
             await recover(self.combee, tenant, holder=self.holder)
-            self._held.add(tenant)
+            self._settled_tenure[tenant] = lease.acquired_at
         await self._settle(tenant)
         combee = self.combee
         policy = combee.acceptance

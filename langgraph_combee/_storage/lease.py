@@ -84,6 +84,17 @@ class Lease:
         self._owner = holder
         self._ttl = float(ttl_seconds)
         self._clock = clock
+        self._acquired_at: float | None = None
+
+    @property
+    def acquired_at(self) -> float | None:
+        """When the tenure confirmed by the last successful acquire or renew began.
+
+        Renewals keep it; it changes when the lease is taken afresh, which tells
+        a holder that someone else may have held the lease in between. None
+        before the first success.
+        """
+        return self._acquired_at
 
     @property
     def owner(self) -> str:
@@ -186,7 +197,10 @@ class Lease:
         )
         # No compare-and-swap: read back to see whose write landed last.
         confirmed = yield from self._read_flow()
-        return confirmed is not None and confirmed["holder"] == self._owner
+        if confirmed is None or confirmed["holder"] != self._owner:
+            return False
+        self._acquired_at = float(confirmed.get("acquired_at", now))
+        return True
 
     def _release_flow(self) -> Flow[bool]:
         record = yield from self._read_flow()
