@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("langgraph_combee.learner")
 
+MAX_REPORTS = 1000  # step reports kept in LearnerStats.reports (the most recent)
+
 
 @dataclass(frozen=True)
 class LearnerSettings:
@@ -363,6 +365,8 @@ class BackgroundLearner:
             self.stats.traces_learned += len(keep)
             self.stats.versions += report.version is not None
             self.stats.reports.append(report)
+            # A learner runs for weeks: keep the recent reports, not all of them.
+            del self.stats.reports[:-MAX_REPORTS]
             self.step_done.notify_all()
         return True
 
