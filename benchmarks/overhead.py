@@ -40,10 +40,9 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, ModelReques
 from langgraph.runtime import Runtime
 
 from benchmarks._common import IMAGES, RESULTS, command, machine_info, percentile, write_json
-from benchmarks._learner import tolerant_learner
 from benchmarks._tickets import MAX_TRACES, make_traces, ticket_rule
 from langgraph_combee import Combee, Feedback, Trace
-from langgraph_combee.testing import FunctionChatModel
+from langgraph_combee.testing import FunctionChatModel, fake_learner
 
 MODULE = "benchmarks.overhead"
 TARGET_RATIO = 0.05
@@ -118,7 +117,7 @@ def _combee(name: str, truth: dict[str, str], *, batch_size: int) -> Combee:
 
     return Combee(
         prompt_id=name,
-        model=tolerant_learner(ticket_rule),
+        model=fake_learner(insight=ticket_rule),
         batch_size=batch_size,
         evaluator=evaluate,
         poll_seconds=0.05,

@@ -36,9 +36,9 @@ from benchmarks._latency import (
     lower_bound,
     split_steps,
 )
-from benchmarks._learner import ClipStats, tolerant_learner
 from benchmarks._tickets import MAX_TRACES, make_traces, ticket_rule
 from langgraph_combee import Combee
+from langgraph_combee.testing import fake_learner
 
 MODULE = "benchmarks.speed"
 SPEEDUP_TARGET = 17.0
@@ -97,7 +97,6 @@ class ArmResult:
     peak_concurrency: int
     report_input_tokens: int
     report_output_tokens: int
-    clipped: ClipStats = field(default_factory=ClipStats)
     wrapper_simulated_seconds: float = 0.0
     alternative_bounds: dict[str, float] = field(default_factory=dict)
 
@@ -170,8 +169,7 @@ async def run_arm(
 ) -> ArmResult:
     """Learn from ``traces`` with one arm on a fresh store and measure it."""
     recorder = CallRecorder()
-    clipped = ClipStats()
-    llm = model.chat_model(tolerant_learner(ticket_rule, clipped), time_scale=time_scale)
+    llm = model.chat_model(fake_learner(insight=ticket_rule), time_scale=time_scale)
     combee = Combee(
         prompt_id=f"bench-{arm.name}",
         model=llm,
@@ -207,7 +205,6 @@ async def run_arm(
         peak_concurrency=llm.max_concurrency,
         report_input_tokens=report.totals()["input_tokens"],
         report_output_tokens=report.totals()["output_tokens"],
-        clipped=clipped,
         wrapper_simulated_seconds=llm.simulated_seconds / time_scale,
         alternative_bounds={
             name: lower_bound(steps, alt, sequential=sequential)
@@ -271,8 +268,6 @@ def summarize(
                 "evicted": r.evicted,
                 "failed_calls": r.failed_calls,
                 "unparsed": r.unparsed,
-                "clipped_aggregator_prompts": r.clipped.prompts,
-                "clipped_operation_lines": r.clipped.lost_lines,
                 "latency_check": {
                     "sum_of_recorded_call_seconds": sum(
                         model.seconds(c.input_tokens, c.output_tokens) for c in r.calls

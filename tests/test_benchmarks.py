@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage
 
 from benchmarks import overhead, speed
 from benchmarks._common import percentile
@@ -28,7 +27,6 @@ from benchmarks._latency import (
     split_steps,
     waves,
 )
-from benchmarks._learner import ClipStats, tolerant_learner
 from benchmarks._tickets import MAX_TRACES, make_traces, ticket_rule
 from langgraph_combee import Add, Playbook
 from langgraph_combee._core.dedup import lexical_similarity
@@ -128,20 +126,18 @@ def test_tickets_teach_distinct_rules_that_survive_dedup() -> None:
         make_traces(MAX_TRACES + 1)
 
 
-def test_the_aggregator_prompt_keeps_every_proposed_operation() -> None:
+def test_the_aggregator_prompt_shows_every_proposed_operation_under_its_label() -> None:
     # 30 ADDs in one proposal are more than the 4000 characters a fenced trace field
-    # keeps; proposals are not clipped, so the aggregator sees all of them.
+    # keeps; proposals are not clipped, so the aggregator sees all of them, and it
+    # answers by reference: repeats dropped by label, nothing written out again.
     ops = [Add(section="others", content=f"rule {i}: " + "x" * 120) for i in range(30)]
-    messages = prompts.aggregator_messages(
-        Playbook(), [[(op, [f"R{i}"]) for i, op in enumerate(ops, start=1)]], token_budget=None
-    )
-    reply = fake_learner().invoke(messages)
-    assert len(json.loads(str(reply.content))["operations"]) == 30
-    stats = ClipStats()
-    reply = tolerant_learner(ticket_rule, stats).invoke(messages)
-    assert isinstance(reply, AIMessage)
-    assert len(json.loads(str(reply.content))["operations"]) == 30
-    assert stats.lost_lines == 0
+    proposal = [(op, [f"R{i}"]) for i, op in enumerate(ops, start=1)]
+    messages = prompts.aggregator_messages(Playbook(), [proposal, proposal[:3]], token_budget=None)
+    body = str(messages[1].content)
+    assert all(f"[P1.{j}]" in body for j in range(1, 31))
+    reply = json.loads(str(fake_learner().invoke(messages).content))
+    assert reply["drop"] == ["P2.1", "P2.2", "P2.3"]
+    assert reply["operations"] == []
 
 
 # ---- the scripts at tiny sizes ---------------------------------------------------

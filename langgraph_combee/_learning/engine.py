@@ -21,6 +21,7 @@ from langgraph_combee._learning.budget import LearnerBudget
 from langgraph_combee._learning.calls import CallSettings, LLMCaller
 from langgraph_combee._learning.controller import BatchSizeController
 from langgraph_combee._learning.guard import DEFAULT_GUARD, BulletGuard
+from langgraph_combee._learning.prompts import REFLECTOR_STYLES, ReflectorStyle
 from langgraph_combee._learning.strategies import StepContext, StepResult, Strategy, make_strategy
 
 BatchSize = int | Literal["auto"]
@@ -38,6 +39,7 @@ class EngineSettings:
     dedup_threshold: float | None = None
     embedder: Embedder | None = None
     guard: BulletGuard | None = DEFAULT_GUARD
+    reflector: ReflectorStyle = "full"
 
     def __post_init__(self) -> None:
         if self.token_budget is not None and self.token_budget < 50:
@@ -50,6 +52,8 @@ class EngineSettings:
             )
         if self.guard is not None and not isinstance(self.guard, BulletGuard):
             raise ConfigurationError("guard", self.guard, "a BulletGuard or None")
+        if self.reflector not in REFLECTOR_STYLES:
+            raise ConfigurationError("reflector", self.reflector, "'full' or 'compact'")
 
 
 def validate_batch_size(batch_size: Any) -> BatchSize:
@@ -96,6 +100,7 @@ class LearningEngine:
             dedup_threshold=self.settings.dedup_threshold,
             dedup=self.settings.dedup,
             guard=self.settings.guard,
+            reflector=self.settings.reflector,
         )
 
     def next_batch_size(self) -> int:

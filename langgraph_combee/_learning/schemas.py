@@ -86,6 +86,20 @@ class ReflectionOut(BaseModel):
         )
 
 
+class CompactReflectionOut(BaseModel):
+    """The compact reflector's reply: the input's topic and the right answer."""
+
+    topic: LooseStr = Field("", description="What the input is about, in a few plain words.")
+    expected: LooseStr = Field("", description="The right answer for such inputs.")
+
+    def to_reflection(self, trace_id: str) -> Reflection:
+        """Convert to a Reflection whose insight reads ``"<topic>: <expected>"``."""
+        topic = " ".join(self.topic.split()).rstrip(" :.")
+        expected = " ".join(self.expected.split())
+        insight = f"{topic}: {expected}" if topic and expected else ""
+        return Reflection(trace_id=trace_id, correct_approach=expected, key_insight=insight)
+
+
 class OpOut(BaseModel):
     """One operation as a curator writes it."""
 
@@ -95,6 +109,9 @@ class OpOut(BaseModel):
     id: LooseStr = ""
     reason: LooseStr = ""
     sources: LooseStrList = Field(default_factory=list)
+    replaces: LooseStrList = Field(
+        default_factory=list, description="Aggregator only: labels of the proposals it merges."
+    )
 
 
 class OpsOut(BaseModel):
@@ -116,6 +133,12 @@ class OpsOut(BaseModel):
                 if key in data:
                     return {**data, "operations": data[key]}
         return data
+
+
+class AggregateOut(OpsOut):
+    """The aggregator's reply: proposals to drop, and merged ops with what they replace."""
+
+    drop: LooseStrList = Field(default_factory=list)
 
 
 def convert_ops(

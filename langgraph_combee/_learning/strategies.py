@@ -20,10 +20,16 @@ from langgraph_combee._core.ops import DeltaOp, Tag
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Reflection, StepReport, Trace
 from langgraph_combee._errors import ConfigurationError, LearningError, LLMCallError
-from langgraph_combee._learning import prompts
+from langgraph_combee._learning import aggregate, prompts
 from langgraph_combee._learning.calls import CallStats, LLMCaller
 from langgraph_combee._learning.guard import BulletGuard
-from langgraph_combee._learning.schemas import OpsOut, ReflectionOut, convert_ops
+from langgraph_combee._learning.schemas import (
+    AggregateOut,
+    CompactReflectionOut,
+    OpsOut,
+    ReflectionOut,
+    convert_ops,
+)
 from langgraph_combee._learning.support import attribute, promote, support_keys
 
 
@@ -37,6 +43,7 @@ class StepContext:
     dedup_threshold: float | None = None
     dedup: bool = True
     guard: BulletGuard | None = None
+    reflector: prompts.ReflectorStyle = "full"
 
 
 @dataclass(frozen=True)
@@ -64,11 +71,14 @@ async def reflect_all(
     reflection fails because the LLM keeps raising, the step fails.
     """
 
+    schema: type[ReflectionOut | CompactReflectionOut] = (
+        CompactReflectionOut if ctx.reflector == "compact" else ReflectionOut
+    )
+
     async def one(trace: Trace) -> Reflection | None:
+        messages = prompts.reflector_messages(trace, playbook, style=ctx.reflector)
         try:
-            out = await ctx.caller.call(
-                "combee.reflect", prompts.reflector_messages(trace, playbook), ReflectionOut, stats
-            )
+            out = await ctx.caller.call("combee.reflect", messages, schema, stats)
         except LLMCallError:
             return None
         return None if out is None else out.to_reflection(trace.id)
@@ -383,16 +393,19 @@ class CombeeStrategy(Strategy):
         out = await ctx.caller.call(
             "combee.aggregate",
             prompts.aggregator_messages(playbook, labelled_props, token_budget=ctx.token_budget),
-            OpsOut,
+            AggregateOut,
             stats,
         )
         if out is None:
             # The aggregator's reply was unusable: fall back to the union of the
             # proposals (de-duplication after apply folds the overlaps).
             return [op for proposal in usable for op in proposal]
-        labels = {i.label: i.reflection.trace_id for i in labelled}
-        ops, _ = convert_ops(out.operations, labels=labels, default_sources=list(by_trace))
-        return ops
+        return aggregate.resolve(
+            out,
+            aggregate.label_proposals(usable),
+            labels={i.label: i.reflection.trace_id for i in labelled},
+            default_sources=list(by_trace),
+        )
 
 
 STRATEGIES: dict[str, type[Strategy]] = {

@@ -4,7 +4,8 @@
 a cooperative LLM would, with no network: the reflector turns each failed run
 into a rule (by default "for inputs like X, answer Y" from the ground truth),
 curators propose one ADD per new rule, and the aggregator keeps every distinct
-rule it was shown. It reads only the prompts langgraph-combee itself sends.
+rule it was shown (it drops repeats by label). It reads only the prompts
+langgraph-combee itself sends.
 """
 
 from __future__ import annotations
@@ -52,6 +53,15 @@ def _reflect(body: str, insight: InsightFn) -> str:
     )
 
 
+def _reflect_compact(body: str) -> str:
+    blocks = _fenced(body)
+    truth = blocks.get("ground_truth")
+    if truth is None or truth.strip() == blocks.get("output", "").strip():
+        return json.dumps({"topic": "", "expected": ""})
+    topic = " ".join(blocks.get("input", "").split()[:4])
+    return json.dumps({"topic": f"inputs like '{topic}'", "expected": truth})
+
+
 def _curate(body: str) -> str:
     existing = {content for _, content in _EXISTING.findall(body)}
     ops: dict[str, dict[str, object]] = {}
@@ -67,23 +77,23 @@ def _curate(body: str) -> str:
     return json.dumps({"reasoning": "new rules", "operations": list(ops.values())})
 
 
+_PROPOSED = re.compile(r"^\[(P\d+\.\d+)\] (\{.*\})$", re.MULTILINE)
+
+
 def _aggregate(body: str) -> str:
-    merged: dict[str, dict[str, object]] = {}
+    # Answer by reference: every proposal stands except repeats of an earlier one.
+    seen: set[str] = set()
+    drop = []
     for label, text in _fenced(body).items():
         if not label.startswith("proposal "):
             continue
-        for line in text.splitlines():
-            if not line.strip().startswith("{"):
-                continue
+        for ref, line in _PROPOSED.findall(text):
             op = json.loads(line)
-            key = str(op.get("content") or op.get("id"))
-            if key in merged:
-                sources = merged[key]["sources"]
-                assert isinstance(sources, list)
-                sources.extend(s for s in op.get("sources", []) if s not in sources)
-            else:
-                merged[key] = op
-    return json.dumps({"reasoning": "union", "operations": list(merged.values())})
+            key = f"{op.get('type')}|{op.get('id')}|{op.get('content')}"
+            if key in seen:
+                drop.append(ref)
+            seen.add(key)
+    return json.dumps({"reasoning": "repeats dropped", "drop": drop, "operations": []})
 
 
 def fake_learner(*, insight: InsightFn | None = None) -> FunctionChatModel:
@@ -104,6 +114,8 @@ def fake_learner(*, insight: InsightFn | None = None) -> FunctionChatModel:
         body = "\n".join(message_text(m.content) for m in messages[1:])
         if "You are the reflector" in system:
             return _reflect(body, rule_fn)
+        if "You study one run" in system:  # the compact reflector
+            return _reflect_compact(body)
         if "You are the aggregator" in system:
             return _aggregate(body)
         if "You are the curator" in system:
