@@ -702,3 +702,12 @@ def test_lease_acquired_at_marks_a_tenure(store: BaseStore, clock: FakeClock) ->
     assert b.acquire() and b.acquired_at == 1025.0
     clock.advance(20)
     assert a.acquire() and a.acquired_at == 1045.0  # a new tenure
+
+
+def test_backlog_counts_what_is_queued_without_done(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    queue.put_many(traces("a", "b", "c"), hold_until=[None, None, clock.now + 5])
+    queue.claim(1, holder="l")
+    queue.ack(["b"])
+    assert queue.backlog() == {"pending": 1, "claimed": 1, "waiting": 1}
+    assert queue.stats() == {**queue.backlog(), "done": 1}

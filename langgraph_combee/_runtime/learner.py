@@ -263,7 +263,7 @@ class BackgroundLearner:
         queue = combee.queue(tenant)
         if self.feedback_poller is not None:
             await self.feedback_poller.poll(tenant, queue)
-        stats = await queue.astats()
+        stats = await queue.abacklog()  # not astats(): that reads every done record
         ready = stats["pending"] - stats["waiting"]
         size = combee._engine(tenant).next_batch_size()
         if observe is not None and ready > 0:

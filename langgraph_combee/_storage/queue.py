@@ -292,6 +292,19 @@ class TraceQueue:
         """Async twin of ``pending_count``."""
         return (await run_async(self._store, self._stats_flow(count_done=False)))["pending"]
 
+    def backlog(self) -> dict[str, int]:
+        """Return ``stats()`` without ``done``: pending, claimed and waiting.
+
+        It reads only the queued entries, not the records of every trace ever
+        learned from, so its cost follows the backlog, not the queue's history
+        (what the learner reads on every pass).
+        """
+        return run_sync(self._store, self._stats_flow(count_done=False))
+
+    async def abacklog(self) -> dict[str, int]:
+        """Async twin of ``backlog``."""
+        return await run_async(self._store, self._stats_flow(count_done=False))
+
     def stats(self) -> dict[str, int]:
         """Return counts: ``pending``, ``claimed`` (live claims), ``done``, and ``waiting``.
 
@@ -516,4 +529,6 @@ class TraceQueue:
         if count_done:
             done = yield from io.search_all(self._index, filter={"status": "done"})
             counts["done"] = len(done)
+        else:
+            del counts["done"]
         return counts
