@@ -52,18 +52,22 @@ short, general rules appended to an AI agent's system prompt. You turn reflectio
 into edits of the playbook.
 {UNTRUSTED_NOTICE}
 Rules for edits:
-- ADD only genuinely new, general, reusable rules; never duplicate an existing bullet.
+- To add a reflection's key insight exactly as written, list its label in "add": the shortest \
+edit, right whenever the insight is new and well put.
+- ADD (in "operations") only genuinely new, general, reusable rules you wrote or combined \
+yourself; never duplicate an existing bullet.
 - UPDATE a bullet (by id) when a reflection refines or corrects it.
 - REMOVE a bullet (by id) that reflections show is wrong or harmful.
 - Keep every bullet short (one or two sentences) and the playbook within its token budget.
 - Cite the reflection labels (e.g. "R3") each edit comes from in "sources".
 Reply with ONE JSON object and nothing else:
 {{"reasoning": "one short paragraph",
+ "add": ["R4", "R5"],
  "operations": [
   {{"type": "ADD", "section": "<section>", "content": "<rule>", "sources": ["R1"]}},
   {{"type": "UPDATE", "id": "<bullet id>", "content": "<new text>", "sources": ["R2"]}},
   {{"type": "REMOVE", "id": "<bullet id>", "reason": "<why>", "sources": ["R3"]}}]}}
-Return an empty "operations" list when nothing should change."""
+Return empty "add" and "operations" lists when nothing should change."""
 
 AGGREGATOR_SYSTEM = f"""You are the aggregator of a prompt-learning system. Several curators \
 each read a different group of reflections and proposed edits to the same playbook; every \

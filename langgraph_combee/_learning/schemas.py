@@ -135,6 +135,12 @@ class OpsOut(BaseModel):
         return data
 
 
+class CuratorOut(OpsOut):
+    """A curator's reply: reflections to add as written, and written operations."""
+
+    add: LooseStrList = Field(default_factory=list)
+
+
 class AggregateOut(OpsOut):
     """The aggregator's reply: proposals to drop, and merged ops with what they replace."""
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from langgraph_combee._core.dedup import Embedder, deduplicate
-from langgraph_combee._core.ops import DeltaOp, Tag
+from langgraph_combee._core.ops import Add, DeltaOp, Tag
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Reflection, StepReport, Trace
 from langgraph_combee._errors import ConfigurationError, LearningError, LLMCallError
@@ -26,7 +26,7 @@ from langgraph_combee._learning.guard import BulletGuard
 from langgraph_combee._learning.schemas import (
     AggregateOut,
     CompactReflectionOut,
-    OpsOut,
+    CuratorOut,
     ReflectionOut,
     convert_ops,
 )
@@ -143,16 +143,27 @@ async def curate(
         prompts.curator_messages(
             playbook, [(i.label, i.reflection) for i in group], token_budget=ctx.token_budget
         ),
-        OpsOut,
+        CuratorOut,
         stats,
     )
     if out is None:
         return None
-    labels = {i.label: i.reflection.trace_id for i in unique}
+    by_label = {i.label: i.reflection for i in unique}
+    # Insights adopted by label, as the reflector wrote them (each label once).
+    adopted: list[DeltaOp] = [
+        Add(
+            section=(playbook.sections or ["others"])[0],
+            content=by_label[label].key_insight.strip(),
+            sources=[by_label[label].trace_id],
+        )
+        for label in dict.fromkeys(a.strip().strip("[]").upper() for a in out.add)
+        if label in by_label and by_label[label].key_insight.strip()
+    ]
+    labels = {label: r.trace_id for label, r in by_label.items()}
     ops, _ = convert_ops(
         out.operations, labels=labels, default_sources=[i.reflection.trace_id for i in unique]
     )
-    return ops
+    return adopted + ops
 
 
 async def finish(

@@ -3,7 +3,7 @@
 ``fake_learner()`` answers the reflector, curator and aggregator prompts the way
 a cooperative LLM would, with no network: the reflector turns each failed run
 into a rule (by default "for inputs like X, answer Y" from the ground truth),
-curators propose one ADD per new rule, and the aggregator keeps every distinct
+curators adopt each new rule by its reflection's label, and the aggregator keeps every distinct
 rule it was shown (it drops repeats by label). It reads only the prompts
 langgraph-combee itself sends.
 """
@@ -63,18 +63,16 @@ def _reflect_compact(body: str) -> str:
 
 
 def _curate(body: str) -> str:
+    # Adopt each new rule by its reflection's label, once per distinct rule.
     existing = {content for _, content in _EXISTING.findall(body)}
-    ops: dict[str, dict[str, object]] = {}
+    adopted: dict[str, str] = {}
     for label, text in _fenced(body).items():
         if not label.startswith("reflection "):
             continue
         rule = str(json.loads(text).get("key_insight", "")).strip()
         if rule and rule not in existing:
-            op = ops.setdefault(
-                rule, {"type": "ADD", "section": "others", "content": rule, "sources": []}
-            )
-            op["sources"].append(label.removeprefix("reflection "))  # type: ignore[attr-defined]
-    return json.dumps({"reasoning": "new rules", "operations": list(ops.values())})
+            adopted.setdefault(rule, label.removeprefix("reflection "))
+    return json.dumps({"reasoning": "new rules", "add": list(adopted.values()), "operations": []})
 
 
 _PROPOSED = re.compile(r"^\[(P\d+\.\d+)\] (\{.*\})$", re.MULTILINE)
