@@ -152,6 +152,7 @@ def run_config(
         batch_size=config.batch_size,
         max_concurrency=models.concurrency,
         timeout_seconds=models.timeout_seconds,
+        reflector=models.reflector,
         seed=seed,
     )
     started = time.perf_counter()
@@ -341,6 +342,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "strategies": list(plan.strategies),
             "seed": args.seed,
             "learner_concurrency": models.concurrency,
+            "reflector": models.reflector,
             "copies": 2,
             "fan_in": "floor(sqrt(n))",
         },

@@ -10,6 +10,7 @@ from typing import TextIO
 
 from langgraph_combee._errors import CombeeError
 from langgraph_combee._learning.engine import BatchSize
+from langgraph_combee._learning.prompts import REFLECTOR_STYLES
 from langgraph_combee.demo._display import make_display
 from langgraph_combee.demo._report import summary, write_outputs
 from langgraph_combee.demo._run import (
@@ -129,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="tickets arriving per minute (default: 0, as fast as the model serves; "
         "the test model spreads them out a little)",
     )
+    parser.add_argument(
+        "--reflector",
+        choices=REFLECTOR_STYLES,
+        default=None,
+        help="reflection style (default: compact for the local models, full otherwise)",
+    )
     parser.add_argument("--plain", action="store_true", help="plain lines, no live view")
     return parser
 
@@ -159,6 +166,7 @@ def main(argv: Sequence[str] | None = None, *, stream: TextIO | None = None) -> 
         ceiling=args.ceiling,
         drain_seconds=args.drain_seconds,
         pace_seconds=None if args.rate is None else (60.0 / args.rate if args.rate else 0.0),
+        reflector=args.reflector,
     )
     display = make_display(plain=args.plain, stream=stream)
     try:

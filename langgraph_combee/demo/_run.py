@@ -25,6 +25,7 @@ from typing import Any
 from langgraph_combee._combee import Combee
 from langgraph_combee._core.types import PromptVersion
 from langgraph_combee._learning.engine import BatchSize
+from langgraph_combee._learning.prompts import ReflectorStyle
 from langgraph_combee.demo._display import Display, Status
 from langgraph_combee.tasks import (
     Example,
@@ -67,6 +68,8 @@ class DemoConfig:
         ceiling: Also evaluate the hand-written rules on the held-out tickets.
         drain_seconds: Longest wait for the learner's step in flight at the end.
         pace_seconds: Pause between tickets (traffic spread over time).
+        reflector: ``"full"`` or ``"compact"``; default: what suits the model
+            (compact for the local models).
     """
 
     model: str = "local:1.5b"
@@ -82,6 +85,7 @@ class DemoConfig:
     ceiling: bool = False
     drain_seconds: float = 600.0
     pace_seconds: float | None = None
+    reflector: ReflectorStyle | None = None
 
 
 @dataclass(frozen=True)
@@ -348,6 +352,7 @@ def _run(
         batch_size=config.batch_size,
         max_concurrency=models.concurrency,
         timeout_seconds=models.timeout_seconds,
+        reflector=config.reflector or models.reflector,
         poll_seconds=0.05 if models.offline_double else 0.25,
         refresh_seconds=0.25,
         feedback_wait_seconds=120.0,

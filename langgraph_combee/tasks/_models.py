@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from langchain_core.language_models import BaseChatModel
 
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._learning.prompts import ReflectorStyle
 from langgraph_combee.tasks._base import Task
 
 __all__ = ["LOCAL_SIZES", "Models", "check_model_spec", "load_models"]
@@ -40,6 +41,8 @@ class Models:
             gets half as many slots again for the agent).
         timeout_seconds: Per-call timeout for the learner (queueing included).
         close: Releases the models (stops a local model's server); safe to call twice.
+        reflector: The reflector style that suits the learner: ``"compact"`` for
+            the small local models, ``"full"`` otherwise.
     """
 
     agent: BaseChatModel
@@ -49,6 +52,7 @@ class Models:
     concurrency: int
     timeout_seconds: float
     close: Callable[[], None] = lambda: None
+    reflector: ReflectorStyle = "full"
 
 
 def check_model_spec(spec: str) -> str:
@@ -131,6 +135,9 @@ def load_models(spec: str, task: Task, *, concurrency: int | None = None) -> Mod
             concurrency=slots,
             # Calls wait in the server's queue behind the agent's: be patient.
             timeout_seconds=900.0,
+            # A 1.5B model cannot write ACE's full analysis usefully; topic and
+            # answer it can (docs/tasks.md).
+            reflector="compact",
         )
     from langchain.chat_models import init_chat_model
 
