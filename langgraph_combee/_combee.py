@@ -46,6 +46,7 @@ from langgraph_combee._learning.engine import (
     validate_batch_size,
 )
 from langgraph_combee._learning.guard import DEFAULT_GUARD, BulletGuard
+from langgraph_combee._learning.prompts import ReflectorStyle
 from langgraph_combee._learning.strategies import Strategy
 from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy
 from langgraph_combee._runtime.feedback_poll import FeedbackSource
@@ -150,6 +151,10 @@ class Combee:
         guard: The ``BulletGuard`` screening every proposed edit before it is
             applied (and holding the support threshold); default
             ``BulletGuard()``, None turns screening off. See ``docs/security.md``.
+        reflector: ``"full"`` (ACE's reflection: error, root cause, approach,
+            insight, bullet tags) or ``"compact"`` (just the input's topic and
+            the right answer, learned as ``"<topic>: <answer>"``; for small
+            local models and classification-like tasks).
         callbacks: LangChain callbacks attached to every learner call.
         evaluator: Optional ``(trace) -> Feedback | None`` run on each captured trace.
         scope: Optional ``(config) -> tenant`` mapping a run's config (its
@@ -206,6 +211,7 @@ class Combee:
         backoff_seconds: float = 0.5,
         embedder: Embedder | None = None,
         guard: BulletGuard | None = DEFAULT_GUARD,
+        reflector: ReflectorStyle = "full",
         callbacks: Callbacks = None,
         evaluator: Evaluator | None = None,
         scope: ScopeFn | None = None,
@@ -246,6 +252,7 @@ class Combee:
             token_budget=token_budget,
             embedder=embedder,
             guard=guard,
+            reflector=reflector,
         )
         self._call_settings = CallSettings(
             max_concurrency=max_concurrency,
@@ -315,6 +322,7 @@ class Combee:
         )
         self._engines: dict[str | None, LearningEngine] = {}
         self._registries: dict[str | None, PromptRegistry] = {}
+        self._owned: contextlib.ExitStack | None = None  # a store from_conn_string opened
         # Build one engine now so that bad strategy settings fail at construction.
         if self.model is not None:
             self._engine(None)
@@ -346,7 +354,6 @@ class Combee:
         """The durable trace queue of this prompt (for one tenant, if given)."""
         if tenant not in self._queues:
             self._queues[tenant] = TraceQueue(self.store, self.prompt_id, tenant=tenant)
-        self._owned: contextlib.ExitStack | None = None  # a store from_conn_string opened
         return self._queues[tenant]
 
     def _engine(self, tenant: str | None) -> LearningEngine:
@@ -556,38 +563,6 @@ class Combee:
         """Async ``stop()``, without blocking the caller's event loop."""
         await asyncio.to_thread(self.stop, timeout)
 
-    # ---- the agent side: one line for create_agent, helpers for StateGraph --
-
-    def middleware(self, *, capture: bool = True) -> CombeeMiddleware:
-        """The ``create_agent`` middleware; put it first in ``middleware=[...]``."""
-        from langgraph_combee._runtime.middleware import CombeeMiddleware
-
-        return CombeeMiddleware(self, capture=capture)
-
-    def tracer(self) -> CombeeTracer:
-        """A callback handler that captures every finished root run as a trace."""
-        from langgraph_combee._runtime.collector import CombeeTracer
-
-        return CombeeTracer(self)
-
-    def node(self) -> Any:
-        """A LangGraph node putting the learned system prompt first in ``messages``."""
-        from langgraph_combee._runtime.graph import make_node
-
-        return make_node(self)
-
-    def system_prompt(self, base: str, *, config: Mapping[str, Any] | None = None) -> str:
-        """``base`` with the learned playbook appended, for the current run."""
-        from langgraph_combee._runtime.graph import system_prompt
-
-        return system_prompt(self, base, config=config)
-
-    def wrap_model(self, llm: Any) -> Any:
-        """A runnable that injects the learned prompt into every call of ``llm``."""
-        from langgraph_combee._runtime.graph import wrap_model
-
-        return wrap_model(self, llm)
-
     # ---- a store of its own (from_conn_string) ---------------------------
 
     @classmethod
@@ -647,6 +622,38 @@ class Combee:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+    # ---- the agent side: one line for create_agent, helpers for StateGraph --
+
+    def middleware(self, *, capture: bool = True) -> CombeeMiddleware:
+        """The ``create_agent`` middleware; put it first in ``middleware=[...]``."""
+        from langgraph_combee._runtime.middleware import CombeeMiddleware
+
+        return CombeeMiddleware(self, capture=capture)
+
+    def tracer(self) -> CombeeTracer:
+        """A callback handler that captures every finished root run as a trace."""
+        from langgraph_combee._runtime.collector import CombeeTracer
+
+        return CombeeTracer(self)
+
+    def node(self) -> Any:
+        """A LangGraph node putting the learned system prompt first in ``messages``."""
+        from langgraph_combee._runtime.graph import make_node
+
+        return make_node(self)
+
+    def system_prompt(self, base: str, *, config: Mapping[str, Any] | None = None) -> str:
+        """``base`` with the learned playbook appended, for the current run."""
+        from langgraph_combee._runtime.graph import system_prompt
+
+        return system_prompt(self, base, config=config)
+
+    def wrap_model(self, llm: Any) -> Any:
+        """A runnable that injects the learned prompt into every call of ``llm``."""
+        from langgraph_combee._runtime.graph import wrap_model
+
+        return wrap_model(self, llm)
 
     def instrument(self, graph: Any) -> Any:
         """The compiled graph with trace capture attached to every run."""

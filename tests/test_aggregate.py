@@ -1,0 +1,149 @@
+"""Combee's level 2 by reference, and the compact reflector."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from langgraph_combee import Combee, Feedback, Trace
+from langgraph_combee._core.ops import Add, Remove
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._learning import aggregate, prompts
+from langgraph_combee._learning.parsing import parse_reply
+from langgraph_combee._learning.schemas import AggregateOut, CompactReflectionOut
+from langgraph_combee.errors import ConfigurationError
+from langgraph_combee.testing import FunctionChatModel, fake_learner
+
+
+def _proposals() -> list[list[Add | Remove]]:
+    return [
+        [
+            Add(section="others", content="Refunds go to FIN-7Q.", sources=["t1"]),
+            Add(section="others", content="Locked accounts go to SEC-4X.", sources=["t2"]),
+        ],
+        [
+            Add(section="others", content="Refund requests: FIN-7Q.", sources=["t3"]),
+            Remove(id="str-00001", reason="wrong", sources=["t4"]),
+        ],
+    ]
+
+
+def _reply(data: object) -> AggregateOut:
+    return AggregateOut.model_validate(data)
+
+
+def test_every_proposal_stands_unless_dropped_or_replaced() -> None:
+    proposed = aggregate.label_proposals(_proposals())
+    assert list(proposed) == ["P1.1", "P1.2", "P2.1", "P2.2"]
+    ops = aggregate.resolve(
+        _reply({"drop": ["P2.2"], "operations": []}),
+        proposed,
+        labels={},
+        default_sources=["t1", "t2", "t3", "t4"],
+    )
+    assert ops == [proposed["P1.1"], proposed["P1.2"], proposed["P2.1"]]
+
+
+def test_a_merged_op_replaces_its_proposals_and_inherits_their_sources() -> None:
+    proposed = aggregate.label_proposals(_proposals())
+    reply = _reply(
+        {
+            "drop": [],
+            "operations": [
+                {
+                    "type": "ADD",
+                    "section": "others",
+                    "content": "Refunds and refund requests go to FIN-7Q.",
+                    "replaces": ["[P1.1]", "p2.1", "P9.9"],
+                }
+            ],
+        }
+    )
+    ops = aggregate.resolve(reply, proposed, labels={}, default_sources=["t1", "t2", "t3", "t4"])
+    assert [op.content for op in ops if isinstance(op, Add)] == [
+        "Locked accounts go to SEC-4X.",
+        "Refunds and refund requests go to FIN-7Q.",
+    ]
+    assert ops[-1].sources == ["t1", "t3"]
+    assert isinstance(ops[1], Remove)
+
+
+def test_invented_labels_drop_nothing_and_cited_reflections_win() -> None:
+    proposed = aggregate.label_proposals(_proposals())
+    reply = _reply(
+        {
+            "drop": ["P7.1", "R1"],
+            "operations": [
+                {"type": "ADD", "content": "New rule.", "sources": ["R2"], "replaces": ["P1.2"]}
+            ],
+        }
+    )
+    ops = aggregate.resolve(reply, proposed, labels={"R2": "t9"}, default_sources=["t1"])
+    assert len(ops) == 4
+    assert ops[-1].sources == ["t9"]
+
+
+def test_the_aggregator_reply_parses_leniently() -> None:
+    parsed = parse_reply('```json\n{"drop": "P1.2", "operations": []}\n```', AggregateOut)
+    assert isinstance(parsed, AggregateOut) and parsed.drop == ["P1.2"]
+
+
+def test_a_combee_step_sends_the_aggregator_labels_and_applies_its_decisions() -> None:
+    seen: list[str] = []
+    learner = fake_learner()
+
+    def reply(messages: list) -> str:
+        text = str(messages[0].content)
+        if "You are the aggregator" in text:
+            seen.append(str(messages[1].content))
+            # Drop the first proposal's first op, whatever it is.
+            return json.dumps({"drop": ["P1.1"], "operations": []})
+        return str(learner.invoke(messages).content)
+
+    traces = [
+        Trace(
+            input=f"ticket number {i} about topic {i}",
+            output="GENERAL",
+            feedback=Feedback(correct=False, ground_truth=f"T-{i}"),
+        )
+        for i in range(9)
+    ]
+    combee = Combee(prompt_id="agg", model=FunctionChatModel(reply), batch_size=9)
+    report = combee.learn(traces)
+    assert seen and "[P1.1]" in seen[0] and "[P3.1]" in seen[0]
+    # Each rule reached two proposals (p = 2): dropping one copy of one rule loses nothing.
+    assert len(report.playbook.bullets) == 9
+
+
+def test_the_compact_reflector_asks_for_topic_and_answer_only() -> None:
+    trace = Trace(
+        input="My parcel is late",
+        output="GENERAL",
+        feedback=Feedback(correct=False, ground_truth="LOG-5T"),
+    )
+    messages = prompts.reflector_messages(trace, Playbook(), style="compact")
+    assert '"topic"' in str(messages[0].content)
+    assert "Current playbook" not in str(messages[1].content)
+    out = CompactReflectionOut(topic=" late parcels :", expected="LOG-5T")
+    assert out.to_reflection("t1").key_insight == "late parcels: LOG-5T"
+    assert CompactReflectionOut(topic="late parcels").to_reflection("t1").is_empty()
+
+
+def test_combee_learns_with_the_compact_reflector() -> None:
+    traces = [
+        Trace(
+            input=f"ticket {i} says hello",
+            output="GENERAL",
+            feedback=Feedback(correct=False, ground_truth=f"T-{i}"),
+        )
+        for i in range(6)
+    ]
+    combee = Combee(prompt_id="compact", model=fake_learner(), reflector="compact", batch_size=6)
+    rules = [b.content for b in combee.learn(traces).playbook.bullets]
+    assert "inputs like 'ticket 3 says hello': T-3" in rules
+
+
+def test_a_bad_reflector_style_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="reflector"):
+        Combee(prompt_id="x", model=fake_learner(), reflector="verbose")  # type: ignore[arg-type]
