@@ -539,3 +539,14 @@ async def test_scripted_model_drives_a_tool_calling_agent() -> None:
     assert contents == ["weather in Paris?", "", "sunny in Paris", "Sunny."]
     assert model.calls == 2
     assert model.prompts[1][-1].content == "sunny in Paris"
+
+
+def test_max_prompts_keeps_only_the_most_recent_prompts() -> None:
+    model = ScriptedChatModel(replies=["ok"], cycle=True, max_prompts=2)
+    for i in range(5):
+        model.invoke(f"q{i}")
+    assert [p[0].content for p in model.prompts] == ["q3", "q4"]
+    assert model.calls == 5
+    model.max_prompts = 0
+    model.invoke("q5")
+    assert model.prompts == [] and model.calls == 6

@@ -216,6 +216,10 @@ class RecordingChatModel(BaseChatModel):
     cache: BaseCache | bool | None = Field(default=False, exclude=True)
     """Off by default, so a global LLM cache never replays a scripted reply."""
 
+    max_prompts: int | None = Field(default=None, ge=0)
+    """Most prompts kept in ``prompts`` (the most recent); None keeps all. Long runs
+    (soaks, benchmarks) set it so the log does not grow with every call."""
+
     _lock: _Lock = PrivateAttr(default_factory=_Lock)
     _prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _calls: int = PrivateAttr(default=0)
@@ -258,6 +262,8 @@ class RecordingChatModel(BaseChatModel):
     def _record_call_locked(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> int:
         """Log one call; the caller holds ``self._lock``. Returns the 1-based call number."""
         self._prompts.append(list(messages))
+        if self.max_prompts is not None and len(self._prompts) > self.max_prompts:
+            del self._prompts[: len(self._prompts) - self.max_prompts]
         self._calls += 1
         tools = kwargs.get("tools")
         self._last_tools = list(tools) if tools is not None else None
