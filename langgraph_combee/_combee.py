@@ -20,17 +20,17 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
+from langgraph_combee._agent_side import AgentSide, Evaluator, ScopeFn
 from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.types import (
     Decision,
-    Feedback,
     LearnReport,
     PromptVersion,
     StepReport,
@@ -60,8 +60,7 @@ from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
 
 if TYPE_CHECKING:
-    from langgraph_combee._runtime.collector import CombeeTracer
-    from langgraph_combee._runtime.middleware import CombeeMiddleware
+    pass
 
 logger = logging.getLogger("langgraph_combee")
 
@@ -70,13 +69,6 @@ R = TypeVar("R")
 MissingFeedback = Literal["learn", "drop"]
 
 
-class Evaluator(Protocol):
-    """Scores a captured trace: ``(trace) -> Feedback | None``."""
-
-    def __call__(self, trace: Trace) -> Feedback | None: ...
-
-
-ScopeFn = Callable[[Mapping[str, Any]], "str | None"]
 VersionListener = Callable[[PromptVersion, "PromptVersion | None"], None]
 
 
@@ -121,7 +113,7 @@ def _as_traces(traces: Iterable[Trace | Mapping[str, Any]]) -> list[Trace]:
     return out
 
 
-class Combee:
+class Combee(AgentSide):
     """A self-improving system prompt for one LangGraph / LangChain app.
 
     Example::
@@ -403,106 +395,6 @@ class Combee:
         self.server.publish(restored)
         return restored
 
-    # ---- serving and capture (the agent side; never blocks on the learner) ----
-
-    def tenant_for(self, config: Mapping[str, Any] | None) -> str | None:
-        """The tenant of a run, from its config, via ``scope`` (None without one).
-
-        A failing or ill-typed ``scope`` is logged and treated as no tenant:
-        it must never break the agent's run.
-        """
-        if self.scope is None:
-            return None
-        try:
-            tenant = self.scope(config or {})
-        except Exception:
-            logger.exception("scope(config) raised; using the shared playbook")
-            return None
-        if tenant is None or isinstance(tenant, str):
-            return tenant or None
-        logger.warning("scope(config) returned %r, not str | None; ignored", tenant)
-        return None
-
-    def select_version(self, tenant: str | None, run_key: str | None = None) -> PromptVersion:
-        """The version to serve to a new run (HEAD, or a canary candidate).
-
-        Reads only the in-memory cache (refreshed in the background).
-        """
-        head = self.server.head(tenant)
-        choose = getattr(self.acceptance, "choose", None)
-        if choose is None:
-            return head
-        try:
-            picked = choose(self.server, tenant, head, run_key)
-        except Exception:
-            logger.exception("acceptance policy failed to choose a version; serving HEAD")
-            return head
-        return picked if isinstance(picked, PromptVersion) else head
-
-    def version_for_run(self, tenant: str | None, version: int) -> PromptVersion:
-        """The version a run was pinned to (from memory when possible)."""
-        return self.server.version(tenant, version)
-
-    def capture(self, trace: Trace) -> None:
-        """Hand a finished run's trace to the learner side. Never raises.
-
-        The evaluator (if any) scores it first; the trace then waits in a bounded
-        buffer and is written to the durable queue by a background thread.
-        """
-        try:
-            if self.evaluator is not None and trace.feedback is None:
-                try:
-                    feedback = self.evaluator(trace)
-                except Exception:
-                    logger.exception(
-                        "evaluator raised on trace %s; kept without feedback", trace.id
-                    )
-                    feedback = None
-                if feedback is not None:
-                    trace = trace.model_copy(update={"feedback": feedback})
-            self.server.capture(trace, hold_seconds=self.feedback_wait_seconds)
-        except Exception:  # capture must never break the host agent
-            logger.exception("failed to capture trace %s", getattr(trace, "id", "?"))
-
-    def feedback(
-        self,
-        run_id: Any,
-        *,
-        score: float | None = None,
-        correct: bool | None = None,
-        comment: str | None = None,
-        ground_truth: str | None = None,
-        tenant: str | None = None,
-        source: str = "user",
-    ) -> bool:
-        """Attach late feedback to a captured run (keyed by its run id).
-
-        Returns True when the trace was found (in memory or in the queue), False
-        when the run id is unknown or its trace was already learned from (counted
-        in ``server.stats.feedback_unknown``).
-        """
-        fb = Feedback(
-            score=score, correct=correct, comment=comment, ground_truth=ground_truth, source=source
-        )
-        if fb.is_empty():
-            raise ConfigurationError(
-                "feedback",
-                fb.model_dump(exclude_none=True),
-                "at least one of score, correct, comment, ground_truth",
-            )
-        trace_id = str(run_id)
-
-        def merge(trace: Trace) -> Trace:
-            merged = trace.feedback.merged(fb) if trace.feedback is not None else fb
-            return trace.model_copy(update={"feedback": merged})
-
-        if self.server.attach_feedback(trace_id, merge):
-            return True
-        if self.queue(tenant).set_feedback(trace_id, fb):
-            return True
-        self.server.stats.feedback_unknown += 1
-        return False
-
     # ---- decisions -------------------------------------------------------
 
     def approve(
@@ -622,44 +514,6 @@ class Combee:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-    # ---- the agent side: one line for create_agent, helpers for StateGraph --
-
-    def middleware(self, *, capture: bool = True) -> CombeeMiddleware:
-        """The ``create_agent`` middleware; put it first in ``middleware=[...]``."""
-        from langgraph_combee._runtime.middleware import CombeeMiddleware
-
-        return CombeeMiddleware(self, capture=capture)
-
-    def tracer(self) -> CombeeTracer:
-        """A callback handler that captures every finished root run as a trace."""
-        from langgraph_combee._runtime.collector import CombeeTracer
-
-        return CombeeTracer(self)
-
-    def node(self) -> Any:
-        """A LangGraph node putting the learned system prompt first in ``messages``."""
-        from langgraph_combee._runtime.graph import make_node
-
-        return make_node(self)
-
-    def system_prompt(self, base: str, *, config: Mapping[str, Any] | None = None) -> str:
-        """``base`` with the learned playbook appended, for the current run."""
-        from langgraph_combee._runtime.graph import system_prompt
-
-        return system_prompt(self, base, config=config)
-
-    def wrap_model(self, llm: Any) -> Any:
-        """A runnable that injects the learned prompt into every call of ``llm``."""
-        from langgraph_combee._runtime.graph import wrap_model
-
-        return wrap_model(self, llm)
-
-    def instrument(self, graph: Any) -> Any:
-        """The compiled graph with trace capture attached to every run."""
-        from langgraph_combee._runtime.graph import instrument
-
-        return instrument(self, graph)
 
     # ---- learning ------------------------------------------------------
 
