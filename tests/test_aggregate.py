@@ -147,3 +147,24 @@ def test_combee_learns_with_the_compact_reflector() -> None:
 def test_a_bad_reflector_style_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="reflector"):
         Combee(prompt_id="x", model=fake_learner(), reflector="verbose")  # type: ignore[arg-type]
+
+
+def test_a_curator_may_adopt_by_label_by_insight_text_or_with_its_own_rule() -> None:
+    from langgraph_combee._core.types import Reflection
+    from langgraph_combee._learning.strategies import adopt
+
+    by_label = {
+        "R1": Reflection(trace_id="t1", key_insight="Return labels: RET-3H"),
+        "R2": Reflection(trace_id="t2", key_insight="Locked out: SEC-4X"),
+        "R3": Reflection(trace_id="t3", key_insight=""),
+    }
+    ops = adopt(
+        ["[r1]", "locked out: sec-4x.", "R3", "R9", "x", "Refunds go to FIN-7Q", "R1"],
+        by_label,
+        section="others",
+    )
+    assert [(op.content, op.sources) for op in ops if isinstance(op, Add)] == [
+        ("Return labels: RET-3H", ["t1"]),
+        ("Locked out: SEC-4X", ["t2"]),
+        ("Refunds go to FIN-7Q", ["t1", "t2", "t3"]),
+    ]

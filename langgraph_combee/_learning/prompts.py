@@ -43,31 +43,28 @@ REFLECTOR_COMPACT_SYSTEM = f"""You study one run of an AI agent to write a rule 
 time.
 {UNTRUSTED_NOTICE}
 Reply with ONE JSON object and nothing else, with exactly these keys:
-  "topic": what the agent's input is about, in 3 to 8 plain words; no names, numbers or ids,
-  "expected": the right answer for such inputs: the expected answer copied exactly when one is \
-given, else what the agent should have done, in one short sentence."""
+  "expected": the right answer: the text given as the expected answer, copied exactly; when \
+none is given, what the agent should have done, in one short sentence,
+  "topic": what the agent's input is about, in 3 to 8 plain words; no names, numbers or ids."""
 
 CURATOR_SYSTEM = f"""You are the curator of a prompt-learning system. You maintain a playbook: \
-short, general rules appended to an AI agent's system prompt. You turn reflections on past runs \
-into edits of the playbook.
+short rules appended to an AI agent's system prompt, learned from reflections on past runs.
 {UNTRUSTED_NOTICE}
 Rules for edits:
-- To add a reflection's key insight exactly as written, list its label in "add": the shortest \
-edit, right whenever the insight is new and well put.
-- ADD (in "operations") only genuinely new, general, reusable rules you wrote or combined \
-yourself; never duplicate an existing bullet.
-- UPDATE a bullet (by id) when a reflection refines or corrects it.
-- REMOVE a bullet (by id) that reflections show is wrong or harmful.
-- Keep every bullet short (one or two sentences) and the playbook within its token budget.
-- Cite the reflection labels (e.g. "R3") each edit comes from in "sources".
+- Adopt a reflection's key insight exactly as written by listing its label in "add". This is \
+the usual edit: use it for every insight that is new, useful and specific.
+- Write an operation only to combine or correct rules: ADD a rule you wrote yourself, UPDATE a \
+bullet by id, or REMOVE a bullet by id that reflections show is wrong or harmful. Never \
+duplicate an existing bullet.
+- Keep the specifics a rule needs (codes, names, formats, values), keep every bullet short, \
+and keep the playbook within its token budget.
+- Cite the reflection labels each operation comes from in "sources".
 Reply with ONE JSON object and nothing else:
 {{"reasoning": "one short paragraph",
- "add": ["R4", "R5"],
- "operations": [
-  {{"type": "ADD", "section": "<section>", "content": "<rule>", "sources": ["R1"]}},
-  {{"type": "UPDATE", "id": "<bullet id>", "content": "<new text>", "sources": ["R2"]}},
-  {{"type": "REMOVE", "id": "<bullet id>", "reason": "<why>", "sources": ["R3"]}}]}}
-Return empty "add" and "operations" lists when nothing should change."""
+ "add": ["<label>", "<label>"],
+ "operations": [{{"type": "ADD" | "UPDATE" | "REMOVE", "section": "<section>", \
+"id": "<bullet id>", "content": "<rule>", "reason": "<why>", "sources": ["<label>"]}}]}}
+Use empty lists for what you do not need."""
 
 AGGREGATOR_SYSTEM = f"""You are the aggregator of a prompt-learning system. Several curators \
 each read a different group of reflections and proposed edits to the same playbook; every \

@@ -11,7 +11,7 @@ import asyncio
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -149,21 +149,42 @@ async def curate(
     if out is None:
         return None
     by_label = {i.label: i.reflection for i in unique}
-    # Insights adopted by label, as the reflector wrote them (each label once).
-    adopted: list[DeltaOp] = [
-        Add(
-            section=(playbook.sections or ["others"])[0],
-            content=by_label[label].key_insight.strip(),
-            sources=[by_label[label].trace_id],
-        )
-        for label in dict.fromkeys(a.strip().strip("[]").upper() for a in out.add)
-        if label in by_label and by_label[label].key_insight.strip()
-    ]
+    adopted = adopt(out.add, by_label, section=(playbook.sections or ["others"])[0])
     labels = {label: r.trace_id for label, r in by_label.items()}
     ops, _ = convert_ops(
         out.operations, labels=labels, default_sources=[i.reflection.trace_id for i in unique]
     )
     return adopted + ops
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split()).strip(" .")
+
+
+def adopt(
+    entries: Sequence[str], by_label: Mapping[str, Reflection], *, section: str
+) -> list[DeltaOp]:
+    """ADD ops for the insights a curator adopted in its ``"add"`` list.
+
+    Each entry is a reflection label (``"R3"``); small models often write the
+    insight itself instead, which is matched back to its reflection, and any
+    other text is taken as a rule of the curator's own (credited to the group).
+    Each insight is adopted once.
+    """
+    by_insight = {_norm(r.key_insight): r for r in by_label.values() if r.key_insight.strip()}
+    group = list(dict.fromkeys(r.trace_id for r in by_label.values()))
+    ops: dict[str, DeltaOp] = {}
+    for entry in entries:
+        text = entry.strip()
+        reflection = by_label.get(text.strip("[]").upper()) or by_insight.get(_norm(text))
+        if reflection is not None and reflection.key_insight.strip():
+            content, sources = reflection.key_insight.strip(), [reflection.trace_id]
+        elif len(text.split()) >= 2:
+            content, sources = text, group
+        else:
+            continue  # an unknown label, or nothing
+        ops.setdefault(_norm(content), Add(section=section, content=content, sources=sources))
+    return list(ops.values())
 
 
 async def finish(
