@@ -63,3 +63,13 @@ def failing_traces(n: int, *, prefix: str = "ticket") -> list[Trace]:
         )
         for i in range(n)
     ]
+
+
+class FakeClock:
+    """A clock tests move by hand (``clock.now += 5``)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now

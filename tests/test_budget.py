@@ -13,15 +13,7 @@ from langgraph_combee import Combee, LearnerBudget, StepReport
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee.errors import BudgetExceededError, ConfigurationError, LearningError
 from langgraph_combee.testing import fake_learner
-from tests.helpers import failing_traces
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.helpers import FakeClock, failing_traces
 
 
 def _learner(combee: Combee, clock: FakeClock, **kw: Any) -> BackgroundLearner:

@@ -23,15 +23,7 @@ from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee._runtime.limits import TraceLimits, clip_trace, trace_size
 from langgraph_combee.errors import ConfigurationError, LearningError
 from langgraph_combee.testing import FlakyStore, FunctionChatModel, fake_learner
-from tests.helpers import failing_traces, role_of
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.helpers import FakeClock, failing_traces, role_of
 
 
 def _learner(combee: Combee, clock: FakeClock, **kw: Any) -> BackgroundLearner:

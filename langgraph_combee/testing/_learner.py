@@ -106,18 +106,28 @@ def fake_learner(*, insight: InsightFn | None = None) -> FunctionChatModel:
         combee = Combee(prompt_id="demo", model=fake_learner())
     """
     rule_fn = insight or default_insight
+    return role_player(lambda body: _reflect(body, rule_fn), _curate)
+
+
+def role_player(reflect: Callable[[str], str], curate: Callable[[str], str]) -> FunctionChatModel:
+    """A chat model answering each learner role's prompt with the given functions.
+
+    Each function gets the prompt's body (every message after the system one)
+    and returns the reply text; the compact reflector and the aggregator are
+    ``fake_learner``'s own.
+    """
 
     def reply(messages: Sequence[BaseMessage]) -> str:
         system = message_text(messages[0].content) if messages else ""
         body = "\n".join(message_text(m.content) for m in messages[1:])
         if "You are the reflector" in system:
-            return _reflect(body, rule_fn)
+            return reflect(body)
         if "You study one run" in system:  # the compact reflector
             return _reflect_compact(body)
         if "You are the aggregator" in system:
             return _aggregate(body)
         if "You are the curator" in system:
-            return _curate(body)
+            return curate(body)
         return "{}"
 
     return FunctionChatModel(reply)

@@ -12,17 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 
-from langchain_core.messages import BaseMessage
-
-from langgraph_combee._learning.parsing import message_text
 from langgraph_combee.testing._learner import (
     _EXISTING,
     InsightFn,
-    _aggregate,
     _fenced,
     default_insight,
+    role_player,
 )
 from langgraph_combee.testing._models import FunctionChatModel
 
@@ -92,16 +88,4 @@ def parrot_learner(*, insight: InsightFn | None = None) -> FunctionChatModel:
         combee = Combee(prompt_id="t", model=parrot_learner())
     """
     rule_fn = insight or default_insight
-
-    def reply(messages: Sequence[BaseMessage]) -> str:
-        system = message_text(messages[0].content) if messages else ""
-        body = "\n".join(message_text(m.content) for m in messages[1:])
-        if "You are the reflector" in system:
-            return _reflect(body, rule_fn)
-        if "You are the aggregator" in system:
-            return _aggregate(body)
-        if "You are the curator" in system:
-            return _curate(body)
-        return "{}"
-
-    return FunctionChatModel(reply)
+    return role_player(lambda body: _reflect(body, rule_fn), _curate)
