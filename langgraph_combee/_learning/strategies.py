@@ -149,7 +149,7 @@ async def curate(
     if out is None:
         return None
     by_label = {i.label: i.reflection for i in unique}
-    adopted = adopt(out.add, by_label, section=(playbook.sections or ["others"])[0])
+    adopted = adopt(out.add, by_label, section=playbook.resolve_section("others"))
     labels = {label: r.trace_id for label, r in by_label.items()}
     ops, _ = convert_ops(
         out.operations, labels=labels, default_sources=[i.reflection.trace_id for i in unique]
