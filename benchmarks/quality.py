@@ -316,18 +316,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         references[name] = evaluate(task, agent, test, max_concurrency=models.concurrency).accuracy
         print(f"  {name:<20} held-out {references[name]:.0%}", flush=True)
 
-    rows = []
-    for config in configs(plan):
-        row = run_config(config, task, models, traces, test, args.seed)
-        print(
-            f"  {config.name:<20} held-out {row['accuracy']:.0%}, {row['bullets']} bullets, "
-            f"learn {row['learn_seconds']:.0f} s, {row['total_calls']} calls, "
-            f"{row['tokens']:,} tokens, {row['failed_steps']} failed steps",
-            flush=True,
-        )
-        rows.append(row)
-    print()
-    print(table(rows, references))
+    rows: list[dict[str, Any]] = []
     record: dict[str, Any] = {
         "benchmark": "quality",
         "command": cmd,
@@ -351,9 +340,26 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "v0_train_accuracy": train_accuracy,
         "references": references,
         "configs": rows,
+        "complete": False,
     }
+    path = args.out / "quality.json"
+    for config in configs(plan):
+        row = run_config(config, task, models, traces, test, args.seed)
+        print(
+            f"  {config.name:<20} held-out {row['accuracy']:.0%}, {row['bullets']} bullets, "
+            f"learn {row['learn_seconds']:.0f} s, {row['total_calls']} calls, "
+            f"{row['tokens']:,} tokens, {row['failed_steps']} failed steps",
+            flush=True,
+        )
+        rows.append(row)
+        # Written after every configuration: a long run cut short keeps what it measured.
+        record["run_seconds"] = round(time.perf_counter() - started, 2)
+        write_json(path, record)
+    record["complete"] = True
+    print()
+    print(table(rows, references))
     record["run_seconds"] = round(time.perf_counter() - started, 2)
-    path = write_json(args.out / "quality.json", record)
+    path = write_json(path, record)
     print(f"\nwrote {path}")
     if args.plot:
         title = f"Learned playbooks on {task.name}, {args.model}: {len(traces)} training traces"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import overhead, speed
+from benchmarks import overhead, quality, speed
 from benchmarks._common import percentile
 from benchmarks._latency import (
     CallRecord,
@@ -291,3 +291,31 @@ def test_run_all_script_starts_from_anywhere(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "--quick" in done.stdout
+
+
+def test_quality_benchmark_on_the_doubles_writes_a_complete_record(tmp_path: Path) -> None:
+    record = quality.main(
+        [
+            "--model",
+            "test",
+            "--quick",
+            "--train",
+            "8",
+            "--test",
+            "8",
+            "--batch-sizes",
+            "4",
+            "--out",
+            str(tmp_path),
+            "--plot",
+            "",
+        ]
+    )
+    saved = json.loads((tmp_path / "quality.json").read_text())
+    assert saved["complete"] is True and record["complete"] is True
+    assert [row["name"] for row in saved["configs"]] == ["naive@4", "combee@4"]
+    assert saved["references"]["hand-written rules"] == 1.0
+    # The doubles learn every rule they are shown: the learned playbook routes held-out tickets.
+    assert all(
+        row["accuracy"] > saved["references"]["v0 (no playbook)"] for row in saved["configs"]
+    )
