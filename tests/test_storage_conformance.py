@@ -458,6 +458,25 @@ def test_put_is_idempotent_by_trace_id(store: BaseStore, clock: FakeClock) -> No
     assert queue.stats() == {"pending": 0, "claimed": 0, "done": 1, "waiting": 0}
 
 
+def test_an_ack_cut_short_after_its_entry_delete_counts_as_done(
+    store: BaseStore, clock: FakeClock
+) -> None:
+    # A learner SIGKILLed inside ack(): the entry is deleted, the index still says
+    # claimed. The trace is done (it is in a version) and must be counted so.
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    for t in traces("a", "b"):
+        queue.put(t)
+    queue.claim(2, holder="dead")
+    index = store.get(queue._index, "a")
+    assert index is not None and index.value["status"] == "claimed"
+    store.delete(queue._entries, index.value["entry_key"])
+    assert queue.status("a") == "done"
+    assert queue.stats() == {"pending": 0, "claimed": 1, "done": 1, "waiting": 0}
+    assert queue.backlog() == {"pending": 0, "claimed": 1, "waiting": 0}
+    assert [c.trace_id for c in queue.claims()] == ["b"]
+    assert not queue.put(traces("a")[0])
+
+
 def test_claim_returns_arrival_order_up_to_limit(store: BaseStore, clock: FakeClock) -> None:
     queue = TraceQueue(store, PROMPT, clock=clock)
     ids = ["zeta", "alpha", "mid", "beta", "omega"]

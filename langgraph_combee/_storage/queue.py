@@ -520,15 +520,25 @@ class TraceQueue:
     def _stats_flow(self, *, count_done: bool) -> Flow[dict[str, int]]:
         now = self._clock()
         counts = {"pending": 0, "claimed": 0, "done": 0, "waiting": 0}
-        for item in (yield from io.search_all(self._entries)):
+        # The index is read before the entries: a trace queued in between is
+        # simply not counted yet, never counted as done.
+        index = (yield from io.search_all(self._index)) if count_done else []
+        entries = yield from io.search_all(self._entries)
+        for item in entries:
             if self._is_claimed(item.value, now):
                 counts["claimed"] += 1
             else:
                 counts["pending"] += 1
                 counts["waiting"] += self._is_waiting(item.value, now)
         if count_done:
-            done = yield from io.search_all(self._index, filter={"status": "done"})
-            counts["done"] = len(done)
+            live = {item.key for item in entries}
+            # Done: marked so, or acked by a process that died before updating
+            # the index (its entry is gone; see _status_flow).
+            counts["done"] = sum(
+                1
+                for item in index
+                if item.value["status"] == "done" or item.value["entry_key"] not in live
+            )
         else:
             del counts["done"]
         return counts
