@@ -8,11 +8,14 @@ so that drift and noise hit every arm alike.
 Phase "hot path": the learners are not started, so only the agent's own thread
 and Combee's serving thread (which writes captured traces to the queue) run.
 Arms: ``plain`` (no middleware), ``noop-hooks`` (a middleware with the same hooks
-doing nothing: the framework's cost of the extra graph nodes), ``combee-serve``
-(``capture=False``), ``combee`` (capture on, empty playbook) and
-``combee+playbook`` (a learned playbook in force, so it is injected on every call).
+doing nothing: the framework's cost of the extra graph nodes), ``noop-wrap`` (a
+middleware with ``wrap_model_call`` only, doing nothing), ``combee-serve``
+(``capture=False``), ``combee`` (capture on, empty playbook), ``combee+playbook``
+(a learned playbook in force, so it is injected on every call), and ``lean`` and
+``lean+playbook``: the same with ``combee.middleware(lean=True)``, which works
+inside ``wrap_model_call`` and adds no graph node.
 
-Phase "learning": ``plain``, ``combee`` and ``combee+playbook`` again, with both
+Phase "learning": ``plain`` and the four Combee arms again, with both
 Combees' background learners running (``fake_learner()``, batch size 16) and
 learning from the runs as they are captured, on another thread of the same
 process, so they compete for the interpreter.
@@ -67,6 +70,18 @@ class NoopHooks(AgentMiddleware[AgentState[Any], Any, Any]):
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Nothing to capture."""
         return None
+
+
+class NoopWrap(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Only ``wrap_model_call``, doing nothing: the framework floor of the lean mode."""
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> Any:
+        """Call the model as is."""
+        return handler(request)
 
 
 @dataclass
@@ -129,37 +144,23 @@ def _combee(name: str, truth: dict[str, str], *, batch_size: int) -> Combee:
 
 def build_arms(phase: str, truth: dict[str, str], *, preload: int, batch_size: int) -> list[Arm]:
     """The arms of one phase ("hot-path" or "learning"), each with a fresh Combee."""
-    arms = [Arm("plain", create_agent(_agent_model(), tools=[], system_prompt=SYSTEM_PROMPT))]
+
+    def agent(*middleware: Any) -> Any:
+        return create_agent(
+            _agent_model(), tools=[], system_prompt=SYSTEM_PROMPT, middleware=list(middleware)
+        )
+
+    arms = [Arm("plain", agent())]
     if phase == "hot-path":
-        arms.append(
-            Arm(
-                "noop-hooks",
-                create_agent(
-                    _agent_model(), tools=[], system_prompt=SYSTEM_PROMPT, middleware=[NoopHooks()]
-                ),
-            )
-        )
+        arms.append(Arm("noop-hooks", agent(NoopHooks())))
+        arms.append(Arm("noop-wrap", agent(NoopWrap())))
         serve = _combee(f"{phase}-serve", truth, batch_size=batch_size)
-        arms.append(
-            Arm(
-                "combee-serve",
-                create_agent(
-                    _agent_model(),
-                    tools=[],
-                    system_prompt=SYSTEM_PROMPT,
-                    middleware=[serve.middleware(capture=False)],
-                ),
-                serve,
-            )
-        )
-    for name in ("combee", "combee+playbook"):
+        arms.append(Arm("combee-serve", agent(serve.middleware(capture=False)), serve))
+    for name in ("combee", "combee+playbook", "lean", "lean+playbook"):
         combee = _combee(f"{phase}-{name}", truth, batch_size=batch_size)
-        if name == "combee+playbook":
+        if name.endswith("+playbook"):
             combee.learn(make_traces(MAX_TRACES)[-preload:])
-        agent = create_agent(
-            _agent_model(), tools=[], system_prompt=SYSTEM_PROMPT, middleware=[combee.middleware()]
-        )
-        arms.append(Arm(name, agent, combee))
+        arms.append(Arm(name, agent(combee.middleware(lean=name.startswith("lean"))), combee))
     return arms
 
 
@@ -421,7 +422,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         phase["phase"]: {
             r["arm"]: r["overhead_ratio_p50"] < TARGET_RATIO
             for r in phase["arms"]
-            if r["arm"].startswith("combee")
+            if r["arm"].startswith(("combee", "lean"))
         }
         for phase in phases
     }

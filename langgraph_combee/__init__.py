@@ -28,6 +28,7 @@ from langgraph_combee._runtime.acceptance import (
     ManualApproval,
     ValidationGate,
 )
+from langgraph_combee._runtime.lean import LeanCombeeMiddleware
 from langgraph_combee._runtime.middleware import CombeeMiddleware
 
 __version__ = "0.1.0"
@@ -46,6 +47,7 @@ __all__ = [
     "Decision",
     "Embedder",
     "Feedback",
+    "LeanCombeeMiddleware",
     "LearnReport",
     "LearnerBudget",
     "ManualApproval",

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from langgraph_combee._combee import Combee
     from langgraph_combee._runtime.acceptance import AcceptancePolicy
     from langgraph_combee._runtime.collector import CombeeTracer
+    from langgraph_combee._runtime.lean import LeanCombeeMiddleware
     from langgraph_combee._runtime.middleware import CombeeMiddleware
     from langgraph_combee._runtime.serving import Server
     from langgraph_combee._storage.queue import TraceQueue
@@ -95,19 +96,34 @@ class AgentSide:
         buffer and is written to the durable queue by a background thread.
         """
         try:
-            if self.evaluator is not None and trace.feedback is None:
-                try:
-                    feedback = self.evaluator(trace)
-                except Exception:
-                    logger.exception(
-                        "evaluator raised on trace %s; kept without feedback", trace.id
-                    )
-                    feedback = None
-                if feedback is not None:
-                    trace = trace.model_copy(update={"feedback": feedback})
-            self.server.capture(trace, hold_seconds=self.feedback_wait_seconds)
+            self.server.capture(self._scored(trace), hold_seconds=self.feedback_wait_seconds)
         except Exception:  # capture must never break the host agent
             logger.exception("failed to capture trace %s", getattr(trace, "id", "?"))
+
+    def capture_later(self, trace_id: str, build: Callable[[], Trace]) -> None:
+        """Like ``capture``, with the trace built (and scored) by the background thread.
+
+        For the hot path: the run is buffered at once under ``trace_id`` (so
+        ``feedback(trace_id, ...)`` finds it), and ``build()``, which must not
+        depend on the calling context, runs when the buffer is flushed.
+        """
+        try:
+            self.server.capture_later(
+                trace_id, lambda: self._scored(build()), hold_seconds=self.feedback_wait_seconds
+            )
+        except Exception:  # capture must never break the host agent
+            logger.exception("failed to capture trace %s", trace_id)
+
+    def _scored(self, trace: Trace) -> Trace:
+        """``trace`` with the evaluator's feedback, when it has none and one is set."""
+        if self.evaluator is None or trace.feedback is not None:
+            return trace
+        try:
+            feedback = self.evaluator(trace)
+        except Exception:
+            logger.exception("evaluator raised on trace %s; kept without feedback", trace.id)
+            return trace
+        return trace if feedback is None else trace.model_copy(update={"feedback": feedback})
 
     def feedback(
         self,
@@ -150,8 +166,23 @@ class AgentSide:
 
     # ---- the agent side: one line for create_agent, helpers for StateGraph --
 
-    def middleware(self, *, capture: bool = True) -> CombeeMiddleware:
-        """The ``create_agent`` middleware; put it first in ``middleware=[...]``."""
+    def middleware(
+        self, *, capture: bool = True, lean: bool = False
+    ) -> CombeeMiddleware | LeanCombeeMiddleware:
+        """The ``create_agent`` middleware; put it first in ``middleware=[...]``.
+
+        Args:
+            capture: Capture each finished invocation as a ``Trace``.
+            lean: Do everything inside ``wrap_model_call``, adding no graph node
+                (``LeanCombeeMiddleware``): the smallest overhead per run, but
+                only invocations that end in a final model response are captured.
+        """
+        if not isinstance(lean, bool):
+            raise ConfigurationError("lean", lean, "True or False")
+        if lean:
+            from langgraph_combee._runtime.lean import LeanCombeeMiddleware
+
+            return LeanCombeeMiddleware(self._combee(), capture=capture)
         from langgraph_combee._runtime.middleware import CombeeMiddleware
 
         return CombeeMiddleware(self._combee(), capture=capture)

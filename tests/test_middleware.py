@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
@@ -87,6 +88,16 @@ def prompt_text(messages: list[BaseMessage]) -> str:
 # ---------------------------------------------------------------- fixtures
 
 
+Middleware = Callable[..., AgentMiddleware[Any, Any, Any]]
+
+
+@pytest.fixture(params=["full", "lean"])
+def mw(request: pytest.FixtureRequest) -> Middleware:
+    """Builds ``CombeeMiddleware`` or, for the "lean" run, ``LeanCombeeMiddleware``."""
+    lean = request.param == "lean"
+    return lambda combee, **kwargs: combee.middleware(lean=lean, **kwargs)
+
+
 @pytest.fixture
 def combee() -> Iterator[Combee]:
     instance = Combee(prompt_id="router")
@@ -123,8 +134,8 @@ def test_constructor_validates_eagerly(combee: Combee) -> None:
     assert "router" in repr(CombeeMiddleware(combee))
 
 
-def test_private_fields_stay_out_of_the_graph_schemas(combee: Combee) -> None:
-    agent = create_agent(tool_then_answer(), [lookup], middleware=[CombeeMiddleware(combee)])
+def test_private_fields_stay_out_of_the_graph_schemas(combee: Combee, mw: Middleware) -> None:
+    agent = create_agent(tool_then_answer(), [lookup], middleware=[mw(combee)])
     assert set(agent.get_input_jsonschema()["properties"]) == {"messages"}
     assert not any(k.startswith("combee") for k in agent.get_output_jsonschema()["properties"])
     result = agent.invoke(ask())
@@ -134,25 +145,21 @@ def test_private_fields_stay_out_of_the_graph_schemas(combee: Combee) -> None:
 # ---------------------------------------------------------------- serving
 
 
-def test_empty_playbook_leaves_the_prompt_unchanged(combee: Combee) -> None:
+def test_empty_playbook_leaves_the_prompt_unchanged(combee: Combee, mw: Middleware) -> None:
     model = tool_then_answer()
-    agent = create_agent(
-        model, [lookup], system_prompt=APP_PROMPT, middleware=[CombeeMiddleware(combee)]
-    )
+    agent = create_agent(model, [lookup], system_prompt=APP_PROMPT, middleware=[mw(combee)])
     agent.invoke(ask())
     assert all(p[0] == SystemMessage(APP_PROMPT) for p in model.prompts)
 
     bare = tool_then_answer()
-    create_agent(bare, [lookup], middleware=[CombeeMiddleware(combee)]).invoke(ask())
+    create_agent(bare, [lookup], middleware=[mw(combee)]).invoke(ask())
     assert not any(isinstance(m, SystemMessage) for p in bare.prompts for m in p)
 
 
-def test_learned_rules_follow_the_app_prompt(combee: Combee) -> None:
+def test_learned_rules_follow_the_app_prompt(combee: Combee, mw: Middleware) -> None:
     version = accept_rules(combee, "Refund tickets go to FIN-REFUNDS.")
     model = tool_then_answer()
-    agent = create_agent(
-        model, [lookup], system_prompt=APP_PROMPT, middleware=[CombeeMiddleware(combee)]
-    )
+    agent = create_agent(model, [lookup], system_prompt=APP_PROMPT, middleware=[mw(combee)])
     agent.invoke(ask())
     for prompt in model.prompts:
         system = prompt[0]
@@ -162,14 +169,16 @@ def test_learned_rules_follow_the_app_prompt(combee: Combee) -> None:
         assert "Refund tickets go to FIN-REFUNDS." in system.text
 
 
-def test_without_an_app_prompt_the_playbook_is_the_system_message(combee: Combee) -> None:
+def test_without_an_app_prompt_the_playbook_is_the_system_message(
+    combee: Combee, mw: Middleware
+) -> None:
     version = accept_rules(combee, "Refund tickets go to FIN-REFUNDS.")
     model = tool_then_answer()
-    create_agent(model, [lookup], middleware=[CombeeMiddleware(combee)]).invoke(ask())
+    create_agent(model, [lookup], middleware=[mw(combee)]).invoke(ask())
     assert model.prompts[0][0] == SystemMessage(version.render())
 
 
-def test_content_block_system_prompts_keep_their_blocks(combee: Combee) -> None:
+def test_content_block_system_prompts_keep_their_blocks(combee: Combee, mw: Middleware) -> None:
     version = accept_rules(combee, "Refund tickets go to FIN-REFUNDS.")
     block = {"type": "text", "text": APP_PROMPT, "cache_control": {"type": "ephemeral"}}
     model = tool_then_answer()
@@ -177,13 +186,13 @@ def test_content_block_system_prompts_keep_their_blocks(combee: Combee) -> None:
         model,
         [lookup],
         system_prompt=SystemMessage(content=[block]),
-        middleware=[CombeeMiddleware(combee)],
+        middleware=[mw(combee)],
     )
     agent.invoke(ask())
     assert model.prompts[0][0].content == [block, {"type": "text", "text": version.render()}]
 
 
-def test_a_run_in_flight_keeps_its_pinned_version(combee: Combee) -> None:
+def test_a_run_in_flight_keeps_its_pinned_version(combee: Combee, mw: Middleware) -> None:
     accept_rules(combee, "Rule one.")
 
     @tool
@@ -194,9 +203,7 @@ def test_a_run_in_flight_keeps_its_pinned_version(combee: Combee) -> None:
 
     call = AIMessage("", tool_calls=[{"name": "escalate", "args": {"topic": "x"}, "id": "e1"}])
     model = ScriptedChatModel([call, "done", "next run"])
-    agent = create_agent(
-        model, [escalate], system_prompt=APP_PROMPT, middleware=[CombeeMiddleware(combee)]
-    )
+    agent = create_agent(model, [escalate], system_prompt=APP_PROMPT, middleware=[mw(combee)])
     agent.invoke(ask())
     first, second = (prompt_text(p) for p in model.prompts)
     assert "Rule one." in first and "Rule one." in second
@@ -208,7 +215,7 @@ def test_a_run_in_flight_keeps_its_pinned_version(combee: Combee) -> None:
     assert versions == [1, 2]
 
 
-def test_a_run_resumed_after_an_interrupt_keeps_its_pin(combee: Combee) -> None:
+def test_a_run_resumed_after_an_interrupt_keeps_its_pin(combee: Combee, mw: Middleware) -> None:
     accept_rules(combee, "Rule one.")
 
     @tool
@@ -222,7 +229,7 @@ def test_a_run_resumed_after_an_interrupt_keeps_its_pin(combee: Combee) -> None:
         model,
         [refund],
         system_prompt=APP_PROMPT,
-        middleware=[CombeeMiddleware(combee)],
+        middleware=[mw(combee)],
         checkpointer=InMemorySaver(),
     )
     config: RunnableConfig = {"configurable": {"thread_id": "hitl"}}
@@ -253,14 +260,16 @@ async def _run(agent: Any, mode: str, inputs: Any, config: RunnableConfig) -> An
 
 
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke", "stream", "astream"])
-async def test_every_invocation_mode_injects_and_captures(combee: Combee, mode: str) -> None:
+async def test_every_invocation_mode_injects_and_captures(
+    combee: Combee, mode: str, mw: Middleware
+) -> None:
     accept_rules(combee, "Refund tickets go to FIN-REFUNDS.")
     model = tool_then_answer()
     agent = create_agent(
         model,
         [lookup],
         system_prompt=APP_PROMPT,
-        middleware=[CombeeMiddleware(combee)],
+        middleware=[mw(combee)],
         checkpointer=InMemorySaver(),
     )
     run_id = uuid.uuid4()
@@ -286,8 +295,8 @@ async def test_every_invocation_mode_injects_and_captures(combee: Combee, mode: 
     assert trace.metadata["combee_prompt_id"] == "router"
 
 
-def test_feedback_finds_the_captured_run(combee: Combee) -> None:
-    agent = create_agent(tool_then_answer(), [lookup], middleware=[CombeeMiddleware(combee)])
+def test_feedback_finds_the_captured_run(combee: Combee, mw: Middleware) -> None:
+    agent = create_agent(tool_then_answer(), [lookup], middleware=[mw(combee)])
     run_id = uuid.uuid4()
     agent.invoke(ask(), {"run_id": run_id})
     assert combee.feedback(run_id, correct=False, ground_truth="FIN-REFUNDS")
@@ -295,33 +304,31 @@ def test_feedback_finds_the_captured_run(combee: Combee) -> None:
     assert trace.feedback is not None and trace.feedback.ground_truth == "FIN-REFUNDS"
 
 
-def test_runs_without_a_run_id_get_distinct_trace_ids(combee: Combee) -> None:
-    agent = create_agent(tool_then_answer(), [lookup], middleware=[CombeeMiddleware(combee)])
+def test_runs_without_a_run_id_get_distinct_trace_ids(combee: Combee, mw: Middleware) -> None:
+    agent = create_agent(tool_then_answer(), [lookup], middleware=[mw(combee)])
     agent.invoke(ask())
     agent.invoke(ask())
     traces = captured(combee)
     assert len({t.id for t in traces}) == 2
 
 
-def test_capture_false_serves_without_capturing(combee: Combee) -> None:
+def test_capture_false_serves_without_capturing(combee: Combee, mw: Middleware) -> None:
     accept_rules(combee, "Rule one.")
     model = tool_then_answer()
-    agent = create_agent(model, [lookup], middleware=[CombeeMiddleware(combee, capture=False)])
+    agent = create_agent(model, [lookup], middleware=[mw(combee, capture=False)])
     agent.invoke(ask())
     assert "Rule one." in prompt_text(model.prompts[0])
     assert captured(combee) == []
 
 
-def test_failed_tool_calls_are_recorded_as_errors(combee: Combee) -> None:
+def test_failed_tool_calls_are_recorded_as_errors(combee: Combee, mw: Middleware) -> None:
     @tool
     def count(n: int) -> int:
         """Count to n."""
         return n
 
     bad = AIMessage("", tool_calls=[{"name": "count", "args": {"n": "many"}, "id": "b1"}])
-    agent = create_agent(
-        ScriptedChatModel([bad, "gave up"]), [count], middleware=[CombeeMiddleware(combee)]
-    )
+    agent = create_agent(ScriptedChatModel([bad, "gave up"]), [count], middleware=[mw(combee)])
     agent.invoke(ask("count"))
     (trace,) = captured(combee)
     (call,) = trace.tool_calls
@@ -330,13 +337,15 @@ def test_failed_tool_calls_are_recorded_as_errors(combee: Combee) -> None:
     assert "count: " in trace.execution_errors()[0]
 
 
-def test_multi_turn_threads_repin_and_capture_each_invocation(combee: Combee) -> None:
+def test_multi_turn_threads_repin_and_capture_each_invocation(
+    combee: Combee, mw: Middleware
+) -> None:
     accept_rules(combee, "Rule one.")
     model = ScriptedChatModel(["first answer", "second answer"])
     agent = create_agent(
         model,
         system_prompt=APP_PROMPT,
-        middleware=[CombeeMiddleware(combee)],
+        middleware=[mw(combee)],
         checkpointer=InMemorySaver(),
     )
     config: RunnableConfig = {"configurable": {"thread_id": "t-1"}}
@@ -366,14 +375,14 @@ def test_multi_turn_threads_repin_and_capture_each_invocation(combee: Combee) ->
     assert first.thread_id == second.thread_id == "t-1"
 
 
-def test_tenant_scope_serves_and_captures_per_tenant() -> None:
+def test_tenant_scope_serves_and_captures_per_tenant(mw: Middleware) -> None:
     combee = Combee(
         prompt_id="router", scope=lambda config: config.get("configurable", {}).get("tenant")
     )
     try:
         accept_rules(combee, "Acme refunds go to ACME-FIN.", tenant="acme")
         model = ScriptedChatModel(["a", "b"])
-        agent = create_agent(model, system_prompt=APP_PROMPT, middleware=[CombeeMiddleware(combee)])
+        agent = create_agent(model, system_prompt=APP_PROMPT, middleware=[mw(combee)])
         agent.invoke(ask(), {"configurable": {"tenant": "acme"}})
         agent.invoke(ask(), {"configurable": {"tenant": "globex"}})
         assert "ACME-FIN" in prompt_text(model.prompts[0])
@@ -390,9 +399,11 @@ def test_tenant_scope_serves_and_captures_per_tenant() -> None:
 
 
 @pytest.mark.parametrize("mode", ["invoke", "astream"])
-async def test_runs_carry_the_version_in_their_metadata(combee: Combee, mode: str) -> None:
+async def test_runs_carry_the_version_in_their_metadata(
+    combee: Combee, mode: str, mw: Middleware
+) -> None:
     accept_rules(combee, "Rule one.")
-    agent = create_agent(tool_then_answer(), [lookup], middleware=[CombeeMiddleware(combee)])
+    agent = create_agent(tool_then_answer(), [lookup], middleware=[mw(combee)])
     tracer = RecordingTracer()
     await _run(agent, mode, ask(), {"callbacks": [tracer]})
 
@@ -408,11 +419,11 @@ async def test_runs_carry_the_version_in_their_metadata(combee: Combee, mode: st
     assert trace.id == str(root.id)
 
 
-def test_tenant_is_in_the_metadata_when_set() -> None:
+def test_tenant_is_in_the_metadata_when_set(mw: Middleware) -> None:
     combee = Combee(prompt_id="router", scope=lambda config: "acme")
     try:
         accept_rules(combee, "Rule one.", tenant="acme")
-        agent = create_agent(ScriptedChatModel(["ok"]), middleware=[CombeeMiddleware(combee)])
+        agent = create_agent(ScriptedChatModel(["ok"]), middleware=[mw(combee)])
         tracer = RecordingTracer()
         agent.invoke(ask(), {"callbacks": [tracer]})
         for run in tracer.all_runs():
@@ -440,12 +451,12 @@ def echo_answer(messages: list[BaseMessage]) -> str:
 
 
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
-async def test_a_dead_store_leaves_answers_unchanged(mode: str) -> None:
+async def test_a_dead_store_leaves_answers_unchanged(mode: str, mw: Middleware) -> None:
     combee = Combee(prompt_id="router", store=DeadStore())
     try:
         plain = create_agent(FunctionChatModel(echo_answer), system_prompt=APP_PROMPT)
         model = FunctionChatModel(echo_answer)
-        agent = create_agent(model, system_prompt=APP_PROMPT, middleware=[CombeeMiddleware(combee)])
+        agent = create_agent(model, system_prompt=APP_PROMPT, middleware=[mw(combee)])
         expected = await _run(plain, mode, ask("q1"), {})
         result = await _run(agent, mode, ask("q1"), {})
         assert [m.text for m in result["messages"]] == [m.text for m in expected["messages"]]
@@ -455,7 +466,7 @@ async def test_a_dead_store_leaves_answers_unchanged(mode: str) -> None:
         combee.server.close(flush=False)
 
 
-async def test_async_runs_serve_from_an_async_only_store() -> None:
+async def test_async_runs_serve_from_an_async_only_store(mw: Middleware) -> None:
     # AsyncSqliteStore refuses synchronous calls from the event loop's thread.
     async with AsyncSqliteStore.from_conn_string(":memory:") as store:
         await store.setup()
@@ -471,16 +482,23 @@ async def test_async_runs_serve_from_an_async_only_store() -> None:
                 candidate.version, Decision(accepted=True, policy="manual", reason="test")
             )
             model = ScriptedChatModel(["a"], cycle=True)
-            agent = create_agent(model, middleware=[CombeeMiddleware(combee)])
+            agent = create_agent(model, middleware=[mw(combee)])
             await agent.ainvoke(ask())
             assert "Rule one." in prompt_text(model.prompts[0])
         finally:
             await asyncio.to_thread(combee.server.close, flush=False)
 
 
-@pytest.mark.parametrize("broken", ["tenant_for", "select_version", "version_for_run", "capture"])
+@pytest.mark.parametrize("lean", [False, True], ids=["full", "lean"])
+@pytest.mark.parametrize(
+    "broken", ["tenant_for", "select_version", "version_for_run", "capture_later"]
+)
 def test_an_exception_in_combee_code_does_not_break_the_run(
-    combee: Combee, broken: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    combee: Combee,
+    broken: str,
+    lean: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     accept_rules(combee, "Rule one.")
 
@@ -488,9 +506,10 @@ def test_an_exception_in_combee_code_does_not_break_the_run(
         raise RuntimeError(f"{broken} exploded")
 
     monkeypatch.setattr(combee, broken, boom)
+    monkeypatch.setattr(combee, "scope", lambda config: None)  # so that tenant_for is called
     model = tool_then_answer()
     agent = create_agent(
-        model, [lookup], system_prompt=APP_PROMPT, middleware=[CombeeMiddleware(combee)]
+        model, [lookup], system_prompt=APP_PROMPT, middleware=[combee.middleware(lean=lean)]
     )
     with caplog.at_level(logging.ERROR, logger="langgraph_combee.middleware"):
         result = agent.invoke(ask())
@@ -511,10 +530,10 @@ def test_interrupts_raised_in_combee_code_propagate(
         middleware.before_agent(state, None)  # type: ignore[arg-type]
 
 
-def test_with_the_tracer_failed_agent_runs_are_captured_too(combee: Combee) -> None:
+def test_with_the_tracer_failed_agent_runs_are_captured_too(combee: Combee, mw: Middleware) -> None:
     accept_rules(combee, "Rule one.")
     model = ScriptedChatModel(["fine", ValueError("provider down")])
-    agent = create_agent(model, middleware=[CombeeMiddleware(combee, capture=False)])
+    agent = create_agent(model, middleware=[mw(combee, capture=False)])
     agent = agent.with_config(callbacks=[CombeeTracer(combee)])
     ok, failed = uuid.uuid4(), uuid.uuid4()
     agent.invoke(ask("first"), {"run_id": ok})
@@ -527,9 +546,9 @@ def test_with_the_tracer_failed_agent_runs_are_captured_too(combee: Combee) -> N
     assert traces[str(failed)].input == "second"
 
 
-def test_model_errors_propagate_untouched(combee: Combee) -> None:
+def test_model_errors_propagate_untouched(combee: Combee, mw: Middleware) -> None:
     model = ScriptedChatModel([ValueError("provider down")])
-    agent = create_agent(model, middleware=[CombeeMiddleware(combee)])
+    agent = create_agent(model, middleware=[mw(combee)])
     with pytest.raises(ValueError, match="provider down"):
         agent.invoke(ask())
 
@@ -538,7 +557,7 @@ def test_model_errors_propagate_untouched(combee: Combee) -> None:
 
 
 def test_langsmith_receives_the_version_on_root_and_model_runs(
-    combee: Combee, langsmith_server: str
+    combee: Combee, langsmith_server: str, mw: Middleware
 ) -> None:
     import langsmith
     from langchain_core.tracers.langchain import LangChainTracer
@@ -546,7 +565,7 @@ def test_langsmith_receives_the_version_on_root_and_model_runs(
     accept_rules(combee, "Rule one.")
     client = langsmith.Client(api_url=langsmith_server, api_key="test", auto_batch_tracing=False)
     tracer = LangChainTracer(client=client, project_name="combee-test")
-    agent = create_agent(ScriptedChatModel(["ok"]), middleware=[CombeeMiddleware(combee)])
+    agent = create_agent(ScriptedChatModel(["ok"]), middleware=[mw(combee)])
     run_id = uuid.uuid4()
     agent.invoke(ask(), {"callbacks": [tracer], "run_id": run_id})
     tracer.wait_for_futures()

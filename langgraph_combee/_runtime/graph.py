@@ -53,7 +53,7 @@ from langgraph_combee._runtime.runs import (
     current_config,
     given_run_id,
     run_id_in_tracers,
-    scope_view,
+    run_tenant,
     tag_runs,
     version_metadata,
 )
@@ -113,7 +113,7 @@ _PINS = _Pins()
 
 def _serve(combee: Combee, config: Mapping[str, Any] | None) -> PromptVersion:
     """The version for the run of ``config``: pinned per run, and labelled on the run."""
-    tenant = combee.tenant_for(scope_view(config))
+    tenant = run_tenant(combee, config)
     run_key = given_run_id(config) or run_id_in_tracers(config, level="root")
     pinned = _PINS.get(combee, tenant, run_key) if run_key is not None else None
     if pinned is not None:

@@ -50,12 +50,12 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
@@ -70,7 +70,7 @@ from langgraph_combee._runtime.runs import (
     current_config,
     given_run_id,
     run_id_in_tracers,
-    scope_view,
+    run_tenant,
     tag_runs,
     thread_id_of,
     version_metadata,
@@ -171,7 +171,7 @@ class CombeeMiddleware(AgentMiddleware[CombeeState, Any, Any]):
 
     def _pin(self, state: CombeeState, runtime: Runtime[Any] | None) -> dict[str, Any]:
         config = current_config()
-        tenant = self.combee.tenant_for(scope_view(config))
+        tenant = run_tenant(self.combee, config)
         run_key = (
             given_run_id(config, runtime)
             or run_id_in_tracers(config, level="graph")
@@ -216,13 +216,7 @@ class CombeeMiddleware(AgentMiddleware[CombeeState, Any, Any]):
         return prepared if prepared is not None else (request, {})
 
     def _inject(self, request: ModelRequest[Any]) -> tuple[ModelRequest[Any], dict[str, Any]]:
-        version = self._served(request.state, request.runtime)
-        metadata = version_metadata(self.combee.prompt_id, version)
-        playbook = version.render()
-        if not playbook:
-            return request, metadata
-        system = with_playbook(request.system_message, playbook)
-        return request.override(system_message=system), metadata
+        return serve(self.combee, request, self._served(request.state, request.runtime))
 
     def _served(self, state: Mapping[str, Any], runtime: Runtime[Any] | None) -> PromptVersion:
         number = state.get("combee_version")
@@ -230,7 +224,7 @@ class CombeeMiddleware(AgentMiddleware[CombeeState, Any, Any]):
             return self.combee.version_for_run(state.get("combee_tenant"), number)
         # No pin (before_agent failed, or the thread predates the middleware).
         config = current_config()
-        tenant = self.combee.tenant_for(scope_view(config))
+        tenant = run_tenant(self.combee, config)
         return self.combee.select_version(tenant, given_run_id(config, runtime))
 
     # ---- after_agent: capture ---------------------------------------------
@@ -250,43 +244,79 @@ class CombeeMiddleware(AgentMiddleware[CombeeState, Any, Any]):
         return None
 
     def _capture(self, state: CombeeState, runtime: Runtime[Any] | None) -> None:
-        config = current_config()
         messages = list(state.get("messages") or [])
-        version = state.get("combee_version")
-        tenant = state.get("combee_tenant")
-        started = state.get("combee_started")
-        metadata: dict[str, Any] = {"combee_prompt_id": self.combee.prompt_id}
-        if version is not None:
-            metadata["combee_version"] = version
-        if tenant is not None:
-            metadata["combee_tenant"] = tenant
-        run = RunInfo(
-            id=given_run_id(config, runtime)
-            or run_id_in_tracers(config, level="graph")
-            or state.get("combee_run_key"),
-            thread_id=thread_id_of(config, runtime),
-            tenant=tenant,
-            prompt_version=version,
-            latency_seconds=max(0.0, time.monotonic() - started)
-            if isinstance(started, float)
-            else None,
-            metadata=metadata,
+        capture_run(
+            self.combee,
+            messages,
+            start=invocation_start(messages, anchor_id=state.get("combee_start_id")),
+            runtime=runtime,
+            run_key=state.get("combee_run_key"),
+            tenant=state.get("combee_tenant"),
+            version=state.get("combee_version"),
+            started=state.get("combee_started"),
         )
-        start = invocation_start(messages, anchor_id=state.get("combee_start_id"))
-        self.combee.capture(trace_from_messages(messages, run, start=start))
 
     # ---- failure policy -----------------------------------------------------
 
     def _guard(self, hook: str, call: Callable[[], T]) -> T | None:
         """Run Combee's own code for ``hook``; log a failure and return None."""
-        try:
-            return call()
-        except GraphBubbleUp:
-            raise
-        except Exception:
-            logger.exception(
-                "CombeeMiddleware.%s failed (prompt %r); the run goes on without Combee",
-                hook,
-                self.combee.prompt_id,
-            )
-            return None
+        return guarded(self.combee, f"CombeeMiddleware.{hook}", call)
+
+
+def serve(
+    combee: Combee, request: ModelRequest[Any], version: PromptVersion
+) -> tuple[ModelRequest[Any], dict[str, Any]]:
+    """``request`` with ``version``'s playbook appended to its system prompt, and the run labels."""
+    metadata = version_metadata(combee.prompt_id, version)
+    playbook = combee.server.rendered(version)
+    if not playbook:
+        return request, metadata
+    system = with_playbook(request.system_message, playbook)
+    return request.override(system_message=system), metadata
+
+
+def capture_run(
+    combee: Combee,
+    messages: Sequence[BaseMessage],
+    *,
+    start: int,
+    runtime: Runtime[Any] | None,
+    run_key: str | None,
+    tenant: str | None,
+    version: int | None,
+    started: float | None,
+) -> None:
+    """Hand the invocation that began at ``messages[start]`` to ``combee.capture``."""
+    config = current_config()
+    latency = max(0.0, time.monotonic() - started) if isinstance(started, float) else None
+    metadata: dict[str, Any] = {"combee_prompt_id": combee.prompt_id}
+    if version is not None:
+        metadata["combee_version"] = version
+    if tenant is not None:
+        metadata["combee_tenant"] = tenant
+    run = RunInfo(
+        id=given_run_id(config, runtime) or run_id_in_tracers(config, level="graph") or run_key,
+        thread_id=thread_id_of(config, runtime),
+        tenant=tenant,
+        prompt_version=version,
+        latency_seconds=latency,
+        metadata=metadata,
+    )
+    if run.id is None:
+        combee.capture(trace_from_messages(messages, run, start=start))
+        return
+    # Building the trace is most of capture's cost: the serving thread does it.
+    combee.capture_later(run.id, lambda: trace_from_messages(messages, run, start=start))
+
+
+def guarded(combee: Combee, where: str, call: Callable[[], T]) -> T | None:
+    """Run Combee's own code; log a failure and return None. Interrupts propagate."""
+    try:
+        return call()
+    except GraphBubbleUp:
+        raise
+    except Exception:
+        logger.exception(
+            "%s failed (prompt %r); the run goes on without Combee", where, combee.prompt_id
+        )
+        return None

@@ -47,6 +47,7 @@ class ServingStats:
     refresh_errors: int = 0
     feedback_unknown: int = 0
     truncated: int = 0
+    capture_errors: int = 0
 
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict."""
@@ -61,8 +62,14 @@ class _Entry:
 
 @dataclass
 class _Pending:
-    trace: Trace
+    """A captured run waiting for the queue: a trace, or the recipe to build it later."""
+
+    trace_id: str
+    trace: Trace | None
     hold_until: float | None
+    build: Callable[[], Trace] | None = None
+    hold_seconds: float = 0.0
+    captured_at: float = 0.0
 
 
 @dataclass
@@ -110,6 +117,7 @@ class Server:
             collections.OrderedDict()
         )
         self._buffer: collections.deque[_Pending] = collections.deque()
+        self._rendered: collections.OrderedDict[tuple[object, ...], str] = collections.OrderedDict()
         self._stale: set[str | None] = set()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -132,6 +140,28 @@ class Server:
         self._ensure_worker()
         # First use of this tenant in this process: one read, then never again here.
         return self._load_head(tenant, fallback=True)
+
+    def rendered(self, version: PromptVersion) -> str:
+        """``version.render()``, cached: the hot path renders each served version once.
+
+        Versions are never changed once written (learning makes new ones), so the
+        key is the version's identity: tenant, number, creation time and size.
+        """
+        key = (version.tenant, version.version, version.created_at, len(version.playbook.bullets))
+        with self._lock:
+            text = self._rendered.get(key)
+        if text is None:
+            text = version.render()
+            with self._lock:
+                self._rendered[key] = text
+                while len(self._rendered) > 64:
+                    self._rendered.popitem(last=False)
+        return text
+
+    def has_head(self, tenant: str | None) -> bool:
+        """Whether ``head(tenant)`` is served from memory (no store read)."""
+        with self._lock:
+            return tenant in self._heads
 
     def version(self, tenant: str | None, number: int) -> PromptVersion:
         """A version by number (a pinned run's), from memory when possible."""
@@ -218,31 +248,80 @@ class Server:
         """Buffer a trace for the queue. Never raises; a full buffer drops by policy.
 
         A trace over the size limits (``settings.limits``) is cut down first and
-        counted in ``stats.truncated``.
+        counted in ``stats.truncated``. A trace without feedback waits
+        ``hold_seconds`` in the queue for late feedback before it is learned from.
         """
-        clipped = clip_trace(trace, self.settings.limits)
-        if clipped is not trace:
-            trace = clipped
-            with self._lock:
-                self.stats.truncated += 1
+        trace = self._clipped(trace)
         hold = time.time() + hold_seconds if hold_seconds > 0 and trace.feedback is None else None
+        self._append(_Pending(trace.id, trace, hold))
+
+    def capture_later(
+        self, trace_id: str, build: Callable[[], Trace], *, hold_seconds: float = 0.0
+    ) -> None:
+        """Buffer a run whose trace ``build()`` makes later, off the agent's hot path.
+
+        The worker thread builds it when it flushes (or ``attach_feedback`` does, when
+        feedback for ``trace_id`` arrives first). A ``build`` that raises loses that
+        one trace, logged and counted in ``stats.capture_errors``.
+        """
+        self._append(
+            _Pending(
+                trace_id,
+                None,
+                None,
+                build=build,
+                hold_seconds=hold_seconds,
+                captured_at=time.time(),
+            )
+        )
+
+    def _append(self, pending: _Pending) -> None:
         with self._lock:
             if len(self._buffer) >= self.settings.capture_limit:
                 self.stats.dropped += 1
                 if self.settings.drop_policy == "drop_newest":
                     return
                 self._buffer.popleft()
-            self._buffer.append(_Pending(trace, hold))
+            self._buffer.append(pending)
             self.stats.captured += 1
         # No wake-up here: the worker flushes every ``flush_seconds``, so a burst of
         # runs costs one batch of queue writes, not one write per run.
         self._ensure_worker()
 
+    def _clipped(self, trace: Trace) -> Trace:
+        clipped = clip_trace(trace, self.settings.limits)
+        if clipped is trace:
+            return trace
+        with self._lock:
+            self.stats.truncated += 1
+        return clipped
+
+    def _built(self, pending: _Pending) -> bool:
+        """Give ``pending`` its trace (building it if deferred); False if the build failed."""
+        if pending.trace is not None:
+            return True
+        build, pending.build = pending.build, None
+        try:
+            assert build is not None
+            trace = self._clipped(build())
+        except Exception:
+            logger.exception(
+                "cannot build the trace of run %s; it is not captured", pending.trace_id
+            )
+            with self._lock:
+                self.stats.capture_errors += 1
+            return False
+        pending.trace = trace
+        if pending.hold_seconds > 0 and trace.feedback is None:
+            pending.hold_until = pending.captured_at + pending.hold_seconds
+        return True
+
     def attach_feedback(self, trace_id: str, apply: Callable[[Trace], Trace]) -> bool:
         """Update a trace still in the buffer; False if it already left for the store."""
         with self._lock:
             for pending in self._buffer:
-                if pending.trace.id == trace_id:
+                if pending.trace_id == trace_id and self._built(pending):
+                    assert pending.trace is not None
                     pending.trace = apply(pending.trace)
                     return True
         return False
@@ -266,6 +345,7 @@ class Server:
                     return written
                 size = min(FLUSH_CHUNK, len(self._buffer))
                 chunk = [self._buffer.popleft() for _ in range(size)]
+            chunk = [pending for pending in chunk if self._built(pending)]
             try:
                 fresh = self._write(chunk)
             except Exception as exc:
@@ -280,13 +360,16 @@ class Server:
                 self.stats.duplicates += len(fresh) - sum(fresh)
 
     def _write(self, chunk: list[_Pending]) -> list[bool]:
-        by_tenant: dict[str | None, list[_Pending]] = {}
+        by_tenant: dict[str | None, list[tuple[Trace, float | None]]] = {}
         for pending in chunk:
-            by_tenant.setdefault(pending.trace.tenant, []).append(pending)
+            assert pending.trace is not None  # built by flush
+            by_tenant.setdefault(pending.trace.tenant, []).append(
+                (pending.trace, pending.hold_until)
+            )
         fresh: list[bool] = []
         for tenant, items in by_tenant.items():
             fresh += self._queue_for(tenant).put_many(
-                [p.trace for p in items], hold_until=[p.hold_until for p in items]
+                [trace for trace, _ in items], hold_until=[hold for _, hold in items]
             )
         return fresh
 

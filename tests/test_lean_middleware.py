@@ -1,0 +1,112 @@
+"""LeanCombeeMiddleware: what differs from CombeeMiddleware.
+
+Everything they share (serving, pinning, capture in every invocation mode, run
+metadata, failure policy) runs for both in ``tests/test_middleware.py`` through
+its ``mw`` fixture; this module covers the lean mode's own contract.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.structured_output import ToolStrategy
+from langchain_core.messages import AIMessage, HumanMessage
+from pydantic import BaseModel
+
+from langgraph_combee import Combee, LeanCombeeMiddleware
+from langgraph_combee.errors import ConfigurationError
+from langgraph_combee.testing import ScriptedChatModel
+from tests.test_middleware import APP_PROMPT, accept_rules, ask, captured, lookup, tool_then_answer
+
+
+@pytest.fixture
+def combee() -> Iterator[Combee]:
+    instance = Combee(prompt_id="router")
+    yield instance
+    instance.server.close(flush=False)
+
+
+def test_constructor_validates_eagerly(combee: Combee) -> None:
+    with pytest.raises(ConfigurationError, match="'not a combee'"):
+        LeanCombeeMiddleware("not a combee")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="capture"):
+        LeanCombeeMiddleware(combee, capture="yes")  # type: ignore[arg-type]
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ConfigurationError, match="max_open_runs"):
+            LeanCombeeMiddleware(combee, max_open_runs=bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="lean"):
+        combee.middleware(lean="yes")  # type: ignore[arg-type]
+    lean = combee.middleware(lean=True)
+    assert isinstance(lean, LeanCombeeMiddleware)
+    assert "router" in repr(lean)
+
+
+def test_it_adds_no_node_to_the_graph(combee: Combee) -> None:
+    def nodes(*middleware: object) -> set[str]:
+        agent = create_agent(tool_then_answer(), [lookup], middleware=list(middleware))  # type: ignore[arg-type]
+        return set(agent.get_graph().nodes)
+
+    plain = nodes()
+    assert nodes(combee.middleware(lean=True)) == plain
+    assert nodes(combee.middleware()) > plain  # before_agent and after_agent nodes
+
+
+def test_a_finished_run_leaves_no_pin_behind(combee: Combee) -> None:
+    middleware = LeanCombeeMiddleware(combee)
+    agent = create_agent(tool_then_answer(), [lookup], middleware=[middleware])
+    for i in range(3):
+        agent.invoke(ask(f"ticket {i}"))
+    assert middleware.open_runs == 0
+    assert len(captured(combee)) == 3
+
+
+def test_runs_that_never_finish_are_forgotten_beyond_max_open_runs(combee: Combee) -> None:
+    middleware = LeanCombeeMiddleware(combee, max_open_runs=2)
+    call = AIMessage("", tool_calls=[{"name": "lookup", "args": {"topic": "x"}, "id": "c1"}])
+    # Every run calls the tool, then the model fails: the run never gets a final answer.
+    model = ScriptedChatModel([call, ValueError("down")] * 3)
+    agent = create_agent(model, [lookup], middleware=[middleware])
+    for i in range(3):
+        with pytest.raises(ValueError, match="down"):
+            agent.invoke(ask(f"ticket {i}"))
+    assert middleware.open_runs == 2
+    assert captured(combee) == []  # a run that ends in an error is not captured (documented)
+
+
+def test_a_structured_response_closes_the_run(combee: Combee) -> None:
+    class Route(BaseModel):
+        team: str
+
+    accept_rules(combee, "Refunds go to FIN-REFUNDS.")
+    answer = AIMessage(
+        "", tool_calls=[{"name": "Route", "args": {"team": "FIN-REFUNDS"}, "id": "s1"}]
+    )
+    model = ScriptedChatModel([answer])
+    agent = create_agent(
+        model,
+        system_prompt=APP_PROMPT,
+        response_format=ToolStrategy(Route),
+        middleware=[combee.middleware(lean=True)],
+    )
+    run_id = uuid.uuid4()
+    result = agent.invoke(ask(), {"run_id": run_id})
+    assert result["structured_response"] == Route(team="FIN-REFUNDS")
+    (trace,) = captured(combee)
+    assert (trace.id, trace.prompt_version) == (str(run_id), 1)
+    assert [c.name for c in trace.tool_calls] == ["Route"]
+
+
+def test_the_trace_is_built_off_the_hot_path_and_feedback_still_finds_it(
+    combee: Combee,
+) -> None:
+    agent = create_agent(tool_then_answer(), [lookup], middleware=[combee.middleware(lean=True)])
+    run_id = uuid.uuid4()
+    agent.invoke({"messages": [HumanMessage("Where does my refund go?")]}, {"run_id": run_id})
+    assert combee.server.buffered() == 1
+    assert combee.feedback(run_id, correct=False, ground_truth="FIN-REFUNDS")
+    (trace,) = captured(combee)
+    assert trace.feedback is not None and trace.feedback.ground_truth == "FIN-REFUNDS"
+    assert [m.role for m in trace.messages] == ["human", "ai", "tool", "ai"]
