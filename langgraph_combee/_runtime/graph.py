@@ -143,7 +143,7 @@ def system_prompt(combee: Combee, base: str, *, config: Mapping[str, Any] | None
     if not isinstance(base, str):
         raise ConfigurationError("base", base, "a str (the app's system prompt)")
     version = _serve(combee, config if config is not None else current_config())
-    return join_prompt(base, version.render())
+    return join_prompt(base, combee.server.rendered(version))
 
 
 # --------------------------------------------------------------------------- node
@@ -224,7 +224,7 @@ def make_node(combee: Combee) -> PromptNode:
         )
         messages = convert_to_messages(raw or [])
         version = _serve(combee, config)
-        return {"messages": node_update(messages, version.render())}
+        return {"messages": node_update(messages, combee.server.rendered(version))}
 
     return combee_prompt
 
@@ -293,7 +293,10 @@ class LearnedPromptModel(Runnable[LanguageModelInput, Any]):
             **(config.get("metadata") or {}),
             **version_metadata(self.combee.prompt_id, version),
         }
-        return inject(_as_messages(value), version.render()), {**config, "metadata": metadata}
+        return inject(_as_messages(value), self.combee.server.rendered(version)), {
+            **config,
+            "metadata": metadata,
+        }
 
     def invoke(
         self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
