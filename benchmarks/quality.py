@@ -332,6 +332,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "seed": args.seed,
             "learner_concurrency": models.concurrency,
             "reflector": models.reflector,
+            "curator": models.reflector,  # Combee(curator=None) follows the reflector
             "copies": 2,
             "fan_in": "floor(sqrt(n))",
         },

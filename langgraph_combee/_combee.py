@@ -46,7 +46,7 @@ from langgraph_combee._learning.engine import (
     validate_batch_size,
 )
 from langgraph_combee._learning.guard import DEFAULT_GUARD, BulletGuard
-from langgraph_combee._learning.prompts import ReflectorStyle
+from langgraph_combee._learning.prompts import CuratorStyle, ReflectorStyle
 from langgraph_combee._learning.strategies import Strategy
 from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy
 from langgraph_combee._runtime.feedback_poll import FeedbackSource
@@ -147,6 +147,11 @@ class Combee(AgentSide):
             insight, bullet tags) or ``"compact"`` (just the input's topic and
             the right answer, learned as ``"<topic>: <answer>"``; for small
             local models and classification-like tasks).
+        curator: How curators and the aggregator answer: ``"full"`` (labels of
+            insights to adopt plus written edits: ADD, UPDATE, REMOVE, merges) or
+            ``"compact"`` (labels to adopt, bullet ids to remove, labels to drop:
+            a reply of a few tokens, for small local models). Default: the
+            ``reflector`` style.
         callbacks: LangChain callbacks attached to every learner call.
         evaluator: Optional ``(trace) -> Feedback | None`` run on each captured trace.
         scope: Optional ``(config) -> tenant`` mapping a run's config (its
@@ -204,6 +209,7 @@ class Combee(AgentSide):
         embedder: Embedder | None = None,
         guard: BulletGuard | None = DEFAULT_GUARD,
         reflector: ReflectorStyle = "full",
+        curator: CuratorStyle | None = None,
         callbacks: Callbacks = None,
         evaluator: Evaluator | None = None,
         scope: ScopeFn | None = None,
@@ -245,6 +251,7 @@ class Combee(AgentSide):
             embedder=embedder,
             guard=guard,
             reflector=reflector,
+            curator=curator,
         )
         self._call_settings = CallSettings(
             max_concurrency=max_concurrency,

@@ -1,17 +1,24 @@
-"""Combee's level 2 by reference, and the compact reflector."""
+"""Combee's level 2 by reference, and the compact reflector and curators."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
+from langchain_core.messages import BaseMessage
 
-from langgraph_combee import Combee, Feedback, Trace
+from langgraph_combee import Combee, Decision, Feedback, Trace
 from langgraph_combee._core.ops import Add, Remove
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._learning import aggregate, prompts
 from langgraph_combee._learning.parsing import parse_reply
-from langgraph_combee._learning.schemas import AggregateOut, CompactReflectionOut
+from langgraph_combee._learning.schemas import (
+    AggregateOut,
+    CompactAggregateOut,
+    CompactCuratorOut,
+    CompactReflectionOut,
+)
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, fake_learner
 
@@ -168,3 +175,84 @@ def test_a_curator_may_adopt_by_label_by_insight_text_or_with_its_own_rule() -> 
         ("Locked out: SEC-4X", ["t2"]),
         ("Refunds go to FIN-7Q", ["t1", "t2", "t3"]),
     ]
+
+
+# ---------------------------------------------------------------- compact curators
+
+
+def _compact_learner(remove: list[str], drop: list[str], seen: list[str]) -> FunctionChatModel:
+    """Reflects compactly, adopts every reflection, removes and drops as told; logs systems."""
+
+    def reply(messages: list[BaseMessage]) -> str:
+        system, body = str(messages[0].content), str(messages[-1].content)
+        seen.append(system)
+        if "You study one run" in system:
+            number = re.findall(r"ticket (\d+) says hello", body)[0]
+            return json.dumps({"expected": f"T-{number}", "topic": f"greeting ticket {number}"})
+        if "You are the curator" in system:
+            labels = sorted(set(re.findall(r"\[(R\d+)\]", body)))
+            return json.dumps({"add": labels, "remove": remove})
+        return json.dumps({"drop": drop})
+
+    return FunctionChatModel(reply)
+
+
+def test_compact_curators_answer_with_labels_and_ids_only() -> None:
+    reply = CompactCuratorOut.model_validate({"add": ["R1"], "remove": ["str-00002", ""]})
+    full = reply.to_full()
+    assert full.add == ["R1"]
+    assert [(op.type, op.id) for op in full.operations] == [("REMOVE", "str-00002")]
+    assert CompactAggregateOut.model_validate({"drop": "P1.1"}).to_full().drop == ["P1.1"]
+    schema = CompactCuratorOut.model_json_schema()["properties"]
+    assert set(schema) == {"add", "remove"}
+
+
+def test_the_compact_style_follows_the_reflector_unless_set() -> None:
+    seen: list[str] = []
+    traces = [
+        Trace(
+            input=f"ticket {i} says hello",
+            output="GENERAL",
+            feedback=Feedback(correct=False, ground_truth=f"T-{i}"),
+        )
+        for i in range(4)
+    ]
+    seed = Combee(prompt_id="seed", model=fake_learner(), batch_size=4)
+    old = seed.learn(traces[:1]).playbook.bullets[0]
+
+    combee = Combee(
+        prompt_id="compact",
+        model=_compact_learner([old.id], ["P2.1"], seen),
+        reflector="compact",
+        batch_size=4,
+    )
+    combee.registry().accept(
+        combee.registry()
+        .add_candidate(seed.current().model_copy(update={"prompt_id": "compact"}))
+        .version,
+        Decision(accepted=True, policy="manual", reason="seed"),
+    )
+    report = combee.learn(traces)
+    assert prompts.CURATOR_COMPACT_SYSTEM in seen
+    assert prompts.AGGREGATOR_COMPACT_SYSTEM in seen
+    assert prompts.CURATOR_SYSTEM not in seen
+    contents = [b.content for b in report.playbook.bullets]
+    assert old.id not in {b.id for b in report.playbook.bullets}  # removed by id
+    # P2.1 repeats a rule of proposal 1 (each reflection reaches two groups): nothing lost.
+    assert sorted(contents) == [f"greeting ticket {i}: T-{i}" for i in range(4)]
+
+    seen.clear()
+    full = Combee(
+        prompt_id="mixed",
+        model=_compact_learner([], [], seen),
+        reflector="compact",
+        curator="full",
+        batch_size=4,
+    )
+    full.learn(traces)
+    assert prompts.CURATOR_SYSTEM in seen and prompts.CURATOR_COMPACT_SYSTEM not in seen
+
+
+def test_a_bad_curator_style_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="curator"):
+        Combee(prompt_id="x", model=fake_learner(), curator="short")  # type: ignore[arg-type]

@@ -217,14 +217,15 @@ def test_overhead_benchmark_writes_well_formed_json(tmp_path: Path) -> None:
     assert data == json.loads(json.dumps(record))
     assert data["command"].startswith("python -m benchmarks.overhead --runs 6")
     phases = {p["phase"]: p for p in data["phases"]}
+    combee_arms = ["combee", "combee+playbook", "lean", "lean+playbook"]
     assert [a["arm"] for a in phases["hot-path"]["arms"]] == [
         "plain",
         "noop-hooks",
+        "noop-wrap",
         "combee-serve",
-        "combee",
-        "combee+playbook",
+        *combee_arms,
     ]
-    assert [a["arm"] for a in phases["learning"]["arms"]] == ["plain", "combee", "combee+playbook"]
+    assert [a["arm"] for a in phases["learning"]["arms"]] == ["plain", *combee_arms]
     for phase in phases.values():
         for arm in phase["arms"]:
             assert arm["runs"] == 6
@@ -234,9 +235,10 @@ def test_overhead_benchmark_writes_well_formed_json(tmp_path: Path) -> None:
         assert by_name["combee+playbook"]["playbook"]["bullets"] >= 1
         # warm-up + timed runs are captured; the serve-only arm captures nothing
         assert by_name["combee"]["serving"]["captured"] == 7
+        assert by_name["lean"]["serving"]["captured"] == 7
     hot = {a["arm"]: a for a in phases["hot-path"]["arms"]}
     assert hot["combee-serve"]["serving"]["captured"] == 0
-    assert len(phases["learning"]["learners"]) == 2
+    assert len(phases["learning"]["learners"]) == 4
     assert all(not learner["running"] for learner in phases["learning"]["learners"])
 
 

@@ -21,7 +21,12 @@ from langgraph_combee._learning.budget import LearnerBudget
 from langgraph_combee._learning.calls import CallSettings, LLMCaller
 from langgraph_combee._learning.controller import BatchSizeController
 from langgraph_combee._learning.guard import DEFAULT_GUARD, BulletGuard
-from langgraph_combee._learning.prompts import REFLECTOR_STYLES, ReflectorStyle
+from langgraph_combee._learning.prompts import (
+    CURATOR_STYLES,
+    REFLECTOR_STYLES,
+    CuratorStyle,
+    ReflectorStyle,
+)
 from langgraph_combee._learning.strategies import StepContext, StepResult, Strategy, make_strategy
 
 BatchSize = int | Literal["auto"]
@@ -40,6 +45,12 @@ class EngineSettings:
     embedder: Embedder | None = None
     guard: BulletGuard | None = DEFAULT_GUARD
     reflector: ReflectorStyle = "full"
+    curator: CuratorStyle | None = None
+
+    @property
+    def curator_style(self) -> CuratorStyle:
+        """The curators' style: as set, else the reflector's."""
+        return self.curator if self.curator is not None else self.reflector
 
     def __post_init__(self) -> None:
         if self.token_budget is not None and self.token_budget < 50:
@@ -54,6 +65,8 @@ class EngineSettings:
             raise ConfigurationError("guard", self.guard, "a BulletGuard or None")
         if self.reflector not in REFLECTOR_STYLES:
             raise ConfigurationError("reflector", self.reflector, "'full' or 'compact'")
+        if self.curator is not None and self.curator not in CURATOR_STYLES:
+            raise ConfigurationError("curator", self.curator, "None, 'full' or 'compact'")
 
 
 def validate_batch_size(batch_size: Any) -> BatchSize:
@@ -101,6 +114,7 @@ class LearningEngine:
             dedup=self.settings.dedup,
             guard=self.settings.guard,
             reflector=self.settings.reflector,
+            curator=self.settings.curator_style,
         )
 
     def next_batch_size(self) -> int:

@@ -147,6 +147,28 @@ class AggregateOut(OpsOut):
     drop: LooseStrList = Field(default_factory=list)
 
 
+class CompactCuratorOut(BaseModel):
+    """The compact curator's reply: labels of insights to adopt, bullet ids to remove."""
+
+    add: LooseStrList = Field(default_factory=list)
+    remove: LooseStrList = Field(default_factory=list)
+
+    def to_full(self) -> CuratorOut:
+        """The same reply in the full curator's shape (removals as REMOVE ops)."""
+        removals = [OpOut(type="REMOVE", id=b.strip("[] ")) for b in self.remove if b.strip("[] ")]
+        return CuratorOut(add=self.add, operations=removals)
+
+
+class CompactAggregateOut(BaseModel):
+    """The compact aggregator's reply: labels of proposals to leave out."""
+
+    drop: LooseStrList = Field(default_factory=list)
+
+    def to_full(self) -> AggregateOut:
+        """The same reply in the full aggregator's shape (no merged edits)."""
+        return AggregateOut(drop=self.drop)
+
+
 def convert_ops(
     raw: Sequence[OpOut],
     *,

@@ -25,6 +25,8 @@ from langgraph_combee._learning.calls import CallStats, LLMCaller
 from langgraph_combee._learning.guard import BulletGuard
 from langgraph_combee._learning.schemas import (
     AggregateOut,
+    CompactAggregateOut,
+    CompactCuratorOut,
     CompactReflectionOut,
     CuratorOut,
     ReflectionOut,
@@ -44,6 +46,7 @@ class StepContext:
     dedup: bool = True
     guard: BulletGuard | None = None
     reflector: prompts.ReflectorStyle = "full"
+    curator: prompts.CuratorStyle = "full"
 
 
 @dataclass(frozen=True)
@@ -138,14 +141,18 @@ async def curate(
 ) -> list[DeltaOp] | None:
     """One curator call over a group of reflections; None if the reply was unusable."""
     unique = list({item.label: item for item in group}.values())
-    out = await ctx.caller.call(
-        run_name,
-        prompts.curator_messages(
-            playbook, [(i.label, i.reflection) for i in group], token_budget=ctx.token_budget
-        ),
-        CuratorOut,
-        stats,
+    messages = prompts.curator_messages(
+        playbook,
+        [(i.label, i.reflection) for i in group],
+        token_budget=ctx.token_budget,
+        style=ctx.curator,
     )
+    out: CuratorOut | None
+    if ctx.curator == "compact":
+        compact = await ctx.caller.call(run_name, messages, CompactCuratorOut, stats)
+        out = None if compact is None else compact.to_full()
+    else:
+        out = await ctx.caller.call(run_name, messages, CuratorOut, stats)
     if out is None:
         return None
     by_label = {i.label: i.reflection for i in unique}
@@ -422,12 +429,17 @@ class CombeeStrategy(Strategy):
             [(op, [by_trace[s] for s in op.sources if s in by_trace]) for op in proposal]
             for proposal in usable
         ]
-        out = await ctx.caller.call(
-            "combee.aggregate",
-            prompts.aggregator_messages(playbook, labelled_props, token_budget=ctx.token_budget),
-            AggregateOut,
-            stats,
+        messages = prompts.aggregator_messages(
+            playbook, labelled_props, token_budget=ctx.token_budget, style=ctx.curator
         )
+        out: AggregateOut | None
+        if ctx.curator == "compact":
+            compact = await ctx.caller.call(
+                "combee.aggregate", messages, CompactAggregateOut, stats
+            )
+            out = None if compact is None else compact.to_full()
+        else:
+            out = await ctx.caller.call("combee.aggregate", messages, AggregateOut, stats)
         if out is None:
             # The aggregator's reply was unusable: fall back to the union of the
             # proposals (de-duplication after apply folds the overlaps).
