@@ -15,8 +15,8 @@ middleware with ``wrap_model_call`` only, doing nothing), ``combee-serve``
 ``lean+playbook``: the same with ``combee.middleware(lean=True)``, which works
 inside ``wrap_model_call`` and adds no graph node.
 
-Phase "learning": ``plain`` and the four Combee arms again, with both
-Combees' background learners running (``fake_learner()``, batch size 16) and
+Phase "learning": ``plain`` and the four Combee arms again, with every
+Combee's background learner running (``fake_learner()``, batch size 16) and
 learning from the runs as they are captured, on another thread of the same
 process, so they compete for the interpreter.
 
