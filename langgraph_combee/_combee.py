@@ -149,9 +149,9 @@ class Combee(AgentSide):
             local models and classification-like tasks).
         curator: How curators and the aggregator answer: ``"full"`` (labels of
             insights to adopt plus written edits: ADD, UPDATE, REMOVE, merges) or
-            ``"compact"`` (labels to adopt, bullet ids to remove, labels to drop:
-            a reply of a few tokens, for small local models). Default: the
-            ``reflector`` style.
+            ``"compact"`` (curators list the labels of the insights to adopt, the
+            aggregator the labels to drop: a reply of a few tokens, for small
+            local models). Default: the ``reflector`` style.
         callbacks: LangChain callbacks attached to every learner call.
         evaluator: Optional ``(trace) -> Feedback | None`` run on each captured trace.
         scope: Optional ``(config) -> tenant`` mapping a run's config (its

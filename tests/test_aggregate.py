@@ -8,7 +8,7 @@ import re
 import pytest
 from langchain_core.messages import BaseMessage
 
-from langgraph_combee import Combee, Decision, Feedback, Trace
+from langgraph_combee import Combee, Feedback, Trace
 from langgraph_combee._core.ops import Add, Remove
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._learning import aggregate, prompts
@@ -135,6 +135,9 @@ def test_the_compact_reflector_asks_for_topic_and_answer_only() -> None:
     out = CompactReflectionOut(topic=" late parcels :", expected="LOG-5T")
     assert out.to_reflection("t1").key_insight == "late parcels: LOG-5T"
     assert CompactReflectionOut(topic="late parcels").to_reflection("t1").is_empty()
+    # Quotes and brackets around a whole part go; ones inside it stay.
+    wrapped = CompactReflectionOut(topic="'late' parcels", expected="<\u201cLOG-5T\u201d>")
+    assert wrapped.to_reflection("t1").key_insight == "'late' parcels: LOG-5T"
 
 
 def test_combee_learns_with_the_compact_reflector() -> None:
@@ -180,31 +183,30 @@ def test_a_curator_may_adopt_by_label_by_insight_text_or_with_its_own_rule() -> 
 # ---------------------------------------------------------------- compact curators
 
 
-def _compact_learner(remove: list[str], drop: list[str], seen: list[str]) -> FunctionChatModel:
-    """Reflects compactly, adopts every reflection, removes and drops as told; logs systems."""
+def _compact_learner(add: list[str], drop: list[str], seen: list[str]) -> FunctionChatModel:
+    """Reflects compactly, adopts every reflection plus ``add``, drops ``drop``; logs systems."""
 
     def reply(messages: list[BaseMessage]) -> str:
         system, body = str(messages[0].content), str(messages[-1].content)
         seen.append(system)
         if "You study one run" in system:
             number = re.findall(r"ticket (\d+) says hello", body)[0]
-            return json.dumps({"expected": f"T-{number}", "topic": f"greeting ticket {number}"})
+            return json.dumps(
+                {"expected": f"<\u201cT-{number}\u201d>", "topic": f"greeting ticket {number}"}
+            )
         if "You are the curator" in system:
             labels = sorted(set(re.findall(r"\[(R\d+)\]", body)))
-            return json.dumps({"add": labels, "remove": remove})
+            return json.dumps({"add": [*labels, *add], "operations": []})
         return json.dumps({"drop": drop})
 
     return FunctionChatModel(reply)
 
 
-def test_compact_curators_answer_with_labels_and_ids_only() -> None:
-    reply = CompactCuratorOut.model_validate({"add": ["R1"], "remove": ["str-00002", ""]})
-    full = reply.to_full()
-    assert full.add == ["R1"]
-    assert [(op.type, op.id) for op in full.operations] == [("REMOVE", "str-00002")]
+def test_compact_curators_answer_with_labels_only() -> None:
+    assert CompactCuratorOut.model_validate({"add": "R1"}).to_full().add == ["R1"]
     assert CompactAggregateOut.model_validate({"drop": "P1.1"}).to_full().drop == ["P1.1"]
-    schema = CompactCuratorOut.model_json_schema()["properties"]
-    assert set(schema) == {"add", "remove"}
+    assert set(CompactCuratorOut.model_json_schema()["properties"]) == {"add"}
+    assert set(CompactAggregateOut.model_json_schema()["properties"]) == {"drop"}
 
 
 def test_the_compact_style_follows_the_reflector_unless_set() -> None:
@@ -217,40 +219,34 @@ def test_the_compact_style_follows_the_reflector_unless_set() -> None:
         )
         for i in range(4)
     ]
-    seed = Combee(prompt_id="seed", model=fake_learner(), batch_size=4)
-    old = seed.learn(traces[:1]).playbook.bullets[0]
-
+    # A small model's habits: quotes around the answer, a playbook line copied into "add".
+    copied = "[str-00001] helpful=0 harmful=0 :: greeting ticket 0: T-0"
     combee = Combee(
         prompt_id="compact",
-        model=_compact_learner([old.id], ["P2.1"], seen),
+        model=_compact_learner([copied], ["P2.1"], seen),
         reflector="compact",
         batch_size=4,
-    )
-    combee.registry().accept(
-        combee.registry()
-        .add_candidate(seed.current().model_copy(update={"prompt_id": "compact"}))
-        .version,
-        Decision(accepted=True, policy="manual", reason="seed"),
     )
     report = combee.learn(traces)
     assert prompts.CURATOR_COMPACT_SYSTEM in seen
     assert prompts.AGGREGATOR_COMPACT_SYSTEM in seen
     assert prompts.CURATOR_SYSTEM not in seen
-    contents = [b.content for b in report.playbook.bullets]
-    assert old.id not in {b.id for b in report.playbook.bullets}  # removed by id
-    # P2.1 repeats a rule of proposal 1 (each reflection reaches two groups): nothing lost.
-    assert sorted(contents) == [f"greeting ticket {i}: T-{i}" for i in range(4)]
+    # P2.1 repeats a rule of proposal 1 (each reflection reaches two groups): nothing
+    # lost; the copied line is no label and no insight, so it is ignored.
+    contents = sorted(b.content for b in report.playbook.bullets)
+    assert contents == [f"greeting ticket {i}: T-{i}" for i in range(4)]
 
     seen.clear()
     full = Combee(
         prompt_id="mixed",
-        model=_compact_learner([], [], seen),
+        model=_compact_learner([copied], [], seen),
         reflector="compact",
         curator="full",
         batch_size=4,
     )
-    full.learn(traces)
+    rules = [b.content for b in full.learn(traces).playbook.bullets]
     assert prompts.CURATOR_SYSTEM in seen and prompts.CURATOR_COMPACT_SYSTEM not in seen
+    assert copied in rules  # a full curator may write rules of its own
 
 
 def test_a_bad_curator_style_is_refused() -> None:

@@ -92,9 +92,7 @@ playbook: short rules appended to an AI agent's system prompt, learned from past
 Each reflection below has a label such as [R3] and one rule in "key_insight".
 - "add": the labels of the reflections whose rule should join the playbook: every rule that \
 is new and specific. Leave out a rule the playbook already has.
-- "remove": the ids of playbook bullets that a reflection shows to be wrong (for example a \
-rule that gives another answer for the same topic).
-Reply with ONE JSON object and nothing else: {{"add": [...], "remove": [...]}}"""
+Reply with ONE JSON object and nothing else: {{"add": ["R1", ...]}}"""
 
 AGGREGATOR_COMPACT_SYSTEM = f"""You are the aggregator of a prompt-learning system. Several \
 curators each proposed rules for the same playbook; every proposed edit has a label in \
@@ -227,8 +225,8 @@ def curator_messages(
 ) -> list[BaseMessage]:
     """Messages asking a curator to propose edits from a group of reflections.
 
-    The ``"compact"`` style asks only which insights to adopt (by label) and
-    which bullets to remove (by id): a reply of a few tokens, for small models.
+    The ``"compact"`` style asks only which insights to adopt, by label: a reply
+    of a few tokens, for small models.
     """
     blocks = "\n\n".join(_reflection_block(label, r) for label, r in labelled)
     body = (

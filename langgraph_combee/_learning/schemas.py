@@ -86,6 +86,18 @@ class ReflectionOut(BaseModel):
         )
 
 
+_PAIRS = {'"': '"', "'": "'", "`": "`", "<": ">", "[": "]", "(": ")", "{": "}"}
+_PAIRS.update({"\u201c": "\u201d", "\u2018": "\u2019", "\u00ab": "\u00bb"})
+
+
+def _unwrap(text: str) -> str:
+    """``text`` without the matching quotes or brackets around all of it (``<"A-1">``)."""
+    text = " ".join(text.split())
+    while len(text) >= 2 and _PAIRS.get(text[0]) == text[-1]:
+        text = text[1:-1].strip()
+    return text
+
+
 class CompactReflectionOut(BaseModel):
     """The compact reflector's reply: the input's topic and the right answer."""
 
@@ -93,9 +105,12 @@ class CompactReflectionOut(BaseModel):
     expected: LooseStr = Field("", description="The right answer for such inputs.")
 
     def to_reflection(self, trace_id: str) -> Reflection:
-        """Convert to a Reflection whose insight reads ``"<topic>: <expected>"``."""
-        topic = " ".join(self.topic.split()).rstrip(" :.")
-        expected = " ".join(self.expected.split())
+        """Convert to a Reflection whose insight reads ``"<topic>: <expected>"``.
+
+        Quotes and brackets a small model wraps around either part are dropped.
+        """
+        topic = _unwrap(self.topic).rstrip(" :.")
+        expected = _unwrap(self.expected)
         insight = f"{topic}: {expected}" if topic and expected else ""
         return Reflection(trace_id=trace_id, correct_approach=expected, key_insight=insight)
 
@@ -148,15 +163,13 @@ class AggregateOut(OpsOut):
 
 
 class CompactCuratorOut(BaseModel):
-    """The compact curator's reply: labels of insights to adopt, bullet ids to remove."""
+    """The compact curator's reply: the labels of the insights to adopt, nothing else."""
 
     add: LooseStrList = Field(default_factory=list)
-    remove: LooseStrList = Field(default_factory=list)
 
     def to_full(self) -> CuratorOut:
-        """The same reply in the full curator's shape (removals as REMOVE ops)."""
-        removals = [OpOut(type="REMOVE", id=b.strip("[] ")) for b in self.remove if b.strip("[] ")]
-        return CuratorOut(add=self.add, operations=removals)
+        """The same reply in the full curator's shape."""
+        return CuratorOut(add=self.add)
 
 
 class CompactAggregateOut(BaseModel):

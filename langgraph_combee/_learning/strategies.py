@@ -156,7 +156,12 @@ async def curate(
     if out is None:
         return None
     by_label = {i.label: i.reflection for i in unique}
-    adopted = adopt(out.add, by_label, section=playbook.resolve_section("others"))
+    adopted = adopt(
+        out.add,
+        by_label,
+        section=playbook.resolve_section("others"),
+        own_rules=ctx.curator == "full",
+    )
     labels = {label: r.trace_id for label, r in by_label.items()}
     ops, _ = convert_ops(
         out.operations, labels=labels, default_sources=[i.reflection.trace_id for i in unique]
@@ -169,14 +174,19 @@ def _norm(text: str) -> str:
 
 
 def adopt(
-    entries: Sequence[str], by_label: Mapping[str, Reflection], *, section: str
+    entries: Sequence[str],
+    by_label: Mapping[str, Reflection],
+    *,
+    section: str,
+    own_rules: bool = True,
 ) -> list[DeltaOp]:
     """ADD ops for the insights a curator adopted in its ``"add"`` list.
 
     Each entry is a reflection label (``"R3"``); small models often write the
-    insight itself instead, which is matched back to its reflection, and any
-    other text is taken as a rule of the curator's own (credited to the group).
-    Each insight is adopted once.
+    insight itself instead, which is matched back to its reflection. Any other
+    text is taken as a rule of the curator's own (credited to the group) when
+    ``own_rules``, else ignored: a compact curator only selects, and small
+    models put copies of playbook lines there. Each insight is adopted once.
     """
     by_insight = {_norm(r.key_insight): r for r in by_label.values() if r.key_insight.strip()}
     group = list(dict.fromkeys(r.trace_id for r in by_label.values()))
@@ -186,7 +196,7 @@ def adopt(
         reflection = by_label.get(text.strip("[]").upper()) or by_insight.get(_norm(text))
         if reflection is not None and reflection.key_insight.strip():
             content, sources = reflection.key_insight.strip(), [reflection.trace_id]
-        elif len(text.split()) >= 2:
+        elif own_rules and len(text.split()) >= 2:
             content, sources = text, group
         else:
             continue  # an unknown label, or nothing
