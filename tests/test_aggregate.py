@@ -252,3 +252,46 @@ def test_the_compact_style_follows_the_reflector_unless_set() -> None:
 def test_a_bad_curator_style_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="curator"):
         Combee(prompt_id="x", model=fake_learner(), curator="short")  # type: ignore[arg-type]
+
+
+def test_compact_prompts_show_plain_rules_only() -> None:
+    from langgraph_combee._core.types import Reflection
+
+    playbook = Playbook().apply([Add(section="others", content="Refunds: FIN-7Q")]).playbook
+    reflection = Reflection(trace_id="t1", key_insight="Locked out: SEC-4X")
+    curator = str(
+        prompts.curator_messages(
+            playbook, [("R1", reflection)], token_budget=None, style="compact"
+        )[1].content
+    )
+    assert "[R1] Locked out: SEC-4X" in curator and "- Refunds: FIN-7Q" in curator
+    assert "helpful=" not in curator and "root_cause" not in curator
+    aggregator = str(
+        prompts.aggregator_messages(
+            playbook,
+            [[(Add(section="others", content="Locked out: SEC-4X"), ["R1"])]],
+            token_budget=None,
+            style="compact",
+        )[1].content
+    )
+    assert "[P1.1] ADD: Locked out: SEC-4X" in aggregator and "sources" not in aggregator
+
+
+def test_the_transcript_is_left_out_when_it_repeats_input_and_answer() -> None:
+    plain = Trace(
+        input="My parcel is late",
+        output="GENERAL",
+        messages=[
+            {"role": "human", "content": "My parcel is late"},
+            {"role": "ai", "content": "GENERAL"},
+        ],
+        feedback=Feedback(correct=False, ground_truth="LOG-5T"),
+    )
+    assert "Run transcript" not in str(prompts.reflector_messages(plain, Playbook())[1].content)
+    with_tools = Trace.model_validate(
+        {
+            **plain.model_dump(),
+            "tool_calls": [{"name": "track", "args": {"id": "1"}, "result": "lost"}],
+        }
+    )
+    assert "Run transcript" in str(prompts.reflector_messages(with_tools, Playbook())[1].content)

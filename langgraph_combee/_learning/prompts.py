@@ -136,6 +136,14 @@ def _transcript(trace: Trace) -> str:
     return "\n".join(lines)
 
 
+def _transcript_adds(trace: Trace) -> bool:
+    """Whether the transcript says more than the input and the final answer shown anyway."""
+    if trace.tool_calls or any(m.tool_calls for m in trace.messages):
+        return True
+    said = [m.content.strip() for m in trace.messages if m.role not in ("system",)]
+    return not set(said) <= {trace.input.strip(), trace.output.strip(), ""}
+
+
 def _feedback_block(trace: Trace) -> str:
     parts = []
     fb = trace.feedback
@@ -184,7 +192,7 @@ def reflector_messages(
             "Agent input:\n" + fence("input", trace.input),
             *(
                 ["Run transcript:\n" + fence("transcript", _transcript(trace))]
-                if trace.messages or trace.tool_calls
+                if _transcript_adds(trace)
                 else []
             ),
             "Agent's final answer:\n" + fence("output", trace.output),
@@ -228,20 +236,41 @@ def curator_messages(
     The ``"compact"`` style asks only which insights to adopt, by label: a reply
     of a few tokens, for small models.
     """
+    if style == "compact":
+        rules = "\n".join(f"[{label}] {r.key_insight}" for label, r in labelled)
+        body = (
+            f"Current playbook:\n{_plain_rules(playbook)}\n\n"
+            f"New rules from recent runs ({len(labelled)}):\n"
+            + fence("rules", rules, limit=None)
+            + "\n\nWhich of the new rules join the playbook?"
+        )
+        return [SystemMessage(content=CURATOR_COMPACT_SYSTEM), HumanMessage(content=body)]
     blocks = "\n\n".join(_reflection_block(label, r) for label, r in labelled)
     body = (
         f"{_playbook_context(playbook, token_budget)}\n\n"
         f"Reflections on recent runs ({len(labelled)}):\n{blocks}\n\n"
         "Propose the playbook edits these reflections justify."
     )
-    system = CURATOR_COMPACT_SYSTEM if style == "compact" else CURATOR_SYSTEM
-    return [SystemMessage(content=system), HumanMessage(content=body)]
+    return [SystemMessage(content=CURATOR_SYSTEM), HumanMessage(content=body)]
 
 
 def _op_line(op: DeltaOp, source_labels: Sequence[str]) -> str:
     data = op.model_dump(exclude={"sources"})
     data["sources"] = list(source_labels)
     return json.dumps(data, ensure_ascii=False)
+
+
+def _plain_rules(playbook: Playbook) -> str:
+    """The served rules as plain lines, for the compact prompts (no ids or counters)."""
+    rules = [f"- {b.content}" for b in playbook.live().bullets]
+    return fence("playbook", "\n".join(rules), limit=None) if rules else "(empty)"
+
+
+def _op_text(op: DeltaOp) -> str:
+    """One proposed op in a line: ``ADD: rule`` (the compact aggregator's view)."""
+    content = getattr(op, "content", "") or ""
+    target = getattr(op, "id", "") or ""
+    return f"{op.type}: {content or target}"
 
 
 def proposal_label(proposal: int, op: int) -> str:
@@ -263,6 +292,19 @@ def aggregator_messages(
     they replace) instead of writing every kept op out again. The ``"compact"``
     style asks for the labels to drop only.
     """
+    if style == "compact":
+        edits = "\n".join(
+            f"[{proposal_label(i, j)}] {_op_text(op)}"
+            for i, proposal in enumerate(proposals, start=1)
+            for j, (op, _) in enumerate(proposal, start=1)
+        )
+        body = (
+            f"Current playbook:\n{_plain_rules(playbook)}\n\n"
+            "Proposed edits:\n"
+            + fence("proposals", edits or "(no edits)", limit=None)
+            + "\n\nWhich labels should be dropped?"
+        )
+        return [SystemMessage(content=AGGREGATOR_COMPACT_SYSTEM), HumanMessage(content=body)]
     sections = []
     for i, proposal in enumerate(proposals, start=1):
         lines = (
@@ -280,5 +322,4 @@ def aggregator_messages(
         + "\n\n".join(sections)
         + "\n\nDecide the final edits: the labels to drop and any merged edits."
     )
-    system = AGGREGATOR_COMPACT_SYSTEM if style == "compact" else AGGREGATOR_SYSTEM
-    return [SystemMessage(content=system), HumanMessage(content=body)]
+    return [SystemMessage(content=AGGREGATOR_SYSTEM), HumanMessage(content=body)]

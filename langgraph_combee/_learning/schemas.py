@@ -8,6 +8,7 @@ drops what cannot be used and says how much it dropped.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
@@ -90,9 +91,12 @@ _PAIRS = {'"': '"', "'": "'", "`": "`", "<": ">", "[": "]", "(": ")", "{": "}"}
 _PAIRS.update({"\u201c": "\u201d", "\u2018": "\u2019", "\u00ab": "\u00bb"})
 
 
+_FENCE_TAG = re.compile(r"<?/?\\?/?untrusted_data[^>]*>?", re.IGNORECASE)
+
+
 def _unwrap(text: str) -> str:
-    """``text`` without the matching quotes or brackets around all of it (``<"A-1">``)."""
-    text = " ".join(text.split())
+    """``text`` without fence tags copied from the prompt, nor quotes or brackets around it."""
+    text = " ".join(_FENCE_TAG.sub(" ", text).split())
     while len(text) >= 2 and _PAIRS.get(text[0]) == text[-1]:
         text = text[1:-1].strip()
     return text

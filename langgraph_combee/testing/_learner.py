@@ -62,16 +62,26 @@ def _reflect_compact(body: str) -> str:
     return json.dumps({"topic": f"inputs like '{topic}'", "expected": truth})
 
 
+_RULE_LINE = re.compile(r"^\[([A-Z]\d+(?:\.\d+)?)\] (.*)$", re.MULTILINE)
+
+
 def _curate(body: str) -> str:
     # Adopt each new rule by its reflection's label, once per distinct rule.
-    existing = {content for _, content in _EXISTING.findall(body)}
+    blocks = _fenced(body)
+    if "rules" in blocks:  # the compact curator: "[R1] rule" lines, a plain playbook
+        existing = {line[2:] for line in blocks.get("playbook", "").splitlines()}
+        candidates = _RULE_LINE.findall(blocks["rules"])
+    else:
+        existing = {content for _, content in _EXISTING.findall(body)}
+        candidates = [
+            (label.removeprefix("reflection "), str(json.loads(text).get("key_insight", "")))
+            for label, text in blocks.items()
+            if label.startswith("reflection ")
+        ]
     adopted: dict[str, str] = {}
-    for label, text in _fenced(body).items():
-        if not label.startswith("reflection "):
-            continue
-        rule = str(json.loads(text).get("key_insight", "")).strip()
-        if rule and rule not in existing:
-            adopted.setdefault(rule, label.removeprefix("reflection "))
+    for label, rule in candidates:
+        if rule.strip() and rule.strip() not in existing:
+            adopted.setdefault(rule.strip(), label)
     return json.dumps({"reasoning": "new rules", "add": list(adopted.values()), "operations": []})
 
 
@@ -80,17 +90,22 @@ _PROPOSED = re.compile(r"^\[(P\d+\.\d+)\] (\{.*\})$", re.MULTILINE)
 
 def _aggregate(body: str) -> str:
     # Answer by reference: every proposal stands except repeats of an earlier one.
+    blocks = _fenced(body)
+    if "proposals" in blocks:  # the compact aggregator: "[P1.2] ADD: rule" lines
+        proposed = _RULE_LINE.findall(blocks["proposals"])
+    else:
+        proposed = []
+        for label, text in blocks.items():
+            if label.startswith("proposal "):
+                for ref, line in _PROPOSED.findall(text):
+                    op = json.loads(line)
+                    proposed.append((ref, f"{op.get('type')}|{op.get('id')}|{op.get('content')}"))
     seen: set[str] = set()
     drop = []
-    for label, text in _fenced(body).items():
-        if not label.startswith("proposal "):
-            continue
-        for ref, line in _PROPOSED.findall(text):
-            op = json.loads(line)
-            key = f"{op.get('type')}|{op.get('id')}|{op.get('content')}"
-            if key in seen:
-                drop.append(ref)
-            seen.add(key)
+    for ref, key in proposed:
+        if key in seen:
+            drop.append(ref)
+        seen.add(key)
     return json.dumps({"reasoning": "repeats dropped", "drop": drop, "operations": []})
 
 
