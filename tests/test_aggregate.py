@@ -295,3 +295,29 @@ def test_the_transcript_is_left_out_when_it_repeats_input_and_answer() -> None:
         }
     )
     assert "Run transcript" in str(prompts.reflector_messages(with_tools, Playbook())[1].content)
+
+
+def test_the_compact_reflector_skips_runs_scored_correct() -> None:
+    seen: list[str] = []
+    traces = [
+        Trace(
+            input=f"ticket {i} says hello",
+            output=f"T-{i}" if i % 2 else "GENERAL",
+            feedback=Feedback(correct=bool(i % 2), ground_truth=f"T-{i}"),
+        )
+        for i in range(4)
+    ]
+    combee = Combee(
+        prompt_id="skip", model=_compact_learner([], [], seen), reflector="compact", batch_size=4
+    )
+    report = combee.learn(traces)
+    assert report.steps[0].calls["reflect"] == 2
+    assert sorted(b.content for b in report.playbook.bullets) == [
+        "greeting ticket 0: T-0",
+        "greeting ticket 2: T-2",
+    ]
+    # All correct: nothing to reflect on, no call, and the step still succeeds.
+    calls = len(seen)
+    right = [t for t in traces if t.feedback and t.feedback.correct]
+    assert combee.learn(right).steps[0].calls.get("reflect", 0) == 0
+    assert len(seen) == calls

@@ -71,7 +71,8 @@ async def reflect_all(
     """Reflect on every trace in parallel against the same playbook snapshot.
 
     A reflection that fails or cannot be parsed is lost (and counted); if every
-    reflection fails because the LLM keeps raising, the step fails.
+    reflection fails because the LLM keeps raising, the step fails. With the
+    compact reflector, runs whose feedback says correct are not reflected on.
     """
 
     schema: type[ReflectionOut | CompactReflectionOut] = (
@@ -86,16 +87,19 @@ async def reflect_all(
             return None
         return None if out is None else out.to_reflection(trace.id)
 
-    results = await asyncio.gather(*(one(t) for t in traces))
-    if traces and all(r is None for r in results):
-        if stats.failed["combee.reflect"] == len(traces):
+    # The compact reflector can only restate a known right answer, so a run already
+    # scored correct costs no call (the full reflector still tags the bullets it used).
+    todo = [t for t in traces if not (ctx.reflector == "compact" and _scored_correct(t))]
+    results = await asyncio.gather(*(one(t) for t in todo))
+    if todo and all(r is None for r in results):
+        if stats.failed["combee.reflect"] == len(todo):
             raise LearningError(
-                f"all {len(traces)} reflections failed: the learner LLM is unavailable"
+                f"all {len(todo)} reflections failed: the learner LLM is unavailable"
             )
         # Garbage (or truncated JSON beyond repair) for every trace: the learner
         # LLM is broken, not the traces. Failing keeps them queued for a retry.
         raise LearningError(
-            f"no usable reflection for any of the {len(traces)} traces: every reply "
+            f"no usable reflection for any of the {len(todo)} traces: every reply "
             "failed or could not be parsed, even after a repair request"
         )
     return [
@@ -103,6 +107,10 @@ async def reflect_all(
         for i, r in enumerate(results, start=1)
         if r is not None and not r.is_empty()
     ]
+
+
+def _scored_correct(trace: Trace) -> bool:
+    return trace.feedback is not None and trace.feedback.correct is True
 
 
 def _required(ops: list[DeltaOp] | None, run_name: str) -> list[DeltaOp]:
