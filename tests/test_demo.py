@@ -37,6 +37,7 @@ def test_demo_runs_end_to_end_and_writes_its_record(tmp_path: Path) -> None:
         "strategy": "combee",
         "window": 6,
         "seed": 0,
+        "max_ahead": 0,
     }
     runs = data["runs"]
     assert isinstance(runs, list) and len(runs) == 36
@@ -87,6 +88,22 @@ def test_the_learned_prompt_reaches_the_held_out_check() -> None:
     assert (result.holdout_after > 0) == (result.final_version > 0)
 
 
+def test_the_stream_waits_for_a_slow_learner() -> None:
+    task = get_task("tickets")
+    config = DemoConfig(
+        model="test", tickets=16, holdout=4, batch_size=4, window=4, workers=1, max_ahead=4
+    )
+    models = load_models("test", task)
+    result = run_demo(config, PlainDisplay(io.StringIO()), models=models)
+    assert result.max_ahead == 4
+    assert result.learner["traces_learned"] == 16
+    # The stream never ran more than 4 runs ahead of the learner, so every batch of
+    # 4 was learned, and its version served, before the next batch went out.
+    assert [swap.after_run for swap in result.swaps][:3] == [4, 8, 12]
+    assert [run.version for run in result.runs][4:16:4] == [1, 2, 3]
+    assert result.seconds["stream_waiting_for_learner"] > 0
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -96,6 +113,7 @@ def test_the_learned_prompt_reaches_the_held_out_check() -> None:
         (["--model", "local:7b"], "local:1.5b"),
         (["--model", "gpt"], "provider:name"),
         (["--task", "chess"], "invalid choice: 'chess'"),
+        (["--max-ahead", "-1"], "--max-ahead: expected an integer >= 0"),
         (["--bogus"], "unrecognized arguments: --bogus"),
     ],
 )

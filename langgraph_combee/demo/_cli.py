@@ -36,6 +36,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
 def _batch_size(text: str) -> BatchSize:
     if text == "auto":
         return "auto"
@@ -131,6 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
         "the test model spreads them out a little)",
     )
     parser.add_argument(
+        "--max-ahead",
+        type=_non_negative_int,
+        default=None,
+        help="most runs served ahead of the learner before the stream waits for it "
+        "(default: two batches with a local model, no limit otherwise; 0: no limit)",
+    )
+    parser.add_argument(
         "--reflector",
         choices=REFLECTOR_STYLES,
         default=None,
@@ -167,6 +184,7 @@ def main(argv: Sequence[str] | None = None, *, stream: TextIO | None = None) -> 
         drain_seconds=args.drain_seconds,
         pace_seconds=None if args.rate is None else (60.0 / args.rate if args.rate else 0.0),
         reflector=args.reflector,
+        max_ahead=args.max_ahead,
     )
     display = make_display(plain=args.plain, stream=stream)
     try:

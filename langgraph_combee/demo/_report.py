@@ -28,6 +28,7 @@ def record(result: DemoResult) -> dict[str, Any]:
             "strategy": config.strategy,
             "window": config.window,
             "seed": config.seed,
+            "max_ahead": result.max_ahead,
         },
         "accuracy": {
             "holdout_before": result.holdout_before,

@@ -70,6 +70,10 @@ class DemoConfig:
         pace_seconds: Pause between tickets (traffic spread over time).
         reflector: ``"full"`` or ``"compact"``; default: what suits the model
             (compact for the local models).
+        max_ahead: Most runs served and not yet learned from; the stream waits
+            for the learner beyond it, so that learning shows during the stream
+            even when the learner is much slower than the agent. None: two
+            batches for a local model, no limit otherwise; 0: no limit.
     """
 
     model: str = "local:1.5b"
@@ -86,6 +90,7 @@ class DemoConfig:
     drain_seconds: float = 600.0
     pace_seconds: float | None = None
     reflector: ReflectorStyle | None = None
+    max_ahead: int | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,7 @@ class DemoResult:
     learner: dict[str, Any] = field(default_factory=dict)
     learner_finished: bool = True
     seconds: dict[str, float] = field(default_factory=dict)
+    max_ahead: int = 0
 
     def windows(self) -> list[tuple[int, int, float]]:
         """``(first run, last run, accuracy)`` per window of ``config.window`` runs."""
@@ -199,6 +205,8 @@ class _Stream:
         result: DemoResult,
         workers: int,
         pace: float,
+        max_ahead: int = 0,
+        hold_limit: float = 600.0,
     ) -> None:
         self.task = task
         self.combee = combee
@@ -207,6 +215,10 @@ class _Stream:
         self.result = result
         self.workers = workers
         self.pace = pace
+        self.max_ahead = max_ahead
+        self.hold_limit = hold_limit
+        self.held_since: float | None = None
+        self.held_seconds = 0.0
         self.started = time.monotonic()
         self.head = combee.select_version(None)
         self.total = 0
@@ -242,7 +254,12 @@ class _Stream:
         with futures.ThreadPoolExecutor(self.workers, thread_name_prefix="demo-agent") as pool:
             while queue or pending:
                 now = time.monotonic()
-                while queue and len(pending) < self.workers and now >= next_at:
+                while (
+                    queue
+                    and len(pending) < self.workers
+                    and now >= next_at
+                    and not self.held(len(pending), now)
+                ):
                     number, example = queue.pop(0)
                     pending.add(pool.submit(self.serve, number, example))
                     next_at = max(now, next_at) + self.pace
@@ -259,6 +276,40 @@ class _Stream:
                     time.sleep(wait)
                 self.check_swap()
                 self.refresh()
+        self.end_wait(time.monotonic())
+
+    def ahead(self, in_flight: int) -> int:
+        """Runs served or in flight that the learner has not learned from yet."""
+        # A run that raised was not captured, so the learner never gets it.
+        served = sum(1 for run in self.result.runs if run.error is None)
+        return served + in_flight - self.combee.learner.stats.traces_learned
+
+    def held(self, in_flight: int, now: float) -> bool:
+        """Whether the stream waits for the learner before serving the next ticket.
+
+        It waits while ``max_ahead`` runs are ahead of the learner, for at most
+        ``hold_limit`` seconds in a row (a learner that keeps failing must not
+        stall the demo).
+        """
+        waiting = self.max_ahead > 0 and self.ahead(in_flight) >= self.max_ahead
+        if not waiting:
+            self.end_wait(now)
+        elif self.held_since is None:
+            self.held_since = now
+        return waiting and now - (self.held_since or now) < self.hold_limit
+
+    def catch_up(self, deadline: float) -> None:
+        """Wait until the learner has learned from every run served (or ``deadline``)."""
+        while self.ahead(0) > 0 and time.monotonic() < deadline and self.combee.learner.running:
+            time.sleep(0.25)
+            self.check_swap()
+            self.refresh()
+
+    def end_wait(self, now: float) -> None:
+        """Close an open wait for the learner (counted in ``held_seconds``)."""
+        if self.held_since is not None:
+            self.held_seconds += now - self.held_since
+            self.held_since = None
 
     def _record(self, record: RunRecord) -> None:
         runs = self.result.runs
@@ -294,7 +345,8 @@ class _Stream:
         queued = self.combee.queue().stats()
         state = "learning" if queued["claimed"] else "waiting"
         failed = f", {stats.failed_steps} failed" if stats.failed_steps else ""
-        return f"{state}: {stats.steps} steps{failed}, {queued['pending']} queued"
+        paused = "; stream waits for it" if self.held_since is not None else ""
+        return f"{state}: {stats.steps} steps{failed}, {queued['pending']} queued{paused}"
 
     def refresh(self) -> None:
         runs = self.result.runs
@@ -343,6 +395,11 @@ def _run(
     pace = config.pace_seconds
     if pace is None:
         pace = 0.02 if models.offline_double else 0.0
+    max_ahead = config.max_ahead
+    if max_ahead is None:
+        local = models.label.startswith("local:")
+        max_ahead = 2 * (config.batch_size if isinstance(config.batch_size, int) else 8)
+        max_ahead = max_ahead if local else 0
     train = task.examples(config.tickets, config.seed, "train")
     holdout = task.examples(config.holdout, config.seed, "test")
     combee = Combee(
@@ -361,7 +418,7 @@ def _run(
     )
     agent = task.build_agent(models.agent, middleware=[combee.middleware()])
     evaluator = task.build_agent(models.agent, middleware=[combee.middleware(capture=False)])
-    result = DemoResult(config=config)
+    result = DemoResult(config=config, max_ahead=max_ahead)
     result.seconds["load"] = round(time.monotonic() - started, 3)
 
     mark = time.monotonic()
@@ -385,6 +442,8 @@ def _run(
         result=result,
         workers=workers,
         pace=pace,
+        max_ahead=max_ahead,
+        hold_limit=config.drain_seconds,
     )
     with combee.running():
         display.start(
@@ -394,8 +453,13 @@ def _run(
         )
         try:
             stream.run(train)
-            display.note("Stream done; letting the learner finish its step in flight ...")
-            combee.learner.stop(timeout=config.drain_seconds)
+            deadline = time.monotonic() + config.drain_seconds
+            if max_ahead:
+                display.note("Stream done; letting the learner catch up ...")
+                stream.catch_up(deadline)
+            else:
+                display.note("Stream done; letting the learner finish its step in flight ...")
+            combee.learner.stop(timeout=max(0.0, deadline - time.monotonic()))
             result.learner_finished = not any(
                 t.name == "combee-learner" and t.is_alive() for t in threading.enumerate()
             )
@@ -404,6 +468,7 @@ def _run(
         finally:
             display.stop()
         result.seconds["stream"] = round(time.monotonic() - mark, 3)
+        result.seconds["stream_waiting_for_learner"] = round(stream.held_seconds, 3)
 
         mark = time.monotonic()
         final = combee.select_version(None)
