@@ -250,6 +250,27 @@ def test_the_package_imports_without_the_extra() -> None:
 # --- ports and the server process -----------------------------------------------------
 
 
+def test_default_threads_takes_the_idle_cpus_or_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(_model.THREADS_ENV, raising=False)
+    monkeypatch.setattr(_model, "_available_cpus", lambda: 4)
+    for busy, threads in [(0.0, 4), (0.2, 4), (0.9, 3), (1.0, 3), (2.6, 1), (9.0, 1), (None, 3)]:
+        monkeypatch.setattr(_model, "_busy_cpus", lambda busy=busy: busy)
+        assert _model.default_threads() == threads, busy
+    monkeypatch.setenv(_model.THREADS_ENV, "2")
+    assert _model.default_threads() == 2
+    for bad in ("0", "two"):
+        monkeypatch.setenv(_model.THREADS_ENV, bad)
+        with pytest.raises(ConfigurationError, match=_model.THREADS_ENV):
+            _model.default_threads()
+
+
+def test_busy_cpus_is_a_fraction_of_the_machine() -> None:
+    busy = _model._busy_cpus(0.05)
+    assert busy is not None and 0.0 <= busy <= (os.cpu_count() or 1)
+
+
 def test_find_free_port_is_bindable_on_loopback() -> None:
     port = find_free_port()
     assert 1024 <= port <= 65535
