@@ -100,3 +100,26 @@ def test_combee_learns_a_rule_from_failing_tickets(local: LocalModel) -> None:
     assert report.version.version >= 1
     assert len(report.playbook) >= 1, report.playbook.render()
     assert not local.closed
+
+
+def test_the_compact_roles_learn_a_rule_too(local: LocalModel) -> None:
+    # The local models' default: compact reflector, curators and aggregator.
+    combee = Combee(
+        prompt_id="smoke-compact",
+        model=local.chat_model,
+        strategy="combee",
+        batch_size=4,
+        max_concurrency=4,
+        timeout_seconds=900,
+        max_attempts=2,
+        reflector="compact",
+    )
+    report = combee.learn(_traces())
+
+    step = report.steps[0]
+    assert step.calls.get("reflect", 0) >= 4
+    assert step.calls.get("propose", 0) == 2 and step.calls.get("aggregate", 0) == 1
+    assert step.unparsed.get("reflect", 0) < step.calls["reflect"]
+    assert report.version.version >= 1
+    assert len(report.playbook) >= 1, report.playbook.render()
+    assert not any("untrusted_data" in b.content for b in report.playbook.bullets)
