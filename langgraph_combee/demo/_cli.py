@@ -151,7 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--reflector",
         choices=REFLECTOR_STYLES,
         default=None,
-        help="reflection style (default: compact for the local models, full otherwise)",
+        help="reflection style; curators follow it (default: compact for the local models, "
+        "full otherwise)",
     )
     parser.add_argument("--plain", action="store_true", help="plain lines, no live view")
     return parser

@@ -68,8 +68,8 @@ class DemoConfig:
         ceiling: Also evaluate the hand-written rules on the held-out tickets.
         drain_seconds: Longest wait for the learner's step in flight at the end.
         pace_seconds: Pause between tickets (traffic spread over time).
-        reflector: ``"full"`` or ``"compact"``; default: what suits the model
-            (compact for the local models).
+        reflector: ``"full"`` or ``"compact"`` (curators follow it); default:
+            what suits the model (compact for the local models).
         max_ahead: Most runs served and not yet learned from; the stream waits
             for the learner beyond it, so that learning shows during the stream
             even when the learner is much slower than the agent. None: two

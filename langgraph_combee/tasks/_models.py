@@ -42,7 +42,7 @@ class Models:
         timeout_seconds: Per-call timeout for the learner (queueing included).
         close: Releases the models (stops a local model's server); safe to call twice.
         reflector: The reflector style that suits the learner: ``"compact"`` for
-            the small local models, ``"full"`` otherwise.
+            the small local models, ``"full"`` otherwise (curators follow it).
     """
 
     agent: BaseChatModel
