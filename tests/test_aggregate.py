@@ -15,7 +15,6 @@ from langgraph_combee._learning import aggregate, prompts
 from langgraph_combee._learning.parsing import parse_reply
 from langgraph_combee._learning.schemas import (
     AggregateOut,
-    CompactAggregateOut,
     CompactCuratorOut,
     CompactReflectionOut,
 )
@@ -184,7 +183,10 @@ def test_a_curator_may_adopt_by_label_by_insight_text_or_with_its_own_rule() -> 
 
 
 def _compact_learner(add: list[str], drop: list[str], seen: list[str]) -> FunctionChatModel:
-    """Reflects compactly, adopts every reflection plus ``add``, drops ``drop``; logs systems."""
+    """Reflects compactly, adopts every reflection plus ``add``, drops ``drop``; logs systems.
+
+    ``drop`` answers the aggregator, which only the full curator style calls.
+    """
 
     def reply(messages: list[BaseMessage]) -> str:
         system, body = str(messages[0].content), str(messages[-1].content)
@@ -204,9 +206,7 @@ def _compact_learner(add: list[str], drop: list[str], seen: list[str]) -> Functi
 
 def test_compact_curators_answer_with_labels_only() -> None:
     assert CompactCuratorOut.model_validate({"add": "R1"}).to_full().add == ["R1"]
-    assert CompactAggregateOut.model_validate({"drop": "P1.1"}).to_full().drop == ["P1.1"]
     assert set(CompactCuratorOut.model_json_schema()["properties"]) == {"add"}
-    assert set(CompactAggregateOut.model_json_schema()["properties"]) == {"drop"}
 
 
 def test_the_compact_style_follows_the_reflector_unless_set() -> None:
@@ -229,10 +229,10 @@ def test_the_compact_style_follows_the_reflector_unless_set() -> None:
     )
     report = combee.learn(traces)
     assert prompts.CURATOR_COMPACT_SYSTEM in seen
-    assert prompts.AGGREGATOR_COMPACT_SYSTEM in seen
+    assert prompts.AGGREGATOR_SYSTEM not in seen  # level 2 is the union of the selections
     assert prompts.CURATOR_SYSTEM not in seen
-    # P2.1 repeats a rule of proposal 1 (each reflection reaches two groups): nothing
-    # lost; the copied line is no label and no insight, so it is ignored.
+    # Each reflection reaches two groups; the copies fold into one bullet each. The
+    # copied line is no label and no insight, so it is ignored.
     contents = sorted(b.content for b in report.playbook.bullets)
     assert contents == [f"greeting ticket {i}: T-{i}" for i in range(4)]
 
@@ -254,7 +254,7 @@ def test_a_bad_curator_style_is_refused() -> None:
         Combee(prompt_id="x", model=fake_learner(), curator="short")  # type: ignore[arg-type]
 
 
-def test_compact_prompts_show_plain_rules_only() -> None:
+def test_the_compact_curator_prompt_shows_plain_rules_only() -> None:
     from langgraph_combee._core.types import Reflection
 
     playbook = Playbook().apply([Add(section="others", content="Refunds: FIN-7Q")]).playbook
@@ -266,15 +266,6 @@ def test_compact_prompts_show_plain_rules_only() -> None:
     )
     assert "[R1] Locked out: SEC-4X" in curator and "- Refunds: FIN-7Q" in curator
     assert "helpful=" not in curator and "root_cause" not in curator
-    aggregator = str(
-        prompts.aggregator_messages(
-            playbook,
-            [[(Add(section="others", content="Locked out: SEC-4X"), ["R1"])]],
-            token_budget=None,
-            style="compact",
-        )[1].content
-    )
-    assert "[P1.1] ADD: Locked out: SEC-4X" in aggregator and "sources" not in aggregator
 
 
 def test_the_transcript_is_left_out_when_it_repeats_input_and_answer() -> None:

@@ -157,3 +157,19 @@ def test_all_strategies_report_tokens_and_ops(strategy: str) -> None:
     assert step.input_tokens > 0 and step.output_tokens > 0
     assert step.ops["add"] == 8
     assert step.seconds > 0
+
+
+@pytest.mark.parametrize(("n", "copies", "groups"), [(8, 2, 2), (9, 2, 3), (40, 2, 6), (10, 3, 3)])
+def test_copies_of_a_reflection_go_to_different_groups(n: int, copies: int, groups: int) -> None:
+    import random
+
+    from langgraph_combee._core.types import Reflection
+    from langgraph_combee._learning.strategies import _Labelled, shuffle_groups
+
+    items = [_Labelled(f"R{i}", Reflection(trace_id=f"t{i}")) for i in range(n)]
+    for seed in range(20):
+        dealt = shuffle_groups(items, copies=copies, groups=groups, rng=random.Random(seed))
+        assert sum(len(g) for g in dealt) == n * copies
+        assert max(len(g) for g in dealt) - min(len(g) for g in dealt) <= 1
+        for group in dealt:
+            assert len({id(item) for item in group}) == len(group)

@@ -94,14 +94,6 @@ Each reflection below has a label such as [R3] and one rule in "key_insight".
 is new and specific. Leave out a rule the playbook already has.
 Reply with ONE JSON object and nothing else: {{"add": ["R1", ...]}}"""
 
-AGGREGATOR_COMPACT_SYSTEM = f"""You are the aggregator of a prompt-learning system. Several \
-curators each proposed rules for the same playbook; every proposed edit has a label in \
-brackets. Every proposed edit is kept unless you list it.
-{UNTRUSTED_NOTICE}
-- "drop": the labels of edits to leave out: one that says what another kept edit says, or \
-one that contradicts the others. Keep every distinct rule.
-Reply with ONE JSON object and nothing else: {{"drop": [...]}}"""
-
 REPAIR_REQUEST = (
     "Your previous reply could not be used: {error}. Reply again with ONE valid JSON object "
     "in the format asked for, and nothing else."
@@ -266,13 +258,6 @@ def _plain_rules(playbook: Playbook) -> str:
     return fence("playbook", "\n".join(rules), limit=None) if rules else "(empty)"
 
 
-def _op_text(op: DeltaOp) -> str:
-    """One proposed op in a line: ``ADD: rule`` (the compact aggregator's view)."""
-    content = getattr(op, "content", "") or ""
-    target = getattr(op, "id", "") or ""
-    return f"{op.type}: {content or target}"
-
-
 def proposal_label(proposal: int, op: int) -> str:
     """The label of a level-1 proposal's op in the aggregator's prompt (``P2.3``)."""
     return f"P{proposal}.{op}"
@@ -283,28 +268,13 @@ def aggregator_messages(
     proposals: Sequence[Sequence[tuple[DeltaOp, Sequence[str]]]],
     *,
     token_budget: int | None,
-    style: CuratorStyle = "full",
 ) -> list[BaseMessage]:
     """Messages asking the aggregator to merge the curators' proposals.
 
     Each proposed op is shown once under its label (``proposal_label``); the
     aggregator answers by reference (labels to drop, merged ops with the labels
-    they replace) instead of writing every kept op out again. The ``"compact"``
-    style asks for the labels to drop only.
+    they replace) instead of writing every kept op out again.
     """
-    if style == "compact":
-        edits = "\n".join(
-            f"[{proposal_label(i, j)}] {_op_text(op)}"
-            for i, proposal in enumerate(proposals, start=1)
-            for j, (op, _) in enumerate(proposal, start=1)
-        )
-        body = (
-            f"Current playbook:\n{_plain_rules(playbook)}\n\n"
-            "Proposed edits:\n"
-            + fence("proposals", edits or "(no edits)", limit=None)
-            + "\n\nWhich labels should be dropped?"
-        )
-        return [SystemMessage(content=AGGREGATOR_COMPACT_SYSTEM), HumanMessage(content=body)]
     sections = []
     for i, proposal in enumerate(proposals, start=1):
         lines = (

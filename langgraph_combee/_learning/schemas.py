@@ -176,16 +176,6 @@ class CompactCuratorOut(BaseModel):
         return CuratorOut(add=self.add)
 
 
-class CompactAggregateOut(BaseModel):
-    """The compact aggregator's reply: labels of proposals to leave out."""
-
-    drop: LooseStrList = Field(default_factory=list)
-
-    def to_full(self) -> AggregateOut:
-        """The same reply in the full aggregator's shape (no merged edits)."""
-        return AggregateOut(drop=self.drop)
-
-
 def convert_ops(
     raw: Sequence[OpOut],
     *,
