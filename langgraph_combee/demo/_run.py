@@ -41,11 +41,10 @@ from langgraph_combee.tasks import (
 __all__ = ["DemoConfig", "DemoResult", "RunRecord", "Swap", "run_demo"]
 
 DEFAULT_TICKETS = 32
-"""Tickets served by default, sized for about ten minutes with the 1.5B model on 2 cores.
+"""Tickets served by default: about 13 minutes with the 1.5B model on 2 idle cores.
 
-The learner is the bottleneck on a CPU: one Combee step over 4 traces (4
-reflections, 2 proposals, 1 aggregation) took 9 minutes on a shared 2-core
-machine. See docs/tasks.md for the measured run.
+The learner is the bottleneck on a CPU: a Combee step over 4 traces took about
+80 s with both cores (8 steps for 32 tickets). See docs/tasks.md for the run.
 """
 DEFAULT_BATCH_SIZE = 4
 
