@@ -118,7 +118,8 @@ def test_the_compact_roles_learn_a_rule_too(local: LocalModel) -> None:
 
     step = report.steps[0]
     assert step.calls.get("reflect", 0) >= 4
-    assert step.calls.get("propose", 0) == 2 and step.calls.get("aggregate", 0) == 1
+    # Two curators select; level 2 is their union, with no aggregator call.
+    assert step.calls.get("propose", 0) == 2 and "aggregate" not in step.calls
     assert step.unparsed.get("reflect", 0) < step.calls["reflect"]
     assert report.version.version >= 1
     assert len(report.playbook) >= 1, report.playbook.render()
