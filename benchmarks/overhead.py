@@ -52,26 +52,6 @@ TARGET_RATIO = 0.05
 SYSTEM_PROMPT = "You route support tickets. Answer with the desk code only."
 
 
-class NoopHooks(AgentMiddleware[AgentState[Any], Any, Any]):
-    """The hooks ``CombeeMiddleware`` uses, doing nothing (framework cost only)."""
-
-    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Nothing to pin."""
-        return None
-
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> Any:
-        """Call the model as is."""
-        return handler(request)
-
-    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Nothing to capture."""
-        return None
-
-
 class NoopWrap(AgentMiddleware[AgentState[Any], Any, Any]):
     """Only ``wrap_model_call``, doing nothing: the framework floor of the lean mode."""
 
@@ -82,6 +62,18 @@ class NoopWrap(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> Any:
         """Call the model as is."""
         return handler(request)
+
+
+class NoopHooks(NoopWrap):
+    """The hooks ``CombeeMiddleware`` uses, doing nothing (framework cost only)."""
+
+    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Nothing to pin."""
+        return None
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Nothing to capture."""
+        return None
 
 
 @dataclass

@@ -79,17 +79,22 @@ def test_structured_reflection_is_usable_by_the_learner(local: LocalModel) -> No
     assert not parsed.to_reflection("ticket-1").is_empty()
 
 
-def test_combee_learns_a_rule_from_failing_tickets(local: LocalModel) -> None:
-    combee = Combee(
-        prompt_id="smoke",
+def _learner(local: LocalModel, **style: str) -> Combee:
+    """Combee at batch size 4 on the shared server; ``style``: reflector and curator."""
+    return Combee(
+        prompt_id=f"smoke-{'-'.join(style.values()) or 'full'}",
         model=local.chat_model,
         strategy="combee",
         batch_size=4,
         max_concurrency=4,
         timeout_seconds=900,
         max_attempts=2,
+        **style,
     )
-    report = combee.learn(_traces())
+
+
+def test_combee_learns_a_rule_from_failing_tickets(local: LocalModel) -> None:
+    report = _learner(local).learn(_traces())
 
     assert len(report.steps) == 1
     step = report.steps[0]
@@ -103,18 +108,8 @@ def test_combee_learns_a_rule_from_failing_tickets(local: LocalModel) -> None:
 
 
 def test_the_compact_roles_learn_a_rule_too(local: LocalModel) -> None:
-    # The local models' default: compact reflector, curators and aggregator.
-    combee = Combee(
-        prompt_id="smoke-compact",
-        model=local.chat_model,
-        strategy="combee",
-        batch_size=4,
-        max_concurrency=4,
-        timeout_seconds=900,
-        max_attempts=2,
-        reflector="compact",
-    )
-    report = combee.learn(_traces())
+    # The local models' default: compact reflector and curators.
+    report = _learner(local, reflector="compact").learn(_traces())
 
     step = report.steps[0]
     assert step.calls.get("reflect", 0) >= 4
