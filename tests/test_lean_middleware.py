@@ -16,7 +16,7 @@ from langchain.agents.structured_output import ToolStrategy
 from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import BaseModel
 
-from langgraph_combee import Combee, LeanCombeeMiddleware
+from langgraph_combee import Combee, LeanCombeeMiddleware, Trace
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import ScriptedChatModel
 from tests.test_middleware import APP_PROMPT, accept_rules, ask, captured, lookup, tool_then_answer
@@ -110,3 +110,25 @@ def test_the_trace_is_built_off_the_hot_path_and_feedback_still_finds_it(
     (trace,) = captured(combee)
     assert trace.feedback is not None and trace.feedback.ground_truth == "FIN-REFUNDS"
     assert [m.role for m in trace.messages] == ["human", "ai", "tool", "ai"]
+
+
+def test_a_deferred_trace_that_cannot_be_built_is_counted_and_the_rest_flushed(
+    combee: Combee,
+) -> None:
+    def broken() -> Trace:
+        raise ValueError("cannot build")
+
+    combee.capture_later("bad", broken)
+    combee.capture_later("good", lambda: Trace(id="good", input="q", output="a"))
+    assert combee.server.buffered() == 2
+    assert combee.server.flush() == 1
+    assert combee.server.stats.capture_errors == 1
+    assert [t.id for t in combee.queue().claim(10, holder="test")] == ["good"]
+
+
+def test_rendered_playbooks_are_cached_per_version(combee: Combee) -> None:
+    first = accept_rules(combee, "Rule one.")
+    assert combee.server.rendered(first) is combee.server.rendered(first)
+    second = accept_rules(combee, "Rule two.")
+    assert "Rule two." in combee.server.rendered(second)
+    assert "Rule two." not in combee.server.rendered(first)
