@@ -7,6 +7,7 @@ it; it is a separate room so the facade stays readable.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -34,6 +35,27 @@ class Evaluator(Protocol):
 
 ScopeFn = Callable[[Mapping[str, Any]], "str | None"]
 """Maps a run's config to its tenant (``Combee(scope=...)``)."""
+
+
+def _feedback(
+    run_id: Any,
+    score: float | None,
+    correct: bool | None,
+    comment: str | None,
+    ground_truth: str | None,
+    source: str,
+) -> tuple[str, Feedback]:
+    """The trace id and validated ``Feedback`` of a ``feedback()`` call."""
+    fb = Feedback(
+        score=score, correct=correct, comment=comment, ground_truth=ground_truth, source=source
+    )
+    if fb.is_empty():
+        raise ConfigurationError(
+            "feedback",
+            fb.model_dump(exclude_none=True),
+            "at least one of score, correct, comment, ground_truth",
+        )
+    return str(run_id), fb
 
 
 class AgentSide:
@@ -142,27 +164,45 @@ class AgentSide:
         when the run id is unknown or its trace was already learned from (counted
         in ``server.stats.feedback_unknown``).
         """
-        fb = Feedback(
-            score=score, correct=correct, comment=comment, ground_truth=ground_truth, source=source
-        )
-        if fb.is_empty():
-            raise ConfigurationError(
-                "feedback",
-                fb.model_dump(exclude_none=True),
-                "at least one of score, correct, comment, ground_truth",
-            )
-        trace_id = str(run_id)
+        trace_id, fb = _feedback(run_id, score, correct, comment, ground_truth, source)
+        queue = self.queue(tenant)
+        found = self._feedback_in_memory(trace_id, fb) or queue.set_feedback(trace_id, fb)
+        return self._feedback_found(found)
 
+    async def afeedback(
+        self,
+        run_id: Any,
+        *,
+        score: float | None = None,
+        correct: bool | None = None,
+        comment: str | None = None,
+        ground_truth: str | None = None,
+        tenant: str | None = None,
+        source: str = "user",
+    ) -> bool:
+        """Async ``feedback()``: for async apps and servers that forbid blocking calls.
+
+        The in-memory lookup runs on a worker thread (it may wait for the capture
+        buffer's lock) and the queue is read with the store's async calls.
+        """
+        trace_id, fb = _feedback(run_id, score, correct, comment, ground_truth, source)
+        queue = self.queue(tenant)
+        found = await asyncio.to_thread(
+            self._feedback_in_memory, trace_id, fb
+        ) or await queue.aset_feedback(trace_id, fb)
+        return self._feedback_found(found)
+
+    def _feedback_in_memory(self, trace_id: str, fb: Feedback) -> bool:
         def merge(trace: Trace) -> Trace:
             merged = trace.feedback.merged(fb) if trace.feedback is not None else fb
             return trace.model_copy(update={"feedback": merged})
 
-        if self.server.attach_feedback(trace_id, merge):
-            return True
-        if self.queue(tenant).set_feedback(trace_id, fb):
-            return True
-        self.server.stats.feedback_unknown += 1
-        return False
+        return self.server.attach_feedback(trace_id, merge)
+
+    def _feedback_found(self, found: bool) -> bool:
+        if not found:
+            self.server.stats.feedback_unknown += 1
+        return found
 
     # ---- the agent side: one line for create_agent, helpers for StateGraph --
 

@@ -9,8 +9,10 @@ accepts, rejects or leaves pending.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
+import weakref
 from collections.abc import (
     Awaitable,
     Callable,
@@ -29,6 +31,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee._agent_side import AgentSide, Evaluator, ScopeFn
 from langgraph_combee._core.dedup import Embedder
+from langgraph_combee._core.diff import PlaybookDiff
 from langgraph_combee._core.types import (
     Decision,
     LearnReport,
@@ -98,6 +101,37 @@ def _run_sync(coro: Coroutine[Any, Any, R], what: str) -> R:
     )
 
 
+# Combees whose learner was started: an exiting interpreter stops them, so their
+# leases are released and the next process learns at once (not after the TTL).
+_started: weakref.WeakSet[Combee] = weakref.WeakSet()
+_EXIT_STOP_SECONDS = 5.0  # how long an exiting interpreter waits for a step to end
+
+
+@atexit.register
+def _stop_started_at_exit() -> None:
+    for combee in list(_started):
+        if combee._learner is not None and combee._learner.running:
+            try:
+                combee.stop(_EXIT_STOP_SECONDS)
+            except Exception:  # exiting anyway: the lease expires on its own
+                logger.warning("could not stop %r at exit", combee, exc_info=True)
+
+
+def _resolve_store(store: BaseStore | Literal["platform"] | None) -> BaseStore:
+    if store is None:
+        return InMemoryStore()
+    if store == "platform":
+        # The LangGraph server's store, bound on the first run (docs/platform.md).
+        from langgraph_combee.platform._store import PlatformStore
+
+        return PlatformStore()
+    return store
+
+
+def _manual(accepted: bool, reason: str) -> Decision:
+    return Decision(accepted=accepted, policy="manual", reason=reason)
+
+
 def _as_traces(traces: Iterable[Trace | Mapping[str, Any]]) -> list[Trace]:
     out = []
     for i, item in enumerate(traces):
@@ -127,7 +161,9 @@ class Combee(AgentSide):
         model: The learner LLM: a ``BaseChatModel`` or a ``"provider:name"``
             string for ``init_chat_model``. May be None for serve-only replicas.
         store: A LangGraph ``BaseStore`` holding versions and traces; default a
-            new ``InMemoryStore``.
+            new ``InMemoryStore``. ``"platform"``: the store a LangGraph server
+            (``langgraph dev``, LangGraph Platform) gives its runs, bound on the
+            first run (see ``langgraph_combee.platform``).
         strategy: ``"combee"`` (default), ``"sequential"`` or ``"naive"``.
         batch_size: Traces per learning step, or ``"auto"`` for the controller.
         acceptance: Policy deciding which candidates go live; default AcceptAll.
@@ -194,7 +230,7 @@ class Combee(AgentSide):
         *,
         prompt_id: str,
         model: str | BaseChatModel | None = None,
-        store: BaseStore | None = None,
+        store: BaseStore | Literal["platform"] | None = None,
         strategy: str | Strategy = "combee",
         batch_size: BatchSize = "auto",
         acceptance: AcceptancePolicy | None = None,
@@ -231,15 +267,15 @@ class Combee(AgentSide):
     ) -> None:
         if not isinstance(prompt_id, str) or not prompt_id.strip():
             raise ConfigurationError("prompt_id", prompt_id, "a non-empty string")
-        if store is not None and not isinstance(store, BaseStore):
-            raise ConfigurationError("store", store, "a langgraph BaseStore or None")
+        if store is not None and store != "platform" and not isinstance(store, BaseStore):
+            raise ConfigurationError("store", store, "a langgraph BaseStore, 'platform' or None")
         if acceptance is not None and not isinstance(acceptance, AcceptancePolicy):
             raise ConfigurationError(
                 "acceptance", acceptance, "an AcceptancePolicy (name + async decide())"
             )
         self.prompt_id = prompt_id
         self.model = _resolve_model(model)
-        self.store: BaseStore = thread_safe(store if store is not None else InMemoryStore())
+        self.store: BaseStore = thread_safe(_resolve_store(store))
         self.acceptance: AcceptancePolicy = acceptance or AcceptAll()
         self._batch_size = validate_batch_size(batch_size)
         self._strategy = strategy
@@ -390,37 +426,69 @@ class Combee(AgentSide):
         """One version by number."""
         return self.registry(tenant).get(version)
 
+    async def aget(self, version: int, *, tenant: str | None = None) -> PromptVersion:
+        """Async ``get()``."""
+        return await self.registry(tenant).aget(version)
+
     def history(self, *, tenant: str | None = None) -> list[PromptVersion]:
         """Every version written, oldest first."""
         return self.registry(tenant).history()
+
+    async def ahistory(self, *, tenant: str | None = None) -> list[PromptVersion]:
+        """Async ``history()``."""
+        return await self.registry(tenant).ahistory()
+
+    def diff(self, a: int, b: int, *, tenant: str | None = None) -> PlaybookDiff:
+        """What changed from version ``a``'s playbook to version ``b``'s."""
+        return self.registry(tenant).diff(a, b)
+
+    async def adiff(self, a: int, b: int, *, tenant: str | None = None) -> PlaybookDiff:
+        """Async ``diff()``."""
+        return await self.registry(tenant).adiff(a, b)
 
     def rollback(
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
         """Put ``version``'s playbook back in force as a new version (history is kept)."""
-        restored = self.registry(tenant).rollback(version, reason=reason)
-        self.server.publish(restored)
-        return restored
+        return self._published(self.registry(tenant).rollback(version, reason=reason))
+
+    async def arollback(
+        self, version: int, *, reason: str = "", tenant: str | None = None
+    ) -> PromptVersion:
+        """Async ``rollback()``."""
+        return self._published(await self.registry(tenant).arollback(version, reason=reason))
 
     # ---- decisions -------------------------------------------------------
+    # Each admin call and its async twin differ only in the registry call; what
+    # follows it (publishing to the serving cache) is shared.
+
+    def _published(self, version: PromptVersion) -> PromptVersion:
+        self.server.publish(version)
+        return version
 
     def approve(
         self, version: int, *, reason: str = "approved", tenant: str | None = None
     ) -> PromptVersion:
         """Accept a pending candidate (``ManualApproval``); it is served from the next run."""
-        accepted = self.registry(tenant).accept(
-            version, Decision(accepted=True, policy="manual", reason=reason)
-        )
-        self.server.publish(accepted)
-        return accepted
+        return self._published(self.registry(tenant).accept(version, _manual(True, reason)))
+
+    async def aapprove(
+        self, version: int, *, reason: str = "approved", tenant: str | None = None
+    ) -> PromptVersion:
+        """Async ``approve()``."""
+        return self._published(await self.registry(tenant).aaccept(version, _manual(True, reason)))
 
     def reject(
         self, version: int, *, reason: str = "rejected", tenant: str | None = None
     ) -> PromptVersion:
         """Reject a pending candidate; HEAD does not move."""
-        return self.registry(tenant).reject(
-            version, Decision(accepted=False, policy="manual", reason=reason)
-        )
+        return self.registry(tenant).reject(version, _manual(False, reason))
+
+    async def areject(
+        self, version: int, *, reason: str = "rejected", tenant: str | None = None
+    ) -> PromptVersion:
+        """Async ``reject()``."""
+        return await self.registry(tenant).areject(version, _manual(False, reason))
 
     # ---- background learning --------------------------------------------
 
@@ -435,6 +503,7 @@ class Combee(AgentSide):
         """Start learning in the background, on a thread and event loop of its own."""
         self._engine(None)  # fail now, in the caller, if there is no learner model
         self.learner.start()
+        _started.add(self)  # stopped at interpreter exit, releasing the lease
 
     def stop(self, timeout: float | None = 30.0) -> None:
         """Stop the background learner after its current step; queued traces stay queued.
