@@ -83,7 +83,9 @@ class DevServer:
 
     def start(self) -> None:
         """Start the server and wait until it answers ``/ok``."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGSMITH_", "LANGCHAIN_"))}
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("LANGSMITH_", "LANGCHAIN_"))
+        }
         env.update(
             PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
             LANGSMITH_TRACING="false",
@@ -124,7 +126,9 @@ class DevServer:
                 pass
             time.sleep(0.25)
         self.stop()
-        raise RuntimeError(f"langgraph dev did not answer in {START_SECONDS}s:\n{self.log()[-4000:]}")
+        raise RuntimeError(
+            f"langgraph dev did not answer in {START_SECONDS}s:\n{self.log()[-4000:]}"
+        )
 
     def stop(self) -> int | None:
         """Stop as Ctrl-C does (SIGINT: the lifespan runs); kill after a grace period."""

@@ -8,12 +8,12 @@ both copies the same ``Combee``.
 
 from __future__ import annotations
 
+import graph
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-import graph
 from langgraph_combee.platform import combee_routes, lifespan
 
 

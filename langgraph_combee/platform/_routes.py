@@ -199,7 +199,13 @@ async def _diff(request: Request) -> object:
         raise ConfigurationError("query", dict(params), "both ?a=<version>&b=<version>")
     a, b = _int_param(request, "a", params["a"]), _int_param(request, "b", params["b"])
     diff = await _combee(request).adiff(a, b, tenant=_tenant(request))
-    return {"a": a, "b": b, "diff": _jsonable(diff)}
+    return {
+        "a": a,
+        "b": b,
+        "summary": diff.summary(),
+        "text": diff.render(),
+        "diff": _jsonable(diff),
+    }
 
 
 def _jsonable(value: Any) -> Any:
