@@ -1,11 +1,12 @@
 PYTHON ?= python3
 VENV ?= .venv
-# Extras installed for the suite; CI adds local,local-0-5b for the real-LLM smoke test.
+# Extras installed for the suite; CI adds local,local-0-5b for the real-LLM smoke test
+# and platform for the real langgraph dev server test.
 EXTRAS ?= dev
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck pytest docs demo examples clean
+.PHONY: install test lint typecheck pytest test-platform docs demo examples clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +21,11 @@ test: $(STAMP) lint typecheck pytest docs
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+## test-platform: only the real langgraph dev server test (part of pytest when installed)
+test-platform: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[platform]'
+	$(BIN)/python -m pytest -q -m platform_server
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site

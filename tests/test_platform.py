@@ -1,0 +1,292 @@
+"""``langgraph_combee.platform`` without a server: the store binding, one Combee per
+process, the routes and their lifespan, and the async twins of the admin calls.
+
+The real ``langgraph dev`` server is driven in ``tests/test_platform_server.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import inspect
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langgraph.store.base import BaseStore, Op, Result
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_combee import Combee, ManualApproval
+from langgraph_combee._combee import _stop_started_at_exit
+from langgraph_combee.errors import ConfigurationError, StoreError
+from langgraph_combee.platform import PlatformStore, registered, shared_combee
+from langgraph_combee.platform._shared import DEV_LEASE_SECONDS, forget
+from langgraph_combee.testing import FunctionChatModel, fake_learner
+from tests.helpers import failing_traces
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "platform"
+
+
+class AsyncOnlyStore(BaseStore):
+    """Refuses synchronous calls from an event loop, as the dev server does."""
+
+    def __init__(self) -> None:
+        self.inner = InMemoryStore()
+        self.sync_calls = 0
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # a worker thread may block
+            return self.inner.batch(ops)
+        self.sync_calls += 1
+        raise AssertionError("a blocking store call on the event loop")
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await self.inner.abatch(ops)
+
+
+@pytest.fixture
+def forget_shared() -> Iterator[list[str]]:
+    """Prompt ids a test registers with ``shared_combee``; dropped afterwards."""
+    ids: list[str] = []
+    yield ids
+    for prompt_id in ids:
+        combee = forget(prompt_id)
+        if combee is not None:
+            combee.stop(5)
+
+
+# ---- async twins of the admin calls ------------------------------------
+
+
+async def test_async_twins_use_only_the_stores_async_calls() -> None:
+    store = AsyncOnlyStore()
+    combee = Combee(
+        prompt_id="twins", model=fake_learner(), store=store, acceptance=ManualApproval()
+    )
+    await combee.alearn(failing_traces(4))  # two candidates, pending approval
+    assert [v.status for v in await combee.ahistory()] == ["candidate"]
+    approved = await combee.aapprove(1, reason="ok")
+    assert approved.status == "accepted" and (await combee.acurrent()).version == 1
+    assert combee.server.head(None).version == 1  # published to the serving cache
+    assert (await combee.aget(1)).playbook == approved.playbook
+    assert not (await combee.adiff(0, 1)).is_empty()
+    await combee.alearn(failing_traces(4, prefix="more"))
+    rejected = await combee.areject(2, reason="no")
+    assert rejected.status == "rejected" and (await combee.acurrent()).version == 1
+    restored = await combee.arollback(0, reason="back")
+    assert restored.version == 3 and restored.playbook.bullets == []
+    assert combee.server.head(None).version == 3
+    assert store.sync_calls == 0
+
+
+async def test_afeedback_finds_runs_in_memory_and_in_the_queue() -> None:
+    store = AsyncOnlyStore()
+    combee = Combee(prompt_id="fb", model=fake_learner(), store=store, feedback_wait_seconds=60)
+    first, second = failing_traces(2)
+    combee.capture(first)
+    assert await combee.afeedback(first.id, correct=True)  # still in memory
+    await asyncio.to_thread(combee.server.flush)
+    combee.capture(second)
+    await asyncio.to_thread(combee.server.flush)
+    assert await combee.afeedback(second.id, comment="late", ground_truth="X")  # in the queue
+    assert not await combee.afeedback("never-seen", score=1.0)
+    assert combee.server.stats.feedback_unknown == 1
+    assert store.sync_calls == 0
+    with pytest.raises(ConfigurationError, match="at least one of"):
+        await combee.afeedback(first.id)
+
+
+# ---- PlatformStore ------------------------------------------------------
+
+
+def test_platform_store_is_refused_until_bound_and_binds_once() -> None:
+    combee = Combee(prompt_id="p", store="platform")
+    assert isinstance(combee.store, PlatformStore) and not combee.store.bound
+    with pytest.raises(StoreError, match="not bound to the LangGraph server's store"):
+        combee.current()
+    first, second = InMemoryStore(), InMemoryStore()
+    assert combee.store.bind(first) and combee.store.bind(second)
+    assert combee.store.inner is first
+    assert combee.current().version == 0
+    with pytest.raises(StoreError, match="needs the server's BaseStore"):
+        PlatformStore().bind("not a store")  # type: ignore[arg-type]
+
+
+def test_bad_store_argument_names_platform() -> None:
+    with pytest.raises(ConfigurationError, match="'platform'"):
+        Combee(prompt_id="p", store="postgres")  # type: ignore[arg-type]
+
+
+def test_first_run_binds_to_the_store_the_graph_is_given() -> None:
+    combee = Combee(prompt_id="bind", store="platform")
+    server_store = InMemoryStore()
+    agent = create_agent(
+        FunctionChatModel(lambda messages: "ok"),
+        tools=[],
+        middleware=[combee.middleware()],
+        store=server_store,
+    )
+    agent.invoke({"messages": [{"role": "user", "content": "hi"}]}, config={"run_id": "r-1"})
+    assert isinstance(combee.store, PlatformStore)
+    assert combee.store.inner is server_store
+    combee.server.flush()
+    assert combee.queue().pending_count() == 1  # the run's trace is in the server's store
+    assert server_store.search(("combee",), limit=100)
+
+
+async def test_requests_run_on_the_loop_that_owns_the_store() -> None:
+    """An async-native store bound to the server's loop is only ever awaited there."""
+    from langgraph.store.base.batch import AsyncBatchedBaseStore
+
+    seen: list[asyncio.AbstractEventLoop] = []
+
+    class LoopStore(AsyncBatchedBaseStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = InMemoryStore()
+
+        def batch(self, ops: Iterable[Op]) -> list[Result]:
+            raise AssertionError("sync call on an async-native store")
+
+        async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+            seen.append(asyncio.get_running_loop())
+            return await self.inner.abatch(ops)
+
+    server_loop = asyncio.get_running_loop()
+    store = PlatformStore()
+    store.bind(LoopStore())
+    combee = Combee(prompt_id="loops", model=fake_learner(), store=store, batch_size=2)
+
+    def elsewhere() -> Any:
+        # A plain thread (the serving worker) and another loop (the learner's).
+        combee.capture(failing_traces(1)[0])
+        combee.server.flush()
+        return asyncio.run(combee.alearn(failing_traces(2)))
+
+    report = await asyncio.to_thread(elsewhere)
+    assert report.version.version == 1
+    assert (await combee.acurrent()).version == 1
+    assert seen and set(seen) == {server_loop}
+
+
+# ---- one Combee per process ----------------------------------------------
+
+
+def _load(path: Path, name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_example_graph_loaded_twice_shares_one_combee(
+    forget_shared: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forget_shared.append("ticket-router")
+    monkeypatch.setenv("LANGSMITH_LANGGRAPH_API_VARIANT", "local_dev")
+    first = _load(EXAMPLE / "graph.py", "combee_example_graph_a")
+    second = _load(EXAMPLE / "graph.py", "combee_example_graph_b")
+    assert first is not second and first.graph is not second.graph
+    assert first.combee is second.combee is registered()["ticket-router"]
+    assert first.combee._learner_settings.lease_seconds == DEV_LEASE_SECONDS
+    assert isinstance(first.combee.store, PlatformStore)
+
+
+def test_shared_combee_validates_and_keeps_the_first_arguments(
+    forget_shared: list[str],
+) -> None:
+    forget_shared.append("shared-a")
+    with pytest.raises(ConfigurationError, match="prompt_id"):
+        shared_combee(prompt_id="")
+    made = shared_combee(prompt_id="shared-a", store=InMemoryStore(), batch_size=3)
+    assert shared_combee(prompt_id="shared-a", batch_size=9) is made
+    assert made._batch_size == 3
+    default = inspect.signature(Combee).parameters["lease_seconds"].default
+    assert made._learner_settings.lease_seconds == default  # not in a dev server
+
+
+# ---- the routes and their lifespan ----------------------------------------
+
+
+def _client(prefix: str = "/combee") -> Any:
+    from starlette.testclient import TestClient
+
+    from langgraph_combee.platform import create_app
+
+    return TestClient(create_app(prefix))
+
+
+def test_routes_serve_the_admin_calls_and_the_lifespan_releases_the_lease(
+    forget_shared: list[str],
+) -> None:
+    pytest.importorskip("starlette")
+    forget_shared.append("routes")
+    store = InMemoryStore()
+    combee = shared_combee(
+        prompt_id="routes",
+        model=fake_learner(),
+        store=store,
+        batch_size=2,
+        min_batch=1,
+        max_wait_seconds=0.1,
+        poll_seconds=0.05,
+        feedback_wait_seconds=60,
+    )
+    first, second = failing_traces(2)
+    with _client() as client:
+        assert combee.learner.running  # the lifespan started it
+        assert client.get("/combee").json() == {"prompt_ids": sorted(registered())}
+        combee.capture(first)
+        combee.capture(second)
+        for trace in (first, second):
+            body = {"run_id": trace.id, "correct": False, "ground_truth": "TEAM"}
+            assert client.post("/combee/routes/feedback", json=body).json()["found"]
+        assert combee.learner.wait_for_steps(1, timeout=30)
+        status = client.get("/combee/routes/status").json()
+        assert status["head"] == 1 and status["learner"]["steps"] == 1
+        assert status["learner"]["holder"] == combee.learner.holder
+        assert [v["version"] for v in client.get("/combee/routes/versions").json()["versions"]] == [
+            1
+        ]
+        shown = client.get("/combee/routes/versions/1").json()
+        assert shown["rendered"] == combee.current().render()
+        diff = client.get("/combee/routes/diff", params={"a": 0, "b": 1}).json()
+        assert diff["summary"].startswith("+") and diff["diff"]["added"]
+        assert client.post("/combee/routes/versions/1/approve").status_code == 409
+        assert client.post("/combee/routes/versions/1/reject").status_code == 409
+        assert client.get("/combee/routes/versions/7").status_code == 404
+        assert client.get("/combee/nope/status").status_code == 404
+        assert client.get("/combee/routes/diff", params={"a": 0}).status_code == 400
+        assert client.post("/combee/routes/feedback", content=b"{").status_code == 400
+        assert client.post("/combee/routes/feedback", json={"run_id": "x"}).status_code == 400
+        back = client.post("/combee/routes/versions/0/rollback", json={"reason": "undo"})
+        assert back.status_code == 200 and back.json()["version"] == 2
+        lease = combee.learner._lease(None)
+        assert lease.holder() == combee.learner.holder
+    # Leaving the lifespan stopped the learner and released its lease.
+    assert not combee.learner.running
+    assert lease.holder() is None
+
+
+def test_routes_prefix_is_validated() -> None:
+    pytest.importorskip("starlette")
+    with pytest.raises(ConfigurationError, match="prefix"):
+        _client("combee/")
+
+
+def test_interpreter_exit_stops_started_learners_and_releases_their_leases() -> None:
+    combee = Combee(prompt_id="exit", model=fake_learner(), poll_seconds=60)
+    combee.start()
+    lease = combee.learner._lease(None)
+    assert lease.acquire()  # the tenure the learner's first pass takes
+    assert lease.holder() == combee.learner.holder
+    _stop_started_at_exit()
+    assert not combee.learner.running
+    assert lease.holder() is None
