@@ -290,3 +290,28 @@ def test_interpreter_exit_stops_started_learners_and_releases_their_leases() -> 
     _stop_started_at_exit()
     assert not combee.learner.running
     assert lease.holder() is None
+
+
+async def test_platform_store_on_async_postgres_serves_every_thread_and_loop(
+    postgres_dsn: str,
+) -> None:
+    """The platform's store is PostgreSQL on the server's loop: the same hand-off works."""
+    from tests.postgres import aopen_store
+
+    async with aopen_store(postgres_dsn) as server_store:
+        combee = Combee(prompt_id="pg-platform", model=fake_learner(), store="platform")
+        assert isinstance(combee.store, PlatformStore)
+        combee.store.bind(server_store)
+        trace = failing_traces(1)[0]
+
+        def elsewhere() -> Any:
+            # The serving worker (a plain thread) and the learner (a loop of its own).
+            combee.capture(trace)
+            combee.server.flush()
+            return asyncio.run(combee.alearn(failing_traces(2)))
+
+        report = await asyncio.to_thread(elsewhere)
+        assert report.version.version == 1
+        assert (await combee.acurrent()).version == 1
+        assert await combee.afeedback(trace.id, correct=False, ground_truth="X")
+        assert [v.version for v in await combee.ahistory()] == [1]
