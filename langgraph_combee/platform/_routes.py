@@ -4,19 +4,14 @@ Every route serves the shared ``Combee`` objects of the process
 (``shared_combee``), by prompt id, and uses only async calls, so the dev
 server's blocking-call detector never fires:
 
-=======  ===========================================  =====================================
-method   path                                         what
-=======  ===========================================  =====================================
-GET      ``/combee``                                  the prompt ids served
-GET      ``/combee/{prompt_id}/status``               HEAD, queue backlog, learner counters
-POST     ``/combee/{prompt_id}/feedback``             late feedback on a run (``afeedback``)
-GET      ``/combee/{prompt_id}/versions``             every version, without playbooks
-GET      ``/combee/{prompt_id}/versions/{n}``         one version, with its rendered prompt
-GET      ``/combee/{prompt_id}/diff?a=1&b=2``         what changed between two versions
-POST     ``/combee/{prompt_id}/versions/{n}/approve`` accept a pending candidate
-POST     ``/combee/{prompt_id}/versions/{n}/reject``  reject a pending candidate
-POST     ``/combee/{prompt_id}/versions/{n}/rollback``put version n's playbook back in force
-=======  ===========================================  =====================================
+- ``GET /combee``: the prompt ids served;
+- ``GET /combee/{prompt_id}/status``: HEAD, queue backlog, learner counters;
+- ``POST /combee/{prompt_id}/feedback``: late feedback on a run (``afeedback``);
+- ``GET /combee/{prompt_id}/versions``: every version, without playbooks;
+- ``GET /combee/{prompt_id}/versions/{n}``: one version, with its rendered prompt;
+- ``GET /combee/{prompt_id}/diff?a=1&b=2``: what changed between two versions;
+- ``POST /combee/{prompt_id}/versions/{n}/approve`` (``reject``, ``rollback``):
+  decide on a candidate, or put version n's playbook back in force.
 
 Every route takes ``?tenant=...`` for a tenant's playbook. Errors answer JSON
 ``{"error": ..., "detail": ...}``: 400 for a bad body or argument, 404 for an
@@ -26,6 +21,7 @@ unknown prompt or version, 409 for a decision the registry refuses.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
@@ -102,7 +98,7 @@ def _combee(request: Request) -> Combee:
     return combee
 
 
-def _int_param(request: Request, name: str, value: object) -> int:
+def _int_param(name: str, value: object) -> int:
     try:
         return int(str(value))
     except ValueError:
@@ -188,7 +184,7 @@ async def _versions(request: Request) -> object:
 
 
 async def _show(request: Request) -> object:
-    number = _int_param(request, "version", request.path_params["version"])
+    number = _int_param("version", request.path_params["version"])
     version = await _combee(request).aget(number, tenant=_tenant(request))
     return version.model_dump(mode="json") | {"rendered": version.render()}
 
@@ -197,7 +193,7 @@ async def _diff(request: Request) -> object:
     params = request.query_params
     if "a" not in params or "b" not in params:
         raise ConfigurationError("query", dict(params), "both ?a=<version>&b=<version>")
-    a, b = _int_param(request, "a", params["a"]), _int_param(request, "b", params["b"])
+    a, b = _int_param("a", params["a"]), _int_param("b", params["b"])
     diff = await _combee(request).adiff(a, b, tenant=_tenant(request))
     return {
         "a": a,
@@ -210,8 +206,6 @@ async def _diff(request: Request) -> object:
 
 def _jsonable(value: Any) -> Any:
     """A dataclass or pydantic diff as JSON-ready data."""
-    import dataclasses
-
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -223,17 +217,23 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+_DECISIONS: dict[str, Callable[..., Awaitable[PromptVersion]]] = {
+    "approve": Combee.aapprove,
+    "reject": Combee.areject,
+    "rollback": Combee.arollback,
+}
+
+
 def _decision(call: str) -> Callable[[Request], Awaitable[object]]:
+    method = _DECISIONS[call]
+
     async def decide(request: Request) -> object:
         combee, tenant = _combee(request), _tenant(request)
-        number = _int_param(request, "version", request.path_params["version"])
+        number = _int_param("version", request.path_params["version"])
         body: DecisionBody = await _body(request, DecisionBody)
-        kwargs: dict[str, Any] = {"tenant": tenant}
-        if body.reason is not None:
-            kwargs["reason"] = body.reason
-        method = {"approve": combee.aapprove, "reject": combee.areject}.get(call, combee.arollback)
-        version = await method(number, **kwargs)
-        return _summary(version)
+        # Without a reason each call keeps its own default ("approved", ...).
+        reason = {} if body.reason is None else {"reason": body.reason}
+        return _summary(await method(combee, number, tenant=tenant, **reason))
 
     return decide
 
