@@ -456,7 +456,7 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
         """Async ``rollback()``."""
-        return self._published(await self.registry(tenant).arollback(version, reason=reason))
+        return await self._apublished(await self.registry(tenant).arollback(version, reason=reason))
 
     # ---- decisions -------------------------------------------------------
     # Each admin call and its async twin differ only in the registry call; what
@@ -465,6 +465,11 @@ class Combee(AgentSide):
     def _published(self, version: PromptVersion) -> PromptVersion:
         self.server.publish(version)
         return version
+
+    async def _apublished(self, version: PromptVersion) -> PromptVersion:
+        # On a worker thread: version listeners are sync and may do network I/O
+        # (LangSmithPromptHub pushes), which must not block the caller's loop.
+        return await asyncio.to_thread(self._published, version)
 
     def approve(
         self, version: int, *, reason: str = "approved", tenant: str | None = None
@@ -476,7 +481,8 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "approved", tenant: str | None = None
     ) -> PromptVersion:
         """Async ``approve()``."""
-        return self._published(await self.registry(tenant).aaccept(version, _manual(True, reason)))
+        accepted = await self.registry(tenant).aaccept(version, _manual(True, reason))
+        return await self._apublished(accepted)
 
     def reject(
         self, version: int, *, reason: str = "rejected", tenant: str | None = None

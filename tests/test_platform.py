@@ -10,6 +10,7 @@ import asyncio
 import importlib.util
 import inspect
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -65,8 +66,13 @@ def forget_shared() -> Iterator[list[str]]:
 
 async def test_async_twins_use_only_the_stores_async_calls() -> None:
     store = AsyncOnlyStore()
+    told: list[int] = []  # threads the version listener ran on (it may do network I/O)
     combee = Combee(
-        prompt_id="twins", model=fake_learner(), store=store, acceptance=ManualApproval()
+        prompt_id="twins",
+        model=fake_learner(),
+        store=store,
+        acceptance=ManualApproval(),
+        on_version=[lambda new, previous: told.append(threading.get_ident())],
     )
     await combee.alearn(failing_traces(4))  # two candidates, pending approval
     assert [v.status for v in await combee.ahistory()] == ["candidate"]
@@ -82,6 +88,7 @@ async def test_async_twins_use_only_the_stores_async_calls() -> None:
     assert restored.version == 3 and restored.playbook.bullets == []
     assert combee.server.head(None).version == 3
     assert store.sync_calls == 0
+    assert len(told) == 2 and threading.get_ident() not in told  # not on the caller's loop
 
 
 async def test_afeedback_finds_runs_in_memory_and_in_the_queue() -> None:
