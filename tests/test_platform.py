@@ -50,15 +50,22 @@ class AsyncOnlyStore(BaseStore):
         return await self.inner.abatch(ops)
 
 
-@pytest.fixture
-def forget_shared() -> Iterator[list[str]]:
-    """Prompt ids a test registers with ``shared_combee``; dropped afterwards."""
-    ids: list[str] = []
-    yield ids
-    for prompt_id in ids:
+def _forget_all() -> None:
+    for prompt_id in registered():
         combee = forget(prompt_id)
         if combee is not None:
             combee.stop(5)
+
+
+@pytest.fixture(autouse=True)
+def forget_shared() -> Iterator[None]:
+    """Each test starts and ends with an empty registry of shared Combees.
+
+    Other modules may leave some (the docs' samples call ``shared_combee``).
+    """
+    _forget_all()
+    yield
+    _forget_all()
 
 
 # ---- async twins of the admin calls ------------------------------------
@@ -193,10 +200,7 @@ def _load(path: Path, name: str) -> Any:
     return module
 
 
-def test_the_example_graph_loaded_twice_shares_one_combee(
-    forget_shared: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    forget_shared.append("ticket-router")
+def test_the_example_graph_loaded_twice_shares_one_combee(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LANGSMITH_LANGGRAPH_API_VARIANT", "local_dev")
     first = _load(EXAMPLE / "graph.py", "combee_example_graph_a")
     second = _load(EXAMPLE / "graph.py", "combee_example_graph_b")
@@ -206,10 +210,7 @@ def test_the_example_graph_loaded_twice_shares_one_combee(
     assert isinstance(first.combee.store, PlatformStore)
 
 
-def test_shared_combee_validates_and_keeps_the_first_arguments(
-    forget_shared: list[str],
-) -> None:
-    forget_shared.append("shared-a")
+def test_shared_combee_validates_and_keeps_the_first_arguments() -> None:
     with pytest.raises(ConfigurationError, match="prompt_id"):
         shared_combee(prompt_id="")
     made = shared_combee(prompt_id="shared-a", store=InMemoryStore(), batch_size=3)
@@ -230,11 +231,8 @@ def _client(prefix: str = "/combee") -> Any:
     return TestClient(create_app(prefix))
 
 
-def test_routes_serve_the_admin_calls_and_the_lifespan_releases_the_lease(
-    forget_shared: list[str],
-) -> None:
+def test_routes_serve_the_admin_calls_and_the_lifespan_releases_the_lease() -> None:
     pytest.importorskip("starlette")
-    forget_shared.append("routes")
     store = InMemoryStore()
     combee = shared_combee(
         prompt_id="routes",
@@ -322,3 +320,13 @@ async def test_platform_store_on_async_postgres_serves_every_thread_and_loop(
         assert (await combee.acurrent()).version == 1
         assert await combee.afeedback(trace.id, correct=False, ground_truth="X")
         assert [v.version for v in await combee.ahistory()] == [1]
+
+
+def test_outside_a_server_the_lifespan_leaves_the_platform_store_unbound() -> None:
+    pytest.importorskip("starlette")
+    combee = shared_combee(prompt_id="unbound")  # store="platform", no learner model
+    with _client() as client:
+        response = client.get("/combee/unbound/status")
+    assert response.status_code == 503
+    assert "not bound" in response.json()["detail"]
+    assert isinstance(combee.store, PlatformStore) and not combee.store.bound

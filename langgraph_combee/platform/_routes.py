@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
@@ -264,12 +265,13 @@ def combee_routes(prefix: str = "/combee") -> list[BaseRoute]:
 
 
 async def _server_store() -> Any:
-    """The LangGraph server's store, when running inside one."""
-    try:
-        from langgraph_api.store import get_store  # type: ignore[import-untyped]
-    except ImportError:
+    """The LangGraph server's store, when this process is one (None otherwise)."""
+    # Only a running server has imported langgraph_api; importing it elsewhere
+    # reads the server's settings from the environment and fails.
+    module = sys.modules.get("langgraph_api.store")
+    if module is None:
         return None
-    return await get_store()
+    return await module.get_store()
 
 
 @contextlib.asynccontextmanager
