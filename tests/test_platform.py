@@ -96,6 +96,7 @@ async def test_async_twins_use_only_the_stores_async_calls() -> None:
     assert combee.server.head(None).version == 3
     assert store.sync_calls == 0
     assert len(told) == 2 and threading.get_ident() not in told  # not on the caller's loop
+    await combee.aclose()
 
 
 async def test_afeedback_finds_runs_in_memory_and_in_the_queue() -> None:
@@ -113,6 +114,7 @@ async def test_afeedback_finds_runs_in_memory_and_in_the_queue() -> None:
     assert store.sync_calls == 0
     with pytest.raises(ConfigurationError, match="at least one of"):
         await combee.afeedback(first.id)
+    await combee.aclose()
 
 
 # ---- PlatformStore ------------------------------------------------------
@@ -186,6 +188,7 @@ async def test_requests_run_on_the_loop_that_owns_the_store() -> None:
     assert report.version.version == 1
     assert (await combee.acurrent()).version == 1
     assert seen and set(seen) == {server_loop}
+    await combee.aclose()  # its serving thread must not outlive the store's loop
 
 
 # ---- one Combee per process ----------------------------------------------
@@ -320,6 +323,7 @@ async def test_platform_store_on_async_postgres_serves_every_thread_and_loop(
         assert (await combee.acurrent()).version == 1
         assert await combee.afeedback(trace.id, correct=False, ground_truth="X")
         assert [v.version for v in await combee.ahistory()] == [1]
+        await combee.aclose()  # before the store's pool closes
 
 
 def test_outside_a_server_the_lifespan_leaves_the_platform_store_unbound() -> None:
