@@ -193,11 +193,21 @@ class AgentSide:
         return self._feedback_found(found)
 
     def _feedback_in_memory(self, trace_id: str, fb: Feedback) -> bool:
+        """Attach ``fb`` to a buffered trace; on a miss, let a flush in progress land.
+
+        A trace the flush took from the buffer is in neither place until its
+        write ends: feedback sent right after the run (the SDK's usual order)
+        would miss it. Waiting for that write lets the queue lookup find it.
+        """
+
         def merge(trace: Trace) -> Trace:
             merged = trace.feedback.merged(fb) if trace.feedback is not None else fb
             return trace.model_copy(update={"feedback": merged})
 
-        return self.server.attach_feedback(trace_id, merge)
+        if self.server.attach_feedback(trace_id, merge):
+            return True
+        self.server.settled()
+        return False
 
     def _feedback_found(self, found: bool) -> bool:
         if not found:

@@ -334,3 +334,52 @@ def test_outside_a_server_the_lifespan_leaves_the_platform_store_unbound() -> No
     assert response.status_code == 503
     assert "not bound" in response.json()["detail"]
     assert isinstance(combee.store, PlatformStore) and not combee.store.bound
+
+
+class GatedStore(BaseStore):
+    """Holds every write until ``release`` is set, announcing it in ``writing``."""
+
+    def __init__(self) -> None:
+        self.inner = InMemoryStore()
+        self.writing = threading.Event()
+        self.release = threading.Event()
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        if any(type(op).__name__ == "PutOp" for op in ops) and not self.release.is_set():
+            self.writing.set()
+            self.release.wait(30)
+        return self.inner.batch(ops)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await asyncio.to_thread(self.batch, ops)
+
+
+@pytest.mark.parametrize("call", ["feedback", "afeedback"])
+def test_feedback_sent_while_its_trace_is_being_flushed_is_not_lost(call: str) -> None:
+    """The SDK sends feedback right after ``runs.wait``: it may meet the flush midway."""
+    store = GatedStore()
+    combee = Combee(prompt_id="race", store=store, feedback_wait_seconds=60)
+    trace = failing_traces(1)[0]
+    combee.capture(trace)
+    flusher = threading.Thread(target=combee.server.flush)
+    flusher.start()
+    assert store.writing.wait(30)  # the trace left the buffer; its write is held
+    found: list[bool] = []
+
+    def send() -> None:
+        if call == "feedback":
+            found.append(combee.feedback(trace.id, correct=True))
+        else:
+            found.append(asyncio.run(combee.afeedback(trace.id, correct=True)))
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    sender.join(0.5)  # it waits for the write instead of missing the trace
+    store.release.set()
+    flusher.join(30)
+    sender.join(30)
+    assert found == [True]
+    claimed = combee.queue().claim(10, holder="t", visibility_seconds=60)
+    assert [t.feedback.correct for t in claimed if t.feedback is not None] == [True]
+    combee.close()

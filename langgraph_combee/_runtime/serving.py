@@ -111,6 +111,9 @@ class Server:
         self.settings = settings
         self._clock = clock
         self._lock = threading.Lock()
+        # Held while a chunk is out of the buffer and not yet in the queue, so that
+        # feedback arriving then can wait for the write (``settled``).
+        self._writing = threading.RLock()
         self._heads: dict[str | None, _Entry] = {}
         self._canaries: dict[str | None, PromptVersion | None] = {}
         self._versions: collections.OrderedDict[tuple[str | None, int], PromptVersion] = (
@@ -326,6 +329,11 @@ class Server:
                     return True
         return False
 
+    def settled(self) -> None:
+        """Wait until no captured trace is between the buffer and the queue."""
+        with self._writing:
+            pass
+
     def buffered(self) -> int:
         """Traces captured and not yet written to the queue."""
         with self._lock:
@@ -340,20 +348,21 @@ class Server:
         """
         written = 0
         while True:
-            with self._lock:
-                if not self._buffer:
-                    return written
-                size = min(FLUSH_CHUNK, len(self._buffer))
-                chunk = [self._buffer.popleft() for _ in range(size)]
-            chunk = [pending for pending in chunk if self._built(pending)]
-            try:
-                fresh = self._write(chunk)
-            except Exception as exc:
+            with self._writing:
                 with self._lock:
-                    self._buffer.extendleft(reversed(chunk))
-                    self.stats.flush_errors += 1
-                logger.warning("cannot write traces to the queue (will retry): %r", exc)
-                return written
+                    if not self._buffer:
+                        return written
+                    size = min(FLUSH_CHUNK, len(self._buffer))
+                    chunk = [self._buffer.popleft() for _ in range(size)]
+                chunk = [pending for pending in chunk if self._built(pending)]
+                try:
+                    fresh = self._write(chunk)
+                except Exception as exc:
+                    with self._lock:
+                        self._buffer.extendleft(reversed(chunk))
+                        self.stats.flush_errors += 1
+                    logger.warning("cannot write traces to the queue (will retry): %r", exc)
+                    return written
             written += len(chunk)
             with self._lock:
                 self.stats.flushed += sum(fresh)
