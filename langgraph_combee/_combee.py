@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import (
     Awaitable,
     Callable,
@@ -54,7 +55,7 @@ from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee._runtime.limits import TraceLimits
 from langgraph_combee._runtime.serving import DropPolicy, Server, ServingSettings
 from langgraph_combee._runtime.step_run import learn_step_run
-from langgraph_combee._runtime.versions import VersionWriter
+from langgraph_combee._runtime.versions import ApplyPipeline, VersionWriter
 from langgraph_combee._storage.locked import thread_safe
 from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
@@ -316,8 +317,23 @@ class Combee(AgentSide):
             backoff_seconds=step_backoff_seconds,
         )
         self._learner: BackgroundLearner | None = None
+        # One lease holder name per Combee, shared by its background learner and
+        # its offline writers (learn, approve, ...), which a process lock serialises.
+        self._holder = f"combee-{uuid.uuid4().hex[:12]}"
         self._writer = VersionWriter(
-            prompt_id=prompt_id, acceptance=self.acceptance, server=self.server
+            prompt_id=prompt_id,
+            acceptance=self.acceptance,
+            server=self.server,
+            store=self.store,
+            holder=self._holder,
+            lease_seconds=lease_seconds,
+            pipeline=ApplyPipeline(
+                guard=self._engine_settings.guard,
+                token_budget=self._engine_settings.token_budget,
+                dedup=self._engine_settings.dedup,
+                dedup_threshold=self._engine_settings.dedup_threshold,
+                embedder=self._engine_settings.embedder,
+            ),
         )
         self._engines: dict[str | None, LearningEngine] = {}
         self._registries: dict[str | None, PromptRegistry] = {}
@@ -398,29 +414,34 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
         """Put ``version``'s playbook back in force as a new version (history is kept)."""
-        restored = self.registry(tenant).rollback(version, reason=reason)
-        self.server.publish(restored)
-        return restored
+        return _run_sync(
+            self._writer.rollback(self.registry(tenant), version, reason=reason), "rollback"
+        )
 
     # ---- decisions -------------------------------------------------------
 
     def approve(
         self, version: int, *, reason: str = "approved", tenant: str | None = None
     ) -> PromptVersion:
-        """Accept a pending candidate (``ManualApproval``); it is served from the next run."""
-        accepted = self.registry(tenant).accept(
-            version, Decision(accepted=True, policy="manual", reason=reason)
-        )
-        self.server.publish(accepted)
-        return accepted
+        """Accept a pending candidate (``ManualApproval``); it is served from the next run.
+
+        A candidate learned from a version that is no longer HEAD (another was
+        approved since) is rebased first: its ops are re-applied onto HEAD,
+        screened like a step's, and the version records ``rebased_from``.
+
+        Raises:
+            StaleCandidateError: It is stale and stores no ops to re-apply.
+            RegistryError: It is not a candidate.
+        """
+        decision = Decision(accepted=True, policy="manual", reason=reason)
+        return _run_sync(self._writer.accept(self.registry(tenant), version, decision), "approve")
 
     def reject(
         self, version: int, *, reason: str = "rejected", tenant: str | None = None
     ) -> PromptVersion:
         """Reject a pending candidate; HEAD does not move."""
-        return self.registry(tenant).reject(
-            version, Decision(accepted=False, policy="manual", reason=reason)
-        )
+        decision = Decision(accepted=False, policy="manual", reason=reason)
+        return _run_sync(self._writer.reject(self.registry(tenant), version, decision), "reject")
 
     # ---- background learning --------------------------------------------
 
@@ -428,7 +449,7 @@ class Combee(AgentSide):
     def learner(self) -> BackgroundLearner:
         """The background learner (created on first use, started by ``start()``)."""
         if self._learner is None:
-            self._learner = BackgroundLearner(self, self._learner_settings)
+            self._learner = BackgroundLearner(self, self._learner_settings, holder=self._holder)
         return self._learner
 
     def start(self) -> None:

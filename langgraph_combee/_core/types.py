@@ -183,6 +183,11 @@ class PromptVersion(BaseModel):
     source_trace_ids: list[str] = Field(default_factory=list)
     decision: Decision | None = None
     note: str = ""
+    rebased_from: int | None = Field(
+        default=None,
+        description="The parent the candidate was learned from, when its ops were re-applied "
+        "onto a newer HEAD before acceptance (its parent is then that HEAD).",
+    )
     quarantined: list[QuarantinedOp] = Field(
         default_factory=list, description="Ops the BulletGuard refused in the step that made it."
     )
