@@ -80,7 +80,9 @@ def distinct_traces(tag: str, n: int) -> list[Trace]:
     """Failing traces whose rules share no words, so de-duplication never merges two."""
     traces = []
     for i in range(n):
-        words = " ".join(hashlib.sha256(f"{tag}/{i}/{k}".encode()).hexdigest()[:8] for k in range(3))
+        words = " ".join(
+            hashlib.sha256(f"{tag}/{i}/{k}".encode()).hexdigest()[:8] for k in range(3)
+        )
         traces.append(
             Trace(
                 id=f"{tag}-{i}",

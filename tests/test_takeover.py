@@ -164,7 +164,9 @@ async def test_a_new_learner_repairs_head_left_behind_by_a_dead_writer() -> None
         chain.append(number)
         number = survivor.get(number).parent or 0
     assert orphan.version in chain
-    assert {b.content for b in orphan.playbook.bullets} <= {b.content for b in head.playbook.bullets}
+    assert {b.content for b in orphan.playbook.bullets} <= {
+        b.content for b in head.playbook.bullets
+    }
 
 
 def test_the_next_learn_repairs_head_before_it_writes() -> None:
@@ -174,4 +176,6 @@ def test_the_next_learn_repairs_head_before_it_writes() -> None:
     report = survivor.learn(failing_traces(4, prefix="next"))
     head = report.version
     assert head.version == 3 and head.parent == orphan.version
-    assert {b.content for b in orphan.playbook.bullets} <= {b.content for b in head.playbook.bullets}
+    assert {b.content for b in orphan.playbook.bullets} <= {
+        b.content for b in head.playbook.bullets
+    }

@@ -25,7 +25,8 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from langgraph_combee._core.ops import Add, DeltaOp, Update
+from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
+from langgraph_combee._core.playbook import DEFAULT_SECTIONS, section_slug
 from langgraph_combee._core.quarantine import QuarantinedOp
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._learning import guard_rules as rules
@@ -132,7 +133,9 @@ class BulletGuard:
         judge_timeout: Seconds to wait for one judge reply.
         min_support: Distinct users or threads whose traces must support a new
             bullet before it is rendered; 1 (default) makes bullets live at once.
-            Use 2 or more for public-facing agents.
+            Use 2 or more for public-facing agents. Above 1, an UPDATE of a rule
+            is screened as an ADD of its new text (pending until supported; the
+            rule in force stays) and a REMOVE counts as harmful evidence.
         user_key: Trace metadata key naming the user (set it with
             ``config={"metadata": {"combee_user": ...}}``); traces without it
             count by ``thread_id``, and traces with neither count one each.
@@ -305,8 +308,23 @@ class BulletGuard:
                     QuarantinedOp(op=op, reasons=verdict, sources=list(op.sources))
                 )
             else:
-                out.accepted.append(op)
+                out.accepted.append(self._gate_rewrite(op))
         return out
+
+    def _gate_rewrite(self, op: DeltaOp) -> DeltaOp:
+        # With a support threshold, an ADD waits for support before it is served;
+        # a rewrite or removal of a live rule must not skip that wait. An UPDATE
+        # becomes a pending ADD of its new text (the rule in force stays until
+        # the new text is supported); a REMOVE becomes harmful evidence.
+        if self.min_support <= 1:
+            return op
+        if isinstance(op, Update):
+            slug = op.id.rsplit("-", 1)[0]
+            section = next((s for s in DEFAULT_SECTIONS if section_slug(s) == slug), slug)
+            return Add(section=section, content=op.content, sources=list(op.sources))
+        if isinstance(op, Remove):
+            return Tag(id=op.id, harmful=1, sources=list(op.sources))
+        return op
 
     def screen(self, ops: Sequence[DeltaOp]) -> Screening:
         """Synchronous ``ascreen`` (not from inside a running event loop)."""

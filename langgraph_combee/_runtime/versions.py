@@ -111,7 +111,9 @@ class ApplyPipeline:
             ).playbook
         if supported:
             assert guard is not None
-            result, _ = promote(result, min_support=guard.min_support, max_pending=guard.max_pending)
+            result, _ = promote(
+                result, min_support=guard.min_support, max_pending=guard.max_pending
+            )
         return result.enforce_budget(self.token_budget).playbook
 
 
@@ -325,4 +327,3 @@ class VersionWriter:
             restored = await fenced.arollback(version, reason=reason)
         self.server.publish(restored)
         return restored
-

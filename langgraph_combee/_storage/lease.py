@@ -28,15 +28,13 @@ All holders must share one clock (the default, ``time.time``, is wall-clock time
 
 from __future__ import annotations
 
-import math
-import time
-from collections.abc import Callable
-from typing import Any
-
 import asyncio
+import math
 import threading
+import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from langgraph.store.base import BaseStore, Op, PutOp, Result
 

@@ -91,7 +91,7 @@ async def hold(lock: threading.Lock, *, poll_seconds: float = 0.005) -> AsyncIte
     Polls instead of waiting on a worker thread, so a cancelled waiter never
     leaves a thread behind that takes the lock later and never gives it back.
     """
-    while not lock.acquire(blocking=False):
+    while not lock.acquire(blocking=False):  # noqa: ASYNC110 - a thread lock has no awaitable
         await asyncio.sleep(poll_seconds)
     try:
         yield
