@@ -27,6 +27,7 @@ from langgraph_combee._core.ops import Add
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Decision
 from langgraph_combee._storage import Lease, PromptRegistry
+from langgraph_combee._storage.lease import fenced
 from langgraph_combee.errors import LeaseLostError
 from langgraph_combee.testing import fake_learner
 from tests.helpers import distinct_traces
@@ -62,7 +63,7 @@ def hold(dsn: str, holder: str, ttl: float) -> None:
         assert lease.acquire() and lease.atomic
         print(f"held {lease.epoch}", flush=True)
         sys.stdin.readline()  # paused here (SIGSTOP) past the lease's expiry
-        registry = PromptRegistry(lease.fenced(store), PROMPT)
+        registry = PromptRegistry(fenced(store, lease), PROMPT)
         rule = Add(section="general", content=f"Rule written by {holder}.")
         try:
             stored = registry.add_candidate(

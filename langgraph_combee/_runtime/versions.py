@@ -45,7 +45,7 @@ from langgraph_combee._learning.strategies import StepResult
 from langgraph_combee._learning.support import promote
 from langgraph_combee._runtime.acceptance import AcceptancePolicy, PolicyContext
 from langgraph_combee._runtime.serving import Server
-from langgraph_combee._storage.lease import Lease, in_process
+from langgraph_combee._storage.lease import Lease, fenced, in_process
 from langgraph_combee._storage.locked import hold, writer_lock
 from langgraph_combee._storage.registry import PromptRegistry
 
@@ -192,8 +192,8 @@ class VersionWriter:
             was_ours = holder == lease.owner
             await self._take(lease)
             try:
-                fenced = PromptRegistry(lease.fenced(self.store), self.prompt_id, tenant=tenant)
-                repaired = await fenced.arepair_head()
+                writer = PromptRegistry(fenced(self.store, lease), self.prompt_id, tenant=tenant)
+                repaired = await writer.arepair_head()
                 if repaired is not None:
                     logger.warning(
                         "HEAD of prompt %r (tenant %r) moved to v%d: a writer died after "
@@ -203,7 +203,7 @@ class VersionWriter:
                         repaired.version,
                     )
                     self.server.publish(repaired)
-                yield fenced
+                yield writer
             finally:
                 if not was_ours:
                     try:

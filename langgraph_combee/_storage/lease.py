@@ -6,7 +6,7 @@ The learner takes this lease before writing, renews it while working, and
 releases it when it stops; a crashed holder's lease expires after its TTL.
 
 Every tenure has an *epoch*, one more than the tenure before. Writes of
-versions and HEAD go through ``fenced(store)``, which refuses to write
+versions and HEAD go through ``fenced(store, lease)``, which refuses to write
 (``LeaseLostError``) unless the lease still names this holder at this epoch, so
 a holder that was paused past its expiry and resumes cannot write after its
 successor did.
@@ -226,15 +226,7 @@ class Lease:
         if not await self.aacquire():
             await asyncio.to_thread(self._refuse)
 
-    def fenced(self, store: BaseStore) -> BaseStore:
-        """``store``, with every write refused unless this lease still holds its epoch.
-
-        Writes raise ``LeaseLostError`` (and write nothing) once the lease has
-        passed to another holder; reads pass through. Acquire the lease first.
-        """
-        return FencedStore(store, self)
-
-    def check_epoch(self) -> None:
+    def _check_epoch(self) -> None:
         """Raise ``LeaseLostError`` unless the lease record names us at our epoch (best effort)."""
         if self._table is not None:
             record = self._table.read(self._name)
@@ -246,8 +238,8 @@ class Lease:
         if self._epoch is None or holder != self._owner or epoch != self._epoch:
             raise LeaseLostError(self._space.prompt_id, self._owner, self._epoch)
 
-    def write_fenced(self, store: BaseStore, ops: list[Op]) -> list[Result]:
-        """Run write ops on ``store`` only while the lease holds our epoch (see ``fenced``)."""
+    def _write_fenced(self, store: BaseStore, ops: list[Op]) -> list[Result]:
+        # Run write ops on ``store`` only while the lease holds our epoch (see ``fenced``).
         if self._table is not None and self._epoch is not None:
             try:
                 return self._table.write(
@@ -255,7 +247,7 @@ class Lease:
                 )
             except LeaseLost:
                 raise LeaseLostError(self._space.prompt_id, self._owner, self._epoch) from None
-        self.check_epoch()
+        self._check_epoch()
         return store.batch(ops)
 
     # ---- the atomic path (PostgresStore) -------------------------------
@@ -364,8 +356,17 @@ def in_process(store: BaseStore, prompt_id: str, tenant: str | None, owner: str)
     return next((x for x in leases if x._name == name and x._owner == owner), None)
 
 
+def fenced(store: BaseStore, lease: Lease) -> BaseStore:
+    """``store``, with every write refused unless ``lease`` still holds its epoch.
+
+    Writes raise ``LeaseLostError`` (and write nothing) once the lease has
+    passed to another holder; reads pass through. Acquire the lease first.
+    """
+    return FencedStore(store, lease)
+
+
 class FencedStore(BaseStore):
-    """A store whose write batches run only while a lease holds its epoch (``Lease.fenced``)."""
+    """A store whose write batches run only while a lease holds its epoch (``fenced``)."""
 
     def __init__(self, inner: BaseStore, lease: Lease) -> None:
         self.inner = inner
@@ -375,7 +376,7 @@ class FencedStore(BaseStore):
         """Reads pass through; a batch that writes is fenced by the lease."""
         ops = list(ops)
         if any(isinstance(op, PutOp) for op in ops):
-            return self._lease.write_fenced(self.inner, ops)
+            return self._lease._write_fenced(self.inner, ops)
         return self.inner.batch(ops)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
