@@ -9,6 +9,7 @@ accepts, rejects or leaves pending.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import uuid
@@ -97,6 +98,20 @@ def _run_sync(coro: Coroutine[Any, Any, R], what: str) -> R:
     raise EngineLoopError(
         f"Combee.{what}() was called from inside a running event loop; use 'await combee.a{what}()'"
     )
+
+
+def _run_blocking(coro: Coroutine[Any, Any, R]) -> R:
+    """Run a short store-bound coroutine to completion from sync code, even inside a loop.
+
+    Inside a running loop it runs on a thread with a loop of its own, blocking
+    the caller as the synchronous store call it replaces did.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def _as_traces(traces: Iterable[Trace | Mapping[str, Any]]) -> list[Trace]:
@@ -414,9 +429,7 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
         """Put ``version``'s playbook back in force as a new version (history is kept)."""
-        return _run_sync(
-            self._writer.rollback(self.registry(tenant), version, reason=reason), "rollback"
-        )
+        return _run_blocking(self._writer.rollback(self.registry(tenant), version, reason=reason))
 
     # ---- decisions -------------------------------------------------------
 
@@ -434,14 +447,14 @@ class Combee(AgentSide):
             RegistryError: It is not a candidate.
         """
         decision = Decision(accepted=True, policy="manual", reason=reason)
-        return _run_sync(self._writer.accept(self.registry(tenant), version, decision), "approve")
+        return _run_blocking(self._writer.accept(self.registry(tenant), version, decision))
 
     def reject(
         self, version: int, *, reason: str = "rejected", tenant: str | None = None
     ) -> PromptVersion:
         """Reject a pending candidate; HEAD does not move."""
         decision = Decision(accepted=False, policy="manual", reason=reason)
-        return _run_sync(self._writer.reject(self.registry(tenant), version, decision), "reject")
+        return _run_blocking(self._writer.reject(self.registry(tenant), version, decision))
 
     # ---- background learning --------------------------------------------
 

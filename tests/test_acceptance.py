@@ -327,3 +327,11 @@ async def test_a_canary_accepted_after_head_moved_is_rebased() -> None:
     head = combee.current()
     assert head.version == 1 and head.parent == 2 and head.rebased_from == 0
     assert _texts(head) == canary_rules | {"Rule from the other writer."}
+
+
+async def test_approve_reject_and_rollback_still_work_from_inside_an_event_loop() -> None:
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=ManualApproval())
+    await combee.alearn(failing_traces(4))
+    assert combee.approve(1).status == "accepted"
+    assert combee.reject(2).status == "rejected"
+    assert combee.rollback(0).version == 3

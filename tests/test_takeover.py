@@ -9,6 +9,7 @@ real processes and SIGKILL.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections import Counter
 from typing import Any
 
@@ -20,6 +21,7 @@ from langgraph_combee import Combee, PromptVersion
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee._runtime.takeover import keep_lease, recover
 from langgraph_combee._storage.lease import Lease
+from langgraph_combee.errors import LeaseHeldError
 from langgraph_combee.testing import fake_learner
 from tests.helpers import failing_traces
 
@@ -179,3 +181,16 @@ def test_the_next_learn_repairs_head_before_it_writes() -> None:
     assert {b.content for b in orphan.playbook.bullets} <= {
         b.content for b in head.playbook.bullets
     }
+
+
+def test_learn_while_another_process_holds_the_lease_is_a_clear_error() -> None:
+    store = InMemoryStore()
+    # A lease record of a learner in another process (no Lease object of ours holds it).
+    assert Lease(store, PROMPT, holder="learner-elsewhere", ttl_seconds=600).acquire()
+    gc.collect()
+    combee = Combee(
+        prompt_id=PROMPT, model=fake_learner(), store=store, batch_size=4, lease_seconds=0.1
+    )
+    with pytest.raises(LeaseHeldError, match="learner-elsewhere"):
+        combee.learn(failing_traces(4))
+    assert combee.history() == []
