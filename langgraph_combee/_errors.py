@@ -186,16 +186,24 @@ class StaleCandidateError(RegistryError):
     rebased (its ops re-applied onto HEAD) first.
     """
 
-    def __init__(self, prompt_id: str, version: int, parent: int | None, head: int) -> None:
+    def __init__(
+        self, prompt_id: str, version: int, parent: int | None, head: int, *, has_ops: bool = True
+    ) -> None:
         self.prompt_id = prompt_id
         self.version = version
         self.parent = parent
         self.head = head
+        how = (
+            f"Rebase it (re-apply its ops onto v{head}): Combee.approve({version}) or "
+            f"`combee approve {version}` do so, or reject it and learn again"
+            if has_ops
+            else f"It stores no ops to re-apply, so it cannot be rebased: reject it and "
+            f"learn again, or write a candidate whose parent is v{head}"
+        )
         super().__init__(
             f"candidate v{version} of prompt {prompt_id!r} was learned from v{parent}, but "
             f"HEAD is now v{head}: accepting it as it is would drop the rules accepted since. "
-            f"Rebase it (re-apply its ops onto v{head}): Combee.approve({version}) or "
-            f"`combee approve {version}` do so, or reject it and learn again"
+            + how
         )
 
 

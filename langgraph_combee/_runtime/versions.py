@@ -226,7 +226,9 @@ class VersionWriter:
         if record.parent == head.version:
             return record
         if not record.ops:
-            raise StaleCandidateError(self.prompt_id, record.version, record.parent, head.version)
+            raise StaleCandidateError(
+                self.prompt_id, record.version, record.parent, head.version, has_ops=False
+            )
         playbook = await self.pipeline.reapply(
             record.ops, head.playbook, version=record.version, learned=record.playbook
         )
