@@ -24,10 +24,12 @@ from langgraph_combee._core.types import Decision, Feedback, PromptVersion, Trac
 from langgraph_combee._errors import (
     ConfigurationError,
     LeaseHeldError,
+    LeaseLostError,
     RegistryError,
     VersionNotFoundError,
 )
 from langgraph_combee._storage import Lease, PromptRegistry, TraceQueue, _io
+from langgraph_combee._storage.lease import fenced
 from tests import postgres
 
 OpenStore = Callable[[], AbstractContextManager[BaseStore]]
@@ -385,6 +387,25 @@ def test_a_full_read_sees_records_written_in_one_batch(store: BaseStore) -> None
 
 
 # ---- lease -------------------------------------------------------------------
+
+
+def test_lease_epochs_fence_writes_after_a_hand_over(store: BaseStore, clock: FakeClock) -> None:
+    a = Lease(store, PROMPT, holder="a", ttl_seconds=10, clock=clock)
+    b = Lease(store, PROMPT, holder="b", ttl_seconds=10, clock=clock)
+    assert a.acquire() and a.epoch == 1
+    assert a.renew() and a.epoch == 1  # a renewal is the same tenure
+    registry_a = PromptRegistry(fenced(store, a), PROMPT)
+    registry_a.add_candidate(candidate(playbook("by a")))
+    clock.advance(11)  # a is paused past its expiry; b takes over
+    assert b.acquire() and b.epoch == 2
+    with pytest.raises(LeaseLostError, match="epoch 1"):
+        registry_a.add_candidate(candidate(playbook("late write by a")))
+    registry_b = PromptRegistry(fenced(store, b), PROMPT)
+    assert registry_b.add_candidate(candidate(playbook("by b"))).version == 2
+    assert [v.playbook.bullets[0].content for v in registry_b.history()] == ["by a", "by b"]
+    assert b.release() and b.holder() is None
+    assert a.acquire() and a.epoch == 3  # a released lease keeps counting
+    assert registry_a.head().version == 0  # reads are never fenced
 
 
 def test_lease_acquire_expire_and_hand_over(store: BaseStore, clock: FakeClock) -> None:
