@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore
+from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee._agent_side import AgentSide, Evaluator, ScopeFn
@@ -57,7 +58,7 @@ from langgraph_combee._runtime.limits import TraceLimits
 from langgraph_combee._runtime.serving import DropPolicy, Server, ServingSettings
 from langgraph_combee._runtime.step_run import learn_step_run
 from langgraph_combee._runtime.versions import ApplyPipeline, VersionWriter
-from langgraph_combee._storage.locked import thread_safe
+from langgraph_combee._storage.locked import thread_safe, unwrap
 from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
 
@@ -100,16 +101,24 @@ def _run_sync(coro: Coroutine[Any, Any, R], what: str) -> R:
     )
 
 
-def _run_blocking(coro: Coroutine[Any, Any, R]) -> R:
+def _run_blocking(coro: Coroutine[Any, Any, R], store: BaseStore, what: str) -> R:
     """Run a short store-bound coroutine to completion from sync code, even inside a loop.
 
     Inside a running loop it runs on a thread with a loop of its own, blocking
-    the caller as the synchronous store call it replaces did.
+    the caller as the synchronous store call it replaces did; except when the
+    store is an async one bound to that very loop, which could then never answer.
     """
     try:
-        asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
+    inner = unwrap(store)
+    if isinstance(inner, AsyncBatchedBaseStore) and inner._loop is loop:
+        coro.close()
+        raise EngineLoopError(
+            f"Combee.{what}() blocks, and the store runs on this event loop: call it from "
+            f"a worker thread (await asyncio.to_thread(combee.{what}, ...))"
+        )
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coro).result()
 
@@ -429,7 +438,8 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
         """Put ``version``'s playbook back in force as a new version (history is kept)."""
-        return _run_blocking(self._writer.rollback(self.registry(tenant), version, reason=reason))
+        restored = self._writer.rollback(self.registry(tenant), version, reason=reason)
+        return _run_blocking(restored, self.store, "rollback")
 
     # ---- decisions -------------------------------------------------------
 
@@ -447,14 +457,18 @@ class Combee(AgentSide):
             RegistryError: It is not a candidate.
         """
         decision = Decision(accepted=True, policy="manual", reason=reason)
-        return _run_blocking(self._writer.accept(self.registry(tenant), version, decision))
+        return _run_blocking(
+            self._writer.accept(self.registry(tenant), version, decision), self.store, "approve"
+        )
 
     def reject(
         self, version: int, *, reason: str = "rejected", tenant: str | None = None
     ) -> PromptVersion:
         """Reject a pending candidate; HEAD does not move."""
         decision = Decision(accepted=False, policy="manual", reason=reason)
-        return _run_blocking(self._writer.reject(self.registry(tenant), version, decision))
+        return _run_blocking(
+            self._writer.reject(self.registry(tenant), version, decision), self.store, "reject"
+        )
 
     # ---- background learning --------------------------------------------
 

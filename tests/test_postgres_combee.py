@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from langgraph_combee import Combee, Trace
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee.testing import fake_learner
@@ -209,3 +211,20 @@ def test_a_writer_paused_past_its_lease_cannot_write_after_its_successor(
         head = combee.current()
         assert head.version == 1
         assert [b.content for b in head.playbook.bullets] == ["Rule written by second."]
+
+
+async def test_approve_on_an_async_store_of_the_running_loop_is_a_clear_error(
+    postgres_dsn: str,
+) -> None:
+    from langgraph_combee import ManualApproval
+    from langgraph_combee.errors import EngineLoopError
+
+    async with postgres.aopen_store(postgres_dsn) as store:
+        combee = Combee(
+            prompt_id=PROMPT, model=fake_learner(), store=store, acceptance=ManualApproval()
+        )
+        await combee.alearn(failing_traces(2))
+        with pytest.raises(EngineLoopError, match="asyncio.to_thread"):
+            combee.approve(1)
+        approved = await asyncio.to_thread(combee.approve, 1)
+        assert approved.status == "accepted"
