@@ -223,8 +223,11 @@ async def test_approve_on_an_async_store_of_the_running_loop_is_a_clear_error(
         combee = Combee(
             prompt_id=PROMPT, model=fake_learner(), store=store, acceptance=ManualApproval()
         )
-        await combee.alearn(failing_traces(2))
-        with pytest.raises(EngineLoopError, match="asyncio.to_thread"):
-            combee.approve(1)
-        approved = await asyncio.to_thread(combee.approve, 1)
-        assert approved.status == "accepted"
+        try:
+            await combee.alearn(failing_traces(2))
+            with pytest.raises(EngineLoopError, match="asyncio.to_thread"):
+                combee.approve(1)
+            approved = await asyncio.to_thread(combee.approve, 1)
+            assert approved.status == "accepted"
+        finally:
+            await combee.aclose()
