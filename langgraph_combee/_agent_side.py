@@ -219,9 +219,11 @@ class AgentSide:
         try:
             found = queue.set_feedback(trace_id, fb)
         except Exception as exc:  # a store fault must never reach the app
+            self.server.note_store(False)
             logger.warning("cannot store feedback for run %s now (will retry): %r", trace_id, exc)
             self.server.defer_feedback(tenant, trace_id, fb)
             return True
+        self.server.note_store(True)
         if found:
             return True
         self.server.stats.feedback_unknown += 1

@@ -160,14 +160,15 @@ class Server:
             limits=settings.limits,
             stats=self.stats,
             lock=self._lock,
-            on_store_result=self._store_result,
+            on_store_result=self.note_store,
         )
         # A normal exit flushes what is buffered (SIGKILL cannot: docs/faults.md).
         atexit.register(_flush_at_exit, weakref.ref(self))
 
     # ---- store health ----------------------------------------------------
 
-    def _store_result(self, ok: bool) -> None:
+    def note_store(self, ok: bool) -> None:
+        """Record whether a store call just succeeded (see ``store_failing``)."""
         with self._lock:
             self._failed_at = None if ok else self._clock()
 
@@ -266,7 +267,7 @@ class Server:
         try:
             found = self._registry_for(tenant).get(number)
         except Exception:  # a dead store must not break a run: serve HEAD instead
-            self._store_result(False)
+            self.note_store(False)
             logger.warning("cannot read version %s of tenant %r; serving HEAD", number, tenant)
             return self.head(tenant)
         self._remember(tenant, found)
@@ -316,7 +317,7 @@ class Server:
             version = registry.head()
             canary = registry.canary()
         except Exception as exc:
-            self._store_result(False)
+            self.note_store(False)
             logger.warning("cannot refresh HEAD of tenant %r: %r", tenant, exc)
             now = self._clock()
             with self._lock:
@@ -333,7 +334,7 @@ class Server:
                 # Remembered: the hot path serves version 0 and does not read again.
                 entry = self._heads.setdefault(tenant, _Entry(initial, now))
             return entry.version
-        self._store_result(True)
+        self.note_store(True)
         with self._lock:
             self._heads[tenant] = _Entry(version, self._clock())
             self._canaries[tenant] = canary
