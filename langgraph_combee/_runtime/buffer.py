@@ -243,6 +243,10 @@ class CaptureBuffer:
 
     # ---- out ---------------------------------------------------------------
 
+    def size(self) -> int:
+        """Entries held, written or not (constant time: for the hot path)."""
+        return len(self._entries)
+
     def __len__(self) -> int:
         with self._lock:
             return sum(1 for p in self._entries.values() if not p.written)

@@ -152,6 +152,7 @@ class Server:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.stats = ServingStats()
+        self.closed = False  # closed by its owner: the exit hook leaves it alone
         self.listeners: list[Callable[[PromptVersion, PromptVersion | None], None]] = []
         self._buffer = CaptureBuffer(
             queue_for=queue_for,
@@ -384,8 +385,10 @@ class Server:
                     self.stats.write_through_fallbacks += 1
                 else:
                     self.stats.written_through += sent
-        elif len(self._buffer) >= FLUSH_CHUNK:
-            self._wake.set()  # a full chunk is ready: no need to wait for the timer
+        elif self._buffer.size() % FLUSH_CHUNK == 0 and not self.store_failing():
+            # A full chunk is ready: no need to wait for the timer (but a failing
+            # store is not hammered: the worker's timer paces the retries).
+            self._wake.set()
         # Otherwise no wake-up: the worker flushes every ``flush_seconds``, so a
         # burst of runs costs one batch of queue writes, not one write per run.
         self._ensure_worker()
@@ -431,6 +434,7 @@ class Server:
             if self._thread is not None and self._thread.is_alive():
                 return
             self._stop.clear()
+            self.closed = False
             self._thread = threading.Thread(target=self._work, name="combee-serving", daemon=True)
             self._thread.start()
 
@@ -458,6 +462,7 @@ class Server:
 
     def close(self, *, flush: bool = True) -> None:
         """Stop the worker; flush what is buffered first (best effort)."""
+        self.closed = True
         self._stop.set()
         self._wake.set()
         thread = self._thread
@@ -470,7 +475,9 @@ class Server:
 
 def _flush_at_exit(ref: weakref.ReferenceType[Server]) -> None:
     server = ref()
-    if server is None or not server.buffered() and not server.deferred_feedback():
+    if server is None or server.closed:
+        return
+    if not server.buffered() and not server.deferred_feedback():
         return
     # On a thread of its own, so that a hanging store cannot hang the exit.
     thread = threading.Thread(target=server.flush, name="combee-exit-flush", daemon=True)
