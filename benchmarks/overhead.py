@@ -120,9 +120,7 @@ def _agent_model() -> FunctionChatModel:
     return FunctionChatModel(lambda messages: "ok")
 
 
-def _combee(
-    name: str, truth: dict[str, str], *, batch_size: int, **options: Any
-) -> Combee:
+def _combee(name: str, truth: dict[str, str], *, batch_size: int, **options: Any) -> Combee:
     """A Combee that learns from captured runs (an evaluator supplies the ground truth)."""
 
     def evaluate(trace: Trace) -> Feedback | None:

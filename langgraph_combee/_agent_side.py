@@ -186,7 +186,8 @@ class AgentSide:
             ``server.stats.feedback_unknown``).
 
         Raises:
-            ConfigurationError: The feedback is empty or ``tenant`` is not a valid tenant.
+            ConfigurationError: The feedback is empty or ill-typed, ``run_id`` is
+                missing, or ``tenant`` is not a valid tenant (nothing is changed).
         """
         fields = {
             "score": score,
@@ -208,10 +209,12 @@ class AgentSide:
                 fb.model_dump(exclude_none=True),
                 "at least one of score, correct, comment, ground_truth",
             )
+        if run_id is None or not str(run_id).strip():
+            raise ConfigurationError("run_id", run_id, "the run's id: a UUID or a non-empty str")
         trace_id = str(run_id)
+        queue = self.queue(tenant)  # a bad tenant is the caller's error: it raises now
         if self.server.attach_feedback(trace_id, fb):
             return True
-        queue = self.queue(tenant)  # a bad tenant is the caller's error: it raises
         if self.server.store_failing():
             # Do not make the app wait on a store that is failing: keep it for the worker.
             self.server.defer_feedback(tenant, trace_id, fb)

@@ -57,9 +57,9 @@ from langgraph_combee._runtime.limits import TraceLimits
 from langgraph_combee._runtime.serving import DropPolicy, Durability, Server, ServingSettings
 from langgraph_combee._runtime.step_run import learn_step_run
 from langgraph_combee._runtime.versions import VersionWriter
+from langgraph_combee._storage.keys import validate_label
 from langgraph_combee._storage.locked import thread_safe
 from langgraph_combee._storage.queue import TraceQueue
-from langgraph_combee._storage.keys import validate_label
 from langgraph_combee._storage.registry import PromptRegistry
 
 if TYPE_CHECKING:

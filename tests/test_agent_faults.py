@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage, SystemMessage
-from langgraph.store.base import BaseStore, GetOp, Op, PutOp, Result, SearchOp
+from langgraph.store.base import BaseStore, Op, Result, SearchOp
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee import Combee, Feedback, Trace
 from langgraph_combee._storage.locked import thread_safe
 from langgraph_combee.errors import ConfigurationError
-from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel, fake_learner
+from langgraph_combee.testing import FunctionChatModel, fake_learner
 
 APP_PROMPT = "You route support tickets to a team code."
 JOIN = 30.0  # seconds a guarded call may take before the test calls it hung
@@ -201,9 +201,7 @@ def test_a_failing_store_with_a_cold_cache_is_read_once_not_on_every_run(
 
 
 @MODES
-def test_a_hanging_first_read_is_bounded_and_waited_for_once(
-    store: GatedStore, lean: bool
-) -> None:
+def test_a_hanging_first_read_is_bounded_and_waited_for_once(store: GatedStore, lean: bool) -> None:
     # Item 2: a store whose calls take long to fail made every run wait that long.
     store.gate("meta")
     store.failing = {"meta", "versions"}
@@ -452,3 +450,32 @@ def test_learn_refuses_two_traces_with_one_id_before_writing_anything() -> None:
     with pytest.raises(ConfigurationError, match=r"traces\[2\]\.id='t0'.*traces\[0\]"):
         combee.learn(traces)
     assert combee.history() == []
+
+
+# ---------------------------------------------------------------- self-review: feedback input
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"run_id": None, "correct": True}, "run_id=None"),
+        ({"run_id": "  ", "correct": True}, "run_id='  '"),
+        ({"run_id": "r1", "score": "high"}, "feedback=.*'high'"),
+        ({"run_id": "r1", "score": float("nan")}, "score=nan"),
+        ({"run_id": "r1", "score": True}, "score=True"),
+        ({"run_id": "r1", "correct": True, "tenant": "org.42"}, "tenant='org.42'"),
+    ],
+)
+def test_feedback_refuses_bad_input_before_changing_anything(
+    kwargs: dict[str, Any], named: str
+) -> None:
+    combee = Combee(prompt_id="p")
+    try:
+        combee.capture(Trace(id="r1", input="q", output="a"))
+        with pytest.raises(ConfigurationError, match=named):
+            combee.feedback(**kwargs)
+        combee.server.flush()
+        (trace,) = combee.queue().claim(5, holder="t")
+        assert trace.feedback is None
+    finally:
+        combee.server.close(flush=False)

@@ -46,8 +46,8 @@ from langgraph_combee._storage.registry import PromptRegistry
 
 __all__ = [
     "FLUSH_CHUNK",
-    "Durability",
     "DropPolicy",
+    "Durability",
     "Server",
     "ServingSettings",
     "ServingStats",
@@ -118,9 +118,7 @@ class ServingSettings:
                 "drop_policy", self.drop_policy, "'drop_oldest' or 'drop_newest'"
             )
         if self.durability not in ("buffered", "write_through"):
-            raise ConfigurationError(
-                "durability", self.durability, "'buffered' or 'write_through'"
-            )
+            raise ConfigurationError("durability", self.durability, "'buffered' or 'write_through'")
 
 
 class Server:
@@ -208,7 +206,10 @@ class Server:
         self._ensure_worker()
         if first:
             threading.Thread(
-                target=self._first_read, args=(tenant, loading), name="combee-first-read", daemon=True
+                target=self._first_read,
+                args=(tenant, loading),
+                name="combee-first-read",
+                daemon=True,
             ).start()
         loading.wait(self.settings.first_read_seconds)
         with self._lock:
