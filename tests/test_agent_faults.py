@@ -178,6 +178,22 @@ def test_the_evaluator_runs_outside_the_serving_lock() -> None:
         combee.server.close(flush=False)
 
 
+def test_an_evaluator_that_gives_feedback_for_its_own_run_does_not_hang() -> None:
+    # Item 1, self-review: the deferred build (which runs the evaluator) holds the
+    # entry's build lock; feedback() from inside it must not wait for itself.
+    def evaluator(trace: Trace) -> Feedback:
+        combee.feedback(trace.id, comment="from the evaluator")
+        return Feedback(score=1.0)
+
+    combee = Combee(prompt_id="p", evaluator=evaluator)
+    try:
+        combee.capture_later("r1", lambda: Trace(id="r1", input="q", output="a"))
+        assert finishes(lambda: combee.feedback("r1", correct=True))
+        assert finishes(combee.server.flush) == 1
+    finally:
+        combee.server.close(flush=False)
+
+
 # ---------------------------------------------------------------- 2. cold cache, failing store
 
 

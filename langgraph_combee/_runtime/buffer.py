@@ -91,7 +91,9 @@ class Pending:
     sent: bool = False  # its trace was handed to a store write that has not returned
     written: bool = False  # the queue holds it; ``late`` feedback is still to deliver
     late: list[Feedback] = field(default_factory=list)
-    building: threading.Lock = field(default_factory=threading.Lock)
+    # Reentrant: an evaluator (run by the build) that calls feedback() for its own
+    # run finds the build in progress instead of waiting for itself.
+    building: threading.RLock = field(default_factory=threading.RLock)
 
 
 class CaptureBuffer:
@@ -165,6 +167,7 @@ class CaptureBuffer:
                 if oldest is None:
                     oldest = next(iter(self._entries.values()))
                 del self._entries[oldest.seq]
+                self.stats.feedback_dropped += len(oldest.late)
             pending.seq = next(self._seq)
             pending.sending = sending
             self._entries[pending.seq] = pending
@@ -278,6 +281,17 @@ class CaptureBuffer:
 
     def send(self, chunk: list[Pending]) -> int | None:
         """Write entries a caller marked ``sending``; None when the store failed."""
+        try:
+            return self._send(chunk)
+        except BaseException:
+            # Never leave an entry owned by a writer that is gone: it would never
+            # be written again.
+            with self._lock:
+                for pending in chunk:
+                    pending.sending = pending.sent = False
+            raise
+
+    def _send(self, chunk: list[Pending]) -> int | None:
         ready = [p for p in chunk if self.built(p)]
         with self._lock:
             for pending in chunk:
