@@ -223,6 +223,8 @@ def test_overhead_benchmark_writes_well_formed_json(tmp_path: Path) -> None:
         "noop-hooks",
         "noop-wrap",
         "combee-serve",
+        "durable",
+        "durable-sqlite",
         *combee_arms,
     ]
     assert [a["arm"] for a in phases["learning"]["arms"]] == ["plain", *combee_arms]
@@ -238,6 +240,8 @@ def test_overhead_benchmark_writes_well_formed_json(tmp_path: Path) -> None:
         assert by_name["lean"]["serving"]["captured"] == 7
     hot = {a["arm"]: a for a in phases["hot-path"]["arms"]}
     assert hot["combee-serve"]["serving"]["captured"] == 0
+    for durable in ("durable", "durable-sqlite"):  # every run written before it returned
+        assert hot[durable]["serving"]["written_through"] == 7
     assert len(phases["learning"]["learners"]) == 4
     assert all(not learner["running"] for learner in phases["learning"]["learners"])
 
