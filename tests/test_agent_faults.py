@@ -495,3 +495,43 @@ def test_feedback_refuses_bad_input_before_changing_anything(
         assert trace.feedback is None
     finally:
         combee.server.close(flush=False)
+
+
+_KILLED_AGENT = """
+import sys, uuid
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langgraph_combee import Combee
+from langgraph_combee.testing import FunctionChatModel
+
+combee = Combee.from_conn_string(sys.argv[1], prompt_id="p", durability="write_through",
+                                 flush_seconds=3600)
+agent = create_agent(FunctionChatModel(lambda m: "ok"), middleware=[combee.middleware()])
+for i in range(10_000):
+    run_id = uuid.uuid4()
+    agent.invoke({"messages": [HumanMessage(f"q{i}")]}, {"run_id": run_id})
+    assert combee.feedback(run_id, correct=True)
+    print(run_id, flush=True)  # the app has its answer and its feedback was accepted
+"""
+
+
+def test_sigkill_loses_no_run_that_returned_in_write_through_mode(tmp_path: Path) -> None:
+    # Item 10: SIGKILL lost runs whose feedback() had returned True.
+    import os
+    import signal
+
+    path = str(tmp_path / "combee.sqlite")
+    process = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_AGENT, path], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        returned = [finishes(process.stdout.readline).strip() for _ in range(40)]
+        os.kill(process.pid, signal.SIGKILL)  # in the middle of a later run
+        process.wait(JOIN)
+    finally:
+        process.kill()
+    with Combee.from_conn_string(path, prompt_id="p") as combee:
+        traces = {t.id: t for t in combee.queue().claim(10_000, holder="t")}
+    assert set(returned) <= set(traces)
+    assert all(traces[run_id].feedback is not None for run_id in returned)
