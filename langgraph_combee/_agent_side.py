@@ -131,8 +131,11 @@ class AgentSide:
         buffer and is written to the durable queue by a background thread.
         """
         try:
+            if not isinstance(trace, Trace):
+                raise ConfigurationError("trace", trace, "a langgraph_combee Trace")
             self.server.capture(self._scored(trace), hold_seconds=self.feedback_wait_seconds)
         except Exception:  # capture must never break the host agent
+            self.server.stats.capture_errors += 1
             logger.exception("failed to capture trace %s", getattr(trace, "id", "?"))
 
     def capture_later(self, trace_id: str, build: Callable[[], Trace]) -> None:
