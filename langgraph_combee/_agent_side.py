@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from langgraph_combee._core.types import Feedback, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._runtime.serving import UNSCOPED
 from langgraph_combee._storage.keys import PromptSpace
 
 if TYPE_CHECKING:
@@ -67,27 +68,34 @@ class AgentSide:
 
         A ``scope`` that raises, returns something other than ``str | None``, or
         returns a string no store namespace can hold (``"org.42"``, ``"_"``) must
-        never break the agent's run: the run is served (and captured under) the
-        shared playbook, the fault is counted in ``server.stats.bad_tenants`` and
-        logged once per distinct value.
+        never break the agent's run: the fault is counted in
+        ``describe()["serving"]["bad_tenants"]``, logged once per distinct value,
+        and None is returned. The middleware and the StateGraph helpers then serve
+        the run the shared playbook and do not capture it: whose run it is is not
+        known, so it must not teach the shared playbook either.
         """
+        tenant = self.run_tenant(config)
+        return None if tenant == UNSCOPED else tenant
+
+    def run_tenant(self, config: Mapping[str, Any] | None) -> str | None:
+        """``tenant_for``, but ``serving.UNSCOPED`` (not None) when ``scope`` failed."""
         if self.scope is None:
             return None
         try:
             tenant = self.scope(config or {})
         except Exception as exc:
             self._bad_tenant(f"scope(config) raised {exc!r}", type(exc).__name__, exc)
-            return None
+            return UNSCOPED
         if tenant is None or tenant == "":
             return None
         if not isinstance(tenant, str):
             self._bad_tenant(f"scope(config) returned {tenant!r}, not str | None", repr(tenant))
-            return None
+            return UNSCOPED
         try:
             PromptSpace(self._combee().prompt_id, tenant)
         except ConfigurationError as exc:
             self._bad_tenant(f"scope(config) returned an invalid tenant: {exc}", tenant)
-            return None
+            return UNSCOPED
         return tenant
 
     def _bad_tenant(self, message: str, key: str, exc: BaseException | None = None) -> None:
@@ -98,8 +106,8 @@ class AgentSide:
                 self._scope_reported.add(key)
         if first:
             logger.error(
-                "%s; serving the shared playbook (reported once per value; "
-                "counted in describe()['serving']['bad_tenants'])",
+                "%s; serving the shared playbook and not capturing the run (reported "
+                "once per value; counted in describe()['serving']['bad_tenants'])",
                 message,
                 exc_info=exc,
             )
@@ -109,6 +117,8 @@ class AgentSide:
 
         Reads only the in-memory cache (refreshed in the background).
         """
+        if tenant == UNSCOPED:
+            tenant = None
         head = self.server.head(tenant)
         choose = getattr(self.acceptance, "choose", None)
         if choose is None:
@@ -133,6 +143,8 @@ class AgentSide:
         try:
             if not isinstance(trace, Trace):
                 raise ConfigurationError("trace", trace, "a langgraph_combee Trace")
+            if trace.tenant == UNSCOPED:
+                return  # its scope failed (counted): nobody's playbook learns from it
             self.server.capture(self._scored(trace), hold_seconds=self.feedback_wait_seconds)
         except Exception:  # capture must never break the host agent
             self.server.stats.capture_errors += 1

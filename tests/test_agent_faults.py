@@ -395,20 +395,61 @@ def test_an_invalid_prompt_id_is_refused_at_construction(prompt_id: Any) -> None
 def test_a_bad_tenant_from_scope_is_counted_and_reported_once(
     lean: bool, bad: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # Item 12: lean mode dropped such a run uncounted; full mode logged errors per run.
     combee = Combee(prompt_id="p", scope=lambda config: bad)
     try:
-        agent = _agent(combee, lean=lean)
+        accept_rules(combee, "Shared rule.")
+        model = FunctionChatModel(_echo)
+        agent = _agent(combee, lean=lean, model=model)
         with caplog.at_level(logging.WARNING, logger="langgraph_combee"):
             for i in range(3):
                 assert _ask(agent, f"q{i}")["messages"][-1].text == f"answer to q{i}"
+        assert all("Shared rule." in prompt[0].text for prompt in model.prompts)
         reports = [r for r in caplog.records if repr(bad) in r.getMessage()]
         assert len(reports) == 1
         assert "bad_tenants" in reports[0].getMessage()
         assert combee.describe()["serving"]["bad_tenants"] >= 3
         combee.server.close(flush=True)
-        assert len(combee.queue().claim(10, holder="t")) == 3  # served and captured as shared
+        # Served the shared playbook, and not captured: whose run it is is not known.
+        assert combee.queue().claim(10, holder="t") == []
+        assert combee.server.stats.captured == 0
     finally:
         combee.server.close(flush=False)
+
+
+def test_a_scope_that_raises_is_counted_reported_once_and_not_captured(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def scope(config: Any) -> str:
+        raise KeyError("org")
+
+    combee = Combee(prompt_id="p", scope=scope)
+    try:
+        agent = _agent(combee, lean=False)
+        with caplog.at_level(logging.WARNING, logger="langgraph_combee"):
+            for i in range(3):
+                assert _ask(agent, f"q{i}")["messages"][-1].text == f"answer to q{i}"
+        assert len([r for r in caplog.records if "KeyError" in r.getMessage()]) == 1
+        assert combee.describe()["serving"]["bad_tenants"] == 3
+        assert combee.tenant_for({}) is None
+        assert combee.server.stats.captured == 0
+    finally:
+        combee.server.close(flush=False)
+
+
+def accept_rules(combee: Combee, *rules: str) -> None:
+    """Put a version with ``rules`` in force for the shared playbook."""
+    from langgraph_combee import Add, Decision, PromptVersion
+
+    registry = combee.registry()
+    playbook = registry.head().playbook.apply([Add(section="others", content=r) for r in rules])
+    candidate = registry.add_candidate(
+        PromptVersion(prompt_id=combee.prompt_id, playbook=playbook.playbook)
+    )
+    accepted = registry.accept(
+        candidate.version, Decision(accepted=True, policy="manual", reason="test")
+    )
+    combee.server.publish(accepted)
 
 
 # ---------------------------------------------------------------- 13. constructor and learn()

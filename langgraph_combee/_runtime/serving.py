@@ -46,6 +46,7 @@ from langgraph_combee._storage.registry import PromptRegistry
 
 __all__ = [
     "FLUSH_CHUNK",
+    "UNSCOPED",
     "DropPolicy",
     "Durability",
     "Server",
@@ -56,6 +57,18 @@ __all__ = [
 logger = logging.getLogger("langgraph_combee.serving")
 
 Durability = Literal["buffered", "write_through"]
+
+UNSCOPED = "combee.unscoped"
+"""The tenant of a run whose ``scope`` failed: served the shared playbook, never captured.
+
+No real tenant can take this value (namespace labels cannot hold a period), and
+it is plain text, so it can sit in a checkpointed state.
+"""
+
+
+def _shared(tenant: str | None) -> str | None:
+    return None if tenant == UNSCOPED else tenant
+
 
 # How long the interpreter's exit waits for the last flush (a dead store must
 # not hang the process's exit).
@@ -191,6 +204,7 @@ class Server:
         read. Past that, version 0 (the app's own prompt) is served until the read
         or a later refresh succeeds.
         """
+        tenant = _shared(tenant)
         now = self._clock()
         with self._lock:
             entry = self._heads.get(tenant)
@@ -252,11 +266,13 @@ class Server:
 
     def has_head(self, tenant: str | None) -> bool:
         """Whether ``head(tenant)`` is served from memory (no store read)."""
+        tenant = _shared(tenant)
         with self._lock:
             return tenant in self._heads
 
     def version(self, tenant: str | None, number: int) -> PromptVersion:
         """A version by number (a pinned run's), from memory when possible."""
+        tenant = _shared(tenant)
         with self._lock:
             entry = self._heads.get(tenant)
             if entry is not None and entry.version.version == number:
@@ -277,6 +293,7 @@ class Server:
 
     def canary(self, tenant: str | None) -> PromptVersion | None:
         """The cached canary candidate of a tenant (refreshed with HEAD), if any."""
+        tenant = _shared(tenant)
         with self._lock:
             return self._canaries.get(tenant)
 
