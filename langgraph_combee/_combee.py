@@ -220,6 +220,9 @@ class Combee(AgentSide):
         flush_seconds: How often the background thread writes captured traces to
             the queue: the longest a trace waits in memory before its first write
             attempt while the store answers.
+        first_read_seconds: Longest a run waits for the first HEAD read of its
+            tenant in this process; past it the run is served version 0 (the
+            app's own prompt) and the read goes on in the background.
         durability: ``"buffered"`` (default: a captured trace waits in memory
             until the next flush, and dies with the process) or
             ``"write_through"`` (each trace is written to the store before its run
@@ -280,6 +283,7 @@ class Combee(AgentSide):
         capture_limit: int = 10_000,
         drop_policy: DropPolicy = "drop_oldest",
         flush_seconds: float = 0.5,
+        first_read_seconds: float = 1.0,
         durability: Durability = "buffered",
         feedback_wait_seconds: float = 0.0,
         on_missing_feedback: MissingFeedback = "learn",
@@ -306,6 +310,7 @@ class Combee(AgentSide):
             backoff_seconds=(backoff_seconds, _SECONDS, 0, False),
             refresh_seconds=(refresh_seconds, _POSITIVE, None, False),
             flush_seconds=(flush_seconds, _POSITIVE, None, False),
+            first_read_seconds=(first_read_seconds, _POSITIVE, None, False),
             capture_limit=(capture_limit, _INT, 1, False),
             feedback_wait_seconds=(feedback_wait_seconds, _SECONDS, 0, False),
             min_batch=(min_batch, _INT, 1, False),
@@ -378,6 +383,7 @@ class Combee(AgentSide):
                 capture_limit=capture_limit,
                 drop_policy=drop_policy,
                 flush_seconds=flush_seconds,
+                first_read_seconds=first_read_seconds,
                 durability=durability,
                 limits=TraceLimits(
                     max_message_chars=max_message_chars, max_trace_chars=max_trace_chars

@@ -221,8 +221,7 @@ def test_a_hanging_first_read_is_bounded_and_waited_for_once(store: GatedStore, 
     # Item 2: a store whose calls take long to fail made every run wait that long.
     store.gate("meta")
     store.failing = {"meta", "versions"}
-    combee = Combee(prompt_id="p", store=store, refresh_seconds=3600)
-    combee.server.settings.first_read_seconds = 0.05
+    combee = Combee(prompt_id="p", store=store, refresh_seconds=3600, first_read_seconds=0.05)
     try:
         agent = _agent(combee, lean=lean)
         answers = finishes(lambda: [_ask(agent, f"q{i}") for i in range(4)])
@@ -470,6 +469,7 @@ def accept_rules(combee: Combee, *rules: str) -> None:
         ({"lease_seconds": 0}, "lease_seconds=0"),
         ({"durability": "disk"}, "durability='disk'"),
         ({"flush_seconds": -1}, "flush_seconds=-1"),
+        ({"first_read_seconds": 0}, "first_read_seconds=0"),
     ],
 )
 def test_bad_constructor_numbers_are_a_configuration_error_naming_them(
