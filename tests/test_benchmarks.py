@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import overhead, quality, speed
+from benchmarks import feedback_race, overhead, quality, speed
 from benchmarks._common import percentile
 from benchmarks._latency import (
     CallRecord,
@@ -325,3 +325,11 @@ def test_quality_benchmark_on_the_doubles_writes_a_complete_record(tmp_path: Pat
     assert all(
         row["accuracy"] > saved["references"]["v0 (no playbook)"] for row in saved["configs"]
     )
+
+
+def test_feedback_race_benchmark_writes_well_formed_json(tmp_path: Path) -> None:
+    record = feedback_race.main(["--runs", "5", "--out", str(tmp_path)])
+    data = read_json(tmp_path / "feedback_race.json")
+    assert data == json.loads(json.dumps(record))
+    assert (data["runs"], data["feedback_false"]) == (5, 0)
+    assert data["serving"]["captured"] == 5
