@@ -237,6 +237,31 @@ def test_a_hanging_first_read_is_bounded_and_waited_for_once(store: GatedStore, 
         combee.server.close(flush=False)
 
 
+@MODES
+def test_a_hanging_first_read_is_bounded_in_async_runs_too(store: GatedStore, lean: bool) -> None:
+    # Item 2, async hooks: the first read runs on a worker thread, bounded the same way.
+    import asyncio
+
+    store.gate("meta")
+    store.failing = {"meta", "versions"}
+    combee = Combee(prompt_id="p", store=store, refresh_seconds=3600, first_read_seconds=0.05)
+    try:
+        agent = _agent(combee, lean=lean)
+
+        async def runs() -> list[str]:
+            out = []
+            for i in range(3):
+                result = await agent.ainvoke({"messages": [HumanMessage(f"q{i}")]})
+                out.append(result["messages"][-1].text)
+            return out
+
+        assert finishes(lambda: asyncio.run(runs())) == [f"answer to q{i}" for i in range(3)]
+        assert store.calls["meta"] == 1
+    finally:
+        store.release.set()
+        combee.server.close(flush=False)
+
+
 # ---------------------------------------------------------------- 3. feedback in an outage
 
 
