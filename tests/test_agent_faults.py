@@ -601,3 +601,19 @@ def test_sigkill_loses_no_run_that_returned_in_write_through_mode(tmp_path: Path
         traces = {t.id: t for t in combee.queue().claim(10_000, holder="t")}
     assert set(returned) <= set(traces)
     assert all(traces[run_id].feedback is not None for run_id in returned)
+
+
+def test_a_trace_json_cannot_carry_does_not_block_the_buffer() -> None:
+    # Self-review: an object in a trace's metadata failed every write of its chunk,
+    # holding every trace behind it in memory for good.
+    combee = Combee(prompt_id="p")
+    try:
+        combee.capture(Trace(id="odd", input="q", metadata={"client": object()}))
+        combee.capture(Trace(id="good", input="q"))
+        assert combee.server.flush() == 2
+        assert combee.server.buffered() == 0
+        traces = {t.id: t for t in combee.queue().claim(5, holder="t")}
+        assert traces["odd"].metadata["client"].startswith("<object object")
+        assert combee.describe()["serving"]["unserializable"] == 1
+    finally:
+        combee.server.close(flush=False)

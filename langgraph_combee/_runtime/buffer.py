@@ -61,6 +61,7 @@ class ServingStats:
     feedback_errors: int = 0
     truncated: int = 0
     capture_errors: int = 0
+    unserializable: int = 0
     bad_tenants: int = 0
     written_through: int = 0
     write_through_fallbacks: int = 0
@@ -305,6 +306,13 @@ class CaptureBuffer:
         try:
             fresh = self._write(items)
         except Exception as exc:
+            if self._repair(ready):
+                # A trace the store could never take (not a store fault) was made
+                # storable or dropped: go again at once instead of blocking the buffer.
+                with self._lock:
+                    for pending in ready:
+                        pending.sending = pending.sent = False
+                return 0
             with self._lock:
                 for pending in ready:
                     # The trace itself already carries any late feedback.
@@ -325,6 +333,42 @@ class CaptureBuffer:
             self.stats.flushed += sum(fresh)
             self.stats.duplicates += len(fresh) - sum(fresh)
         return len(ready)
+
+    def _repair(self, ready: list[Pending]) -> bool:
+        """Fix or drop entries whose trace cannot be serialised; True if there were any.
+
+        ``Trace`` fields typed ``Any`` (metadata, tool arguments) may hold objects
+        JSON cannot carry. Such a trace fails every write, which would hold every
+        trace behind it in the buffer for good; its odd values become their
+        ``repr`` instead (counted in ``stats.unserializable``), or, if even that
+        fails, it is dropped (``stats.capture_errors``).
+        """
+        found = False
+        for pending in ready:
+            assert pending.trace is not None
+            try:
+                pending.trace.model_dump(mode="json")
+                continue
+            except Exception:
+                found = True
+            try:
+                plain = pending.trace.model_dump(mode="json", fallback=repr)
+                repaired: Trace | None = Trace.model_validate(plain)
+            except Exception:
+                repaired = None
+            with self._lock:
+                if repaired is None:
+                    self.stats.capture_errors += 1
+                    self._entries.pop(pending.seq, None)
+                else:
+                    self.stats.unserializable += 1
+                    pending.trace = repaired
+            logger.error(
+                "the trace of run %s holds values JSON cannot carry; %s",
+                pending.trace_id,
+                "dropped" if repaired is None else "stored with their repr()",
+            )
+        return found
 
     def _write(self, items: list[tuple[Trace, float | None]]) -> list[bool]:
         by_tenant: dict[str | None, list[tuple[Trace, float | None]]] = {}
