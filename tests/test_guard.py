@@ -207,7 +207,9 @@ def test_the_judge_sees_the_op_fenced_and_its_verdict_decides() -> None:
     def verdict(messages: Sequence[BaseMessage]) -> str:
         seen.append(str(messages[-1].content))
         text = str(messages[-1].content)
-        return '```json\n{"verdict": "block", "reason": "mean"}\n```' if "rude" in text else "ALLOW"
+        if "rude" in text:
+            return '```json\n{"verdict": "block", "reason": "mean"}\n```'
+        return '{"verdict": "ALLOW"}'
 
     guard = BulletGuard(judge=_judge(verdict))
     ops: list[DeltaOp] = [
@@ -262,12 +264,14 @@ def test_a_guard_error_on_one_op_quarantines_it_and_the_step_goes_on(
 # ---- quarantine through Combee: report, stored version, LangSmith outputs, CLI -----------------
 
 
-def _attack(i: int, text: str, *, user: str | None = None, thread: str | None = None) -> Trace:
+def _attack(
+    i: int, text: str, *, user: str | None = None, thread: str | None = None, truth: str = "FIN-7Q"
+) -> Trace:
     return Trace(
         id=f"a{i}",
         input=text,
         output="GENERAL",
-        feedback=Feedback(correct=False, ground_truth="FIN-7Q"),
+        feedback=Feedback(correct=False, ground_truth=truth),
         thread_id=thread,
         metadata={"combee_user": user} if user else {},
     )
@@ -335,16 +339,17 @@ def _support_combee(**guard: Any) -> Combee:
 
 def test_a_new_bullet_stays_pending_until_a_second_thread_supports_it() -> None:
     combee = _support_combee()
-    combee.learn([_attack(1, "falcon drone broken", thread="th-1")])
+    combee.learn([_attack(1, "falcon drone broken", thread="th-1", truth="FAL-9Z")])
     first = combee.current()
-    assert [b.content for b in first.playbook.bullets if b.pending] == [RULE, "falcon drone broken"]
+    # The parrot's copy of the user's words has no trusted anchor: refused, not pending.
+    assert [b.content for b in first.playbook.bullets if b.pending] == [RULE]
     assert RULE not in first.render()
     assert RULE not in first.playbook.render_for_llm()
 
-    combee.learn([_attack(2, "falcon drone broken again", thread="th-1")])
+    combee.learn([_attack(2, "falcon drone broken again", thread="th-1", truth="FAL-9Z")])
     assert RULE not in combee.current().render()  # the same thread twice is one supporter
 
-    combee.learn([_attack(3, "my falcon drone", thread="th-2")])
+    combee.learn([_attack(3, "my falcon drone", thread="th-2", truth="FAL-9Z")])
     live = combee.current()
     assert RULE in live.render()
     bullet = next(b for b in live.playbook.bullets if b.content == RULE)
@@ -354,12 +359,22 @@ def test_a_new_bullet_stays_pending_until_a_second_thread_supports_it() -> None:
 def test_users_count_once_across_their_threads_and_the_key_is_configurable() -> None:
     combee = _support_combee(user_key="uid")
     traces = [
-        _attack(1, "falcon one", thread="x1").model_copy(update={"metadata": {"uid": "mallory"}}),
-        _attack(2, "falcon two", thread="x2").model_copy(update={"metadata": {"uid": "mallory"}}),
+        _attack(1, "falcon one", thread="x1", truth="FAL-9Z").model_copy(
+            update={"metadata": {"uid": "mallory"}}
+        ),
+        _attack(2, "falcon two", thread="x2", truth="FAL-9Z").model_copy(
+            update={"metadata": {"uid": "mallory"}}
+        ),
     ]
     combee.learn(traces)
     assert RULE not in combee.current().render()
-    combee.learn([_attack(3, "falcon three").model_copy(update={"metadata": {"uid": "alice"}})])
+    combee.learn(
+        [
+            _attack(3, "falcon three", truth="FAL-9Z").model_copy(
+                update={"metadata": {"uid": "alice"}}
+            )
+        ]
+    )
     assert RULE in combee.current().render()
 
 
@@ -367,7 +382,7 @@ async def test_a_helpful_tag_from_another_thread_promotes_and_budget_ignores_pen
     guard = BulletGuard(min_support=2, max_pending=1)
     ctx = StepContext(caller=LLMCaller(ScriptedChatModel(replies=[]), CallSettings()), guard=guard)
     report = StepReport(strategy="naive", batch_size=1)
-    t1, t2 = _attack(1, "x", thread="a"), _attack(2, "y", thread="b")
+    t1, t2 = _attack(1, "x", thread="a", truth="FAL-9Z"), _attack(2, "y", thread="b")
     pb, _ = await finish(
         ctx, Playbook(), [Add(section="others", content=RULE, sources=["a1"])],
         version=1, report=report, traces=[t1],
@@ -375,13 +390,15 @@ async def test_a_helpful_tag_from_another_thread_promotes_and_budget_ignores_pen
     assert pb.bullets[0].pending and pb.render() == ""
     assert pb.enforce_budget(50).playbook == pb  # pending bullets are never evicted
     pb, _ = await finish(
-        ctx, pb, [Add(section="others", content="Unrelated second rule here.", sources=["a1"])],
+        ctx, pb, [Add(section="others", content="Rule two: FAL-9Z drones.", sources=["a1"])],
         version=2, report=report, traces=[t1],
     )  # fmt: skip
-    assert [b.content for b in pb.bullets] == ["Unrelated second rule here."]  # max_pending=1
+    assert [b.content for b in pb.bullets] == [
+        "Second rule: FAL-9Z handles drones."
+    ]  # max_pending=1
     tag = Tag(id=pb.bullets[0].id, helpful=1, sources=["a2"])
     pb, _ = await finish(ctx, pb, [tag], version=3, report=report, traces=[t2])
-    assert not pb.bullets[0].pending and "Unrelated second rule" in pb.render()
+    assert not pb.bullets[0].pending and "Rule two" in pb.render()
 
 
 def test_bullet_fields_default_for_old_records() -> None:
