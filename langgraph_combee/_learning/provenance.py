@@ -40,7 +40,17 @@ TRUSTED_FEEDBACK_SOURCES: tuple[str, ...] = ("evaluator", "operator", "reviewer"
 _SHINGLE = 4
 _WORD = re.compile(r"\w+(?:[-_./:']\w+)*")
 _STOP = frozenset(
-    ["a", "an", "the", "and", "or", "but", "if", "then", "else", "when", "while", "of", "to", "in", "on", "at", "by", "for", "from", "with", "without", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "here", "which", "who", "whom", "whose", "what", "where", "why", "how", "not", "no", "nor", "so", "than", "too", "very", "can", "could", "should", "would", "will", "shall", "may", "might", "must", "do", "does", "did", "done", "has", "have", "had", "having", "i", "me", "my", "we", "our", "you", "your", "he", "she", "they", "them", "their", "his", "her", "us", "all", "any", "each", "every", "some", "such", "only", "own", "same", "other", "more", "most", "also", "just", "into", "onto", "about", "over", "under", "again", "once", "both", "few", "up", "down", "out", "off", "per", "via", "vs"]
+    re.findall(
+        r"\w+",
+        """
+    a an the and or but if then else when while of to in on at by for from with without as
+    is are was were be been being it its this that these those there here which who whom
+    whose what where why how not no nor so than too very can could should would will shall
+    may might must do does did done has have had having i me my we our you your he she they
+    them their his her us all any each every some such only own same other more most also
+    just into onto about over under again once both few up down out off per via vs
+    """,
+    )
 )
 
 
