@@ -393,9 +393,7 @@ async def test_a_helpful_tag_from_another_thread_promotes_and_budget_ignores_pen
         ctx, pb, [Add(section="others", content="Rule two: FAL-9Z drones.", sources=["a1"])],
         version=2, report=report, traces=[t1],
     )  # fmt: skip
-    assert [b.content for b in pb.bullets] == [
-        "Second rule: FAL-9Z handles drones."
-    ]  # max_pending=1
+    assert [b.content for b in pb.bullets] == ["Rule two: FAL-9Z drones."]  # max_pending=1
     tag = Tag(id=pb.bullets[0].id, helpful=1, sources=["a2"])
     pb, _ = await finish(ctx, pb, [tag], version=3, report=report, traces=[t2])
     assert not pb.bullets[0].pending and "Rule two" in pb.render()
