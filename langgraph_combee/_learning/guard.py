@@ -46,7 +46,7 @@ from langgraph_combee._core.quarantine import QuarantinedOp
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError, LLMCallError
 from langgraph_combee._learning import guard_rules as rules
-from langgraph_combee._learning import provenance
+from langgraph_combee._learning import provenance as prov
 from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller
 from langgraph_combee._learning.prompts import fence
 
@@ -175,6 +175,13 @@ def _flag(name: str, value: Any) -> bool:
     return value
 
 
+def _names(name: str, value: Any, *, lower: bool = True) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ConfigurationError(name, value, "a list of names")
+    names = tuple(str(x).strip() for x in value)
+    return tuple(n.lower() for n in names) if lower else names
+
+
 class BulletGuard:
     """Screens proposed playbook edits before they are applied; refused ones are quarantined.
 
@@ -229,6 +236,10 @@ class BulletGuard:
         untrusted_truth_sources: ``Feedback.source`` values whose ground truth is
             user text; by default every ground truth is the operator's. Add
             ``"user"`` if your app forwards corrections typed by end users.
+        trusted_tools: Names of the tools whose results are trusted evidence;
+            None (default) trusts every tool. List only tools whose output you
+            control: a tool that returns text an attacker wrote (web pages,
+            inbound email, order notes) would launder it.
         hold_policy_changes: Hold rules that change policy (grants, loosened
             verification, approvals or reviews, money, contacts and links,
             disclosure) for a person: they are left out of the step's version and
@@ -259,8 +270,9 @@ class BulletGuard:
         markup: bool = True,
         provenance: bool = True,
         max_user_words: int = 4,
-        trusted_sources: Iterable[str] = provenance.TRUSTED_FEEDBACK_SOURCES,
+        trusted_sources: Iterable[str] = prov.TRUSTED_FEEDBACK_SOURCES,
         untrusted_truth_sources: Iterable[str] = (),
+        trusted_tools: Iterable[str] | None = None,
         hold_policy_changes: bool = True,
         anonymous_support: bool = True,
     ) -> None:
@@ -325,15 +337,12 @@ class BulletGuard:
         ):
             raise ConfigurationError("max_user_words", max_user_words, "an int >= 0")
         self.max_user_words = max_user_words
-        if isinstance(trusted_sources, str):
-            raise ConfigurationError("trusted_sources", trusted_sources, "a list of source names")
-        self.trusted_sources = tuple(str(x).strip().lower() for x in trusted_sources)
-        if isinstance(untrusted_truth_sources, str):
-            raise ConfigurationError(
-                "untrusted_truth_sources", untrusted_truth_sources, "a list of source names"
-            )
-        self.untrusted_truth_sources = tuple(
-            str(x).strip().lower() for x in untrusted_truth_sources
+        self.trust = prov.Trust(
+            comment_sources=_names("trusted_sources", trusted_sources),
+            untrusted_truth=_names("untrusted_truth_sources", untrusted_truth_sources),
+            tools=None
+            if trusted_tools is None
+            else _names("trusted_tools", trusted_tools, lower=False),
         )
         self.hold_policy_changes = _flag("hold_policy_changes", hold_policy_changes)
         self.anonymous_support = _flag("anonymous_support", anonymous_support)
@@ -385,7 +394,7 @@ class BulletGuard:
     def _allowed(self, host: str) -> bool:
         return any(host == d or host.endswith("." + d) for d in self.allowed_domains)
 
-    def policy(self, text: str, evidence: provenance.Evidence | None = None) -> list[str]:
+    def policy(self, text: str, evidence: prov.Evidence | None = None) -> list[str]:
         """Why ``text`` would change policy (so must be held for a person); [] if it would not.
 
         An amount or figure that a trusted field of ``evidence`` states is the
@@ -396,7 +405,7 @@ class BulletGuard:
         for part in (marked.visible, *marked.hidden):
             reasons.extend(r for r in rules.find_policy_change(part) if r not in reasons)
         if evidence is not None and any(r.startswith("names a") for r in reasons):
-            figures = [w for w in provenance.tokens(text) if any(c.isdigit() for c in w)]
+            figures = [w for w in prov.tokens(text) if any(c.isdigit() for c in w)]
             if figures and all(evidence.supporting(w) for w in figures):
                 reasons = [r for r in reasons if not r.startswith("names a")]
         return [f"policy change: {r}" for r in reasons]
@@ -448,7 +457,7 @@ class BulletGuard:
         op: Add | Update,
         traces: Sequence[Trace] | None,
         playbook: Playbook | None,
-        cache: dict[tuple[str, ...], provenance.Evidence],
+        cache: dict[tuple[str, ...], prov.Evidence],
     ) -> _Verdict:
         verdict = _Verdict(refuse=self.check(op.content))
         evidence = None
@@ -456,16 +465,14 @@ class BulletGuard:
             cited = [t for t in traces if t.id in set(op.sources)] or list(traces)
             key = tuple(t.id for t in cited)
             if key not in cache:
-                cache[key] = provenance.gather(
-                    cited, self.trusted_sources, self.untrusted_truth_sources
-                )
+                cache[key] = prov.gather(cited, self.trust)
             evidence = cache[key]
         if evidence is not None and self.provenance:
             known = ""
             if isinstance(op, Update) and playbook is not None:
                 target = playbook.get(op.id)
                 known = target.content if target is not None else ""
-            found = provenance.assess(op.content, evidence, known=known)
+            found = prov.assess(op.content, evidence, known=known)
             verdict.support = found.fields
             if found.user_only and not found.anchored and not found.mostly_own:
                 verdict.refuse.append(
@@ -507,7 +514,7 @@ class BulletGuard:
         Never raises for one op: an op the checks cannot read is quarantined.
         """
         stats = stats if stats is not None else CallStats()
-        cache: dict[tuple[str, ...], provenance.Evidence] = {}
+        cache: dict[tuple[str, ...], prov.Evidence] = {}
         verdicts: list[_Verdict | None] = []
         for op in ops:
             if not isinstance(op, Add | Update):

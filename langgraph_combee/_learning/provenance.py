@@ -28,7 +28,7 @@ the user also wrote) do not count as trusted for those words.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from langgraph_combee._core.types import Trace
@@ -107,39 +107,68 @@ class Evidence:
         return [label for label, words in self.trusted.items() if word in words]
 
 
-def _truth_trusted(trace: Trace, untrusted_truth: Iterable[str]) -> bool:
-    fb = trace.feedback
-    return bool(fb and fb.ground_truth and (fb.source or "").lower() not in set(untrusted_truth))
+@dataclass(frozen=True)
+class Trust:
+    """Which fields of a trace are trusted evidence.
+
+    Attributes:
+        comment_sources: ``Feedback.source`` values whose comment is trusted.
+        untrusted_truth: ``Feedback.source`` values whose ground truth is user text.
+        tools: Names of the tools whose results are trusted; None trusts every tool.
+    """
+
+    comment_sources: tuple[str, ...] = TRUSTED_FEEDBACK_SOURCES
+    untrusted_truth: tuple[str, ...] = ()
+    tools: tuple[str, ...] | None = None
+
+    def truth(self, trace: Trace) -> bool:
+        """Whether the trace's ground truth is the operator's."""
+        fb = trace.feedback
+        return bool(
+            fb and fb.ground_truth and (fb.source or "").lower() not in self.untrusted_truth
+        )
+
+    def comment(self, trace: Trace) -> bool:
+        """Whether the trace's feedback comment comes from a trusted source."""
+        fb = trace.feedback
+        return bool(fb and fb.comment and (fb.source or "").lower() in self.comment_sources)
+
+    def tool(self, name: str) -> bool:
+        """Whether results of the tool ``name`` are trusted."""
+        return self.tools is None or name in self.tools
 
 
-def user_texts(
-    trace: Trace, trusted_sources: Iterable[str], untrusted_truth: Iterable[str] = ()
-) -> list[str]:
+def user_texts(trace: Trace, trust: Trust) -> list[str]:
     """Every text of ``trace`` the end user controls or could have steered."""
     texts = [trace.input, trace.output]
-    texts.extend(m.content for m in trace.messages if m.role not in ("tool",))
+    texts.extend(m.content for m in trace.messages if m.role != "tool")
     texts.extend(str(c.args) for c in trace.tool_calls)
+    texts.extend(c.result or "" for c in trace.tool_calls if not trust.tool(c.name))
+    texts.extend(
+        m.content for m in trace.messages if m.role == "tool" and not trust.tool(m.name or "")
+    )
     fb = trace.feedback
-    if fb is not None and fb.comment and (fb.source or "").lower() not in set(trusted_sources):
+    if fb is not None and fb.comment and not trust.comment(trace):
         texts.append(fb.comment)
-    if fb is not None and fb.ground_truth and not _truth_trusted(trace, untrusted_truth):
+    if fb is not None and fb.ground_truth and not trust.truth(trace):
         texts.append(fb.ground_truth)
     return [t for t in texts if t]
 
 
-def trusted_fields(
-    trace: Trace, trusted_sources: Iterable[str], untrusted_truth: Iterable[str] = ()
-) -> dict[str, str]:
+def trusted_fields(trace: Trace, trust: Trust) -> dict[str, str]:
     """The trusted fields of ``trace``, labelled ``"<field>:<trace id>"``."""
-    sources = set(trusted_sources)
     out: dict[str, str] = {}
     fb = trace.feedback
-    if fb is not None and fb.ground_truth and _truth_trusted(trace, untrusted_truth):
+    if fb is not None and fb.ground_truth and trust.truth(trace):
         out[f"ground_truth:{trace.id}"] = fb.ground_truth
-    if fb is not None and fb.comment and (fb.source or "").lower() in sources:
+    if fb is not None and fb.comment and trust.comment(trace):
         out[f"evaluator_comment:{trace.id}"] = fb.comment
-    results = [c.result for c in trace.tool_calls if c.result]
-    results.extend(m.content for m in trace.messages if m.role == "tool" and m.content)
+    results = [c.result for c in trace.tool_calls if c.result and trust.tool(c.name)]
+    results.extend(
+        m.content
+        for m in trace.messages
+        if m.role == "tool" and m.content and trust.tool(m.name or "")
+    )
     if results:
         out[f"tool_result:{trace.id}"] = "\n".join(results)
     names = sorted({c.name for c in trace.tool_calls if c.name})
@@ -151,19 +180,15 @@ def trusted_fields(
     return out
 
 
-def gather(
-    traces: Sequence[Trace], trusted_sources: Iterable[str], untrusted_truth: Iterable[str] = ()
-) -> Evidence:
+def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
     """Split the evidence of ``traces`` into trusted fields and user words."""
-    sources = tuple(s.lower() for s in trusted_sources)
-    untrusted = tuple(s.lower() for s in untrusted_truth)
     user: set[str] = set()
     trusted: dict[str, frozenset[str]] = {}
     for trace in traces:
-        said = [tokens(t) for t in user_texts(trace, sources, untrusted)]
+        said = [tokens(t) for t in user_texts(trace, trust)]
         user.update(w for words in said for w in words)
         shingles = set().union(*map(_shingles, said)) if said else set()
-        for label, text in trusted_fields(trace, sources, untrusted).items():
+        for label, text in trusted_fields(trace, trust).items():
             words = tokens(text)
             if label.startswith(("tool_result:", "error:")):
                 words = _unechoed(words, shingles)
