@@ -31,6 +31,11 @@ _CONFUSABLES = str.maketrans(
         "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i",
         "ј": "j", "ѕ": "s", "ԁ": "d", "ɡ": "g", "һ": "h", "ո": "n", "ν": "v", "ο": "o",
         "α": "a", "ε": "e", "ι": "i", "κ": "k", "τ": "t", "υ": "u", "ρ": "p",
+        "ı": "i", "ɩ": "i", "ӏ": "l", "ԛ": "q", "ԝ": "w", "ɑ": "a", "ѡ": "w", "ɢ": "g",
+        # Small capitals.
+        "ᴀ": "a", "ʙ": "b", "ᴄ": "c", "ᴅ": "d", "ᴇ": "e", "ꜰ": "f", "ʜ": "h", "ɪ": "i",
+        "ᴊ": "j", "ᴋ": "k", "ʟ": "l", "ᴍ": "m", "ɴ": "n", "ᴏ": "o", "ᴘ": "p", "ʀ": "r",
+        "ꜱ": "s", "ᴛ": "t", "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ʏ": "y", "ᴢ": "z",
     }
 )  # fmt: skip
 _LEET = str.maketrans(
@@ -323,6 +328,8 @@ class Markup:
 def _json_roles(text: str) -> tuple[str, list[str]]:
     # Every JSON value in the text that carries a "role" key is a role-play object:
     # it is cut out and its string contents kept for screening.
+    if "role" not in text.casefold():
+        return text, []  # nothing to look for: skip the scan (traces can be long)
     decoder = json.JSONDecoder()
     out, hidden, pos = [], [], 0
     i = 0
@@ -361,6 +368,20 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
+_LOOKALIKE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE")
+
+
+def _scripts(word: str) -> set[str]:
+    # A word that mixes Latin with Cyrillic or Greek letters is a spoof: honest text in
+    # those languages writes whole words in one script.
+    found: set[str] = set()
+    for ch in word:
+        if ch.isalpha():
+            name = unicodedata.name(ch, "")
+            found.update(s for s in _LOOKALIKE_SCRIPTS if name.startswith(s))
+    return found
+
+
 def fold(text: str) -> str:
     """Normalise for comparison: NFKC, no invisibles or combining marks, case-folded, look-alikes
     mapped to Latin, whitespace collapsed. Works on any script (others pass unchanged)."""
@@ -395,6 +416,8 @@ def strip_markup(text: str) -> Markup:
         raw = _TAG.sub(" ", raw)
     if _INVISIBLE.search(text):
         kinds.append("invisible characters")
+    if any(len(_scripts(word)) > 1 for word in re.findall(r"\w+", raw)):
+        kinds.append("mixed-script look-alikes")
     return Markup(visible=fold(raw), hidden=tuple(fold(h) for h in hidden if h.strip()),
                   kinds=tuple(kinds))  # fmt: skip
 

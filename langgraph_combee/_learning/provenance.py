@@ -143,6 +143,7 @@ def user_texts(trace: Trace, trust: Trust) -> list[str]:
     texts = [trace.input, trace.output]
     texts.extend(m.content for m in trace.messages if m.role != "tool")
     texts.extend(str(c.args) for c in trace.tool_calls)
+    texts.extend(str(m.tool_calls) for m in trace.messages if m.tool_calls)
     texts.extend(c.result or "" for c in trace.tool_calls if not trust.tool(c.name))
     texts.extend(
         m.content for m in trace.messages if m.role == "tool" and not trust.tool(m.name or "")
