@@ -461,6 +461,7 @@ class BulletGuard:
     ) -> _Verdict:
         verdict = _Verdict(refuse=self.check(op.content))
         evidence = None
+        found = None
         if traces is not None and (self.provenance or self.hold_policy_changes):
             cited = [t for t in traces if t.id in set(op.sources)] or list(traces)
             key = tuple(t.id for t in cited)
@@ -488,6 +489,11 @@ class BulletGuard:
                 )
         if not verdict.refuse and self.hold_policy_changes:
             verdict.hold = self.policy(op.content, evidence)
+            if found is not None and found.echoed and found.user_only:
+                verdict.hold.append(
+                    "provenance: every trusted word it rests on also appears in the user's own "
+                    "text (the user wrote the answer into their message)"
+                )
         return verdict
 
     async def ascreen(

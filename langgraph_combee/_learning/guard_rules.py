@@ -451,6 +451,7 @@ _CONTROL = re.compile(
     r"verif|identi|\bid\b|\bids\b|authentic|\b2fa\b|two[- ]?(?:step|factor)|\bmfa\b|\botp\b"
     r"|\bpin\b|\bkyc\b|security question|passw|passcode|approv|review|sign[- ]?off|manager"
     r"|supervisor|limit|\bcap\b|threshold|permission|access|privilege|admin|polic|\bcheck"
+    r"|revis|r[ée]vis|control|kontrol|sprawdz|проверк|審査|审核|검토|مراجعة|granskning"
     r"|confirm|fraud|consent|receipt|proof|document|\brules?\b|restriction|guideline"
     r"|vérif|verific|überprüf|prüf|weryfik|doğrula|kimlik|провер|личност|ausweis|identit"
     r"|aprob|aprov|genehm|zatwierdz|onay|одобр|godkänn|autoriz|autoris|berechtig|uprawnien"

@@ -206,12 +206,16 @@ class Assessment:
         user_only: Its words and values found in user text and in no trusted field.
         anchored: Whether any of its words is supported by a trusted field.
         words: How many distinct words and values it has.
+        echoed: Whether every trusted word it rests on also appears in the user's
+            text: the user wrote the answer into their message (an attacker who
+            guessed the team code gets an honest ground truth that agrees).
     """
 
     fields: tuple[str, ...]
     user_only: tuple[str, ...]
     anchored: bool
     words: int = 0
+    echoed: bool = False
 
     @property
     def mostly_own(self) -> bool:
@@ -225,12 +229,15 @@ def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
     fields: dict[str, None] = {}
     user_only: dict[str, None] = {}
     anchored = False
+    anchors: list[str] = []
     distinct = list(dict.fromkeys(tokens(text)))
     for word in distinct:
         labels = evidence.supporting(word)
         if labels or word in already:
             anchored = True
             fields.update(dict.fromkeys(labels))
+            anchors.extend([word] if labels and word not in already else [])
         elif word in evidence.user:
             user_only[word] = None
-    return Assessment(tuple(fields), tuple(user_only), anchored, len(distinct))
+    echoed = bool(anchors) and not already and all(w in evidence.user for w in anchors)
+    return Assessment(tuple(fields), tuple(user_only), anchored, len(distinct), echoed)
