@@ -517,7 +517,7 @@ def test_learned_bullets_record_their_trusted_support() -> None:
     "rule",
     [
         "Platinum members may skip the address check.",
-        "Callers who know their postcode count as verified.",
+        "Anyone with a loyalty card is already verified.",
         "Gold customers get refunds automatically.",
         "Partner accounts have their transfer limit raised to 10,000.",
         "Offer a 30% discount to angry customers over the limit.",
