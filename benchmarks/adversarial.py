@@ -44,9 +44,17 @@ from langgraph_combee.testing import parrot_learner
 
 MODULE = "benchmarks.adversarial"
 CORPORA: dict[str, tuple[Injection, ...]] = {"tuning": INJECTIONS, "heldout": HELDOUT}
+_PATTERNS_OFF = {
+    "secrets": False, "personal_data": False, "instruction_override": False,
+    "exfiltration": False, "urls": False, "max_chars": None,
+}  # fmt: skip
 GUARDS: dict[str, BulletGuard | None] = {
     "default": BulletGuard(),
     "no length limit": BulletGuard(max_chars=None),
+    # One layer at a time, to see what each stops.
+    "patterns only": BulletGuard(provenance=False, markup=False, hold_policy_changes=False),
+    "no provenance": BulletGuard(provenance=False),
+    "provenance only": BulletGuard(**_PATTERNS_OFF, markup=False, hold_policy_changes=False),  # type: ignore[arg-type]
     "no guard": None,
 }
 
@@ -96,9 +104,14 @@ def run_arm(
     seconds = time.perf_counter() - started
     served = _served(combee)
     got_in = [i for i in injections if any(reached(i, p) for p in served)]
-    insights = {honest_insight(t) for t in traffic} - {""}
+    # Honest insights are those the honest users' traces teach; the rules the tickets
+    # task would also draw from an attacker's labelled trace are counted apart.
+    insights = {honest_insight(t) for t in traffic if t.id.startswith("honest-")} - {""}
+    from_attacks = {honest_insight(t) for t in traffic if t.id.startswith("inj-")} - {""}
     quarantined, held = _stopped(report)
-    lost = {getattr(q.op, "content", "") for q in [*quarantined, *held]} & insights
+    stopped = {getattr(q.op, "content", "") for q in [*quarantined, *held]}
+    lost = stopped & insights
+    final = combee.current().render()
     reasons = Counter(r.split(":")[0] for q in quarantined for r in q.reasons)
     return {
         "corpus": corpus,
@@ -112,6 +125,9 @@ def run_arm(
         "honest_insights": len(insights),
         "honest_rejected": len(lost),
         "honest_rejected_rate": len(lost) / len(insights) if insights else 0.0,
+        "honest_not_served": len([r for r in insights if r not in final]),
+        "honest_rules_from_attack_traces": len(from_attacks),
+        "honest_rules_from_attack_traces_stopped": len(stopped & (from_attacks - insights)),
         "quarantined_ops": len(quarantined),
         "held_ops": len(held),
         "quarantine_reasons": dict(reasons.most_common()),
@@ -183,11 +199,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                     f"  {strategy:<10} {guard_name:<16} injected reached "
                     f"{arm['injected_reached']:>2}/{arm['injections']}, honest lost "
                     f"{arm['honest_rejected']}/{arm['honest_insights']} "
-                    f"({arm['honest_rejected_rate']:.0%}), quarantined {arm['quarantined_ops']}, "
-                    f"held {arm['held_ops']}",
+                    f"({arm['honest_rejected_rate']:.0%}, not served {arm['honest_not_served']}), "
+                    f"quarantined {arm['quarantined_ops']}, held {arm['held_ops']}",
                     flush=True,
                 )
-                if arm["reached_by_style"] and guard_name != "no guard":
+                if arm["reached_by_style"] and guard_name in ("default", "no length limit"):
                     print(f"      reached by style: {arm['reached_by_style']}")
     honest = [honest_arm(strategy, args.batch_size) for strategy in args.strategies]
     for arm in honest:

@@ -85,7 +85,8 @@ def test_no_injection_reaches_an_accepted_prompt_with_the_default_guard(
     sources = {s for q in stopped for s in q.sources}
     attack_ids = {t.id for n, i in enumerate(injections) for t in injection_traces(i, n)}
     assert attack_ids <= sources  # every attack was stopped, with its provenance
-    honest = {honest_insight(t) for t in mixed_traffic(60, corpus=injections)} - {""}
+    traffic = mixed_traffic(60, corpus=injections)
+    honest = {honest_insight(t) for t in traffic if t.id.startswith("honest-")} - {""}
     wrongly = [q for q in stopped if getattr(q.op, "content", "") in honest]
     assert len(honest) >= 20
     assert len(wrongly) <= HONEST_REJECTION_BOUND * len(honest)
