@@ -298,8 +298,13 @@ def host_of(url: str) -> str:
 
 _HTML_COMMENT = re.compile(r"<!--(.*?)(?:-->|$)", re.DOTALL)
 # A markdown link-reference definition used as a comment: "[//]: # (text)", "[x]: <> (text)".
-_MD_COMMENT = re.compile(r"^[ \t]*\[[^\]\n]*\]:[ \t]*(?:#|<>|\S*)[ \t]*[(\"'](.*?)[)\"']?[ \t]*$",
-                         re.MULTILINE)  # fmt: skip
+# The "[//]: # (text)" idiom anywhere (a learner may have joined the lines), and any
+# link-reference definition at the start of a line (also invisible when rendered).
+_MD_COMMENT = re.compile(
+    r"\[[^\]\n]*\]:[ \t]*(?:#|<>)[ \t]*[(\"'](.*?)(?:[)\"']|$)"
+    r"|^[ \t]*\[[^\]\n]*\]:[ \t]*\S+[ \t]*[(\"'](.*?)[)\"']?[ \t]*$",
+    re.MULTILINE,
+)
 _CHAT_TOKENS = re.compile(
     r"<\|[a-z_]*\|?>|\[/?inst\]|<</?sys>>|<\|?(?:im_start|im_end|system|user|assistant)\|?>",
     re.IGNORECASE,
@@ -397,7 +402,7 @@ def strip_markup(text: str) -> Markup:
     hidden: list[str] = []
     raw = html.unescape(unicodedata.normalize("NFKC", text))
     for kind, pattern in (("html comment", _HTML_COMMENT), ("markdown comment", _MD_COMMENT)):
-        found = pattern.findall(raw)
+        found = [next((g for g in m.groups() if g), "") for m in pattern.finditer(raw)]
         if found:
             kinds.append(kind)
             hidden.extend(found)
