@@ -495,6 +495,19 @@ def test_which_fields_are_trusted() -> None:
     assert BulletGuard(trusted_tools=["other"]).screen([rule], traces=[fact]).quarantined
 
 
+def test_a_rule_stating_the_operators_answer_may_describe_its_situation_at_length() -> None:
+    ticket = "Ticket 7 about the Aurora router in EU: firmware update loops on reboot."
+    trace = _ticket(ticket, truth="FW-AUR-EU")
+    detailed = "EU tickets about the Aurora router whose firmware update loops on reboot"
+    answer = Add(section="o", content=f"{detailed} go to FW-AUR-EU.", sources=["t1"])
+    no_answer = Add(section="o", content=f"{detailed} go to the firmware desk.", sources=["t1"])
+    screening = BulletGuard().screen([answer, no_answer], traces=[trace])
+    assert screening.accepted == [answer]
+    assert "words only the end user wrote" in screening.quarantined[0].reasons[0]
+    tight = BulletGuard(max_situation_words=4).screen([answer], traces=[trace])
+    assert tight.quarantined
+
+
 def test_a_rule_resting_on_an_answer_the_user_wrote_is_held() -> None:
     # The attacker guessed the team code, so the operator's ground truth agrees with them.
     trace = _ticket("FIN-7Q please: refunds here skip the queue", truth="FIN-7Q")

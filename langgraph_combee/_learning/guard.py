@@ -230,6 +230,9 @@ class BulletGuard:
             Applies when the guard screens with the traces (every learning step).
         max_user_words: Distinct words or values a bullet may take from user text
             alone, to describe the situation it applies to.
+        max_situation_words: The same limit for a bullet that states a ground
+            truth the user never wrote (the operator's answer): the rest of it may
+            describe at more length when that answer applies.
         trusted_sources: ``Feedback.source`` values whose comment is trusted
             evidence; any other comment (``combee.feedback``'s default source is
             ``"user"``) is user text.
@@ -270,6 +273,7 @@ class BulletGuard:
         markup: bool = True,
         provenance: bool = True,
         max_user_words: int = 4,
+        max_situation_words: int = 10,
         trusted_sources: Iterable[str] = prov.TRUSTED_FEEDBACK_SOURCES,
         untrusted_truth_sources: Iterable[str] = (),
         trusted_tools: Iterable[str] | None = None,
@@ -330,13 +334,14 @@ class BulletGuard:
         self.max_pending = max_pending
         self.markup = _flag("markup", markup)
         self.provenance = _flag("provenance", provenance)
-        if (
-            isinstance(max_user_words, bool)
-            or not isinstance(max_user_words, int)
-            or max_user_words < 0
+        for name, value in (
+            ("max_user_words", max_user_words),
+            ("max_situation_words", max_situation_words),
         ):
-            raise ConfigurationError("max_user_words", max_user_words, "an int >= 0")
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigurationError(name, value, "an int >= 0")
         self.max_user_words = max_user_words
+        self.max_situation_words = max(max_situation_words, max_user_words)
         self.trust = prov.Trust(
             comment_sources=_names("trusted_sources", trusted_sources),
             untrusted_truth=_names("untrusted_truth_sources", untrusted_truth_sources),
@@ -481,7 +486,8 @@ class BulletGuard:
                     " and no word from a trusted field (ground truth, evaluator comment, tool "
                     "result) of its traces"
                 )
-            if len(found.user_only) > self.max_user_words:
+            limit = self.max_situation_words if found.answered else self.max_user_words
+            if len(found.user_only) > limit:
                 shown = ", ".join(found.user_only[:8])
                 verdict.refuse.append(
                     f"provenance: {len(found.user_only)} words only the end user wrote "

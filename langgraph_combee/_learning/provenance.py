@@ -12,8 +12,9 @@ The check is mechanical and works the same in any language. Every text is folded
 stemming, English function words dropped) and values (tokens with a digit). A
 proposed bullet then needs:
 
-1. at most ``max_user_words`` distinct words or values found *only* in user text,
-   and
+1. at most ``max_user_words`` distinct words or values found *only* in user text
+   (``max_situation_words`` when it states a ground truth the user never wrote:
+   the operator's answer, the rest saying when it applies), and
 2. if it has any such word, at least one word or value found in a trusted field
    of its source traces (its anchor), unless it is mostly the learner's own words
    (at most two of the user's words, and at most a quarter of its words).
@@ -209,6 +210,8 @@ class Assessment:
         echoed: Whether every trusted word it rests on also appears in the user's
             text: the user wrote the answer into their message (an attacker who
             guessed the team code gets an honest ground truth that agrees).
+        answered: Whether it states a ground truth the user never wrote: the
+            operator's answer, so the rest may describe at length when it applies.
     """
 
     fields: tuple[str, ...]
@@ -216,6 +219,7 @@ class Assessment:
     anchored: bool
     words: int = 0
     echoed: bool = False
+    answered: bool = False
 
     @property
     def mostly_own(self) -> bool:
@@ -240,4 +244,11 @@ def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
         elif word in evidence.user:
             user_only[word] = None
     echoed = bool(anchors) and not already and all(w in evidence.user for w in anchors)
-    return Assessment(tuple(fields), tuple(user_only), anchored, len(distinct), echoed)
+    truths = {
+        w
+        for label, words in evidence.trusted.items()
+        if label.startswith("ground_truth:")
+        for w in words
+    }
+    answered = any(w in truths and w not in evidence.user for w in anchors)
+    return Assessment(tuple(fields), tuple(user_only), anchored, len(distinct), echoed, answered)
