@@ -191,6 +191,17 @@ class PromptVersion(BaseModel):
     quarantined: list[QuarantinedOp] = Field(
         default_factory=list, description="Ops the BulletGuard refused in the step that made it."
     )
+    held: list[QuarantinedOp] = Field(
+        default_factory=list,
+        description="Policy-changing ops the BulletGuard held for a person in that step.",
+    )
+    needs_approval: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Why only a person may accept this candidate (it carries held ops); no "
+            "acceptance policy accepts it on its own."
+        ),
+    )
 
     def render(self) -> str:
         """Return the text appended to the app's system prompt ('' when empty)."""
@@ -221,6 +232,13 @@ class StepReport(BaseModel):
     )
     quarantined: list[QuarantinedOp] = Field(
         default_factory=list, description="Ops the BulletGuard refused, never applied."
+    )
+    held: list[QuarantinedOp] = Field(
+        default_factory=list,
+        description="Policy-changing ops held for a person: in a separate candidate, not served.",
+    )
+    held_version: int | None = Field(
+        default=None, description="The candidate version that carries the held ops."
     )
 
 

@@ -84,6 +84,22 @@ class AcceptancePolicy(Protocol):
         ...
 
 
+async def decide(
+    policy: AcceptancePolicy,
+    candidate: PromptVersion,
+    current: PromptVersion,
+    context: PolicyContext,
+) -> Decision | None:
+    """``policy.decide``, except that a candidate flagged ``needs_approval`` stays pending.
+
+    Such a candidate carries rules the guard held as policy changes: only a person
+    (``combee approve``) may accept it, whatever the policy.
+    """
+    if candidate.needs_approval:
+        return None
+    return await policy.decide(candidate, current, context)
+
+
 class AcceptAll:
     """Accept every candidate at once (the default)."""
 

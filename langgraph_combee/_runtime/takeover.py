@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from langgraph_combee._core.types import PromptVersion
+from langgraph_combee._runtime.acceptance import decide
 from langgraph_combee._storage.lease import Lease
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ async def _decide(combee: Combee, tenant: str | None, version: PromptVersion) ->
     registry = combee.registry(tenant)
     head = await registry.aget(version.parent or 0)
     context = combee._writer.context(registry)
-    decision = await combee.acceptance.decide(version, head, context)
+    decision = await decide(combee.acceptance, version, head, context)
     if decision is None:
         return  # the policy keeps it pending (e.g. manual approval), as it would have
     # Through the writer: HEAD may have moved since the dead learner wrote it.

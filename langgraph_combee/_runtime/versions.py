@@ -43,7 +43,7 @@ from langgraph_combee._errors import StaleCandidateError
 from langgraph_combee._learning.guard import BulletGuard
 from langgraph_combee._learning.strategies import StepResult
 from langgraph_combee._learning.support import promote
-from langgraph_combee._runtime.acceptance import AcceptancePolicy, PolicyContext
+from langgraph_combee._runtime.acceptance import AcceptancePolicy, PolicyContext, decide
 from langgraph_combee._runtime.serving import Server
 from langgraph_combee._storage.lease import Lease, fenced, in_process
 from langgraph_combee._storage.locked import hold, writer_lock
@@ -264,6 +264,41 @@ class VersionWriter:
         Returns the stored version (accepted, rejected or pending), or None when
         the step changed no bullet text.
         """
+        stored = await self._submit(registry, head, result, version=version)
+        if result.report.held:
+            await self._submit_held(registry, head, stored, result)
+        return stored
+
+    async def _submit_held(
+        self,
+        registry: PromptRegistry,
+        head: PromptVersion,
+        stored: PromptVersion | None,
+        result: StepResult,
+    ) -> None:
+        # Held ops (policy changes) go into their own candidate, built on the step's
+        # version, which only a person can accept (``needs_approval``).
+        report = result.report
+        base = stored if stored is not None else head
+        held = [q.op for q in report.held]
+        applied = result.playbook.apply(held, version=base.version + 1)
+        candidate = PromptVersion(
+            prompt_id=self.prompt_id,
+            tenant=registry.tenant,
+            playbook=applied.playbook,
+            parent=base.version,
+            ops=applied.applied,
+            ops_summary=applied.counts(),
+            source_trace_ids=sorted({s for q in report.held for s in q.sources}),
+            held=list(report.held),
+            needs_approval=sorted({r for q in report.held for r in q.reasons}),
+            note=f"{len(held)} policy-changing op(s) held for a person",
+        )
+        report.held_version = (await registry.aadd_candidate(candidate)).version
+
+    async def _submit(
+        self, registry: PromptRegistry, head: PromptVersion, result: StepResult, *, version: int
+    ) -> PromptVersion | None:
         tenant = registry.tenant
         result = self._carry_over(tenant, result, version)
         report = result.report
@@ -283,13 +318,14 @@ class VersionWriter:
             ops_summary={**report.ops, **({"evicted": report.evicted} if report.evicted else {})},
             source_trace_ids=list(report.trace_ids),
             quarantined=list(report.quarantined),
+            held=list(report.held),
             note=f"{report.strategy} step over {report.batch_size} traces",
         )
         async with self.session(registry) as fenced:
             stored = await self._rebase(fenced, await fenced.aadd_candidate(candidate))
             current = await fenced.aget(stored.parent or 0)
         report.version = stored.version
-        decision = await self.acceptance.decide(stored, current, self.context(registry))
+        decision = await decide(self.acceptance, stored, current, self.context(registry))
         if decision is None:
             return stored
         report.accepted = decision.accepted
