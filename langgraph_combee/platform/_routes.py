@@ -151,15 +151,13 @@ async def _prompts(request: Request) -> object:
 async def _status(request: Request) -> object:
     combee, tenant = _combee(request), _tenant(request)
     head = await combee.acurrent(tenant=tenant)
-    learner = combee._learner
     store = combee.store
     return {
         "prompt_id": combee.prompt_id,
         "tenant": tenant,
         "head": head.version,
         "queue": await combee.queue(tenant).abacklog(),
-        "serving": combee.server.stats.as_dict(),
-        "learner": None if learner is None else learner.describe(),
+        **combee.describe(),  # "serving" and "learner" counters, from memory
         "store_bound": store.bound if isinstance(store, PlatformStore) else True,
     }
 
