@@ -108,11 +108,14 @@ class App:
         await self.sdk.aclose()
 
 
-def _lease_keys(app_dir: Path) -> list[str]:
-    """The lease records of the prompt in the dev server's persisted store."""
+def _lease_holder(app_dir: Path) -> str | None:
+    """Who holds the prompt's lease in the dev server's persisted store (None: free)."""
     with (app_dir / ".langgraph_api" / "store.pckl").open("rb") as f:
         data = pickle.load(f)
-    return list(data.get(("combee", PROMPT, "_", "lease"), {}))
+    item = data.get(("combee", PROMPT, "_", "lease"), {}).get("writer")
+    if item is None or not item.value["holder"] or item.value["expires_at"] <= time.time():
+        return None  # never taken, released (an empty holder) or expired
+    return str(item.value["holder"])
 
 
 @pytest.fixture
@@ -131,7 +134,7 @@ def test_langgraph_dev_runs_learns_serves_and_resumes_after_restart(app_dir: Pat
         server.stop()
     # The stopped server released its lease (the lifespan stopped the learner)
     # before the dev store was written to disk.
-    assert _lease_keys(app_dir) == []
+    assert _lease_holder(app_dir) is None
     restarted = DevServer(app_dir)
     restarted.start()
     try:
