@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from langgraph_combee._core.evidence import ReplayEvidence
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._tokens import estimate_tokens
 
@@ -83,6 +84,10 @@ class Bullet(BaseModel):
     supporters: list[str] = Field(
         default_factory=list,
         description="Distinct 'user:...', 'thread:...' or 'trace:...' keys that supported it.",
+    )
+    replay: ReplayEvidence | None = Field(
+        default=None,
+        description="What replaying runs under the playbook that adopted it showed (None: never).",
     )
 
     @property

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from langgraph_combee._core.evidence import ReplayReport
 from langgraph_combee._core.ops import DeltaOp
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.quarantine import QuarantinedOp
@@ -216,6 +217,9 @@ class StepReport(BaseModel):
     )
     quarantined: list[QuarantinedOp] = Field(
         default_factory=list, description="Ops the BulletGuard refused, never applied."
+    )
+    replay: ReplayReport | None = Field(
+        default=None, description="Verified adoption: replays, their cost, the rules dropped."
     )
 
 
