@@ -27,6 +27,7 @@ so the rules it bore on keep the status the other replays give them.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import re
 import threading
@@ -65,6 +66,8 @@ __all__ = [
 ]
 
 RUN_NAME = "combee.replay"
+
+logger = logging.getLogger("langgraph_combee.replay")
 
 Scorer = Callable[[Trace], "bool | None"]
 """Judges a (replayed) trace: True right, False wrong, None cannot tell. Sync."""
@@ -203,12 +206,16 @@ def make_scorer(evaluator: Callable[[Trace], Feedback | None] | None) -> Scorer:
 
     The replayed trace carries the original run's ground truth (as
     ``feedback.ground_truth``, with no verdict), so an evaluator may compare
-    against it; one that gives no verdict leaves it to ``answers_match``.
+    against it; one that gives no verdict (or raises) leaves it to ``answers_match``.
     """
 
     def score(trace: Trace) -> bool | None:
         if evaluator is not None:
-            verdict = feedback_verdict(evaluator(trace))
+            try:
+                verdict = feedback_verdict(evaluator(trace))
+            except Exception:  # an evaluator bug costs its verdict, never the step
+                logger.warning("evaluator raised on replay of %s", trace.id, exc_info=True)
+                verdict = None
             if verdict is not None:
                 return verdict
         truth = trace.feedback.ground_truth if trace.feedback is not None else None
