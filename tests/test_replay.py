@@ -486,3 +486,37 @@ def test_tools_are_bound_for_the_replay_and_tool_calls_reach_the_evaluator() -> 
     assert model.bound_tools == ["search"]
     assert [c.args for c in seen[-1].tool_calls] == [{"query": "x"}]
     assert report.rules[0].evidence.fixed == ["t"]
+
+
+def test_the_background_learner_replays_with_the_served_agents_model() -> None:
+    agent_model = rule_follower()
+    combee = Combee(
+        prompt_id="routing",
+        model=learner({"refund please": "refund: FIN", "ship please": "please: SHIP"}),
+        evaluator=evaluator,
+        batch_size=3,
+        poll_seconds=0.01,
+        refresh_seconds=0.01,
+    )
+    agent = create_agent(
+        agent_model, tools=[], system_prompt=APP_PROMPT, middleware=[combee.middleware()]
+    )
+    with combee.running():
+        for text in ("refund please", "ship please", "lamp broken"):
+            agent.invoke({"messages": [{"role": "user", "content": text}]})
+        assert combee.learner.wait_for_steps(1, timeout=30)
+
+    # The evaluator gives verdicts, no ground truth. Under the candidate, "please: SHIP"
+    # (the agent follows the last matching rule) pulled the refund ticket to SHIP: it is
+    # dropped, and the refund ticket, replayed again without it, verifies "refund: FIN".
+    (bullet,) = combee.current().playbook.bullets
+    assert bullet.content == "refund: FIN"
+    assert bullet.replay is not None
+    assert bullet.replay.status == "verified"
+    (report,) = combee.learner.stats.reports
+    assert report.replay is not None
+    (dropped,) = report.replay.dropped
+    assert dropped.content == "please: SHIP"
+    assert dropped.evidence.pulled == bullet.replay.fixed
+    # Three served runs; three replays under the candidate, one without the dropped rule.
+    assert agent_model.calls == 3 + 3 + 1

@@ -418,11 +418,7 @@ def _pick(
     """The runs to replay: failing sources first, other failing runs, a sample of right ones."""
     sources = list(dict.fromkeys(t for b in changed for t in b.provenance if t in outcomes))
     failing_sources = [t for t in sources if outcomes[t].before is False]
-    others = [
-        t
-        for t, o in outcomes.items()
-        if o.before is False and t not in failing_sources and o.truth is not None
-    ]
+    others = [t for t, o in outcomes.items() if o.before is False and t not in failing_sources]
     right = [t for t, o in outcomes.items() if o.before is True]
     limit = settings.max_replays
     reserved = min(len(right), max(1, limit // 4)) if right else 0
@@ -434,22 +430,31 @@ def _pick(
 
 
 def _answers(bullet: Bullet, outcomes: Mapping[str, _Outcome]) -> list[str]:
-    """The right answers of the failing runs a rule was learned from."""
-    found = [
-        o.truth
-        for t in bullet.provenance
-        if (o := outcomes.get(t)) is not None and o.before is False and o.truth
-    ]
-    return list(dict.fromkeys(a for a in found if a))
+    """A rule's own answers: the ground truth of the failing runs it was learned from,
+    and what their replays answered when they came out right."""
+    found: list[str] = []
+    for trace_id in bullet.provenance:
+        outcome = outcomes.get(trace_id)
+        if outcome is None or outcome.before is not False:
+            continue
+        if outcome.truth:
+            found.append(outcome.truth)
+        if outcome.after is True and outcome.output.strip():
+            found.append(outcome.output)
+    return list(dict.fromkeys(found))
 
 
 def _pulled_by(outcome: _Outcome, answers: Sequence[str]) -> bool:
-    """Whether the replay took one of ``answers`` though the run's right answer differs."""
-    truth = outcome.truth
-    if truth is None or outcome.after is not False:
+    """Whether the replay, judged wrong, took one of ``answers`` it did not give before.
+
+    With a ground truth, an answer equal to it does not count; without one, the
+    verdict says the run's right answer is not the one it took.
+    """
+    if outcome.after is not False:
         return False
+    truth = outcome.truth
     return any(
-        _norm(a) != _norm(truth)
+        (truth is None or _norm(a) != _norm(truth))
         and answers_match(outcome.output, a)
         and not answers_match(outcome.trace.output, a)
         for a in answers
@@ -570,27 +575,77 @@ async def verify(
         outcome.after, outcome.output = result
         replayed[trace_id] = outcome
     report.replayed = list(replayed)
-    report.turned_right = [t for t, o in replayed.items() if o.before is False and o.after]
-    report.turned_wrong = [t for t, o in replayed.items() if o.before and o.after is False]
     answers = {b.id: _answers(b, outcomes) for b in changed}
     broken = await _attribute(run, before, changed, replayed, answers)
-    verdicts = [
-        RuleVerdict(
-            bullet_id=b.id,
-            content=b.content,
-            kept=(evidence := _judge(b, replayed, answers, broken.get(b.id, []), version)).status
-            != "rejected",
-            evidence=evidence,
-        )
-        for b in changed
-    ]
+    verdicts = [_verdict(b, replayed, answers, broken, version) for b in changed]
+    verdicts = await _after_drops(
+        run, before, candidate, changed, verdicts, replayed, broken, version
+    )
     report.rules = verdicts
+    # Each run's latest replay: under the playbook that is adopted, where it was replayed again.
+    report.turned_right = [t for t, o in replayed.items() if o.before is False and o.after]
+    report.turned_wrong = [t for t, o in replayed.items() if o.before and o.after is False]
     report.reason = (
         f"{len(replayed)} run(s) replayed ({report.failed} failed calls): "
         f"{len(report.turned_right)} turned right, {len(report.turned_wrong)} turned wrong; "
         f"{len(report.dropped)} of {len(verdicts)} new or changed rule(s) dropped"
     )
     return _adopt(before, candidate, verdicts), report
+
+
+def _verdict(
+    bullet: Bullet,
+    replayed: Mapping[str, _Outcome],
+    answers: Mapping[str, list[str]],
+    broken: Mapping[str, list[str]],
+    version: int,
+) -> RuleVerdict:
+    evidence = _judge(bullet, replayed, answers, broken.get(bullet.id, []), version)
+    return RuleVerdict(
+        bullet_id=bullet.id,
+        content=bullet.content,
+        kept=evidence.status != "rejected",
+        evidence=evidence,
+    )
+
+
+async def _after_drops(
+    run: _Run,
+    before: Playbook,
+    candidate: Playbook,
+    changed: Sequence[Bullet],
+    verdicts: list[RuleVerdict],
+    replayed: dict[str, _Outcome],
+    broken: Mapping[str, list[str]],
+    version: int,
+) -> list[RuleVerdict]:
+    """Judge again the rules a dropped rival confounded, replaying their runs without it.
+
+    A rule whose failing runs were pulled to another rule's answer could not show
+    what it does; once that rule is dropped, its runs are replayed under the
+    playbook that is left (as far as the limit allows) and it is judged on those.
+    """
+    dropped = {v.bullet_id for v in verdicts if not v.kept}
+    waiting = [v for v in verdicts if v.kept and v.evidence.status == "unverified"]
+    retry = list(dict.fromkeys(t for v in waiting for t in v.evidence.still_wrong))
+    retry = retry[: max(0, run.left())]
+    if not dropped or not retry:
+        return verdicts
+    adopted = _adopt(before, candidate, verdicts)
+    results = await asyncio.gather(*(run.replay(replayed[t].trace, adopted) for t in retry))
+    for trace_id, result in zip(retry, results, strict=True):
+        if result is not None:
+            replayed[trace_id].after, replayed[trace_id].output = result
+    kept = [b for b in changed if b.id not in dropped]
+    answers = {b.id: _answers(b, replayed) for b in kept}
+    by_id = {b.id: b for b in changed}
+    again = {v.bullet_id for v in waiting}
+    return [
+        _verdict(by_id[v.bullet_id], replayed, answers, broken, version)
+        if v.bullet_id in again
+        else v
+        for v in verdicts
+    ]
 
 
 async def _attribute(
