@@ -251,7 +251,7 @@ class Combee(AgentSide):
         on_version: Sequence[VersionListener] = (),
         feedback_source: FeedbackSource | None = None,
         replay: ReplayMode = "auto",
-        max_replays: int = 16,
+        max_replays: int = 32,
         agent_model: str | BaseChatModel | None = None,
         agent_prompt: str | None = None,
     ) -> None:

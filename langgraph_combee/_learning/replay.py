@@ -150,7 +150,7 @@ class ReplaySettings:
         seed: Seed of the sample of previously right runs (mixed with the version).
     """
 
-    max_replays: int = 16
+    max_replays: int = 32
     max_concurrency: int = 4
     timeout_seconds: float | None = 120.0
     seed: int = 0
