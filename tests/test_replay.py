@@ -520,3 +520,26 @@ def test_the_background_learner_replays_with_the_served_agents_model() -> None:
     assert dropped.evidence.pulled == bullet.replay.fixed
     # Three served runs; three replays under the candidate, one without the dropped rule.
     assert agent_model.calls == 3 + 3 + 1
+
+
+def test_a_pending_rule_promoted_by_the_step_is_judged_like_a_new_one() -> None:
+    pending = Bullet(
+        id="oth-00001", section="others", content="please: FIN", provenance=["t1"], pending=True
+    )
+    before = Playbook().replace_bullets([pending])
+    candidate = before.replace_bullets([pending.model_copy(update={"pending": False})])
+    playbook, report = asyncio.run(
+        verify(
+            before=before,
+            candidate=candidate,
+            traces=[run("t1", "refund please", "NONE"), run("t2", "ship please", "NONE")],
+            target=ReplayTarget(model=rule_follower(), system=SystemMessage(APP_PROMPT)),
+            score=make_scorer(evaluator),
+            render=with_playbook,
+            settings=ReplaySettings(),
+            version=2,
+        )
+    )
+    assert [v.evidence.status for v in report.rules] == ["rejected"]
+    # Rejected, it goes back to waiting for support, as it was before the step.
+    assert [(b.content, b.pending) for b in playbook.bullets] == [("please: FIN", True)]

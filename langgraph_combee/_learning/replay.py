@@ -404,8 +404,11 @@ async def _baseline(run: _Run, trace: Trace) -> bool | None:
 
 
 def changed_bullets(before: Playbook, candidate: Playbook) -> list[Bullet]:
-    """Rendered bullets of ``candidate`` that are new or whose text changed."""
-    old = {b.id: b.content for b in before.bullets}
+    """Rendered bullets of ``candidate`` that were not rendered before, or whose text changed.
+
+    A pending bullet promoted in this step is new to the agent, so it is judged too.
+    """
+    old = {b.id: b.content for b in before.live().bullets}
     return [b for b in candidate.live().bullets if old.get(b.id) != b.content]
 
 
