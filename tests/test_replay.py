@@ -15,13 +15,13 @@ from langchain_core.messages import ToolMessage as LCToolMessage
 from langgraph_combee import Combee, Feedback, LearnerBudget, Trace
 from langgraph_combee._core.playbook import Bullet, Playbook
 from langgraph_combee._core.types import TraceMessage
+from langgraph_combee._learning.adoption import verify
 from langgraph_combee._learning.replay import (
     ReplaySettings,
     ReplayTarget,
     answers_match,
     make_scorer,
     replay_messages,
-    verify,
 )
 from langgraph_combee._runtime.prompting import with_playbook
 from langgraph_combee.errors import ConfigurationError
