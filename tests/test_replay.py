@@ -6,11 +6,13 @@ import asyncio
 import re
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.messages import ToolMessage as LCToolMessage
+from langgraph.store.sqlite import SqliteStore
 
 from langgraph_combee import Combee, Feedback, LearnerBudget, Trace
 from langgraph_combee._core.playbook import Bullet, Playbook
@@ -26,6 +28,7 @@ from langgraph_combee._learning.replay import (
 from langgraph_combee._runtime.prompting import with_playbook
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel, fake_learner
+from tests.helpers import RunNames
 
 APP_PROMPT = "Route the ticket. Answer with the team code only."
 RULE = re.compile(r"^- \[[\w-]+\] (\w+): (\w+)$")
@@ -543,3 +546,24 @@ def test_a_pending_rule_promoted_by_the_step_is_judged_like_a_new_one() -> None:
     assert [v.evidence.status for v in report.rules] == ["rejected"]
     # Rejected, it goes back to waiting for support, as it was before the step.
     assert [(b.content, b.pending) for b in playbook.bullets] == [("please: FIN", True)]
+
+
+def test_replay_calls_are_traced_under_the_learning_step_and_stored_with_the_version(
+    tmp_path: Path,
+) -> None:
+    tracer = RunNames()
+    with SqliteStore.from_conn_string(str(tmp_path / "c.db")) as store:
+        store.setup()
+        combee = combee_for({"refund please": "refund: FIN"}, store=store, callbacks=[tracer])
+        combee.learn([run("t1", "refund please", "NONE")])
+        stored = combee.get(1).playbook.bullets[0].replay
+    assert stored is not None
+    assert stored.status == "verified"
+    assert stored.fixed == ["t1"]
+    root = next(r for r in tracer.roots if r.name == "combee.learn_step")
+    (replay,) = [r for r in tracer.runs if r.name == "combee.replay"]
+    assert tracer.parents()[replay.id] == root.id
+    assert replay.extra["metadata"]["combee_replay_of"] == "t1"
+    assert root.outputs is not None
+    assert root.outputs["report"]["replay"]["turned_right"] == ["t1"]
+    assert root.extra["metadata"]["combee_calls"]["replay"] == 1
