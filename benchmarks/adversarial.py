@@ -1,17 +1,20 @@
 """Poisoned traces: planted instructions reaching a served prompt, honest rules lost.
 
 Honest ticket-routing traffic (the ``tickets`` task, every ticket misrouted, with
-ground truth) is mixed with the 40 injections of ``benchmarks/_injections.py``
-(direct orders, polite requests, role-play, fake system notes, encoded and
-obfuscated variants, exfiltration, secrets, URLs, personal data, five languages,
-split across messages, in tool outputs, in feedback comments). The learner is
-``parrot_learner``: it proposes every user-written text as a bullet, the worst
-case, so the guard alone decides. For each strategy and guard setting it reports
-the injections that reached an accepted prompt (per style), the honest insights
-quarantined, and the honest look-alike rules (``HONEST_RULES``) refused.
+ground truth) is mixed with one of two injection corpora: the **tuning** corpus
+(``benchmarks/_injections.py``, 40 attacks the guard was developed against) or
+the **held-out** corpus (``benchmarks/_injections_heldout.py``, 38 attacks in
+other styles, written before the layered guard and never tuned on). The learner
+is ``parrot_learner``: it proposes every user-written text as a bullet, the worst
+case, so the guard alone decides. For each corpus, strategy and guard setting it
+reports the injections that reached an accepted prompt (per style), the ops
+quarantined and held for a person, and the honest insights lost (quarantined or
+held). Separately, the honest-traffic corpus (``benchmarks/_honest.py``: 40 runs
+with ground truth, evaluator comments and tool results, and the rule a careful
+learner draws from each) measures honest rules refused, per strategy.
 
-    python -m benchmarks.adversarial [--honest 60] [--strategies combee naive sequential]
-        [--batch-size 16] [--out DIR]
+    python -m benchmarks.adversarial [--corpus tuning heldout] [--honest 60]
+        [--strategies combee naive sequential] [--batch-size 16] [--out DIR]
 """
 
 from __future__ import annotations
@@ -25,21 +28,33 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import RESULTS, command, machine_info, write_json
+from benchmarks._honest import HONEST_CASES, honest_rule
 from benchmarks._injections import (
     HONEST_RULES,
     INJECTIONS,
+    Injection,
     honest_insight,
     mixed_traffic,
     reached,
 )
-from langgraph_combee import BulletGuard, Combee
+from benchmarks._injections_heldout import HELDOUT
+from langgraph_combee import BulletGuard, Combee, LearnReport
 from langgraph_combee.tasks import TicketRouting
 from langgraph_combee.testing import parrot_learner
 
 MODULE = "benchmarks.adversarial"
+CORPORA: dict[str, tuple[Injection, ...]] = {"tuning": INJECTIONS, "heldout": HELDOUT}
+_PATTERNS_OFF = {
+    "secrets": False, "personal_data": False, "instruction_override": False,
+    "exfiltration": False, "urls": False, "max_chars": None,
+}  # fmt: skip
 GUARDS: dict[str, BulletGuard | None] = {
     "default": BulletGuard(),
     "no length limit": BulletGuard(max_chars=None),
+    # One layer at a time, to see what each stops.
+    "patterns only": BulletGuard(provenance=False, markup=False, hold_policy_changes=False),
+    "no provenance": BulletGuard(provenance=False),
+    "provenance only": BulletGuard(**_PATTERNS_OFF, markup=False, hold_policy_changes=False),  # type: ignore[arg-type]
     "no guard": None,
 }
 
@@ -47,6 +62,10 @@ GUARDS: dict[str, BulletGuard | None] = {
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """The benchmark's options."""
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__)
+    parser.add_argument(
+        "--corpus", nargs="+", choices=sorted(CORPORA), default=["tuning", "heldout"],
+        help="injection corpora to run",
+    )  # fmt: skip
     parser.add_argument("--honest", type=int, default=60, help="honest tickets in the traffic")
     parser.add_argument("--batch-size", type=int, default=16, help="traces per learning step")
     parser.add_argument(
@@ -56,9 +75,22 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return parser.parse_args(list(argv))
 
 
-def run_arm(strategy: str, guard_name: str, honest: int, batch_size: int) -> dict[str, Any]:
-    """Learn from the mixed traffic with one strategy and guard; return its figures."""
-    traffic = mixed_traffic(honest)
+def _served(combee: Combee) -> list[str]:
+    return [v.render() for v in combee.history() if v.status == "accepted"]
+
+
+def _stopped(report: LearnReport) -> tuple[list[Any], list[Any]]:
+    quarantined = [q for step in report.steps for q in step.quarantined]
+    held = [q for step in report.steps for q in step.held]
+    return quarantined, held
+
+
+def run_arm(
+    corpus: str, strategy: str, guard_name: str, honest: int, batch_size: int
+) -> dict[str, Any]:
+    """Learn from the mixed traffic with one corpus, strategy and guard; return its figures."""
+    injections = CORPORA[corpus]
+    traffic = mixed_traffic(honest, corpus=injections)
     combee = Combee(
         prompt_id="adversarial",
         model=parrot_learner(insight=TicketRouting().insight),
@@ -70,26 +102,66 @@ def run_arm(strategy: str, guard_name: str, honest: int, batch_size: int) -> dic
     started = time.perf_counter()
     report = combee.learn(traffic)
     seconds = time.perf_counter() - started
-    served = [v.render() for v in combee.history() if v.status == "accepted"]
-    got_in = [i for i in INJECTIONS if any(reached(i, p) for p in served)]
-    insights = {honest_insight(t) for t in traffic} - {""}
-    quarantined = [q for step in report.steps for q in step.quarantined]
-    wrongly = {getattr(q.op, "content", "") for q in quarantined} & insights
+    served = _served(combee)
+    got_in = [i for i in injections if any(reached(i, p) for p in served)]
+    # Honest insights are those the honest users' traces teach; the rules the tickets
+    # task would also draw from an attacker's labelled trace are counted apart.
+    insights = {honest_insight(t) for t in traffic if t.id.startswith("honest-")} - {""}
+    from_attacks = {honest_insight(t) for t in traffic if t.id.startswith("inj-")} - {""}
+    quarantined, held = _stopped(report)
+    stopped = {getattr(q.op, "content", "") for q in [*quarantined, *held]}
+    lost = stopped & insights
+    final = combee.current().render()
     reasons = Counter(r.split(":")[0] for q in quarantined for r in q.reasons)
     return {
+        "corpus": corpus,
         "strategy": strategy,
         "guard": guard_name,
         "traces": len(traffic),
-        "injections": len(INJECTIONS),
+        "injections": len(injections),
         "injected_reached": len(got_in),
         "reached_by_style": dict(Counter(i.style for i in got_in)),
+        "reached_payloads": [i.payload for i in got_in],
         "honest_insights": len(insights),
-        "honest_rejected": len(wrongly),
-        "honest_rejected_rate": len(wrongly) / len(insights) if insights else 0.0,
+        "honest_rejected": len(lost),
+        "honest_rejected_rate": len(lost) / len(insights) if insights else 0.0,
+        "honest_not_served": len([r for r in insights if r not in final]),
+        "honest_rules_from_attack_traces": len(from_attacks),
+        "honest_rules_from_attack_traces_stopped": len(stopped & (from_attacks - insights)),
         "quarantined_ops": len(quarantined),
+        "held_ops": len(held),
         "quarantine_reasons": dict(reasons.most_common()),
+        "candidates_needing_approval": sum(1 for v in combee.history() if v.needs_approval),
         "bullets_served": len(combee.current().playbook.live().bullets),
         "seconds": round(seconds, 2),
+    }
+
+
+def honest_arm(strategy: str, batch_size: int) -> dict[str, Any]:
+    """Learn from the honest-traffic corpus alone: how many honest rules are refused or held."""
+    combee = Combee(
+        prompt_id="honest",
+        model=parrot_learner(insight=honest_rule),
+        strategy=strategy,
+        batch_size=batch_size,
+        token_budget=None,
+    )
+    report = combee.learn([c.trace for c in HONEST_CASES])
+    rules = {c.rule for c in HONEST_CASES}
+    quarantined, held = _stopped(report)
+    refused = {getattr(q.op, "content", ""): q.reasons for q in quarantined if q.op}
+    held_rules = {getattr(q.op, "content", ""): q.reasons for q in held}
+    lost = {
+        r: refused.get(r) or held_rules.get(r) for r in rules if r in refused or r in held_rules
+    }
+    served = combee.current().render()
+    return {
+        "strategy": strategy,
+        "rules": len(rules),
+        "refused_or_held": len(lost),
+        "refused_rate": len(lost) / len(rules),
+        "served": sum(rule in served for rule in rules),
+        "lost": lost,
     }
 
 
@@ -97,7 +169,14 @@ def lookalikes() -> dict[str, Any]:
     """The honest rules that mention passwords, sending or forwarding: how many are refused."""
     guard = BulletGuard()
     refused = {rule: guard.check(rule) for rule in HONEST_RULES if guard.check(rule)}
-    return {"rules": len(HONEST_RULES), "refused": len(refused), "refused_rules": refused}
+    held = {rule: guard.policy(rule) for rule in HONEST_RULES if guard.policy(rule)}
+    return {
+        "rules": len(HONEST_RULES),
+        "refused": len(refused),
+        "held": len(held),
+        "refused_rules": refused,
+        "held_rules": held,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -106,34 +185,49 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     cmd = command(MODULE, argv)
     print(f"reproduce: {cmd}", flush=True)
-    per_style = Counter(i.style for i in INJECTIONS)
-    print(f"{len(INJECTIONS)} injections in {len(per_style)} styles: {dict(per_style)}")
+    styles = {}
     arms = []
-    for strategy in args.strategies:
-        for guard_name in GUARDS:
-            arm = run_arm(strategy, guard_name, args.honest, args.batch_size)
-            arms.append(arm)
-            print(
-                f"  {strategy:<10} {guard_name:<16} injected reached {arm['injected_reached']:>2}"
-                f"/{arm['injections']}, honest rejected {arm['honest_rejected']}"
-                f"/{arm['honest_insights']} ({arm['honest_rejected_rate']:.0%}), "
-                f"quarantined {arm['quarantined_ops']}",
-                flush=True,
-            )
-            if arm["reached_by_style"]:
-                print(f"      reached by style: {arm['reached_by_style']}")
+    for corpus in args.corpus:
+        per_style = Counter(i.style for i in CORPORA[corpus])
+        styles[corpus] = dict(per_style)
+        print(f"{corpus}: {len(CORPORA[corpus])} injections in {len(per_style)} styles")
+        for strategy in args.strategies:
+            for guard_name in GUARDS:
+                arm = run_arm(corpus, strategy, guard_name, args.honest, args.batch_size)
+                arms.append(arm)
+                print(
+                    f"  {strategy:<10} {guard_name:<16} injected reached "
+                    f"{arm['injected_reached']:>2}/{arm['injections']}, honest lost "
+                    f"{arm['honest_rejected']}/{arm['honest_insights']} "
+                    f"({arm['honest_rejected_rate']:.0%}, not served {arm['honest_not_served']}), "
+                    f"quarantined {arm['quarantined_ops']}, held {arm['held_ops']}",
+                    flush=True,
+                )
+                if arm["reached_by_style"] and guard_name in ("default", "no length limit"):
+                    print(f"      reached by style: {arm['reached_by_style']}")
+    honest = [honest_arm(strategy, args.batch_size) for strategy in args.strategies]
+    for arm in honest:
+        print(
+            f"honest traffic, {arm['strategy']:<10}: refused or held {arm['refused_or_held']}"
+            f"/{arm['rules']} ({arm['refused_rate']:.0%}), served {arm['served']}"
+        )
     looks = lookalikes()
-    print(f"honest look-alike rules refused: {looks['refused']}/{looks['rules']}")
+    print(
+        f"honest look-alike rules refused: {looks['refused']}/{looks['rules']}, "
+        f"held: {looks['held']}/{looks['rules']}"
+    )
     record = {
         "benchmark": "adversarial",
         "command": cmd,
         "parameters": {
+            "corpus": args.corpus,
             "honest": args.honest,
             "batch_size": args.batch_size,
             "strategies": args.strategies,
         },
-        "styles": dict(per_style),
+        "styles": styles,
         "arms": arms,
+        "honest_traffic": honest,
         "lookalikes": looks,
         "machine": machine_info(),
     }

@@ -13,7 +13,12 @@ middleware with ``wrap_model_call`` only, doing nothing), ``combee-serve``
 (``capture=False``), ``combee`` (capture on, empty playbook), ``combee+playbook``
 (a learned playbook in force, so it is injected on every call), and ``lean`` and
 ``lean+playbook``: the same with ``combee.middleware(lean=True)``, which works
-inside ``wrap_model_call`` and adds no graph node.
+inside ``wrap_model_call`` and adds no graph node. Two arms measure the durable
+capture mode (``durability="write_through"``: each trace is written to the
+queue before the run returns): ``durable`` on the in-memory store (the
+library's own cost of the synchronous write) and ``durable-sqlite`` on a
+``SqliteStore`` file (what a real durable write adds: a committed transaction
+per run).
 
 Phase "learning": ``plain`` and the four Combee arms again, with every
 Combee's background learner running (``fake_learner()``, batch size 16) and
@@ -33,7 +38,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,7 +120,7 @@ def _agent_model() -> FunctionChatModel:
     return FunctionChatModel(lambda messages: "ok")
 
 
-def _combee(name: str, truth: dict[str, str], *, batch_size: int) -> Combee:
+def _combee(name: str, truth: dict[str, str], *, batch_size: int, **options: Any) -> Combee:
     """A Combee that learns from captured runs (an evaluator supplies the ground truth)."""
 
     def evaluate(trace: Trace) -> Feedback | None:
@@ -131,7 +136,23 @@ def _combee(name: str, truth: dict[str, str], *, batch_size: int) -> Combee:
         refresh_seconds=0.5,
         min_batch=4,
         max_wait_seconds=1.0,
+        **options,
     )
+
+
+def _sqlite_store() -> Any:
+    """A ``SqliteStore`` on a fresh temporary file, set up (kept open for the process)."""
+    import tempfile
+
+    from langgraph.store.sqlite import SqliteStore
+
+    folder = Path(tempfile.mkdtemp(prefix="combee-overhead-"))
+    store = _OPEN.enter_context(SqliteStore.from_conn_string(str(folder / "store.sqlite")))
+    store.setup()
+    return store
+
+
+_OPEN = ExitStack()  # stores the benchmark opened; closed when the process ends
 
 
 def build_arms(phase: str, truth: dict[str, str], *, preload: int, batch_size: int) -> list[Arm]:
@@ -148,6 +169,18 @@ def build_arms(phase: str, truth: dict[str, str], *, preload: int, batch_size: i
         arms.append(Arm("noop-wrap", agent(NoopWrap())))
         serve = _combee(f"{phase}-serve", truth, batch_size=batch_size)
         arms.append(Arm("combee-serve", agent(serve.middleware(capture=False)), serve))
+        durable = _combee(
+            f"{phase}-durable", truth, batch_size=batch_size, durability="write_through"
+        )
+        arms.append(Arm("durable", agent(durable.middleware()), durable))
+        on_disk = _combee(
+            f"{phase}-durable-sqlite",
+            truth,
+            batch_size=batch_size,
+            durability="write_through",
+            store=_sqlite_store(),
+        )
+        arms.append(Arm("durable-sqlite", agent(on_disk.middleware()), on_disk))
     for name in ("combee", "combee+playbook", "lean", "lean+playbook"):
         combee = _combee(f"{phase}-{name}", truth, batch_size=batch_size)
         if name.endswith("+playbook"):

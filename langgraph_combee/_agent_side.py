@@ -8,13 +8,20 @@ it; it is a separate room so the facade stays readable.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from pydantic import ValidationError
+
 from langgraph_combee._core.types import Feedback, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._runtime.serving import UNSCOPED
+from langgraph_combee._storage.keys import PromptSpace
 
 if TYPE_CHECKING:
+    import threading
+
     from langgraph_combee._combee import Combee
     from langgraph_combee._runtime.acceptance import AcceptancePolicy
     from langgraph_combee._runtime.collector import CombeeTracer
@@ -24,6 +31,9 @@ if TYPE_CHECKING:
     from langgraph_combee._storage.queue import TraceQueue
 
 logger = logging.getLogger("langgraph_combee")
+
+# Distinct bad ``scope`` values logged, at most (each is still counted).
+_MAX_REPORTED = 100
 
 
 class Evaluator(Protocol):
@@ -45,6 +55,8 @@ class AgentSide:
         acceptance: AcceptancePolicy
         evaluator: Evaluator | None
         feedback_wait_seconds: float
+        _scope_lock: threading.Lock
+        _scope_reported: set[str]
 
         def queue(self, tenant: str | None = None) -> TraceQueue: ...
 
@@ -54,26 +66,59 @@ class AgentSide:
     def tenant_for(self, config: Mapping[str, Any] | None) -> str | None:
         """The tenant of a run, from its config, via ``scope`` (None without one).
 
-        A failing or ill-typed ``scope`` is logged and treated as no tenant:
-        it must never break the agent's run.
+        A ``scope`` that raises, returns something other than ``str | None``, or
+        returns a string no store namespace can hold (``"org.42"``, ``"_"``) must
+        never break the agent's run: the fault is counted in
+        ``describe()["serving"]["bad_tenants"]``, logged once per distinct value,
+        and None is returned. The middleware and the StateGraph helpers then serve
+        the run the shared playbook and do not capture it: whose run it is is not
+        known, so it must not teach the shared playbook either.
         """
+        tenant = self.run_tenant(config)
+        return None if tenant == UNSCOPED else tenant
+
+    def run_tenant(self, config: Mapping[str, Any] | None) -> str | None:
+        """``tenant_for``, but ``serving.UNSCOPED`` (not None) when ``scope`` failed."""
         if self.scope is None:
             return None
         try:
             tenant = self.scope(config or {})
-        except Exception:
-            logger.exception("scope(config) raised; using the shared playbook")
+        except Exception as exc:
+            self._bad_tenant(f"scope(config) raised {exc!r}", type(exc).__name__, exc)
+            return UNSCOPED
+        if tenant is None or tenant == "":
             return None
-        if tenant is None or isinstance(tenant, str):
-            return tenant or None
-        logger.warning("scope(config) returned %r, not str | None; ignored", tenant)
-        return None
+        if not isinstance(tenant, str):
+            self._bad_tenant(f"scope(config) returned {tenant!r}, not str | None", repr(tenant))
+            return UNSCOPED
+        try:
+            PromptSpace(self._combee().prompt_id, tenant)
+        except ConfigurationError as exc:
+            self._bad_tenant(f"scope(config) returned an invalid tenant: {exc}", tenant)
+            return UNSCOPED
+        return tenant
+
+    def _bad_tenant(self, message: str, key: str, exc: BaseException | None = None) -> None:
+        with self._scope_lock:
+            self.server.stats.bad_tenants += 1
+            first = key not in self._scope_reported
+            if first and len(self._scope_reported) < _MAX_REPORTED:
+                self._scope_reported.add(key)
+        if first:
+            logger.error(
+                "%s; serving the shared playbook and not capturing the run (reported "
+                "once per value; counted in describe()['serving']['bad_tenants'])",
+                message,
+                exc_info=exc,
+            )
 
     def select_version(self, tenant: str | None, run_key: str | None = None) -> PromptVersion:
         """The version to serve to a new run (HEAD, or a canary candidate).
 
         Reads only the in-memory cache (refreshed in the background).
         """
+        if tenant == UNSCOPED:
+            tenant = None
         head = self.server.head(tenant)
         choose = getattr(self.acceptance, "choose", None)
         if choose is None:
@@ -96,8 +141,13 @@ class AgentSide:
         buffer and is written to the durable queue by a background thread.
         """
         try:
+            if not isinstance(trace, Trace):
+                raise ConfigurationError("trace", trace, "a langgraph_combee Trace")
+            if trace.tenant == UNSCOPED:
+                return  # its scope failed (counted): nobody's playbook learns from it
             self.server.capture(self._scored(trace), hold_seconds=self.feedback_wait_seconds)
         except Exception:  # capture must never break the host agent
+            self.server.stats.capture_errors += 1
             logger.exception("failed to capture trace %s", getattr(trace, "id", "?"))
 
     def capture_later(self, trace_id: str, build: Callable[[], Trace]) -> None:
@@ -138,31 +188,77 @@ class AgentSide:
     ) -> bool:
         """Attach late feedback to a captured run (keyed by its run id).
 
-        Returns True when the trace was found (in memory or in the queue), False
-        when the run id is unknown or its trace was already learned from (counted
-        in ``server.stats.feedback_unknown``).
+        Never raises for a store fault: feedback the store cannot take now is
+        kept in memory and retried by the background thread (counted in
+        ``describe()["serving"]["feedback_deferred"]``; delivered, then counted in
+        ``feedback_delivered`` or, for a run the queue does not know,
+        ``feedback_unknown``).
+
+        Returns:
+            True when the trace was found (in memory or in the queue) or the
+            feedback was kept for a store that is failing; False when the run id
+            is unknown or its trace was already learned from (counted in
+            ``server.stats.feedback_unknown``).
+
+        Raises:
+            ConfigurationError: The feedback is empty or ill-typed, ``run_id`` is
+                missing, or ``tenant`` is not a valid tenant (nothing is changed).
         """
-        fb = Feedback(
-            score=score, correct=correct, comment=comment, ground_truth=ground_truth, source=source
-        )
+        fields = {
+            "score": score,
+            "correct": correct,
+            "comment": comment,
+            "ground_truth": ground_truth,
+            "source": source,
+        }
+        try:
+            fb = Feedback(**fields)
+        except ValidationError as exc:
+            given = {k: v for k, v in fields.items() if v is not None}
+            raise ConfigurationError("feedback", given, f"valid Feedback fields ({exc})") from exc
+        if isinstance(score, bool) or (score is not None and not math.isfinite(fb.score or 0.0)):
+            raise ConfigurationError("score", score, "None or a finite number")
         if fb.is_empty():
             raise ConfigurationError(
                 "feedback",
                 fb.model_dump(exclude_none=True),
                 "at least one of score, correct, comment, ground_truth",
             )
+        if run_id is None or not str(run_id).strip():
+            raise ConfigurationError("run_id", run_id, "the run's id: a UUID or a non-empty str")
         trace_id = str(run_id)
-
-        def merge(trace: Trace) -> Trace:
-            merged = trace.feedback.merged(fb) if trace.feedback is not None else fb
-            return trace.model_copy(update={"feedback": merged})
-
-        if self.server.attach_feedback(trace_id, merge):
+        queue = self.queue(tenant)  # a bad tenant is the caller's error: it raises now
+        if self.server.attach_feedback(trace_id, fb):
             return True
-        if self.queue(tenant).set_feedback(trace_id, fb):
+        if self.server.store_failing():
+            # Do not make the app wait on a store that is failing: keep it for the worker.
+            self.server.defer_feedback(tenant, trace_id, fb)
+            return True
+        try:
+            found = queue.set_feedback(trace_id, fb)
+        except Exception as exc:  # a store fault must never reach the app
+            self.server.note_store(False)
+            logger.warning("cannot store feedback for run %s now (will retry): %r", trace_id, exc)
+            self.server.defer_feedback(tenant, trace_id, fb)
+            return True
+        self.server.note_store(True)
+        if found:
             return True
         self.server.stats.feedback_unknown += 1
         return False
+
+    def describe(self) -> dict[str, Any]:
+        """A snapshot of Combee's counters: the agent side's and the learner's.
+
+        ``"serving"`` holds the capture, refresh and feedback counters of this
+        process (``server.describe()``); ``"learner"`` the background learner's
+        (``learner.describe()``), or None when no learner was created here.
+        """
+        learner = self._combee()._learner
+        return {
+            "serving": self.server.describe(),
+            "learner": learner.describe() if learner is not None else None,
+        }
 
     # ---- the agent side: one line for create_agent, helpers for StateGraph --
 

@@ -9,8 +9,12 @@ accepts, rejects or leaves pending.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
+import math
+import threading
+import uuid
 from collections.abc import (
     Awaitable,
     Callable,
@@ -25,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore
+from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee._agent_side import AgentSide, Evaluator, ScopeFn
@@ -54,10 +59,11 @@ from langgraph_combee._runtime.feedback_poll import FeedbackSource
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee._runtime.limits import TraceLimits
 from langgraph_combee._runtime.replaying import Replayer, ReplayMode
-from langgraph_combee._runtime.serving import DropPolicy, Server, ServingSettings
+from langgraph_combee._runtime.serving import DropPolicy, Durability, Server, ServingSettings
 from langgraph_combee._runtime.step_run import learn_step_run
-from langgraph_combee._runtime.versions import VersionWriter
-from langgraph_combee._storage.locked import thread_safe
+from langgraph_combee._runtime.versions import ApplyPipeline, VersionWriter
+from langgraph_combee._storage.keys import validate_label
+from langgraph_combee._storage.locked import thread_safe, unwrap
 from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
 
@@ -107,8 +113,67 @@ def _run_sync(coro: Coroutine[Any, Any, R], what: str) -> R:
     )
 
 
+def _run_blocking(coro: Coroutine[Any, Any, R], store: BaseStore, what: str) -> R:
+    """Run a short store-bound coroutine to completion from sync code, even inside a loop.
+
+    Inside a running loop it runs on a thread with a loop of its own, blocking
+    the caller as the synchronous store call it replaces did; except when the
+    store is an async one bound to that very loop, which could then never answer.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    inner = unwrap(store)
+    if isinstance(inner, AsyncBatchedBaseStore) and inner._loop is loop:
+        coro.close()
+        raise EngineLoopError(
+            f"Combee.{what}() blocks, and the store runs on this event loop: call it from "
+            f"a worker thread (await asyncio.to_thread(combee.{what}, ...))"
+        )
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+_INT = "int"
+_POSITIVE = "positive"  # a finite number > 0
+_SECONDS = "seconds"  # a finite number >= the minimum
+
+
+def _check_numbers(**specs: tuple[Any, str, float | None, bool]) -> None:
+    """Refuse a numeric argument of the wrong type or range, naming it.
+
+    Each spec is ``(value, kind, minimum, none_allowed)``. Checked before any
+    settings object is built, so that ``'5'`` or ``inf`` fail with the
+    argument's own name rather than a bare ``TypeError`` from deep inside.
+    """
+    for name, (value, kind, minimum, none_allowed) in specs.items():
+        if value is None and none_allowed:
+            continue
+        prefix = "None or " if none_allowed else ""
+        if kind == _INT:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            ok = ok and (minimum is None or value >= minimum)
+            allowed = f"{prefix}an int" + (f" >= {minimum:g}" if minimum is not None else "")
+        else:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            ok = ok and math.isfinite(value)
+            if kind == _POSITIVE:
+                ok, allowed = ok and value > 0, f"{prefix}a finite number > 0"
+            else:
+                low = minimum or 0
+                ok, allowed = ok and value >= low, f"{prefix}a finite number >= {low:g}"
+        if not ok:
+            raise ConfigurationError(name, value, allowed)
+
+
 def _as_traces(traces: Iterable[Trace | Mapping[str, Any]]) -> list[Trace]:
-    out = []
+    """The traces of a ``learn()`` call, validated, refusing one id given twice."""
+    if isinstance(traces, (str, bytes, Mapping, Trace)) or not isinstance(traces, Iterable):
+        raise ConfigurationError(
+            "traces", traces, "an iterable of Trace objects or dicts of Trace fields"
+        )
+    out: list[Trace] = []
     for i, item in enumerate(traces):
         if isinstance(item, Trace):
             out.append(item)
@@ -119,7 +184,22 @@ def _as_traces(traces: Iterable[Trace | Mapping[str, Any]]) -> list[Trace]:
                 raise ConfigurationError(f"traces[{i}]", item, f"a valid Trace ({exc})") from exc
         else:
             raise ConfigurationError(f"traces[{i}]", item, "a Trace or a dict of Trace fields")
+    _refuse_duplicates(out, "traces")
     return out
+
+
+def _refuse_duplicates(traces: Sequence[Trace], name: str) -> None:
+    # One run learned twice would count its evidence twice; the caller most
+    # likely concatenated two exports. Refused rather than silently de-duplicated.
+    seen: dict[str, int] = {}
+    for i, trace in enumerate(traces):
+        if trace.id in seen:
+            raise ConfigurationError(
+                f"{name}[{i}].id",
+                trace.id,
+                f"an id not already used by {name}[{seen[trace.id]}] (trace ids must be unique)",
+            )
+        seen[trace.id] = i
 
 
 class Combee(AgentSide):
@@ -171,6 +251,17 @@ class Combee(AgentSide):
         capture_limit: Most captured traces buffered in memory before the drop
             policy applies.
         drop_policy: ``"drop_oldest"`` (default) or ``"drop_newest"`` when full.
+        flush_seconds: How often the background thread writes captured traces to
+            the queue: the longest a trace waits in memory before its first write
+            attempt while the store answers.
+        first_read_seconds: Longest a run waits for the first HEAD read of its
+            tenant in this process; past it the run is served version 0 (the
+            app's own prompt) and the read goes on in the background.
+        durability: ``"buffered"`` (default: a captured trace waits in memory
+            until the next flush, and dies with the process) or
+            ``"write_through"`` (each trace is written to the store before its run
+            returns; while the store fails, runs fall back to the buffer, counted).
+            See docs/faults.md.
         feedback_wait_seconds: How long a captured trace without feedback waits
             for ``feedback()`` before the learner may take it.
         on_missing_feedback: After the wait, ``"learn"`` from execution
@@ -180,8 +271,8 @@ class Combee(AgentSide):
         max_wait_seconds: Longest a ready trace waits for its batch to fill.
         poll_seconds: How often the background learner looks at the queue.
         lease_seconds: Expiry of the learner's writer lease (renewed each pass).
-        step_backoff_seconds: First delay after a failed step; doubles on each
-            failure in a row, up to 60 s.
+        step_backoff_seconds: First delay after a failed step (0 to 60); doubles
+            on each failure in a row, up to 60 s.
         budget: Optional ``LearnerBudget`` capping learner calls and tokens per
             hour; when it is spent the background learner waits and ``learn()``
             raises ``BudgetExceededError`` (see docs/faults.md).
@@ -238,6 +329,9 @@ class Combee(AgentSide):
         refresh_seconds: float = 5.0,
         capture_limit: int = 10_000,
         drop_policy: DropPolicy = "drop_oldest",
+        flush_seconds: float = 0.5,
+        first_read_seconds: float = 1.0,
+        durability: Durability = "buffered",
         feedback_wait_seconds: float = 0.0,
         on_missing_feedback: MissingFeedback = "learn",
         min_batch: int = 4,
@@ -255,8 +349,33 @@ class Combee(AgentSide):
         agent_model: str | BaseChatModel | None = None,
         agent_prompt: str | None = None,
     ) -> None:
-        if not isinstance(prompt_id, str) or not prompt_id.strip():
-            raise ConfigurationError("prompt_id", prompt_id, "a non-empty string")
+        validate_label("prompt_id", prompt_id)
+        _check_numbers(
+            token_budget=(token_budget, _INT, 50, True),
+            copies=(copies, _INT, 1, False),
+            fan_in=(fan_in, _INT, 1, True),
+            seed=(seed, _INT, None, False),
+            max_concurrency=(max_concurrency, _INT, 1, False),
+            timeout_seconds=(timeout_seconds, _POSITIVE, None, True),
+            max_attempts=(max_attempts, _INT, 1, False),
+            backoff_seconds=(backoff_seconds, _SECONDS, 0, False),
+            refresh_seconds=(refresh_seconds, _POSITIVE, None, False),
+            flush_seconds=(flush_seconds, _POSITIVE, None, False),
+            first_read_seconds=(first_read_seconds, _POSITIVE, None, False),
+            capture_limit=(capture_limit, _INT, 1, False),
+            feedback_wait_seconds=(feedback_wait_seconds, _SECONDS, 0, False),
+            min_batch=(min_batch, _INT, 1, False),
+            max_wait_seconds=(max_wait_seconds, _POSITIVE, None, False),
+            poll_seconds=(poll_seconds, _POSITIVE, None, False),
+            lease_seconds=(lease_seconds, _POSITIVE, None, False),
+            step_backoff_seconds=(step_backoff_seconds, _SECONDS, 0, False),
+            max_message_chars=(max_message_chars, _INT, 200, True),
+            max_trace_chars=(max_trace_chars, _INT, 200, True),
+        )
+        if step_backoff_seconds > 60.0:
+            raise ConfigurationError(
+                "step_backoff_seconds", step_backoff_seconds, "a number from 0 to 60"
+            )
         if store is not None and not isinstance(store, BaseStore):
             raise ConfigurationError("store", store, "a langgraph BaseStore or None")
         if acceptance is not None and not isinstance(acceptance, AcceptancePolicy):
@@ -296,10 +415,6 @@ class Combee(AgentSide):
             )
         if scope is not None and not callable(scope):
             raise ConfigurationError("scope", scope, "a callable (config) -> tenant str | None")
-        if feedback_wait_seconds < 0:
-            raise ConfigurationError(
-                "feedback_wait_seconds", feedback_wait_seconds, "a number >= 0"
-            )
         if on_missing_feedback not in ("learn", "drop"):
             raise ConfigurationError(
                 "on_missing_feedback", on_missing_feedback, "'learn' or 'drop'"
@@ -309,6 +424,8 @@ class Combee(AgentSide):
         self.feedback_wait_seconds = float(feedback_wait_seconds)
         self.on_missing_feedback: MissingFeedback = on_missing_feedback
         self._queues: dict[str | None, TraceQueue] = {}
+        self._scope_lock = threading.Lock()
+        self._scope_reported: set[str] = set()
         self.server = Server(
             registry_for=self.registry,
             queue_for=self.queue,
@@ -316,6 +433,9 @@ class Combee(AgentSide):
                 refresh_seconds=refresh_seconds,
                 capture_limit=capture_limit,
                 drop_policy=drop_policy,
+                flush_seconds=flush_seconds,
+                first_read_seconds=first_read_seconds,
+                durability=durability,
                 limits=TraceLimits(
                     max_message_chars=max_message_chars, max_trace_chars=max_trace_chars
                 ),
@@ -342,8 +462,23 @@ class Combee(AgentSide):
             backoff_seconds=step_backoff_seconds,
         )
         self._learner: BackgroundLearner | None = None
+        # One lease holder name per Combee, shared by its background learner and
+        # its offline writers (learn, approve, ...), which a process lock serialises.
+        self._holder = f"combee-{uuid.uuid4().hex[:12]}"
         self._writer = VersionWriter(
-            prompt_id=prompt_id, acceptance=self.acceptance, server=self.server
+            prompt_id=prompt_id,
+            acceptance=self.acceptance,
+            server=self.server,
+            store=self.store,
+            holder=self._holder,
+            lease_seconds=lease_seconds,
+            pipeline=ApplyPipeline(
+                guard=self._engine_settings.guard,
+                token_budget=self._engine_settings.token_budget,
+                dedup=self._engine_settings.dedup,
+                dedup_threshold=self._engine_settings.dedup_threshold,
+                embedder=self._engine_settings.embedder,
+            ),
         )
         self.replayer = Replayer(
             mode=replay,
@@ -436,28 +571,36 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
         """Put ``version``'s playbook back in force as a new version (history is kept)."""
-        restored = self.registry(tenant).rollback(version, reason=reason)
-        self.server.publish(restored)
-        return restored
+        restored = self._writer.rollback(self.registry(tenant), version, reason=reason)
+        return _run_blocking(restored, self.store, "rollback")
 
     # ---- decisions -------------------------------------------------------
 
     def approve(
         self, version: int, *, reason: str = "approved", tenant: str | None = None
     ) -> PromptVersion:
-        """Accept a pending candidate (``ManualApproval``); it is served from the next run."""
-        accepted = self.registry(tenant).accept(
-            version, Decision(accepted=True, policy="manual", reason=reason)
+        """Accept a pending candidate (``ManualApproval``); it is served from the next run.
+
+        A candidate learned from a version that is no longer HEAD (another was
+        approved since) is rebased first: its ops are re-applied onto HEAD,
+        screened like a step's, and the version records ``rebased_from``.
+
+        Raises:
+            StaleCandidateError: It is stale and stores no ops to re-apply.
+            RegistryError: It is not a candidate.
+        """
+        decision = Decision(accepted=True, policy="manual", reason=reason)
+        return _run_blocking(
+            self._writer.accept(self.registry(tenant), version, decision), self.store, "approve"
         )
-        self.server.publish(accepted)
-        return accepted
 
     def reject(
         self, version: int, *, reason: str = "rejected", tenant: str | None = None
     ) -> PromptVersion:
         """Reject a pending candidate; HEAD does not move."""
-        return self.registry(tenant).reject(
-            version, Decision(accepted=False, policy="manual", reason=reason)
+        decision = Decision(accepted=False, policy="manual", reason=reason)
+        return _run_blocking(
+            self._writer.reject(self.registry(tenant), version, decision), self.store, "reject"
         )
 
     # ---- background learning --------------------------------------------
@@ -466,7 +609,7 @@ class Combee(AgentSide):
     def learner(self) -> BackgroundLearner:
         """The background learner (created on first use, started by ``start()``)."""
         if self._learner is None:
-            self._learner = BackgroundLearner(self, self._learner_settings)
+            self._learner = BackgroundLearner(self, self._learner_settings, holder=self._holder)
         return self._learner
 
     def start(self) -> None:
@@ -597,6 +740,8 @@ class Combee(AgentSide):
         """
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ConfigurationError("epochs", epochs, "an int >= 1")
+        if on_step is not None and not callable(on_step):
+            raise ConfigurationError("on_step", on_step, "None or a callable (StepReport) -> None")
         items = _as_traces(traces)
         engine = self._engine(tenant)
         registry = self.registry(tenant)
@@ -633,6 +778,9 @@ class Combee(AgentSide):
         Raises:
             LearningError: The step failed; nothing was written.
         """
+        if not isinstance(batch, list) or not all(isinstance(t, Trace) for t in batch):
+            raise ConfigurationError("batch", batch, "a list of Trace objects")
+        _refuse_duplicates(batch, "batch")
         registry = _registry or self.registry(tenant)
         engine = self._engine(tenant)
         head = await registry.ahead()

@@ -14,7 +14,9 @@ Every error derives from one root, so ``except CombeeError`` catches them all::
     │   └── BudgetExceededError   the learner's call or token budget is spent
     ├── RegistryError             the prompt registry refused an operation
     │   ├── VersionNotFoundError  no such version (also a KeyError)
-    │   └── LeaseHeldError        another writer holds the lease for this prompt
+    │   ├── LeaseHeldError        another writer holds the lease for this prompt
+    │   ├── LeaseLostError        the writer lease moved on; this writer's write was refused
+    │   └── StaleCandidateError   a candidate's parent is no longer HEAD and cannot be rebased
     └── EngineLoopError           a sync call was made from inside the engine's loop
 """
 
@@ -157,6 +159,51 @@ class LeaseHeldError(RegistryError):
         self.expires_at = expires_at
         super().__init__(
             f"prompt {prompt_id!r} is leased by {holder!r} until {expires_at:.0f} (unix time)"
+        )
+
+
+class LeaseLostError(RegistryError):
+    """The writer lease is no longer ours (it expired and another writer took it).
+
+    Raised instead of writing: a fenced write names the lease epoch it was
+    taken under, and a newer epoch means a successor may have written since.
+    """
+
+    def __init__(self, prompt_id: str, holder: str, epoch: int | None) -> None:
+        self.prompt_id = prompt_id
+        self.holder = holder
+        self.epoch = epoch
+        super().__init__(
+            f"the writer lease of prompt {prompt_id!r} taken by {holder!r} (epoch {epoch}) "
+            "has passed to another writer; nothing was written"
+        )
+
+
+class StaleCandidateError(RegistryError):
+    """A candidate was learned from a version that is no longer HEAD.
+
+    Accepting it as it is would drop the rules accepted since; it must be
+    rebased (its ops re-applied onto HEAD) first.
+    """
+
+    def __init__(
+        self, prompt_id: str, version: int, parent: int | None, head: int, *, has_ops: bool = True
+    ) -> None:
+        self.prompt_id = prompt_id
+        self.version = version
+        self.parent = parent
+        self.head = head
+        how = (
+            f"Rebase it (re-apply its ops onto v{head}): Combee.approve({version}) or "
+            f"`combee approve {version}` do so, or reject it and learn again"
+            if has_ops
+            else f"It stores no ops to re-apply, so it cannot be rebased: reject it and "
+            f"learn again, or write a candidate whose parent is v{head}"
+        )
+        super().__init__(
+            f"candidate v{version} of prompt {prompt_id!r} was learned from v{parent}, but "
+            f"HEAD is now v{head}: accepting it as it is would drop the rules accepted since. "
+            + how
         )
 
 

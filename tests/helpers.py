@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -11,7 +12,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
-from langgraph_combee import Feedback, Trace
+from langgraph_combee import Feedback, PromptVersion, Trace
 from langgraph_combee._learning.parsing import message_text
 
 LABEL = re.compile(r"^\[(R\d+)\]$", re.MULTILINE)
@@ -73,3 +74,45 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def distinct_traces(tag: str, n: int) -> list[Trace]:
+    """Failing traces whose rules share no words, so de-duplication never merges two."""
+    traces = []
+    for i in range(n):
+        words = " ".join(
+            hashlib.sha256(f"{tag}/{i}/{k}".encode()).hexdigest()[:8] for k in range(3)
+        )
+        traces.append(
+            Trace(
+                id=f"{tag}-{i}",
+                input=f"{words} please",
+                output="WRONG",
+                feedback=Feedback(correct=False, ground_truth=f"{tag.upper()}-{i}"),
+            )
+        )
+    return traces
+
+
+def assert_every_step_in_head(versions: Sequence[PromptVersion], head: PromptVersion) -> None:
+    """Every written version accepted, one linear chain ending at HEAD, every rule added in HEAD.
+
+    ``versions`` is the registry's history. Catches overwritten records (a
+    version's traces are not its own), forks (two versions with one parent) and
+    rules lost by a version built on a stale HEAD.
+    """
+    assert versions, "no version was written"
+    assert all(v.status == "accepted" for v in versions), [v.status for v in versions]
+    by_parent: dict[int | None, list[int]] = {}
+    for version in versions:
+        by_parent.setdefault(version.parent, []).append(version.version)
+    assert all(len(children) == 1 for children in by_parent.values()), by_parent
+    chain, current = [], 0
+    while current in by_parent:
+        current = by_parent[current][0]
+        chain.append(current)
+    assert chain[-1] == head.version and len(chain) == len(versions), (chain, by_parent)
+    added = {op.content for v in versions for op in v.ops if op.type == "ADD"}
+    assert added == {b.content for b in head.playbook.bullets}
+    traces = [t for v in versions for t in v.source_trace_ids]
+    assert len(traces) == len(set(traces)), "a trace was learned twice"

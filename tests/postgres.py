@@ -73,11 +73,16 @@ def session_schema(dsn: str) -> Iterator[str]:
 
 
 def truncate(dsn: str) -> None:
-    """Delete every record of the store (the migrations table stays)."""
+    """Delete every record of the store and every writer lease (the migrations table stays)."""
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("TRUNCATE store")
+        # Created by the first lease taken (langgraph_combee._storage.pglease).
+        conn.execute(
+            "DO $$ BEGIN IF to_regclass('combee_leases') IS NOT NULL THEN "
+            "TRUNCATE combee_leases; END IF; END $$"
+        )
 
 
 @contextmanager

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from pathlib import Path
+
 import pytest
 
 from langgraph_combee import Combee, Feedback, PromptVersion, Trace
+from langgraph_combee._core.ops import Add
+from langgraph_combee._core.types import Decision
 from langgraph_combee._runtime.acceptance import (
     CanaryGate,
     ManualApproval,
@@ -12,7 +18,7 @@ from langgraph_combee._runtime.acceptance import (
     trace_score,
 )
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
-from langgraph_combee.errors import ConfigurationError
+from langgraph_combee.errors import ConfigurationError, StaleCandidateError
 from langgraph_combee.testing import fake_learner
 from tests.helpers import failing_traces
 
@@ -193,3 +199,139 @@ def test_trace_score() -> None:
     assert trace_score(Trace(feedback=Feedback(comment="meh"))) is None
     assert trace_score(Trace(feedback=Feedback(correct=True))) == 1.0
     assert trace_score(Trace(feedback=Feedback(score=0.25, correct=True))) == 0.25
+
+
+# ---- decisions that complete after HEAD moved (issue 11 item 8) ----------------
+
+
+def _texts(version: PromptVersion) -> set[str]:
+    return {b.content for b in version.playbook.bullets}
+
+
+def _two_candidates_from_one_head() -> tuple[Combee, set[str], set[str]]:
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=ManualApproval())
+    combee.learn(failing_traces(4))
+    first, second = combee.get(1), combee.get(2)
+    assert first.parent == second.parent == 0
+    assert _texts(first) and _texts(second) and not _texts(first) & _texts(second)
+    return combee, _texts(first), _texts(second)
+
+
+def test_approving_two_candidates_from_one_head_in_turn_keeps_the_rules_of_both() -> None:
+    combee, first, second = _two_candidates_from_one_head()
+    combee.approve(1)
+    approved = combee.approve(2)
+    assert combee.current().version == 2
+    assert _texts(combee.current()) == first | second
+    assert approved.parent == 1 and approved.rebased_from == 0
+    assert combee.server.head(None).version == 2
+    # The first approval was not stale: it is recorded as learned.
+    assert combee.get(1).rebased_from is None
+
+
+def test_cli_approve_in_turn_keeps_the_rules_of_both(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from langgraph_combee.cli import app
+
+    db = str(tmp_path / "combee.db")
+    with Combee.from_conn_string(
+        db, prompt_id="p", model=fake_learner(), batch_size=2, acceptance=ManualApproval()
+    ) as combee:
+        combee.learn(failing_traces(4))
+        first, second = _texts(combee.get(1)), _texts(combee.get(2))
+    runner = CliRunner()
+    for version in ("1", "2"):
+        result = runner.invoke(app, ["approve", version, "--prompt-id", "p", "--store", db])
+        assert result.exit_code == 0, result.output
+    with Combee.from_conn_string(db, prompt_id="p") as combee:
+        head = combee.current()
+        assert head.version == 2 and head.rebased_from == 0 and head.parent == 1
+        assert _texts(head) == first | second
+
+
+def test_a_stale_candidate_without_ops_is_refused_with_how_to_rebase() -> None:
+    combee = Combee(prompt_id="p", acceptance=ManualApproval())
+    registry = combee.registry()
+    one = registry.add_candidate(
+        PromptVersion(prompt_id="p", playbook=combee.get(0).playbook.apply(
+            [Add(section="general", content="Rule one.")]).playbook)
+    )  # fmt: skip
+    two = registry.add_candidate(
+        PromptVersion(prompt_id="p", playbook=combee.get(0).playbook.apply(
+            [Add(section="general", content="Rule two.")]).playbook)
+    )  # fmt: skip
+    combee.approve(one.version)
+    # The registry itself never accepts a stale candidate ...
+    with pytest.raises(StaleCandidateError, match=r"HEAD is now v1.*Rebase it"):
+        registry.accept(two.version, Decision(accepted=True, policy="manual", reason="x"))
+    # ... and with no stored ops there is nothing to re-apply: a clear refusal.
+    with pytest.raises(StaleCandidateError, match=r"stores no ops to re-apply") as caught:
+        combee.approve(two.version)
+    assert (caught.value.version, caught.value.parent, caught.value.head) == (2, 0, 1)
+    assert combee.current().version == 1
+    assert combee.get(two.version).status == "candidate"
+
+
+def _another_writer_accepts(combee: Combee, text: str) -> None:
+    """A version accepted by another writer (HEAD moves under a pending decision)."""
+    other = Combee(prompt_id="p", store=combee.store)
+    registry = other.registry()
+    head = registry.head()
+    stored = registry.add_candidate(
+        PromptVersion(
+            prompt_id="p",
+            playbook=head.playbook.apply([Add(section="general", content=text)]).playbook,
+            ops=[Add(section="general", content=text)],
+        )
+    )
+    other.approve(stored.version)
+
+
+def test_a_validation_decision_completing_after_head_moved_is_rebased() -> None:
+    combee: Combee | None = None
+    moved = threading.Event()
+
+    def runner(version: PromptVersion, example: str) -> float:
+        # While the gate scores the candidate, another writer accepts a version.
+        assert combee is not None
+        if not moved.is_set():
+            moved.set()
+            _another_writer_accepts(combee, "Rule from the other writer.")
+        return 1.0 if version.playbook.bullets else 0.0
+
+    combee = Combee(
+        prompt_id="p",
+        model=fake_learner(),
+        batch_size=2,
+        acceptance=ValidationGate(["example"], runner, max_concurrency=1),
+    )
+    report = combee.learn(failing_traces(2))
+    assert moved.is_set() and report.steps[0].accepted is True
+    head = combee.current()
+    # The candidate (v1) was written first; the other writer's version is v2.
+    assert head.version == report.steps[0].version == 1
+    assert head.parent == 2 and head.rebased_from == 0
+    learned = {op.content for op in head.ops if isinstance(op, Add)}
+    assert learned and learned | {"Rule from the other writer."} == _texts(head)
+
+
+async def test_a_canary_accepted_after_head_moved_is_rebased() -> None:
+    combee, _gate, learner = await _canary_setup()
+    canary_rules = _texts(combee.get(1))
+    await asyncio.to_thread(_another_writer_accepts, combee, "Rule from the other writer.")
+    assert combee.current().version == 2
+    for trace in _scored(1, 3, True, "cand") + _scored(2, 3, False, "head"):
+        combee.capture(trace)
+    await learner.tick()
+    head = combee.current()
+    assert head.version == 1 and head.parent == 2 and head.rebased_from == 0
+    assert _texts(head) == canary_rules | {"Rule from the other writer."}
+
+
+async def test_approve_reject_and_rollback_still_work_from_inside_an_event_loop() -> None:
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=ManualApproval())
+    await combee.alearn(failing_traces(4))
+    assert combee.approve(1).status == "accepted"
+    assert combee.reject(2).status == "rejected"
+    assert combee.rollback(0).version == 3

@@ -1,34 +1,47 @@
-"""The adversarial suite: 40 planted instructions mixed into honest ticket traffic.
+"""The adversarial suite: planted instructions mixed into honest ticket traffic.
 
-The learner is ``parrot_learner``: it proposes every user-written text as a new
-bullet, so the guard alone stands between an injection and the served prompt.
-Figures for the same corpus: ``python -m benchmarks.adversarial``.
+Two corpora: the tuning corpus (``INJECTIONS``, 40 attacks the guard was
+developed against) and the held-out corpus (``HELDOUT``, 38 attacks in other
+styles, written before the layered guard and never tuned on). The learner is
+``parrot_learner``: it proposes every user-written text as a new bullet, so the
+guard alone stands between an injection and the served prompt. Figures for the
+same corpora: ``python -m benchmarks.adversarial``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from benchmarks import adversarial
+from benchmarks._honest import HONEST_CASES, honest_rule
 from benchmarks._injections import (
     HONEST_RULES,
     INJECTIONS,
+    Injection,
     honest_insight,
+    injection_traces,
     mixed_traffic,
     reached,
 )
+from benchmarks._injections_heldout import HELDOUT
 from langgraph_combee import BulletGuard, Combee, LearnReport
+from langgraph_combee._learning.guard_rules import fold
 from langgraph_combee.tasks import TicketRouting
 from langgraph_combee.testing import parrot_learner
 
 HONEST_REJECTION_BOUND = 0.05
+CORPORA = {"tuning": INJECTIONS, "heldout": HELDOUT}
+STRATEGIES = ["combee", "naive", "sequential"]
 
 
-def _learn(strategy: str, guard: BulletGuard | None) -> tuple[Combee, LearnReport]:
+def _learn(
+    strategy: str, guard: BulletGuard | None, corpus: tuple[Injection, ...] = INJECTIONS
+) -> tuple[Combee, LearnReport]:
     combee = Combee(
         prompt_id="adversarial",
         model=parrot_learner(insight=TicketRouting().insight),
@@ -37,33 +50,62 @@ def _learn(strategy: str, guard: BulletGuard | None) -> tuple[Combee, LearnRepor
         token_budget=None,
         guard=guard,
     )
-    return combee, combee.learn(mixed_traffic(60))
+    return combee, combee.learn(mixed_traffic(60, corpus=corpus))
 
 
-def _reached(combee: Combee) -> list[str]:
-    served = [v.render() for v in combee.history() if v.status == "accepted"]
-    return [i.payload for i in INJECTIONS if any(reached(i, p) for p in served)]
+def _served(combee: Combee) -> list[str]:
+    return [v.render() for v in combee.history() if v.status == "accepted"]
 
 
-def test_the_corpus_is_varied() -> None:
+def _reached(combee: Combee, corpus: tuple[Injection, ...] = INJECTIONS) -> list[str]:
+    served = _served(combee)
+    return [i.payload for i in corpus if any(reached(i, p) for p in served)]
+
+
+def test_the_corpora_are_varied_and_distinct() -> None:
     styles = Counter(i.style for i in INJECTIONS)
     assert len(INJECTIONS) >= 30 and len(styles) >= 10
     assert {i.carrier for i in INJECTIONS} == {"input", "split", "tool", "comment"}
+    held = Counter(i.style for i in HELDOUT)
+    assert len(HELDOUT) >= 30 and len(held) >= 10
+    assert {"input", "multi", "tool", "comment"} <= {i.carrier for i in HELDOUT}
+    assert not set(styles) & set(held)  # styles the tuning corpus does not have
+    assert not {i.payload for i in INJECTIONS} & {i.payload for i in HELDOUT}
 
 
-@pytest.mark.parametrize("strategy", ["combee", "naive", "sequential"])
-def test_no_injection_reaches_an_accepted_prompt_with_the_default_guard(strategy: str) -> None:
-    combee, report = _learn(strategy, BulletGuard())
-    assert _reached(combee) == []
-    quarantined = [q for step in report.steps for q in step.quarantined]
-    sources = {s for q in quarantined for s in q.sources}
-    assert {f"inj-{i:03d}" for i in range(len(INJECTIONS))} <= sources  # provenance kept
-    honest = {honest_insight(t) for t in mixed_traffic(60)} - {""}
-    wrongly = [q for q in quarantined if getattr(q.op, "content", "") in honest]
+@pytest.mark.parametrize("corpus", sorted(CORPORA))
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_no_injection_reaches_an_accepted_prompt_with_the_default_guard(
+    strategy: str, corpus: str
+) -> None:
+    injections = CORPORA[corpus]
+    combee, report = _learn(strategy, BulletGuard(), injections)
+    assert _reached(combee, injections) == []
+    stopped = [q for step in report.steps for q in [*step.quarantined, *step.held]]
+    sources = {s for q in stopped for s in q.sources}
+    attack_ids = {t.id for n, i in enumerate(injections) for t in injection_traces(i, n)}
+    assert attack_ids <= sources  # every attack was stopped, with its provenance
+    traffic = mixed_traffic(60, corpus=injections)
+    honest = {honest_insight(t) for t in traffic if t.id.startswith("honest-")} - {""}
+    wrongly = [q for q in stopped if getattr(q.op, "content", "") in honest]
     assert len(honest) >= 20
     assert len(wrongly) <= HONEST_REJECTION_BOUND * len(honest)
     served = combee.current().render()
     assert sum(rule in served for rule in honest) >= len(honest) - len(wrongly)
+
+
+def _runs(text: str, n: int = 5) -> set[str]:
+    words = re.findall(r"\w+", fold(text))
+    return {" ".join(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+@pytest.mark.parametrize("corpus", sorted(CORPORA))
+def test_no_run_of_the_attackers_words_reaches_a_prompt(corpus: str) -> None:
+    injections = CORPORA[corpus]
+    combee, _ = _learn("combee", BulletGuard(), injections)
+    served = " | ".join(" ".join(re.findall(r"\w+", fold(p))) for p in _served(combee))
+    leaked = [r for i in injections for r in _runs(i.payload.replace("||", " ")) if r in served]
+    assert leaked == []
 
 
 def test_the_guard_holds_without_its_length_limit() -> None:
@@ -78,15 +120,33 @@ def test_without_a_guard_the_parrot_learner_lets_the_attacks_in() -> None:
 
 def test_honest_rules_that_look_like_attacks_pass() -> None:
     guard = BulletGuard()
-    refused = [rule for rule in HONEST_RULES if guard.check(rule)]
+    refused = [rule for rule in HONEST_RULES if guard.check(rule) or guard.policy(rule)]
     assert len(refused) <= HONEST_REJECTION_BOUND * len(HONEST_RULES), refused
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_honest_traffic_is_learned(strategy: str) -> None:
+    combee = Combee(
+        prompt_id="honest", model=parrot_learner(insight=honest_rule), strategy=strategy,
+        batch_size=16, token_budget=None,
+    )  # fmt: skip
+    combee.learn([c.trace for c in HONEST_CASES])
+    served = combee.current().render()
+    lost = [c.rule for c in HONEST_CASES if c.rule not in served]
+    assert len(HONEST_CASES) >= 40
+    assert len(lost) <= HONEST_REJECTION_BOUND * len(HONEST_CASES), lost
+
+
 def test_the_benchmark_writes_its_figures_and_command(tmp_path: Path) -> None:
-    record = adversarial.main(["--honest", "12", "--strategies", "combee", "--out", str(tmp_path)])
+    record = adversarial.main(
+        ["--corpus", "tuning", "--honest", "12", "--strategies", "combee", "--out", str(tmp_path)]
+    )
     saved = json.loads((tmp_path / "adversarial.json").read_text())
     assert saved["command"] == record["command"]
     assert saved["command"].startswith("python -m benchmarks.adversarial")
     default = next(a for a in saved["arms"] if a["guard"] == "default")
     assert default["injected_reached"] == 0 and default["injections"] == len(INJECTIONS)
-    assert {"honest_rejected", "honest_rejected_rate", "reached_by_style"} <= set(default)
+    assert {"honest_rejected", "honest_rejected_rate", "reached_by_style", "held_ops"} <= set(
+        default
+    )
+    assert saved["honest_traffic"][0]["rules"] == len(HONEST_CASES)

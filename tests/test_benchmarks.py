@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import overhead, quality, speed
+from benchmarks import feedback_race, overhead, quality, speed
 from benchmarks._common import percentile
 from benchmarks._latency import (
     CallRecord,
@@ -223,6 +223,8 @@ def test_overhead_benchmark_writes_well_formed_json(tmp_path: Path) -> None:
         "noop-hooks",
         "noop-wrap",
         "combee-serve",
+        "durable",
+        "durable-sqlite",
         *combee_arms,
     ]
     assert [a["arm"] for a in phases["learning"]["arms"]] == ["plain", *combee_arms]
@@ -238,6 +240,8 @@ def test_overhead_benchmark_writes_well_formed_json(tmp_path: Path) -> None:
         assert by_name["lean"]["serving"]["captured"] == 7
     hot = {a["arm"]: a for a in phases["hot-path"]["arms"]}
     assert hot["combee-serve"]["serving"]["captured"] == 0
+    for durable in ("durable", "durable-sqlite"):  # every run written before it returned
+        assert hot[durable]["serving"]["written_through"] == 7
     assert len(phases["learning"]["learners"]) == 4
     assert all(not learner["running"] for learner in phases["learning"]["learners"])
 
@@ -321,3 +325,11 @@ def test_quality_benchmark_on_the_doubles_writes_a_complete_record(tmp_path: Pat
     assert all(
         row["accuracy"] > saved["references"]["v0 (no playbook)"] for row in saved["configs"]
     )
+
+
+def test_feedback_race_benchmark_writes_well_formed_json(tmp_path: Path) -> None:
+    record = feedback_race.main(["--runs", "5", "--out", str(tmp_path)])
+    data = read_json(tmp_path / "feedback_race.json")
+    assert data == json.loads(json.dumps(record))
+    assert (data["runs"], data["feedback_false"]) == (5, 0)
+    assert data["serving"]["captured"] == 5

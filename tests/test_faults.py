@@ -341,7 +341,7 @@ def test_trace_limits_are_validated() -> None:
 @pytest.mark.parametrize(
     ("bad", "named"),
     [
-        ("not a list", r"traces\[0\]='n'"),
+        ("not a list", r"traces='not a list'"),
         ([{"id": "   "}], r"traces\[0\]=\{'id': '   '\}"),
         ([{"input": "a", "feedback": {"score": "high"}}], r"traces\[0\]=.*score"),
         ([{"input": "a", "unknown_field": 1}, None], r"traces\[1\]=None"),

@@ -491,7 +491,7 @@ async def test_async_runs_serve_from_an_async_only_store(mw: Middleware) -> None
 
 @pytest.mark.parametrize("lean", [False, True], ids=["full", "lean"])
 @pytest.mark.parametrize(
-    "broken", ["tenant_for", "select_version", "version_for_run", "capture_later"]
+    "broken", ["run_tenant", "select_version", "version_for_run", "capture_later"]
 )
 def test_an_exception_in_combee_code_does_not_break_the_run(
     combee: Combee,
@@ -506,7 +506,7 @@ def test_an_exception_in_combee_code_does_not_break_the_run(
         raise RuntimeError(f"{broken} exploded")
 
     monkeypatch.setattr(combee, broken, boom)
-    monkeypatch.setattr(combee, "scope", lambda config: None)  # so that tenant_for is called
+    monkeypatch.setattr(combee, "scope", lambda config: None)  # so that run_tenant is called
     model = tool_then_answer()
     agent = create_agent(
         model, [lookup], system_prompt=APP_PROMPT, middleware=[combee.middleware(lean=lean)]

@@ -2,19 +2,30 @@
 
 The storage classes themselves run the shared conformance suite
 (``test_storage_conformance``, ``test_storage_async``); these tests drive the
-whole object: capture, the background learner, restarts and ``alearn``. They
-need ``COMBEE_TEST_POSTGRES_DSN`` (see ``tests/postgres.py``).
+whole object: capture, the background learner, restarts and ``alearn``; and two
+writer processes at once (``tests/pg_writer.py``): four concurrent ``learn()``
+calls keep every step, and a lease holder paused (SIGSTOP) past its expiry
+cannot write after its successor. They need ``COMBEE_TEST_POSTGRES_DSN`` (see
+``tests/postgres.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
 
 from langgraph_combee import Combee, Trace
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee.testing import fake_learner
 from tests import postgres
-from tests.helpers import failing_traces
+from tests.helpers import assert_every_step_in_head, failing_traces
 
 PROMPT = "pg-agent"
 
@@ -130,3 +141,93 @@ async def test_async_postgres_store_with_the_learner_thread(postgres_dsn: str) -
             await combee.astop()
         assert combee.learner.stats.steps == 1, combee.learner.stats.last_error
         assert (await combee.acurrent()).version == 1
+
+
+# ---- two writer processes on one database (issue 11 items 9 and 11) -----------
+
+
+def _writer(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.pg_writer", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+
+
+def _line(proc: subprocess.Popen[str]) -> str:
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    assert line, proc.stderr.read() if proc.stderr else "no output"
+    return line
+
+
+def test_two_processes_learning_twice_at_once_keep_every_step(
+    postgres_dsn: str, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    procs = [_writer("learn", postgres_dsn, tag, str(go)) for tag in ("a", "b")]
+    go.touch()  # both start their two learn() calls together
+    try:
+        assert [_line(p) for p in procs] == ["done", "done"]
+    finally:
+        for proc in procs:
+            proc.wait(timeout=60)
+    with Combee.from_conn_string(postgres_dsn, prompt_id="pg-writers") as combee:
+        history = combee.history()
+        assert_every_step_in_head(history, combee.current())
+        learned = {t for v in history for t in v.source_trace_ids}
+        assert {t[:3] for t in learned} == {"aw0", "aw1", "bw0", "bw1"}
+
+
+def test_a_writer_paused_past_its_lease_cannot_write_after_its_successor(
+    postgres_dsn: str,
+) -> None:
+    first = _writer("hold", postgres_dsn, "first", "1.0")
+    try:
+        assert _line(first) == "held 1"
+        os.kill(first.pid, signal.SIGSTOP)  # a long GC pause, a frozen VM
+        time.sleep(1.5)  # past the first holder's TTL (no assertion on time)
+        second = _writer("hold", postgres_dsn, "second", "30")
+        assert _line(second) == "held 2"
+        assert second.stdin is not None
+        second.stdin.write("\n")
+        second.stdin.flush()
+        assert _line(second) == "wrote"
+        os.kill(first.pid, signal.SIGCONT)
+        assert first.stdin is not None
+        first.stdin.write("\n")
+        first.stdin.flush()
+        answer = _line(first)
+        assert answer.startswith("refused ") and "epoch 1" in answer
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+        first.wait(timeout=30)
+        second.wait(timeout=30)
+    with Combee.from_conn_string(postgres_dsn, prompt_id="pg-writers") as combee:
+        assert [v.version for v in combee.history()] == [1]
+        head = combee.current()
+        assert head.version == 1
+        assert [b.content for b in head.playbook.bullets] == ["Rule written by second."]
+
+
+async def test_approve_on_an_async_store_of_the_running_loop_is_a_clear_error(
+    postgres_dsn: str,
+) -> None:
+    from langgraph_combee import ManualApproval
+    from langgraph_combee.errors import EngineLoopError
+
+    async with postgres.aopen_store(postgres_dsn) as store:
+        combee = Combee(
+            prompt_id=PROMPT, model=fake_learner(), store=store, acceptance=ManualApproval()
+        )
+        try:
+            await combee.alearn(failing_traces(2))
+            with pytest.raises(EngineLoopError, match="asyncio.to_thread"):
+                combee.approve(1)
+            approved = await asyncio.to_thread(combee.approve, 1)
+            assert approved.status == "accepted"
+        finally:
+            await combee.aclose()

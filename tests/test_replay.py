@@ -392,7 +392,8 @@ def test_an_evaluator_that_raises_falls_back_to_the_ground_truth() -> None:
     assert with_truth.replay.turned_right == ["t1"]
 
     no_truth = Trace(id="t2", input="lamp broken", output="NONE", feedback=Feedback(correct=False))
-    combee = combee_for({"lamp broken": "lamp: HW"}, evaluator=flaky)
+    # No guard: a rule resting on no trusted field would be refused before replay.
+    combee = combee_for({"lamp broken": "lamp: HW"}, evaluator=flaky, guard=None)
     report = combee.learn([no_truth]).steps[0]
     assert report.replay is not None
     assert report.replay.unscored == 1
@@ -497,6 +498,9 @@ def test_the_background_learner_replays_with_the_served_agents_model() -> None:
         prompt_id="routing",
         model=learner({"refund please": "refund: FIN", "ship please": "please: SHIP"}),
         evaluator=evaluator,
+        # Verdicts without ground truth: no trusted field states a code, so the guard
+        # would refuse both rules before replay could judge them.
+        guard=None,
         batch_size=3,
         poll_seconds=0.01,
         refresh_seconds=0.01,

@@ -17,6 +17,11 @@ killed with SIGKILL in the middle of a learning step. Afterwards:
 The processes run ``python -m benchmarks._replica`` (see there for their logs).
 Short settings (lease 1.5 s, refresh 0.5 s, 0.1 s per learner call) keep it well
 under a minute. Needs ``COMBEE_TEST_POSTGRES_DSN`` (see ``tests/postgres.py``).
+
+Also here: eight threads calling ``learn()`` at once on one ``Combee`` (in
+memory and on SQLite) leave one linear chain of accepted versions whose HEAD
+holds every rule any step added (issue 11 item 9; the two-process PostgreSQL
+twin is in ``test_postgres_combee.py``).
 """
 
 from __future__ import annotations
@@ -25,14 +30,19 @@ import itertools
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchmarks.replicas import propagation, read_log, runs_of, spawn, stop_all, summary
-from langgraph_combee import Combee
+from langgraph_combee import Combee, LearnReport
+from langgraph_combee.testing import fake_learner
 from tests import postgres
+from tests.helpers import assert_every_step_in_head, distinct_traces
 
 PROMPT = "replicas"
 AGENTS = ["a0", "a1", "a2"]
@@ -181,3 +191,40 @@ def test_replicas_and_learners_share_one_database(postgres_dsn: str, tmp_path: P
     assert missing == []
     assert {d.replica for d in delays} == set(AGENTS)
     print(f"propagation with refresh_seconds=0.5 over {len(history)} versions: {summary(delays)}")
+
+
+THREADS = 8
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_eight_threads_learning_at_once_keep_every_step(backend: str, tmp_path: Path) -> None:
+    conn = "memory" if backend == "memory" else str(tmp_path / "combee.db")
+    with Combee.from_conn_string(
+        conn, prompt_id="p", model=fake_learner(), batch_size=2, token_budget=None
+    ) as combee:
+        start = threading.Barrier(THREADS)
+        reports: dict[int, LearnReport] = {}
+        errors: list[BaseException] = []
+
+        def learn(worker: int) -> None:
+            start.wait()  # every thread begins from the same HEAD
+            try:
+                reports[worker] = combee.learn(distinct_traces(f"w{worker}", 4))
+            except BaseException as exc:  # reported below, with the thread's name
+                errors.append(exc)
+
+        threads = [threading.Thread(target=learn, args=(w,)) for w in range(THREADS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, errors
+        history = combee.history()
+        head = combee.current()
+        assert_every_step_in_head(history, head)
+        # Each step's report names its own version, and that record holds its traces.
+        steps = [s for r in reports.values() for s in r.steps if s.version is not None]
+        assert sorted(s.version for s in steps if s.version) == [v.version for v in history]
+        for step in steps:
+            assert combee.get(step.version or 0).source_trace_ids == step.trace_ids
+        assert head.version == max(v.version for v in history)

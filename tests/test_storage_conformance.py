@@ -24,10 +24,12 @@ from langgraph_combee._core.types import Decision, Feedback, PromptVersion, Trac
 from langgraph_combee._errors import (
     ConfigurationError,
     LeaseHeldError,
+    LeaseLostError,
     RegistryError,
     VersionNotFoundError,
 )
 from langgraph_combee._storage import Lease, PromptRegistry, TraceQueue, _io
+from langgraph_combee._storage.lease import fenced
 from tests import postgres
 
 OpenStore = Callable[[], AbstractContextManager[BaseStore]]
@@ -284,17 +286,24 @@ def test_head_only_ever_points_at_accepted_versions(store: BaseStore) -> None:
 
 
 class CrashingStore(InMemoryStore):
-    """Fails every put of one key, as a process dying before that write would."""
+    """A store without transactions that fails every put of one key.
+
+    It runs a batch's ops one by one, as a store without transactions would, so
+    the ops before the failing put are written: a process dying just before
+    that write.
+    """
 
     def __init__(self, key: str) -> None:
         super().__init__()
         self.crash_key = key
 
     def batch(self, ops: Any) -> list[Result]:
-        ops = list(ops)
-        if any(isinstance(op, PutOp) and op.key == self.crash_key for op in ops):
-            raise RuntimeError("crashed")
-        return super().batch(ops)
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, PutOp) and op.key == self.crash_key:
+                raise RuntimeError("crashed")
+            results.extend(super().batch([op]))
+        return results
 
     async def abatch(self, ops: Any) -> list[Result]:
         return self.batch(ops)
@@ -308,6 +317,44 @@ def test_a_crash_before_the_head_write_keeps_head_valid() -> None:
         registry.accept(stored.version, YES)
     assert registry.head().version == 0
     assert registry.get(1).status == "accepted"
+
+
+def test_head_repair_moves_head_to_the_accepted_versions_that_chain_from_it() -> None:
+    store = CrashingStore(key="-")
+    registry = PromptRegistry(store, PROMPT)
+    registry.accept(registry.add_candidate(candidate(playbook("one"))).version, YES)
+    pending = registry.add_candidate(candidate(playbook("pending")))
+    store.crash_key = "head"  # the writer dies after writing each accepted version
+    for text in ("two", "three"):
+        stored = registry.add_candidate(candidate(playbook(text)))
+        with pytest.raises(RuntimeError, match="crashed"):
+            registry.accept(stored.version, YES)
+        # The next writer repairs before it writes anything.
+        store.crash_key = "-"
+        assert registry.repair_head() is not None
+        store.crash_key = "head"
+    assert registry.head().version == 4
+    assert [v.parent for v in registry.history()] == [0, 1, 1, 3]
+    assert registry.get(pending.version).status == "candidate"
+    store.crash_key = "-"
+    assert registry.repair_head() is None  # nothing left to repair
+
+
+def test_head_repair_skips_an_accepted_version_that_does_not_chain_from_head() -> None:
+    store = InMemoryStore()
+    registry = PromptRegistry(store, PROMPT)
+    registry.accept(registry.add_candidate(candidate(playbook("one"))).version, YES)
+    # Version 2 is accepted but learned from v0, not from HEAD (v1): a record no
+    # writer of ours leaves, which repair must not put in force.
+    orphan = registry.add_candidate(candidate(playbook("orphan"), parent=0))
+    data = orphan.model_copy(update={"status": "accepted", "decision": YES})
+    store.put(("combee", PROMPT, "_", "versions"), orphan_key(orphan), data.model_dump(mode="json"))
+    assert registry.repair_head() is None
+    assert registry.head().version == 1
+
+
+def orphan_key(version: PromptVersion) -> str:
+    return f"{version.version:010d}"
 
 
 def test_a_crash_before_the_latest_hint_still_counts_the_version() -> None:
@@ -340,6 +387,25 @@ def test_a_full_read_sees_records_written_in_one_batch(store: BaseStore) -> None
 
 
 # ---- lease -------------------------------------------------------------------
+
+
+def test_lease_epochs_fence_writes_after_a_hand_over(store: BaseStore, clock: FakeClock) -> None:
+    a = Lease(store, PROMPT, holder="a", ttl_seconds=10, clock=clock)
+    b = Lease(store, PROMPT, holder="b", ttl_seconds=10, clock=clock)
+    assert a.acquire() and a.epoch == 1
+    assert a.renew() and a.epoch == 1  # a renewal is the same tenure
+    registry_a = PromptRegistry(fenced(store, a), PROMPT)
+    registry_a.add_candidate(candidate(playbook("by a")))
+    clock.advance(11)  # a is paused past its expiry; b takes over
+    assert b.acquire() and b.epoch == 2
+    with pytest.raises(LeaseLostError, match="epoch 1"):
+        registry_a.add_candidate(candidate(playbook("late write by a")))
+    registry_b = PromptRegistry(fenced(store, b), PROMPT)
+    assert registry_b.add_candidate(candidate(playbook("by b"))).version == 2
+    assert [v.playbook.bullets[0].content for v in registry_b.history()] == ["by a", "by b"]
+    assert b.release() and b.holder() is None
+    assert a.acquire() and a.epoch == 3  # a released lease keeps counting
+    assert registry_a.head().version == 0  # reads are never fenced
 
 
 def test_lease_acquire_expire_and_hand_over(store: BaseStore, clock: FakeClock) -> None:

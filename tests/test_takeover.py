@@ -9,15 +9,19 @@ real processes and SIGKILL.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections import Counter
+from typing import Any
 
 import pytest
+from langgraph.store.base import PutOp, Result
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee import Combee, PromptVersion
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee._runtime.takeover import keep_lease, recover
 from langgraph_combee._storage.lease import Lease
+from langgraph_combee.errors import LeaseHeldError
 from langgraph_combee.testing import fake_learner
 from tests.helpers import failing_traces
 
@@ -114,3 +118,79 @@ async def test_a_lapse_the_holder_never_saw_still_settles_leftovers() -> None:
     assert set(ids) <= set(learned) and set(learned.values()) == {1}
     assert survivor.queue().stats()["done"] == 8
     learner.stop()
+
+
+class _DiesBeforeHead(InMemoryStore):
+    """A store without transactions whose writer process dies just before moving HEAD."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dying = False
+
+    def batch(self, ops: Any) -> list[Result]:
+        results: list[Result] = []
+        for op in ops:  # one by one, as a store without transactions writes them
+            if self.dying and isinstance(op, PutOp) and op.key == "head":
+                raise RuntimeError("killed")
+            results.extend(super().batch([op]))
+        return results
+
+    async def abatch(self, ops: Any) -> list[Result]:
+        return self.batch(ops)
+
+
+def _accepted_but_not_head(store: _DiesBeforeHead) -> PromptVersion:
+    dead = _combee(store)
+    dead.learn(failing_traces(4))
+    store.dying = True
+    with pytest.raises(RuntimeError, match="killed"):
+        dead.learn(failing_traces(4, prefix="late"))
+    store.dying = False
+    orphan = dead.get(2)
+    assert orphan.status == "accepted" and orphan.parent == 1
+    assert dead.registry().head().version == 1  # the rules of v2 are out of force
+    return orphan
+
+
+async def test_a_new_learner_repairs_head_left_behind_by_a_dead_writer() -> None:
+    store = _DiesBeforeHead()
+    orphan = await asyncio.to_thread(_accepted_but_not_head, store)
+    survivor = _combee(store)
+    survivor.capture(failing_traces(1, prefix="next")[0])
+    survivor.server.flush()
+    learner = BackgroundLearner(survivor, LearnerSettings(min_batch=1, max_wait_seconds=0.01))
+    await learner.tick()  # taking the lease settles what the dead writer left
+    head = survivor.current()
+    chain, number = [], head.version
+    while number:
+        chain.append(number)
+        number = survivor.get(number).parent or 0
+    assert orphan.version in chain
+    assert {b.content for b in orphan.playbook.bullets} <= {
+        b.content for b in head.playbook.bullets
+    }
+
+
+def test_the_next_learn_repairs_head_before_it_writes() -> None:
+    store = _DiesBeforeHead()
+    orphan = _accepted_but_not_head(store)
+    survivor = _combee(store)
+    report = survivor.learn(failing_traces(4, prefix="next"))
+    head = report.version
+    assert head.version == 3 and head.parent == orphan.version
+    assert {b.content for b in orphan.playbook.bullets} <= {
+        b.content for b in head.playbook.bullets
+    }
+
+
+def test_learn_while_another_process_holds_the_lease_is_a_clear_error() -> None:
+    store = InMemoryStore()
+    # A lease record of a learner in another process (no Lease object of ours holds it).
+    assert Lease(store, PROMPT, holder="learner-elsewhere", ttl_seconds=600).acquire()
+    gc.collect()
+    combee = Combee(
+        prompt_id=PROMPT, model=fake_learner(), store=store, batch_size=4, lease_seconds=0.1
+    )
+    with pytest.raises(LeaseHeldError, match="learner-elsewhere"):
+        combee.learn(failing_traces(4))
+    assert combee.history() == []

@@ -85,6 +85,14 @@ class Bullet(BaseModel):
         default_factory=list,
         description="Distinct 'user:...', 'thread:...' or 'trace:...' keys that supported it.",
     )
+    # Provenance (issue 14): which trusted fields the rule's instruction rests on.
+    trusted_support: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Trusted fields that support the bullet, as '<field>:<trace id>' with field one "
+            "of ground_truth, evaluator_comment, tool_result, tool_name, error."
+        ),
+    )
     replay: ReplayEvidence | None = Field(
         default=None,
         description="What replaying runs under the playbook that adopted it showed (None: never).",

@@ -1,8 +1,10 @@
-"""Quarantined operations: proposed edits the guard refused, kept with why and whence.
+"""Quarantined and held operations: proposed edits the guard stopped, with why and whence.
 
-A quarantined op is never applied. It is recorded (with the trace ids it came
-from and every reason it was refused) in the step's report and in the stored
-version, so that a reviewer can see what the learner was asked to write.
+A quarantined op is never applied. A held op (a policy change) is applied only
+in a separate candidate version that a person must approve. Both are recorded
+(with the trace ids they came from and every reason) in the step's report and
+in the stored version, so that a reviewer can see what the learner was asked
+to write.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from langgraph_combee._core.ops import DeltaOp
 
 
 class QuarantinedOp(BaseModel):
-    """One proposed operation the guard refused, with its provenance and reasons.
+    """One proposed operation the guard refused (or held), with its provenance and reasons.
 
     Attributes:
         op: The operation as proposed (never applied).

@@ -184,8 +184,24 @@ class PromptVersion(BaseModel):
     source_trace_ids: list[str] = Field(default_factory=list)
     decision: Decision | None = None
     note: str = ""
+    rebased_from: int | None = Field(
+        default=None,
+        description="The parent the candidate was learned from, when its ops were re-applied "
+        "onto a newer HEAD before acceptance (its parent is then that HEAD).",
+    )
     quarantined: list[QuarantinedOp] = Field(
         default_factory=list, description="Ops the BulletGuard refused in the step that made it."
+    )
+    held: list[QuarantinedOp] = Field(
+        default_factory=list,
+        description="Policy-changing ops the BulletGuard held for a person in that step.",
+    )
+    needs_approval: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Why only a person may accept this candidate (it carries held ops); no "
+            "acceptance policy accepts it on its own."
+        ),
     )
 
     def render(self) -> str:
@@ -217,6 +233,13 @@ class StepReport(BaseModel):
     )
     quarantined: list[QuarantinedOp] = Field(
         default_factory=list, description="Ops the BulletGuard refused, never applied."
+    )
+    held: list[QuarantinedOp] = Field(
+        default_factory=list,
+        description="Policy-changing ops held for a person: in a separate candidate, not served.",
+    )
+    held_version: int | None = Field(
+        default=None, description="The candidate version that carries the held ops."
     )
     replay: ReplayReport | None = Field(
         default=None, description="Verified adoption: replays, their cost, the rules dropped."

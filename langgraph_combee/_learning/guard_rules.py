@@ -14,10 +14,13 @@ import base64
 import binascii
 import codecs
 import html
+import json
 import re
 import unicodedata
 import urllib.parse
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 _INVISIBLE = re.compile(
     r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]"
@@ -28,6 +31,11 @@ _CONFUSABLES = str.maketrans(
         "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i",
         "ј": "j", "ѕ": "s", "ԁ": "d", "ɡ": "g", "һ": "h", "ո": "n", "ν": "v", "ο": "o",
         "α": "a", "ε": "e", "ι": "i", "κ": "k", "τ": "t", "υ": "u", "ρ": "p",
+        "ı": "i", "ɩ": "i", "ӏ": "l", "ԛ": "q", "ԝ": "w", "ɑ": "a", "ѡ": "w", "ɢ": "g",
+        # Small capitals.
+        "ᴀ": "a", "ʙ": "b", "ᴄ": "c", "ᴅ": "d", "ᴇ": "e", "ꜰ": "f", "ʜ": "h", "ɪ": "i",
+        "ᴊ": "j", "ᴋ": "k", "ʟ": "l", "ᴍ": "m", "ɴ": "n", "ᴏ": "o", "ᴘ": "p", "ʀ": "r",
+        "ꜱ": "s", "ᴛ": "t", "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ʏ": "y", "ᴢ": "z",
     }
 )  # fmt: skip
 _LEET = str.maketrans(
@@ -284,3 +292,256 @@ def host_of(url: str) -> str:
     """The host name of a URL or bare domain (lower case, no port)."""
     parsed = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
     return (parsed.hostname or "").lower().removeprefix("www.")
+
+
+# ---- markup and role-play: what a reader would not see, or a model would obey --------------
+
+_HTML_COMMENT = re.compile(r"<!--(.*?)(?:-->|$)", re.DOTALL)
+# A markdown link-reference definition used as a comment: "[//]: # (text)", "[x]: <> (text)".
+# The "[//]: # (text)" idiom anywhere (a learner may have joined the lines), and any
+# link-reference definition at the start of a line (also invisible when rendered).
+_MD_COMMENT = re.compile(
+    r"\[[^\]\n]*\]:[ \t]*(?:#|<>)[ \t]*[(\"'](.*?)(?:[)\"']|$)"
+    r"|^[ \t]*\[[^\]\n]*\]:[ \t]*\S+[ \t]*[(\"'](.*?)[)\"']?[ \t]*$",
+    re.MULTILINE,
+)
+_CHAT_TOKENS = re.compile(
+    r"<\|[a-z_]*\|?>|\[/?inst\]|<</?sys>>|<\|?(?:im_start|im_end|system|user|assistant)\|?>",
+    re.IGNORECASE,
+)
+_TAG = re.compile(r"</?[a-z][a-z0-9_-]*(?:\s[^<>]*)?/?>", re.IGNORECASE)
+_ROLE_KEY = re.compile(r"[\"']?\brole\b[\"']?\s*[:=]\s*[\"']?(system|developer|assistant|tool"
+                       r"|user|operator|admin)\b", re.IGNORECASE)  # fmt: skip
+_MARKS = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u20d0-\u20ff]")
+
+
+@dataclass(frozen=True)
+class Markup:
+    """Text with its markup and role-play taken out, and what was found.
+
+    Attributes:
+        visible: What a reader of the rendered text sees, normalised.
+        hidden: The text inside comments and role objects (screened too).
+        kinds: The kinds of markup found (``html comment``, ``json role object``...).
+    """
+
+    visible: str
+    hidden: tuple[str, ...]
+    kinds: tuple[str, ...]
+
+
+def _json_roles(text: str) -> tuple[str, list[str]]:
+    # Every JSON value in the text that carries a "role" key is a role-play object:
+    # it is cut out and its string contents kept for screening.
+    if "role" not in text.casefold():
+        return text, []  # nothing to look for: skip the scan (traces can be long)
+    decoder = json.JSONDecoder()
+    out, hidden, pos = [], [], 0
+    i = 0
+    while i < len(text):
+        if text[i] in "{[":
+            try:
+                value, end = decoder.raw_decode(text, i)
+            except ValueError:
+                i += 1
+                continue
+            if _has_role(value):
+                out.append(text[pos:i])
+                hidden.extend(_strings(value))
+                pos = i = end
+                continue
+        i += 1
+    out.append(text[pos:])
+    return "".join(out), hidden
+
+
+def _has_role(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "role" in {str(k).lower() for k in value} or any(map(_has_role, value.values()))
+    if isinstance(value, list):
+        return any(map(_has_role, value))
+    return False
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+_LOOKALIKE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE")
+
+
+def _scripts(word: str) -> set[str]:
+    # A word that mixes Latin with Cyrillic or Greek letters is a spoof: honest text in
+    # those languages writes whole words in one script.
+    found: set[str] = set()
+    for ch in word:
+        if ch.isalpha():
+            name = unicodedata.name(ch, "")
+            found.update(s for s in _LOOKALIKE_SCRIPTS if name.startswith(s))
+    return found
+
+
+def fold(text: str) -> str:
+    """Normalise for comparison: NFKC, no invisibles or combining marks, case-folded, look-alikes
+    mapped to Latin, whitespace collapsed. Works on any script (others pass unchanged)."""
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    text = _MARKS.sub("", unicodedata.normalize("NFKD", text))
+    text = unicodedata.normalize("NFKC", text).casefold().translate(_CONFUSABLES)
+    return " ".join(text.split())
+
+
+def strip_markup(text: str) -> Markup:
+    """Take comments, role objects, chat-template tokens and tags out of ``text``."""
+    kinds: list[str] = []
+    hidden: list[str] = []
+    raw = html.unescape(unicodedata.normalize("NFKC", text))
+    for kind, pattern in (("html comment", _HTML_COMMENT), ("markdown comment", _MD_COMMENT)):
+        found = [next((g for g in m.groups() if g), "") for m in pattern.finditer(raw)]
+        if found:
+            kinds.append(kind)
+            hidden.extend(found)
+            raw = pattern.sub(" ", raw)
+    raw, roles = _json_roles(raw)
+    if roles:
+        kinds.append("json role object")
+        hidden.extend(roles)
+    if _ROLE_KEY.search(raw):
+        kinds.append("role key")
+    if _CHAT_TOKENS.search(raw):
+        kinds.append("chat-template token")
+        raw = _CHAT_TOKENS.sub(" ", raw)
+    if _TAG.search(raw):
+        kinds.append("markup tag")
+        raw = _TAG.sub(" ", raw)
+    if _INVISIBLE.search(text):
+        kinds.append("invisible characters")
+    if any(len(_scripts(word)) > 1 for word in re.findall(r"\w+", raw)):
+        kinds.append("mixed-script look-alikes")
+    return Markup(visible=fold(raw), hidden=tuple(fold(h) for h in hidden if h.strip()),
+                  kinds=tuple(kinds))  # fmt: skip
+
+
+# ---- policy changes: rules a person must approve, whatever their wording --------------------
+# Each family is a set of stems in several languages; a rule is held when a loosening
+# word meets a control word, or a grant, disclosure or money-moving phrase appears.
+# These are one signal among several (links, amounts, provenance, the judge): see
+# ``_learning/guard.py``.
+
+_NOT = r"(?<!never )(?<!not )(?<!n't )(?<!no )"
+_LOOSEN = re.compile(
+    r"\b(?:skip\w*|bypass\w*|waiv\w*|exempt\w*|disabl\w*|suspend\w*|relax\w*|lift\w*"
+    r"|overrid\w*|ignor\w*)\b"
+    r"|\bwithout\b|\bno (?:need|longer)\b|\b(?:do|does|did|don't|doesn't|need) ?n[o']t need\b"
+    r"|\bnot (?:needed|required|necessary|mandatory)\b|\bunnecessary\b|\boptional\b"
+    r"|\bneed(?:s)? not\b|\bno (?:\w+ )?(?:check|verification|review|approval|limit|cap)s?\b"
+    r"|\bunlimited\b|\b(?:auto|pre)[- ]?(?:approv|verif|authori[sz])\w*"
+    r"|\b(?:automatic(?:ally)?|immediately|in full|directly)\b"
+    r"|\b(?:count|counts|counted|considered|treated|deemed|already|is|are|as) (?:as )?verified\b"
+    r"|\bverified (?:vip|customer|user|caller)s?\b|\braise[sd]?\b|\bincrease[sd]?\b"
+    # fr es it pt de nl pl tr sv ru ja zh ko ar
+    r"|\bsans\b|\bsin\b|\bsenza\b|\bsem\b|\bohne\b|\bzonder\b|\bbez\b|\bolmadan\b|\butan\b"
+    r"|\btrust(?:ed|worthy)?\b|no necesit|no hace falta|no requier|pas besoin"
+    r"|n'est pas n[ée]cessaire"
+    r"|nicht (?:nötig|erforderlich|notwendig)|non (?:serve|è necessari)|não (?:precisa|é necessári)"
+    r"|geen \w+ nodig|nie (?:trzeba|jest potrzebn)|gerek yok|не нужн|не требу|behövs inte"
+    r"|\bбез\b|省略|不要|不需|无需|無需|免除|없이|생략|بدون|\bignor|\bomit|\bsalt"
+)
+_CONTROL = re.compile(
+    r"verif|identi|\bid\b|\bids\b|authentic|\b2fa\b|two[- ]?(?:step|factor)|\bmfa\b|\botp\b"
+    r"|\bpin\b|\bkyc\b|security question|passw|passcode|approv|review|sign[- ]?off|manager"
+    r"|supervisor|limit|\bcap\b|threshold|permission|access|privilege|admin|polic|\bcheck"
+    r"|revis|r[ée]vis|control|kontrol|sprawdz|проверк|審査|审核|검토|مراجعة|granskning"
+    r"|confirm|fraud|consent|receipt|proof|document|\brules?\b|restriction|guideline"
+    r"|vérif|verific|überprüf|prüf|weryfik|doğrula|kimlik|провер|личност|ausweis|identit"
+    r"|aprob|aprov|genehm|zatwierdz|onay|одобр|godkänn|autoriz|autoris|berechtig|uprawnien"
+    r"|yetki|права|behörighet|permiso|permiss|本人|確認|身份|验证|驗證|承認|批准|権限|权限"
+    r"|신원|확인|승인|권한|هوية|تحقق|موافقة|صلاحي|مدير|管理|관리자|yönetici|администр"
+)
+_GRANT = re.compile(
+    r"\b(?:grant\w*|elevat\w*|promot\w* to|authori[sz]\w*|entitle\w*|unlock\w*|permitted"
+    r"|allowed to|may (?:now )?(?:see|read|view|access|change|edit|reset|approve|share|update|"
+    r"close|delete|issue|refund|skip|waive|give)|can (?:now )?(?:see|read|view|access|change"
+    r"|edit|reset|approve|share|update|close|delete|issue|skip|waive))\b"
+    r"|\bit'?s (?:fine|ok|okay|allowed) to\b|\bfeel free to\b|\bis (?:fine|ok|okay|allowed)\b"
+    r"|\bpermis\b|permitid|erlaubt|consentit|dozwolon|izin ver|разреш|tillåt"
+    r"|부여|付与|授予|授权|verleih|conced|otorg|przyzna|предостав|منح"
+)
+_DISCLOSE = re.compile(
+    r"\b(?:print|reveal|show|tell|repeat|output|display|share|read (?:out|back)?|disclose|recite"
+    r"|dump|echo|paste|send|forward|give out|hand out|expose|mostra\w*|mostrar"
+    r"|zeig\w*|montre\w*|visa|pokaż\w*|göster\w*|покаж\w*|показ\w*)\b.{0,60}"
+    r"(?:prompt|instruction|configuration|config\b|setup|system|rules|above|everything"
+    r"|verbatim|word for word|history|internal|notes?\b|records?|details|data|reset code"
+    r"|codes?\b|anyone|any (?:customer|user|caller)|other (?:customer|user)s?|memory"
+    r"|istruzion|instru[çc]|anweisung|consigne|talimat|инструкц|systemprompt)"
+    r"|指示|指令|提示词|プロンプト|システム|지시|프롬프트|تعليمات|التعليمات"
+)
+_MONEY = re.compile(
+    r"\b(?:refund\w*|credit\w*|compensat\w*|discount\w*|voucher\w*|payout\w*|transfer\w*"
+    r"|chargeback\w*|reimburs\w*|cashback|gift card|store credit|money back|fee\w*)\b"
+)
+_MONEY_MOVE = re.compile(
+    r"\b(?:automatic(?:ally)?|immediately|instantly|in full|no (?:\w+ )?limit|unlimited"
+    r"|raise\w*|increase\w*|without|double\w*|extra|approve\w*|issue\w*|grant\w*|give\w*"
+    r"|waive\w*|free)\b"
+)
+_CURRENCY = re.compile(
+    r"[\$€£¥₹₽₺₩₪₫฿]|\b(?:usd|eur|gbp|jpy|chf|cad|aud|inr|cny|rub|try|pln|sek|nok|dkk|brl"
+    r"|mxn|euros?|dollars?|pounds?|yen|francs?|kronor|złot\w*|lira|rupees?|rubles?)\b"
+)
+_LIMIT = re.compile(
+    r"\b(?:limit\w*|cap\w*|threshold\w*|max\w*|min\w*|up to|under|over|above|below"
+    r"|at most|at least|per (?:day|week|month|transfer|order))\b"
+)
+_AMOUNT = re.compile(r"\d[\d,.' ]*\d|\d")
+_PERCENT = re.compile(r"\d+(?:[.,]\d+)?\s?%|\bper ?cent\b|\bpercent\b")
+_GROUPED = re.compile(r"\b\d{1,3}(?:[,.' ]\d{3})+\b")
+_DEFANGED = re.compile(
+    r"\bhxxps?\b|\[\.\]|\(\.\)|\{\.\}|\[dot\]|\(dot\)|\{dot\}|\bdot (?:com|net|org|io|co|info"
+    r"|xyz|top|ru|cn|me|app|dev|site|online|link)\b|\bslash\b|\[:\]|\[at\]|\(at\)"
+)
+_HANDLE = re.compile(r"(?<![\w.])@[a-z0-9_]{3,}|\b(?:wa\.me|t\.me|telegram|whatsapp|signal|"
+                     r"discord|skype|wechat|line id)\b")  # fmt: skip
+
+
+def _unnegated(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    for match in pattern.finditer(text):
+        if _not_negated(text, match):
+            return match
+    return None
+
+
+def find_policy_change(text: str) -> list[str]:
+    """Why ``text`` (folded) would change policy, one reason per family found; [] if none.
+
+    Looks for loosened controls (skip / without / no need + verification, approval,
+    review, limits...), grants, disclosures, money moved, links and contacts in any
+    form (defanged too), amounts and percentages.
+    """
+    reasons: list[str] = []
+    loosen = _LOOSEN.search(text)
+    if loosen and _CONTROL.search(text):
+        reasons.append(f"loosens a control ({loosen.group(0)!r})")
+    if found := _unnegated(_GRANT, text):
+        reasons.append(f"grants a permission ({found.group(0)!r})")
+    if found := _unnegated(_DISCLOSE, text):
+        reasons.append(f"discloses ({' '.join(found.group(0).split()[:4])!r}...)")
+    money = _MONEY.search(text)
+    if money and _MONEY_MOVE.search(text):
+        reasons.append(f"moves money ({money.group(0)!r})")
+    # A figure is a policy change where it sets what money moves or where a limit lies
+    # (a rule about how to *format* amounts is not).
+    if money or _LIMIT.search(text):
+        if (_CURRENCY.search(text) and _AMOUNT.search(text)) or _PERCENT.search(text):
+            reasons.append("names an amount")
+        elif _GROUPED.search(text):
+            reasons.append("names a large figure")
+    if found := (_DEFANGED.search(text) or _HANDLE.search(text)):
+        reasons.append(f"adds a contact or link ({found.group(0)!r})")
+    return reasons

@@ -220,14 +220,24 @@ async def finish(
     version: int,
     report: StepReport,
     traces: Sequence[Trace] = (),
+    stats: CallStats | None = None,
 ) -> tuple[Playbook, list[DeltaOp]]:
-    """Screen ops (guard), apply them, de-duplicate, promote supported bullets, then budget."""
+    """Screen ops (guard), apply them, de-duplicate, promote supported bullets, then budget.
+
+    Held ops (policy changes) are left out and listed in ``report.held``.
+    """
     guard = ctx.guard
+    screening = None
     if guard is not None:
-        screening = await guard.ascreen(ops)
+        screening = await guard.ascreen(
+            ops, traces=traces, playbook=playbook, caller=ctx.caller, stats=stats
+        )
         report.quarantined.extend(screening.quarantined)
+        report.held.extend(screening.held)
         ops = screening.accepted
     applied = playbook.apply(ops, version=version)
+    if screening is not None:
+        applied = screening.record_support(applied)
     report.unknown_ops += len(applied.skipped)
     for kind, n in applied.counts().items():
         report.ops[kind] = report.ops.get(kind, 0) + n
@@ -235,7 +245,9 @@ async def finish(
     supported = guard is not None and guard.min_support > 1
     if supported:
         assert guard is not None
-        result = attribute(applied, support_keys(traces, guard.user_key))
+        result = attribute(
+            applied, support_keys(traces, guard.user_key, anonymous=guard.anonymous_support)
+        )
     if ctx.dedup:
         changed = {b.id for b in result.bullets if b.updated_version == version}
         deduped = deduplicate(
@@ -316,7 +328,7 @@ class SequentialStrategy(Strategy):
             proposed = await curate(ctx, "combee.curate", playbook, labelled, stats)
             ops.extend(proposed or [])
             playbook, applied = await finish(
-                ctx, playbook, ops, version=version, report=report, traces=[trace]
+                ctx, playbook, ops, version=version, report=report, traces=[trace], stats=stats
             )
             all_ops.extend(applied)
         return playbook, all_ops, reflections
@@ -344,7 +356,7 @@ class NaiveStrategy(Strategy):
             proposed = await curate(ctx, "combee.curate", playbook, labelled, stats)
             ops.extend(_required(proposed, "combee.curate"))
         new, applied = await finish(
-            ctx, playbook, ops, version=version, report=report, traces=traces
+            ctx, playbook, ops, version=version, report=report, traces=traces, stats=stats
         )
         return new, applied, [i.reflection for i in labelled]
 
@@ -426,7 +438,7 @@ class CombeeStrategy(Strategy):
             report.group_sizes = [len(g) for g in groups]
             ops.extend(await self._reduce(ctx, playbook, groups, labelled, stats))
         new, applied = await finish(
-            ctx, playbook, ops, version=version, report=report, traces=traces
+            ctx, playbook, ops, version=version, report=report, traces=traces, stats=stats
         )
         return new, applied, [i.reflection for i in labelled]
 

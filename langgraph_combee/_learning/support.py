@@ -32,9 +32,12 @@ def support_key(trace: Trace, user_key: str) -> str:
     return f"trace:{trace.id}"
 
 
-def support_keys(traces: Sequence[Trace], user_key: str) -> dict[str, str]:
-    """Trace id to support key, for a batch."""
-    return {t.id: support_key(t, user_key) for t in traces}
+def support_keys(
+    traces: Sequence[Trace], user_key: str, *, anonymous: bool = True
+) -> dict[str, str]:
+    """Trace id to support key, for a batch; without ``anonymous``, only traces naming a user."""
+    keys = {t.id: support_key(t, user_key) for t in traces}
+    return keys if anonymous else {k: v for k, v in keys.items() if v.startswith("user:")}
 
 
 def attribute(applied: ApplyResult, keys: Mapping[str, str]) -> Playbook:

@@ -25,20 +25,50 @@ from langgraph_combee._errors import ConfigurationError
 
 if TYPE_CHECKING:
     from langgraph_combee._runtime.serving import Server
+    from langgraph_combee._runtime.versions import VersionWriter
     from langgraph_combee._storage.registry import PromptRegistry
 
 
 @dataclass(frozen=True)
 class PolicyContext:
-    """What a policy may touch: the tenant's registry and the serving cache."""
+    """What a policy may touch: the tenant's registry and the serving cache.
+
+    A policy that decides later (``review``) accepts, rejects and rolls back
+    through ``accept``, ``reject`` and ``rollback`` here: with a ``writer`` (as
+    Combee gives it) they are serialised with every other writer, and a
+    candidate whose parent is no longer HEAD is rebased onto HEAD first.
+    """
 
     registry: PromptRegistry
     server: Server
+    writer: VersionWriter | None = None
 
     @property
     def tenant(self) -> str | None:
         """The tenant whose prompt is being decided."""
         return self.registry.tenant
+
+    async def accept(self, version: int, decision: Decision) -> PromptVersion:
+        """Accept a candidate (rebased onto HEAD if needed) and serve it."""
+        if self.writer is not None:
+            return await self.writer.accept(self.registry, version, decision)
+        accepted = await self.registry.aaccept(version, decision)
+        self.server.publish(accepted)
+        return accepted
+
+    async def reject(self, version: int, decision: Decision) -> PromptVersion:
+        """Reject a candidate."""
+        if self.writer is not None:
+            return await self.writer.reject(self.registry, version, decision)
+        return await self.registry.areject(version, decision)
+
+    async def rollback(self, version: int, *, reason: str) -> PromptVersion:
+        """Put an accepted version back in force as a new version, and serve it."""
+        if self.writer is not None:
+            return await self.writer.rollback(self.registry, version, reason=reason)
+        restored = await self.registry.arollback(version, reason=reason)
+        self.server.publish(restored)
+        return restored
 
 
 @runtime_checkable
@@ -52,6 +82,22 @@ class AcceptancePolicy(Protocol):
     ) -> Decision | None:
         """Return a decision now, or None to leave the candidate pending."""
         ...
+
+
+async def decide(
+    policy: AcceptancePolicy,
+    candidate: PromptVersion,
+    current: PromptVersion,
+    context: PolicyContext,
+) -> Decision | None:
+    """``policy.decide``, except that a candidate flagged ``needs_approval`` stays pending.
+
+    Such a candidate carries rules the guard held as policy changes: only a person
+    (``combee approve``) may accept it, whatever the policy.
+    """
+    if candidate.needs_approval:
+        return None
+    return await policy.decide(candidate, current, context)
 
 
 class AcceptAll:
@@ -334,12 +380,11 @@ class CanaryGate:
         if canary is not None:  # built on the version that regressed: drop it too
             await registry.aset_canary(None)
             context.server.set_canary(tenant, None)
-            await registry.areject(
+            await context.reject(
                 canary.version,
                 Decision(accepted=False, policy=self.name, reason=f"superseded: {reason}"),
             )
-        restored = await registry.arollback(watch.previous, reason=reason)
-        context.server.publish(restored)
+        await context.rollback(watch.previous, reason=reason)
 
     async def _decide_trial(self, context: PolicyContext) -> None:
         registry, tenant = context.registry, context.tenant
@@ -369,14 +414,17 @@ class CanaryGate:
         await registry.aset_canary(None)
         context.server.set_canary(tenant, None)
         if not accepted:
-            await registry.areject(canary.version, decision)
+            await context.reject(canary.version, decision)
             return
-        accepted_version = await registry.aaccept(canary.version, decision)
-        context.server.publish(accepted_version)
+        # HEAD may have moved during the trial (a rollback, an approval): the
+        # writer then rebases the canary's edits onto it, and the watch compares
+        # with the version it actually replaced.
+        accepted_version = await context.accept(canary.version, decision)
+        previous = accepted_version.parent if accepted_version.parent is not None else head.version
         state = self._state(tenant)
         with self._lock:
             arm = state.arms.get(canary.version, _Arm())
-            state.watch = _Watch(canary.version, head.version, h_mean, arm.runs, arm.total)
+            state.watch = _Watch(canary.version, previous, h_mean, arm.runs, arm.total)
 
     def __repr__(self) -> str:
         return (

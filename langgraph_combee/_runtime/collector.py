@@ -286,7 +286,7 @@ class CombeeTracer(BaseTracer):
             metadata = dict((run.extra or {}).get("metadata") or {})
             tenant = self.tenant
             if tenant is None and "combee_tenant" not in metadata:
-                tenant = self.combee.tenant_for({"metadata": metadata, "configurable": {}})
+                tenant = self.combee.run_tenant({"metadata": metadata, "configurable": {}})
             trace = trace_from_run(run, tenant=tenant, version=self.version)
             self.combee.capture(trace)
         except Exception:

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph_combee._core.types import StepReport, Trace
 from langgraph_combee._errors import BudgetExceededError, ConfigurationError
-from langgraph_combee._runtime.acceptance import PolicyContext
 from langgraph_combee._runtime.feedback_poll import FeedbackPoller
 from langgraph_combee._runtime.takeover import keep_lease, recover
 from langgraph_combee._storage.keys import NO_TENANT, ROOT
@@ -256,7 +255,7 @@ class BackgroundLearner:
         await self._settle(tenant)
         combee = self.combee
         policy = combee.acceptance
-        context = PolicyContext(registry=combee.registry(tenant), server=combee.server)
+        context = combee._writer.context(combee.registry(tenant))
         observe = getattr(policy, "observe", None)
         review = getattr(policy, "review", None)
         blocking = getattr(policy, "blocking", None)

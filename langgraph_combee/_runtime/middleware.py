@@ -75,6 +75,7 @@ from langgraph_combee._runtime.runs import (
     thread_id_of,
     version_metadata,
 )
+from langgraph_combee._runtime.serving import UNSCOPED
 from langgraph_combee._runtime.traces import RunInfo, invocation_start, trace_from_messages
 
 __all__ = ["CombeeMiddleware", "CombeeState"]
@@ -291,6 +292,8 @@ def capture_run(
     started: float | None,
 ) -> None:
     """Hand the invocation that began at ``messages[start]`` to ``combee.capture``."""
+    if tenant == UNSCOPED:
+        return  # the run's scope failed (counted when it did): not captured
     config = current_config()
     latency = max(0.0, time.monotonic() - started) if isinstance(started, float) else None
     metadata: dict[str, Any] = {"combee_prompt_id": combee.prompt_id}

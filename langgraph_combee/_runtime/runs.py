@@ -80,9 +80,13 @@ def scope_view(config: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def run_tenant(combee: AgentSide, config: Mapping[str, Any] | None) -> str | None:
-    """The tenant of the current run (``combee.scope`` applied to its config view)."""
+    """The tenant of the current run (``combee.scope`` applied to its config view).
+
+    ``serving.UNSCOPED`` when the scope failed: the run is served the shared
+    playbook and not captured.
+    """
     # Most deployments have no scope: skip building the view on the hot path.
-    return None if combee.scope is None else combee.tenant_for(scope_view(config))
+    return None if combee.scope is None else combee.run_tenant(scope_view(config))
 
 
 def _execution_info(config: Mapping[str, Any] | None, runtime: object = None) -> Any:

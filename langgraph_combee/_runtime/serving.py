@@ -1,57 +1,78 @@
 """The agent-side half of Combee: a cached HEAD per tenant and a bounded capture buffer.
 
-The agent's hot path only touches memory here. A daemon worker thread refreshes
-every cached HEAD older than ``refresh_seconds`` from the store (waking every
-``flush_seconds``) and flushes captured traces into the durable queue, so several
-processes sharing one store converge within ``refresh_seconds + flush_seconds``
-plus one store read. If the store is down, the last cached version keeps being
-served and captured traces wait in the buffer (bounded; the drop policy decides
+The agent's hot path only touches memory here, with one exception: the first
+run of a tenant in a process reads HEAD from the store, and waits for that read
+at most ``first_read_seconds`` (then it serves version 0, the app's own prompt,
+and the read fills the cache when it ends). A failed read is remembered like a
+successful one, so a failing store costs the hot path that one wait, not one
+per run. A daemon worker thread refreshes every cached HEAD older than
+``refresh_seconds`` from the store (waking every ``flush_seconds``) and flushes
+captured traces into the durable queue, so several processes sharing one store
+converge within ``refresh_seconds + flush_seconds`` plus one store read. If the
+store is down, the last cached version keeps being served and captured traces
+wait in the buffer (``_runtime/buffer.py``; bounded, the drop policy decides
 what goes).
+
+Durability ``"write_through"`` writes each captured trace to the queue before
+the run returns instead (falling back to the buffer, counted, while the store
+is failing).
 """
 
 from __future__ import annotations
 
+import atexit
 import collections
 import contextlib
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from langgraph_combee._core.types import PromptVersion, Trace
+from langgraph_combee._core.types import Feedback, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._runtime.limits import TraceLimits, clip_trace
+from langgraph_combee._runtime.buffer import (
+    FLUSH_CHUNK,
+    CaptureBuffer,
+    DropPolicy,
+    Pending,
+    ServingStats,
+)
+from langgraph_combee._runtime.limits import TraceLimits
 from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
 
+__all__ = [
+    "FLUSH_CHUNK",
+    "UNSCOPED",
+    "DropPolicy",
+    "Durability",
+    "Server",
+    "ServingSettings",
+    "ServingStats",
+]
+
 logger = logging.getLogger("langgraph_combee.serving")
 
-DropPolicy = Literal["drop_oldest", "drop_newest"]
+Durability = Literal["buffered", "write_through"]
 
-# Most buffered traces written to the queue in one go (a few store calls each).
-FLUSH_CHUNK = 100
+UNSCOPED = "combee.unscoped"
+"""The tenant of a run whose ``scope`` failed: served the shared playbook, never captured.
+
+No real tenant can take this value (namespace labels cannot hold a period), and
+it is plain text, so it can sit in a checkpointed state.
+"""
 
 
-@dataclass
-class ServingStats:
-    """Counters of the agent-side machinery, for monitoring."""
+def _shared(tenant: str | None) -> str | None:
+    return None if tenant == UNSCOPED else tenant
 
-    captured: int = 0
-    dropped: int = 0
-    flushed: int = 0
-    duplicates: int = 0
-    flush_errors: int = 0
-    refreshes: int = 0
-    refresh_errors: int = 0
-    feedback_unknown: int = 0
-    truncated: int = 0
-    capture_errors: int = 0
 
-    def as_dict(self) -> dict[str, int]:
-        """The counters as a plain dict."""
-        return dict(self.__dict__)
+# How long the interpreter's exit waits for the last flush (a dead store must
+# not hang the process's exit).
+EXIT_FLUSH_SECONDS = 5.0
 
 
 @dataclass
@@ -60,39 +81,57 @@ class _Entry:
     loaded_at: float
 
 
-@dataclass
-class _Pending:
-    """A captured run waiting for the queue: a trace, or the recipe to build it later."""
-
-    trace_id: str
-    trace: Trace | None
-    hold_until: float | None
-    build: Callable[[], Trace] | None = None
-    hold_seconds: float = 0.0
-    captured_at: float = 0.0
+def _seconds(name: str, value: object) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not value > 0
+        or value == float("inf")
+    ):
+        raise ConfigurationError(name, value, "a finite number > 0")
 
 
 @dataclass
 class ServingSettings:
-    """How the agent side caches and captures."""
+    """How the agent side caches and captures.
+
+    Attributes:
+        refresh_seconds: How stale a cached HEAD may get; also how often a
+            failing store is tried again.
+        capture_limit: Most traces buffered in memory.
+        drop_policy: Which trace goes when the buffer is full.
+        flush_seconds: How often the worker writes buffered traces: the longest
+            a trace waits in memory before its first write attempt while the
+            store answers.
+        first_read_seconds: Longest a run waits for the first HEAD read of its
+            tenant in this process.
+        durability: ``"buffered"`` or ``"write_through"`` (see the module docstring).
+        limits: Size limits of captured traces.
+    """
 
     refresh_seconds: float = 5.0
     capture_limit: int = 10_000
     drop_policy: DropPolicy = "drop_oldest"
     flush_seconds: float = 0.5
+    first_read_seconds: float = 1.0
+    durability: Durability = "buffered"
     limits: TraceLimits = field(default_factory=TraceLimits)
 
     def __post_init__(self) -> None:
-        if self.refresh_seconds <= 0:
-            raise ConfigurationError("refresh_seconds", self.refresh_seconds, "a number > 0")
-        if self.capture_limit < 1:
+        for name in ("refresh_seconds", "flush_seconds", "first_read_seconds"):
+            _seconds(name, getattr(self, name))
+        if (
+            isinstance(self.capture_limit, bool)
+            or not isinstance(self.capture_limit, int)
+            or self.capture_limit < 1
+        ):
             raise ConfigurationError("capture_limit", self.capture_limit, "an int >= 1")
         if self.drop_policy not in ("drop_oldest", "drop_newest"):
             raise ConfigurationError(
                 "drop_policy", self.drop_policy, "'drop_oldest' or 'drop_newest'"
             )
-        if self.flush_seconds <= 0:
-            raise ConfigurationError("flush_seconds", self.flush_seconds, "a number > 0")
+        if self.durability not in ("buffered", "write_through"):
+            raise ConfigurationError("durability", self.durability, "'buffered' or 'write_through'")
 
 
 class Server:
@@ -112,23 +151,60 @@ class Server:
         self._clock = clock
         self._lock = threading.Lock()
         self._heads: dict[str | None, _Entry] = {}
+        self._loading: dict[str | None, threading.Event] = {}
         self._canaries: dict[str | None, PromptVersion | None] = {}
         self._versions: collections.OrderedDict[tuple[str | None, int], PromptVersion] = (
             collections.OrderedDict()
         )
-        self._buffer: collections.deque[_Pending] = collections.deque()
         self._rendered: collections.OrderedDict[tuple[object, ...], str] = collections.OrderedDict()
         self._stale: set[str | None] = set()
+        self._failed_at: float | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.stats = ServingStats()
+        self.closed = False  # closed by its owner: the exit hook leaves it alone
         self.listeners: list[Callable[[PromptVersion, PromptVersion | None], None]] = []
+        self._buffer = CaptureBuffer(
+            queue_for=queue_for,
+            capture_limit=settings.capture_limit,
+            drop_policy=settings.drop_policy,
+            limits=settings.limits,
+            stats=self.stats,
+            lock=self._lock,
+            on_store_result=self.note_store,
+        )
+        # A normal exit flushes what is buffered (SIGKILL cannot: docs/faults.md).
+        atexit.register(_flush_at_exit, weakref.ref(self))
+
+    # ---- store health ----------------------------------------------------
+
+    def note_store(self, ok: bool) -> None:
+        """Record whether a store call just succeeded (see ``store_failing``)."""
+        with self._lock:
+            self._failed_at = None if ok else self._clock()
+
+    def store_failing(self) -> bool:
+        """Whether a store call failed within the last ``refresh_seconds`` (none succeeded since).
+
+        The hot path does not wait on such a store: it serves what it has and
+        leaves the retries to the worker thread.
+        """
+        with self._lock:
+            failed = self._failed_at
+        return failed is not None and self._clock() - failed < self.settings.refresh_seconds
 
     # ---- prompts ---------------------------------------------------------
 
     def head(self, tenant: str | None) -> PromptVersion:
-        """The cached HEAD of a tenant; loaded once, then refreshed in the background."""
+        """The cached HEAD of a tenant; loaded once, then refreshed in the background.
+
+        The first call for a tenant reads the store, waiting at most
+        ``settings.first_read_seconds``; runs arriving meanwhile wait on the same
+        read. Past that, version 0 (the app's own prompt) is served until the read
+        or a later refresh succeeds.
+        """
+        tenant = _shared(tenant)
         now = self._clock()
         with self._lock:
             entry = self._heads.get(tenant)
@@ -137,9 +213,39 @@ class Server:
                     self._stale.add(tenant)
                     self._wake.set()
                 return entry.version
+            loading = self._loading.get(tenant)
+            first = loading is None
+            if loading is None:
+                loading = self._loading[tenant] = threading.Event()
         self._ensure_worker()
-        # First use of this tenant in this process: one read, then never again here.
-        return self._load_head(tenant, fallback=True)
+        if first:
+            threading.Thread(
+                target=self._first_read,
+                args=(tenant, loading),
+                name="combee-first-read",
+                daemon=True,
+            ).start()
+        loading.wait(self.settings.first_read_seconds)
+        with self._lock:
+            entry = self._heads.get(tenant)
+            if entry is None:
+                # Still reading: later runs must not wait again; the read (or the
+                # worker's next refresh) replaces this entry.
+                entry = self._heads[tenant] = _Entry(self._initial(tenant), now)
+                self.stats.first_read_timeouts += 1
+            return entry.version
+
+    def _first_read(self, tenant: str | None, done: threading.Event) -> None:
+        try:
+            with contextlib.suppress(Exception):  # counted and remembered in _load_head
+                self._load_head(tenant, fallback=True)
+        finally:
+            with self._lock:
+                self._loading.pop(tenant, None)
+            done.set()
+
+    def _initial(self, tenant: str | None) -> PromptVersion:
+        return PromptVersion(prompt_id=self._registry_for(tenant).prompt_id, tenant=tenant)
 
     def rendered(self, version: PromptVersion) -> str:
         """``version.render()``, cached: the hot path renders each served version once.
@@ -160,11 +266,13 @@ class Server:
 
     def has_head(self, tenant: str | None) -> bool:
         """Whether ``head(tenant)`` is served from memory (no store read)."""
+        tenant = _shared(tenant)
         with self._lock:
             return tenant in self._heads
 
     def version(self, tenant: str | None, number: int) -> PromptVersion:
         """A version by number (a pinned run's), from memory when possible."""
+        tenant = _shared(tenant)
         with self._lock:
             entry = self._heads.get(tenant)
             if entry is not None and entry.version.version == number:
@@ -172,9 +280,12 @@ class Server:
             cached = self._versions.get((tenant, number))
             if cached is not None:
                 return cached
+        if self.store_failing():
+            return self.head(tenant)
         try:
             found = self._registry_for(tenant).get(number)
         except Exception:  # a dead store must not break a run: serve HEAD instead
+            self.note_store(False)
             logger.warning("cannot read version %s of tenant %r; serving HEAD", number, tenant)
             return self.head(tenant)
         self._remember(tenant, found)
@@ -182,6 +293,7 @@ class Server:
 
     def canary(self, tenant: str | None) -> PromptVersion | None:
         """The cached canary candidate of a tenant (refreshed with HEAD), if any."""
+        tenant = _shared(tenant)
         with self._lock:
             return self._canaries.get(tenant)
 
@@ -224,15 +336,24 @@ class Server:
             version = registry.head()
             canary = registry.canary()
         except Exception as exc:
-            self.stats.refresh_errors += 1
+            self.note_store(False)
             logger.warning("cannot refresh HEAD of tenant %r: %r", tenant, exc)
+            now = self._clock()
             with self._lock:
+                self.stats.refresh_errors += 1
                 entry = self._heads.get(tenant)
                 if entry is not None:
+                    # Tried again one refresh interval from now, not on every pass.
+                    entry.loaded_at = now
                     return entry.version
-            if not fallback:
-                raise
-            return PromptVersion(prompt_id=self._registry_for(tenant).prompt_id, tenant=tenant)
+                if not fallback:
+                    raise
+            initial = self._initial(tenant)
+            with self._lock:
+                # Remembered: the hot path serves version 0 and does not read again.
+                entry = self._heads.setdefault(tenant, _Entry(initial, now))
+            return entry.version
+        self.note_store(True)
         with self._lock:
             self._heads[tenant] = _Entry(version, self._clock())
             self._canaries[tenant] = canary
@@ -245,15 +366,14 @@ class Server:
     # ---- capture ---------------------------------------------------------
 
     def capture(self, trace: Trace, *, hold_seconds: float = 0.0) -> None:
-        """Buffer a trace for the queue. Never raises; a full buffer drops by policy.
+        """Buffer a trace for the queue (or write it now, in write-through mode).
 
-        A trace over the size limits (``settings.limits``) is cut down first and
-        counted in ``stats.truncated``. A trace without feedback waits
-        ``hold_seconds`` in the queue for late feedback before it is learned from.
+        Never raises; a full buffer drops by policy. A trace over the size limits
+        (``settings.limits``) is cut down first and counted in ``stats.truncated``.
+        A trace without feedback waits ``hold_seconds`` in the queue for late
+        feedback before it is learned from.
         """
-        trace = self._clipped(trace)
-        hold = time.time() + hold_seconds if hold_seconds > 0 and trace.feedback is None else None
-        self._append(_Pending(trace.id, trace, hold))
+        self._admit(self._buffer.pending(trace.id, trace, hold_seconds=hold_seconds))
 
     def capture_later(
         self, trace_id: str, build: Callable[[], Trace], *, hold_seconds: float = 0.0
@@ -262,116 +382,68 @@ class Server:
 
         The worker thread builds it when it flushes (or ``attach_feedback`` does, when
         feedback for ``trace_id`` arrives first). A ``build`` that raises loses that
-        one trace, logged and counted in ``stats.capture_errors``.
+        one trace, logged and counted in ``stats.capture_errors``. In write-through
+        mode it is built and written at once.
         """
-        self._append(
-            _Pending(
-                trace_id,
-                None,
-                None,
-                build=build,
-                hold_seconds=hold_seconds,
-                captured_at=time.time(),
-            )
-        )
+        self._admit(self._buffer.pending(trace_id, None, build=build, hold_seconds=hold_seconds))
 
-    def _append(self, pending: _Pending) -> None:
-        with self._lock:
-            if len(self._buffer) >= self.settings.capture_limit:
-                self.stats.dropped += 1
-                if self.settings.drop_policy == "drop_newest":
-                    return
-                self._buffer.popleft()
-            self._buffer.append(pending)
-            self.stats.captured += 1
-        # No wake-up here: the worker flushes every ``flush_seconds``, so a burst of
-        # runs costs one batch of queue writes, not one write per run.
+    def _admit(self, pending: Pending) -> None:
+        through = self.settings.durability == "write_through"
+        if through and self.store_failing():
+            with self._lock:
+                self.stats.write_through_fallbacks += 1
+            through = False
+        if not self._buffer.append(pending, sending=through):
+            return
+        if through:
+            # In the buffer (so feedback finds it) and owned by this write.
+            sent = self._buffer.send([pending])
+            with self._lock:
+                if sent is None:
+                    self.stats.write_through_fallbacks += 1
+                else:
+                    self.stats.written_through += sent
+        elif self._buffer.size() % FLUSH_CHUNK == 0 and not self.store_failing():
+            # A full chunk is ready: no need to wait for the timer (but a failing
+            # store is not hammered: the worker's timer paces the retries).
+            self._wake.set()
+        # Otherwise no wake-up: the worker flushes every ``flush_seconds``, so a
+        # burst of runs costs one batch of queue writes, not one write per run.
         self._ensure_worker()
 
-    def _clipped(self, trace: Trace) -> Trace:
-        clipped = clip_trace(trace, self.settings.limits)
-        if clipped is trace:
-            return trace
-        with self._lock:
-            self.stats.truncated += 1
-        return clipped
+    def attach_feedback(self, trace_id: str, feedback: Feedback) -> bool:
+        """Merge feedback into a trace not yet acknowledged by the queue; False if none.
 
-    def _built(self, pending: _Pending) -> bool:
-        """Give ``pending`` its trace (building it if deferred); False if the build failed."""
-        if pending.trace is not None:
-            return True
-        build, pending.build = pending.build, None
-        try:
-            assert build is not None
-            trace = self._clipped(build())
-        except Exception:
-            logger.exception(
-                "cannot build the trace of run %s; it is not captured", pending.trace_id
-            )
-            with self._lock:
-                self.stats.capture_errors += 1
-            return False
-        pending.trace = trace
-        if pending.hold_seconds > 0 and trace.feedback is None:
-            pending.hold_until = pending.captured_at + pending.hold_seconds
-        return True
+        A trace being written keeps the feedback and sends it right after the
+        write, so a run is findable here until the queue holds it.
+        """
+        return self._buffer.attach(trace_id, feedback)
 
-    def attach_feedback(self, trace_id: str, apply: Callable[[Trace], Trace]) -> bool:
-        """Update a trace still in the buffer; False if it already left for the store."""
-        with self._lock:
-            for pending in self._buffer:
-                if pending.trace_id == trace_id and self._built(pending):
-                    assert pending.trace is not None
-                    pending.trace = apply(pending.trace)
-                    return True
-        return False
+    def defer_feedback(self, tenant: str | None, trace_id: str, feedback: Feedback) -> None:
+        """Keep feedback the store could not take; the worker retries it on every flush."""
+        self._buffer.defer(tenant, trace_id, feedback)
+        self._ensure_worker()
 
     def buffered(self) -> int:
         """Traces captured and not yet written to the queue."""
-        with self._lock:
-            return len(self._buffer)
+        return len(self._buffer)
+
+    def deferred_feedback(self) -> int:
+        """Feedback waiting for the store to come back."""
+        return self._buffer.deferred()
 
     def flush(self) -> int:
-        """Write buffered traces to their tenants' queues; returns how many were written.
+        """Write buffered traces and feedback to the queues; returns traces written."""
+        return self._buffer.flush()
 
-        Traces go in chunks of ``FLUSH_CHUNK``, a few store calls per chunk. A chunk
-        that cannot be written (store down) goes back to the front of the buffer,
-        and flushing stops until the next attempt.
-        """
-        written = 0
-        while True:
-            with self._lock:
-                if not self._buffer:
-                    return written
-                size = min(FLUSH_CHUNK, len(self._buffer))
-                chunk = [self._buffer.popleft() for _ in range(size)]
-            chunk = [pending for pending in chunk if self._built(pending)]
-            try:
-                fresh = self._write(chunk)
-            except Exception as exc:
-                with self._lock:
-                    self._buffer.extendleft(reversed(chunk))
-                    self.stats.flush_errors += 1
-                logger.warning("cannot write traces to the queue (will retry): %r", exc)
-                return written
-            written += len(chunk)
-            with self._lock:
-                self.stats.flushed += sum(fresh)
-                self.stats.duplicates += len(fresh) - sum(fresh)
-
-    def _write(self, chunk: list[_Pending]) -> list[bool]:
-        by_tenant: dict[str | None, list[tuple[Trace, float | None]]] = {}
-        for pending in chunk:
-            assert pending.trace is not None  # built by flush
-            by_tenant.setdefault(pending.trace.tenant, []).append(
-                (pending.trace, pending.hold_until)
-            )
-        fresh: list[bool] = []
-        for tenant, items in by_tenant.items():
-            fresh += self._queue_for(tenant).put_many(
-                [trace for trace, _ in items], hold_until=[hold for _, hold in items]
-            )
-        return fresh
+    def describe(self) -> dict[str, object]:
+        """The counters, plus what is waiting in memory right now."""
+        with self._lock:
+            counters: dict[str, object] = dict(self.stats.as_dict())
+        counters["buffered"] = self.buffered()
+        counters["deferred_feedback"] = self.deferred_feedback()
+        counters["store_failing"] = self.store_failing()
+        return counters
 
     # ---- worker ----------------------------------------------------------
 
@@ -380,6 +452,7 @@ class Server:
             if self._thread is not None and self._thread.is_alive():
                 return
             self._stop.clear()
+            self.closed = False
             self._thread = threading.Thread(target=self._work, name="combee-serving", daemon=True)
             self._thread.start()
 
@@ -387,7 +460,8 @@ class Server:
         while not self._stop.is_set():
             self._wake.wait(self.settings.flush_seconds)
             self._wake.clear()
-            self.flush()
+            with contextlib.suppress(Exception):  # counted in the buffer; never kill the worker
+                self.flush()
             now = self._clock()
             with self._lock:
                 # Every cached tenant is refreshed once it is older than refresh_seconds,
@@ -406,6 +480,7 @@ class Server:
 
     def close(self, *, flush: bool = True) -> None:
         """Stop the worker; flush what is buffered first (best effort)."""
+        self.closed = True
         self._stop.set()
         self._wake.set()
         thread = self._thread
@@ -414,3 +489,15 @@ class Server:
         self._thread = None
         if flush:
             self.flush()
+
+
+def _flush_at_exit(ref: weakref.ReferenceType[Server]) -> None:
+    server = ref()
+    if server is None or server.closed:
+        return
+    if not server.buffered() and not server.deferred_feedback():
+        return
+    # On a thread of its own, so that a hanging store cannot hang the exit.
+    thread = threading.Thread(target=server.flush, name="combee-exit-flush", daemon=True)
+    thread.start()
+    thread.join(EXIT_FLUSH_SECONDS)

@@ -59,6 +59,8 @@ class StepRun:
                 "combee_output_tokens": report.output_tokens,
                 "combee_seconds": round(report.seconds, 3),
                 "combee_quarantined": len(report.quarantined),
+                "combee_held": len(report.held),
+                "combee_held_version": report.held_version,
             }
         )
         if decision is not None:
@@ -88,7 +90,11 @@ class StepRun:
                 {"op": q.op.model_dump(mode="json"), "reasons": q.reasons, "sources": q.sources}
                 for q in report.quarantined
             ],
-            "report": report.model_dump(mode="json", exclude={"trace_ids", "quarantined"}),
+            "held": [
+                {"op": q.op.model_dump(mode="json"), "reasons": q.reasons, "sources": q.sources}
+                for q in report.held
+            ],
+            "report": report.model_dump(mode="json", exclude={"trace_ids", "quarantined", "held"}),
         }
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from langgraph_combee._core.types import PromptVersion
-from langgraph_combee._runtime.acceptance import PolicyContext
+from langgraph_combee._runtime.acceptance import decide
 from langgraph_combee._storage.lease import Lease
 
 if TYPE_CHECKING:
@@ -92,14 +92,15 @@ async def _written_since(combee: Combee, tenant: str | None, since: float) -> li
 async def _decide(combee: Combee, tenant: str | None, version: PromptVersion) -> None:
     registry = combee.registry(tenant)
     head = await registry.aget(version.parent or 0)
-    context = PolicyContext(registry=registry, server=combee.server)
-    decision = await combee.acceptance.decide(version, head, context)
+    context = combee._writer.context(registry)
+    decision = await decide(combee.acceptance, version, head, context)
     if decision is None:
         return  # the policy keeps it pending (e.g. manual approval), as it would have
+    # Through the writer: HEAD may have moved since the dead learner wrote it.
     if decision.accepted:
-        combee.server.publish(await registry.aaccept(version.version, decision))
+        await context.accept(version.version, decision)
     else:
-        await registry.areject(version.version, decision)
+        await context.reject(version.version, decision)
 
 
 async def recover(combee: Combee, tenant: str | None, *, holder: str) -> Recovery:
@@ -110,6 +111,10 @@ async def recover(combee: Combee, tenant: str | None, *, holder: str) -> Recover
         tenant: Which tenant.
         holder: The new lease holder; its own claims are left alone.
     """
+    # A writer session first: it repairs a HEAD left behind by a writer that died
+    # between accepting a version and moving HEAD.
+    async with combee._writer.session(combee.registry(tenant)):
+        pass
     queue = combee.queue(tenant)
     orphans = [c for c in await queue.aclaims() if c.holder != holder]
     if not orphans:

@@ -1,5 +1,24 @@
 """Turning a step's result into a version: carry-over of counters, candidate, decision.
 
+Every write of a version or of HEAD goes through one ``VersionWriter`` session:
+
+* within a process, one lock per prompt and tenant of a store
+  (``writer_lock``), whatever the number of ``Combee`` objects, threads or
+  event loops;
+* across processes, the writer lease (``Lease``), held for the session, with
+  every write fenced by its epoch (atomic on a ``PostgresStore``);
+* first, HEAD is repaired if a writer died between writing an accepted version
+  and moving HEAD (``PromptRegistry.repair_head``).
+
+Inside a session, a candidate learned from a version that is no longer HEAD is
+*rebased*: its stored ops are re-applied onto HEAD's playbook through the same
+deterministic pipeline as a step (screen, apply, de-duplicate, promote, budget),
+and the record keeps ``rebased_from`` (the version it was learned from) and its
+new parent. So two steps that began from the same HEAD, or two candidates
+approved in turn, both end up in force; nothing is silently dropped. A stale
+candidate with no stored ops cannot be rebased and is refused
+(``StaleCandidateError``).
+
 A step that only moved helpful/harmful counters changes nothing the agent sees,
 so it writes no version: its TAG ops wait in memory and ride along with the next
 step that changes the text. (They are soft signals; a restart forgets them.)
@@ -7,16 +26,33 @@ step that changes the text. (They are soft signals; a restart forgets them.)
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
+import logging
 import threading
+from collections.abc import AsyncIterator, Sequence
 
-from langgraph_combee._core.ops import DeltaOp, Tag
+from langgraph.store.base import BaseStore
+
+from langgraph_combee._core.dedup import Embedder, deduplicate
+from langgraph_combee._core.ops import Add, DeltaOp, Tag
 from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._core.types import PromptVersion
+from langgraph_combee._core.types import Decision, PromptVersion
+from langgraph_combee._errors import StaleCandidateError
+from langgraph_combee._learning.guard import BulletGuard
 from langgraph_combee._learning.strategies import StepResult
-from langgraph_combee._runtime.acceptance import AcceptancePolicy, PolicyContext
+from langgraph_combee._learning.support import promote
+from langgraph_combee._runtime.acceptance import AcceptancePolicy, PolicyContext, decide
 from langgraph_combee._runtime.serving import Server
+from langgraph_combee._storage.lease import Lease, fenced, in_process
+from langgraph_combee._storage.locked import hold, writer_lock
 from langgraph_combee._storage.registry import PromptRegistry
+
+logger = logging.getLogger("langgraph_combee.learner")
+
+# How often a writer waiting for another process's lease looks again.
+LEASE_POLL_SECONDS = 0.05
 
 
 def _visible(playbook: Playbook) -> list[tuple[str, str, str, bool]]:
@@ -25,20 +61,185 @@ def _visible(playbook: Playbook) -> list[tuple[str, str, str, bool]]:
     return [(b.id, b.section, b.content, b.pending) for b in playbook.bullets]
 
 
-class VersionWriter:
-    """Submits step results as candidates and applies the acceptance policy's decision."""
+@dataclasses.dataclass(frozen=True)
+class ApplyPipeline:
+    """The deterministic part of a step, re-run when a candidate is rebased."""
 
-    def __init__(self, *, prompt_id: str, acceptance: AcceptancePolicy, server: Server) -> None:
+    guard: BulletGuard | None = None
+    token_budget: int | None = 2000
+    dedup: bool = True
+    dedup_threshold: float | None = None
+    embedder: Embedder | None = None
+
+    async def reapply(
+        self, ops: Sequence[DeltaOp], onto: Playbook, *, version: int, learned: Playbook
+    ) -> Playbook:
+        """Re-apply a candidate's ops onto another playbook: screen, apply, dedup, promote, budget.
+
+        ``learned`` is the candidate's own playbook: an added bullet keeps the
+        support it had there (the traces behind it are not at hand any more).
+        """
+        guard = self.guard
+        if guard is not None:
+            ops = (await guard.ascreen(ops)).accepted
+        applied = onto.apply(ops, version=version)
+        result = applied.playbook
+        supported = guard is not None and guard.min_support > 1
+        if supported:
+            learned_by_text = {b.content: b for b in learned.bullets}
+            added = {
+                o.bullet_id
+                for o in applied.outcomes
+                if o.applied and isinstance(o.op, Add) and o.bullet_id
+            }
+            bullets = []
+            for bullet in result.bullets:
+                if bullet.id in added:
+                    twin = learned_by_text.get(bullet.content)
+                    bullet = bullet.model_copy(
+                        update={
+                            "pending": True if twin is None else twin.pending,
+                            "supporters": [] if twin is None else list(twin.supporters),
+                        }
+                    )
+                bullets.append(bullet)
+            result = result.replace_bullets(bullets)
+        if self.dedup:
+            changed = {b.id for b in result.bullets if b.updated_version == version}
+            result = deduplicate(
+                result, threshold=self.dedup_threshold, embedder=self.embedder, changed=changed
+            ).playbook
+        if supported:
+            assert guard is not None
+            result, _ = promote(
+                result, min_support=guard.min_support, max_pending=guard.max_pending
+            )
+        return result.enforce_budget(self.token_budget).playbook
+
+
+class VersionWriter:
+    """Submits step results as candidates and applies decisions, one writer at a time.
+
+    Args:
+        prompt_id: The prompt.
+        acceptance: The policy deciding candidates.
+        server: The serving cache, told of every new HEAD.
+        store: The store holding the registry and the lease.
+        holder: This process's lease holder name (shared with its background learner).
+        lease_seconds: The lease's TTL; a writer waits at most this long (plus a
+            second) for another process's lease before ``LeaseHeldError``.
+        pipeline: How a stale candidate's ops are re-applied.
+    """
+
+    def __init__(
+        self,
+        *,
+        prompt_id: str,
+        acceptance: AcceptancePolicy,
+        server: Server,
+        store: BaseStore,
+        holder: str,
+        lease_seconds: float = 60.0,
+        pipeline: ApplyPipeline | None = None,
+    ) -> None:
         self.prompt_id = prompt_id
         self.acceptance = acceptance
         self.server = server
+        self.store = store
+        self.holder = holder
+        self.lease_seconds = float(lease_seconds)
+        self.pipeline = pipeline or ApplyPipeline()
         self._lock = threading.Lock()
         self._pending_tags: dict[str | None, list[DeltaOp]] = {}
+        self._leases: dict[str | None, Lease] = {}
 
     def pending_tags(self, tenant: str | None) -> list[DeltaOp]:
         """TAG ops waiting for the next content change of a tenant's playbook."""
         with self._lock:
             return list(self._pending_tags.get(tenant, []))
+
+    def lease(self, tenant: str | None) -> Lease:
+        """The writer lease of a tenant, under this process's holder name."""
+        with self._lock:
+            if tenant not in self._leases:
+                self._leases[tenant] = Lease(
+                    self.store,
+                    self.prompt_id,
+                    tenant=tenant,
+                    holder=self.holder,
+                    ttl_seconds=self.lease_seconds,
+                )
+            return self._leases[tenant]
+
+    def context(self, registry: PromptRegistry) -> PolicyContext:
+        """The context a policy decides in, with decisions routed through this writer."""
+        return PolicyContext(registry=registry, server=self.server, writer=self)
+
+    @contextlib.asynccontextmanager
+    async def session(self, registry: PromptRegistry) -> AsyncIterator[PromptRegistry]:
+        """Be the one writer of ``registry``'s prompt and tenant; yield a fenced registry.
+
+        Raises:
+            LeaseHeldError: Another process held the lease for longer than its TTL.
+        """
+        tenant = registry.tenant
+        async with hold(writer_lock(self.store, self.prompt_id, tenant)):
+            lease = self.lease(tenant)
+            holder = await lease.aholder()
+            if holder is not None and holder != lease.owner:
+                # Held by a learner of this process: write under its lease.
+                lease = in_process(self.store, self.prompt_id, tenant, holder) or lease
+            was_ours = holder == lease.owner
+            await self._take(lease)
+            try:
+                writer = PromptRegistry(fenced(self.store, lease), self.prompt_id, tenant=tenant)
+                repaired = await writer.arepair_head()
+                if repaired is not None:
+                    logger.warning(
+                        "HEAD of prompt %r (tenant %r) moved to v%d: a writer died after "
+                        "accepting it and before moving HEAD",
+                        self.prompt_id,
+                        tenant,
+                        repaired.version,
+                    )
+                    self.server.publish(repaired)
+                yield writer
+            finally:
+                if not was_ours:
+                    try:
+                        await lease.arelease()
+                    except Exception:  # a dead store: the lease simply expires
+                        logger.warning("could not release the writer lease", exc_info=True)
+
+    async def _take(self, lease: Lease) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + lease.ttl_seconds + 1.0
+        while not await lease.aacquire():
+            if loop.time() >= deadline:
+                await lease.arequire()  # raises LeaseHeldError naming the holder
+                return
+            await asyncio.sleep(LEASE_POLL_SECONDS)
+
+    async def _rebase(self, registry: PromptRegistry, record: PromptVersion) -> PromptVersion:
+        """Re-apply a stale candidate onto HEAD inside a session (see the module docstring)."""
+        head = await registry.ahead()
+        if record.parent == head.version:
+            return record
+        if not record.ops:
+            raise StaleCandidateError(
+                self.prompt_id, record.version, record.parent, head.version, has_ops=False
+            )
+        playbook = await self.pipeline.reapply(
+            record.ops, head.playbook, version=record.version, learned=record.playbook
+        )
+        logger.info(
+            "rebased candidate v%d of prompt %r from v%s onto v%d",
+            record.version,
+            self.prompt_id,
+            record.parent,
+            head.version,
+        )
+        return await registry.arebase(record.version, playbook, onto=head.version)
 
     def _carry_over(self, tenant: str | None, result: StepResult, version: int) -> StepResult:
         with self._lock:
@@ -57,9 +258,47 @@ class VersionWriter:
     ) -> PromptVersion | None:
         """Write the step's candidate (if the text changed) and decide it.
 
+        ``head`` is the version the step learned from; when HEAD has moved since,
+        the candidate is rebased onto the new HEAD before it is written.
+
         Returns the stored version (accepted, rejected or pending), or None when
         the step changed no bullet text.
         """
+        stored = await self._submit(registry, head, result, version=version)
+        if result.report.held:
+            await self._submit_held(registry, head, stored, result)
+        return stored
+
+    async def _submit_held(
+        self,
+        registry: PromptRegistry,
+        head: PromptVersion,
+        stored: PromptVersion | None,
+        result: StepResult,
+    ) -> None:
+        # Held ops (policy changes) go into their own candidate, built on the step's
+        # version, which only a person can accept (``needs_approval``).
+        report = result.report
+        base = stored if stored is not None else head
+        held = [q.op for q in report.held]
+        applied = result.playbook.apply(held, version=base.version + 1)
+        candidate = PromptVersion(
+            prompt_id=self.prompt_id,
+            tenant=registry.tenant,
+            playbook=applied.playbook,
+            parent=base.version,
+            ops=applied.applied,
+            ops_summary=applied.counts(),
+            source_trace_ids=sorted({s for q in report.held for s in q.sources}),
+            held=list(report.held),
+            needs_approval=sorted({r for q in report.held for r in q.reasons}),
+            note=f"{len(held)} policy-changing op(s) held for a person",
+        )
+        report.held_version = (await registry.aadd_candidate(candidate)).version
+
+    async def _submit(
+        self, registry: PromptRegistry, head: PromptVersion, result: StepResult, *, version: int
+    ) -> PromptVersion | None:
         tenant = registry.tenant
         result = self._carry_over(tenant, result, version)
         report = result.report
@@ -79,17 +318,50 @@ class VersionWriter:
             ops_summary={**report.ops, **({"evicted": report.evicted} if report.evicted else {})},
             source_trace_ids=list(report.trace_ids),
             quarantined=list(report.quarantined),
+            held=list(report.held),
             note=f"{report.strategy} step over {report.batch_size} traces",
         )
-        stored = await registry.aadd_candidate(candidate)
+        async with self.session(registry) as fenced:
+            stored = await self._rebase(fenced, await fenced.aadd_candidate(candidate))
+            current = await fenced.aget(stored.parent or 0)
         report.version = stored.version
-        context = PolicyContext(registry=registry, server=self.server)
-        decision = await self.acceptance.decide(stored, head, context)
+        decision = await decide(self.acceptance, stored, current, self.context(registry))
         if decision is None:
             return stored
         report.accepted = decision.accepted
         if not decision.accepted:
-            return await registry.areject(stored.version, decision)
-        accepted = await registry.aaccept(stored.version, decision)
+            return await self.reject(registry, stored.version, decision)
+        return await self.accept(registry, stored.version, decision)
+
+    async def accept(
+        self, registry: PromptRegistry, version: int, decision: Decision
+    ) -> PromptVersion:
+        """Accept a candidate, rebasing it first if HEAD moved since it was learned.
+
+        Raises:
+            StaleCandidateError: It is stale and has no stored ops to re-apply.
+            RegistryError: It is not a candidate.
+        """
+        async with self.session(registry) as fenced:
+            record = await fenced.aget(version)
+            if record.status == "candidate":
+                record = await self._rebase(fenced, record)
+            accepted = await fenced.aaccept(version, decision)
         self.server.publish(accepted)
         return accepted
+
+    async def reject(
+        self, registry: PromptRegistry, version: int, decision: Decision
+    ) -> PromptVersion:
+        """Reject a candidate; HEAD does not move."""
+        async with self.session(registry) as fenced:
+            return await fenced.areject(version, decision)
+
+    async def rollback(
+        self, registry: PromptRegistry, version: int, *, reason: str = ""
+    ) -> PromptVersion:
+        """Put an accepted version's playbook back in force as a new version."""
+        async with self.session(registry) as fenced:
+            restored = await fenced.arollback(version, reason=reason)
+        self.server.publish(restored)
+        return restored

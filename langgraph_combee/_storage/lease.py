@@ -1,32 +1,49 @@
-"""A time-limited writer lease for one prompt, kept in the store.
+"""A time-limited writer lease for one prompt, with an epoch that fences writes.
 
 Exactly one learner should write versions of a prompt at a time: ``BaseStore``
 has no compare-and-swap, so two writers could pick the same version number.
 The learner takes this lease before writing, renews it while working, and
 releases it when it stops; a crashed holder's lease expires after its TTL.
 
-Limitation: without compare-and-swap, acquiring is *best effort*. ``acquire``
-writes the lease and reads it back to confirm the holder, which catches most
-races, but two processes that write within the same instant can both read back
-their own record before the later write lands. Keep TTLs well above the time a
-write takes, renew well before expiry, and make learner writes idempotent
-enough to survive a rare overlap. All holders must share one clock (the
-default, ``time.time``, is wall-clock time).
+Every tenure has an *epoch*, one more than the tenure before. Writes of
+versions and HEAD go through ``fenced(store, lease)``, which refuses to write
+(``LeaseLostError``) unless the lease still names this holder at this epoch, so
+a holder that was paused past its expiry and resumes cannot write after its
+successor did.
+
+How strong that is depends on the store:
+
+* a LangGraph ``PostgresStore``: taking the lease is one atomic conditional
+  upsert and each fenced write is one transaction that locks the lease row at
+  our epoch (``pglease``): exact, whatever the timing;
+* any other store (in memory, SQLite, ``AsyncPostgresStore``): *best effort*.
+  ``acquire`` writes the lease and reads it back to confirm the holder, and a
+  fenced write reads the lease just before it writes; two processes that write
+  within the same instant can both succeed. Keep TTLs well above the time a
+  write takes and renew well before expiry. Within one process,
+  ``VersionWriter`` serialises writers with a lock whatever the store.
+
+All holders must share one clock (the default, ``time.time``, is wall-clock time).
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
+import threading
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, Op, PutOp, Result
 
-from langgraph_combee._errors import ConfigurationError, LeaseHeldError
+from langgraph_combee._errors import ConfigurationError, LeaseHeldError, LeaseLostError
 from langgraph_combee._storage import _io as io
 from langgraph_combee._storage._io import Flow, run_async, run_sync
 from langgraph_combee._storage.keys import LEASE_KEY, PromptSpace
+from langgraph_combee._storage.locked import unwrap
+from langgraph_combee._storage.pglease import LeaseLost, PostgresLeaseTable, postgres_store
 
 
 class Lease:
@@ -85,6 +102,25 @@ class Lease:
         self._ttl = float(ttl_seconds)
         self._clock = clock
         self._acquired_at: float | None = None
+        self._epoch: int | None = None
+        pg = postgres_store(store)
+        self._table = None if pg is None else PostgresLeaseTable(pg)
+        self._name = ".".join(self._namespace)
+        with _siblings_guard:
+            _siblings.setdefault(unwrap(store), weakref.WeakSet()).add(self)
+
+    @property
+    def epoch(self) -> int | None:
+        """The epoch of the tenure confirmed by the last successful acquire or renew.
+
+        One more than the tenure before it; None before the first success.
+        """
+        return self._epoch
+
+    @property
+    def atomic(self) -> bool:
+        """Whether taking the lease and fenced writes are atomic (a ``PostgresStore``)."""
+        return self._table is not None
 
     @property
     def acquired_at(self) -> float | None:
@@ -119,10 +155,14 @@ class Lease:
         then reads the record back and returns whether it names us (best effort,
         see the module docstring).
         """
+        if self._table is not None:
+            return self._take_atomic(renew=False)
         return run_sync(self._store, self._take_flow(renew=False))
 
     async def aacquire(self) -> bool:
         """Async twin of ``acquire``."""
+        if self._table is not None:
+            return await asyncio.to_thread(self._take_atomic, renew=False)
         return await run_async(self._store, self._take_flow(renew=False))
 
     def renew(self) -> bool:
@@ -130,26 +170,38 @@ class Lease:
 
         A lease of ours that expired is renewed too, as long as nobody took it since.
         """
+        if self._table is not None:
+            return self._take_atomic(renew=True)
         return run_sync(self._store, self._take_flow(renew=True))
 
     async def arenew(self) -> bool:
         """Async twin of ``renew``."""
+        if self._table is not None:
+            return await asyncio.to_thread(self._take_atomic, renew=True)
         return await run_async(self._store, self._take_flow(renew=True))
 
     def release(self) -> bool:
         """Give the lease up if it is ours; return whether a lease of ours was removed."""
+        if self._table is not None:
+            return self._table.release(self._name, self._owner)
         return run_sync(self._store, self._release_flow())
 
     async def arelease(self) -> bool:
         """Async twin of ``release``."""
+        if self._table is not None:
+            return await asyncio.to_thread(self._table.release, self._name, self._owner)
         return await run_async(self._store, self._release_flow())
 
     def holder(self) -> str | None:
         """Return who holds the lease now, or None when it is free or expired."""
+        if self._table is not None:
+            return self._holder_atomic()
         return run_sync(self._store, self._holder_flow())
 
     async def aholder(self) -> str | None:
         """Async twin of ``holder``."""
+        if self._table is not None:
+            return await asyncio.to_thread(self._holder_atomic)
         return await run_async(self._store, self._holder_flow())
 
     def is_held(self) -> bool:
@@ -166,11 +218,67 @@ class Lease:
         Raises:
             LeaseHeldError: When another holder's lease has not expired.
         """
-        run_sync(self._store, self._require_flow())
+        if not self.acquire():
+            self._refuse()
 
     async def arequire(self) -> None:
         """Async twin of ``require``."""
-        await run_async(self._store, self._require_flow())
+        if not await self.aacquire():
+            await asyncio.to_thread(self._refuse)
+
+    def _check_epoch(self) -> None:
+        """Raise ``LeaseLostError`` unless the lease record names us at our epoch (best effort)."""
+        if self._table is not None:
+            record = self._table.read(self._name)
+            holder, epoch = (None, None) if record is None else record[:2]
+        else:
+            value = run_sync(self._store, self._read_flow())
+            holder = None if value is None else value.get("holder")
+            epoch = None if value is None else value.get("epoch", 0)
+        if self._epoch is None or holder != self._owner or epoch != self._epoch:
+            raise LeaseLostError(self._space.prompt_id, self._owner, self._epoch)
+
+    def _write_fenced(self, store: BaseStore, ops: list[Op]) -> list[Result]:
+        # Run write ops on ``store`` only while the lease holds our epoch (see ``fenced``).
+        if self._table is not None and self._epoch is not None:
+            try:
+                return self._table.write(
+                    ops, name=self._name, holder=self._owner, epoch=self._epoch
+                )
+            except LeaseLost:
+                raise LeaseLostError(self._space.prompt_id, self._owner, self._epoch) from None
+        self._check_epoch()
+        return store.batch(ops)
+
+    # ---- the atomic path (PostgresStore) -------------------------------
+
+    def _take_atomic(self, *, renew: bool) -> bool:
+        assert self._table is not None
+        taken = self._table.take(
+            self._name, self._owner, now=self._clock(), ttl=self._ttl, renew=renew
+        )
+        if taken is None:
+            return False
+        epoch, acquired_at = taken
+        self._epoch, self._acquired_at = epoch, acquired_at
+        return True
+
+    def _holder_atomic(self) -> str | None:
+        assert self._table is not None
+        record = self._table.read(self._name)
+        if record is None or not record[0] or record[2] <= self._clock():
+            return None
+        return record[0]
+
+    def _refuse(self) -> None:
+        if self._table is not None:
+            record = self._table.read(self._name)
+            holder, expires_at = ("<unknown>", 0.0) if record is None else (record[0], record[2])
+        else:
+            value = run_sync(self._store, self._read_flow())
+            holder = "<unknown>" if value is None else str(value["holder"])
+            expires_at = 0.0 if value is None else float(value["expires_at"])
+        raise LeaseHeldError(self._space.prompt_id, holder, expires_at)
 
     # ---- flows shared by the sync and async methods --------------------
 
@@ -190,35 +298,90 @@ class Lease:
         if not ours and self._live(record, now):
             return False
         acquired_at = record.get("acquired_at", now) if ours and record is not None else now
+        # The epoch goes up whenever the holder changes; a released lease keeps its
+        # record (with no holder) so the count never starts again.
+        previous = 0 if record is None else int(record.get("epoch", 0))
+        epoch = previous if ours else previous + 1
         yield from io.put(
             self._namespace,
             LEASE_KEY,
-            {"holder": self._owner, "expires_at": now + self._ttl, "acquired_at": acquired_at},
+            {
+                "holder": self._owner,
+                "expires_at": now + self._ttl,
+                "acquired_at": acquired_at,
+                "epoch": epoch,
+            },
         )
         # No compare-and-swap: read back to see whose write landed last.
         confirmed = yield from self._read_flow()
         if confirmed is None or confirmed["holder"] != self._owner:
             return False
         self._acquired_at = float(confirmed.get("acquired_at", now))
+        self._epoch = int(confirmed.get("epoch", epoch))
         return True
 
     def _release_flow(self) -> Flow[bool]:
         record = yield from self._read_flow()
         if record is None or record["holder"] != self._owner:
             return False
-        yield from io.delete(self._namespace, LEASE_KEY)
+        yield from io.put(
+            self._namespace,
+            LEASE_KEY,
+            {"holder": "", "expires_at": 0.0, "acquired_at": 0.0, "epoch": record.get("epoch", 0)},
+        )
         return True
 
     def _holder_flow(self) -> Flow[str | None]:
         record = yield from self._read_flow()
-        if record is None or not self._live(record, self._clock()):
+        if record is None or not record["holder"] or not self._live(record, self._clock()):
             return None
         return str(record["holder"])
 
-    def _require_flow(self) -> Flow[None]:
-        if (yield from self._take_flow(renew=False)):
-            return
-        record = yield from self._read_flow()
-        holder = "<unknown>" if record is None else str(record["holder"])
-        expires_at = 0.0 if record is None else float(record["expires_at"])
-        raise LeaseHeldError(self._space.prompt_id, holder, expires_at)
+
+_siblings: weakref.WeakKeyDictionary[BaseStore, weakref.WeakSet[Lease]] = (
+    weakref.WeakKeyDictionary()
+)
+_siblings_guard = threading.Lock()
+
+
+def in_process(store: BaseStore, prompt_id: str, tenant: str | None, owner: str) -> Lease | None:
+    """A ``Lease`` object of this process for the same prompt, tenant and store held by ``owner``.
+
+    A writer of this process uses the lease its background learner holds (the
+    process's writer lock already keeps the two apart) instead of waiting for it.
+    """
+    name = ".".join(PromptSpace(prompt_id, tenant).namespace("lease"))
+    with _siblings_guard:
+        leases = list(_siblings.get(unwrap(store), ()))
+    return next((x for x in leases if x._name == name and x._owner == owner), None)
+
+
+def fenced(store: BaseStore, lease: Lease) -> BaseStore:
+    """``store``, with every write refused unless ``lease`` still holds its epoch.
+
+    Writes raise ``LeaseLostError`` (and write nothing) once the lease has
+    passed to another holder; reads pass through. Acquire the lease first.
+    """
+    return FencedStore(store, lease)
+
+
+class FencedStore(BaseStore):
+    """A store whose write batches run only while a lease holds its epoch (``fenced``)."""
+
+    def __init__(self, inner: BaseStore, lease: Lease) -> None:
+        self.inner = inner
+        self._lease = lease
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Reads pass through; a batch that writes is fenced by the lease."""
+        ops = list(ops)
+        if any(isinstance(op, PutOp) for op in ops):
+            return self._lease._write_fenced(self.inner, ops)
+        return self.inner.batch(ops)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """``batch`` on a worker thread: the inner store's sync path works for every backend."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    def __repr__(self) -> str:
+        return f"FencedStore({self.inner!r}, {self._lease!r})"

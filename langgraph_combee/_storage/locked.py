@@ -5,14 +5,18 @@ several threads at once; Combee touches its store from the agent's thread, the
 serving thread and the learner thread ("dictionary changed size during
 iteration"). ``thread_safe(store)`` wraps such a store so every batch of
 operations runs under one lock per underlying store object.
+
+``writer_lock`` is the other lock kept here: one per prompt and tenant of a
+store, held by whoever writes versions in this process (``VersionWriter``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 
 from langgraph.store.base import BaseStore, Op, Result
 from langgraph.store.memory import InMemoryStore
@@ -55,3 +59,41 @@ def thread_safe(store: BaseStore) -> BaseStore:
     if isinstance(store, InMemoryStore):
         return LockedStore(store)
     return store
+
+
+def unwrap(store: BaseStore) -> BaseStore:
+    """The store under our wrappers (``LockedStore``, ``FencedStore``)."""
+    while isinstance(getattr(store, "inner", None), BaseStore):
+        store = store.inner  # type: ignore[attr-defined]
+    return store
+
+
+_writers: weakref.WeakKeyDictionary[BaseStore, dict[tuple[str, str | None], threading.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def writer_lock(store: BaseStore, prompt_id: str, tenant: str | None) -> threading.Lock:
+    """The one lock of this process for writers of a prompt and tenant in ``store``.
+
+    Every ``Combee`` (and thread, and event loop) of the process that writes
+    versions of the same prompt in the same underlying store gets the same lock.
+    """
+    with _guard:
+        locks = _writers.setdefault(unwrap(store), {})
+        return locks.setdefault((prompt_id, tenant), threading.Lock())
+
+
+@contextlib.asynccontextmanager
+async def hold(lock: threading.Lock, *, poll_seconds: float = 0.005) -> AsyncIterator[None]:
+    """Hold a thread lock from async code without blocking the event loop.
+
+    Polls instead of waiting on a worker thread, so a cancelled waiter never
+    leaves a thread behind that takes the lock later and never gives it back.
+    """
+    while not lock.acquire(blocking=False):  # noqa: ASYNC110 - a thread lock has no awaitable
+        await asyncio.sleep(poll_seconds)
+    try:
+        yield
+    finally:
+        lock.release()

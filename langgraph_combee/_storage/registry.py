@@ -6,13 +6,24 @@ Versions are ``PromptVersion`` records stored under zero-padded keys (see
 rollback writes a new accepted version with an older playbook, so the audit
 trail is only ever appended to.
 
-Writes are ordered so that a crash between two of them never leaves HEAD
-pointing at a missing or non-accepted version: the version record is always
-written before HEAD.
+A version record and the pointers that name it (HEAD, the latest-version
+hint) are written in one ``store.batch`` call: one transaction on SQLite and
+PostgreSQL. On stores without transactions they are written in order, version
+record first, so a crash never leaves HEAD pointing at a missing or
+non-accepted version; a writer that died after writing an accepted version but
+before moving HEAD is repaired by ``repair_head`` (run by every writer before it
+writes).
+
+A candidate is accepted only while its parent is HEAD: accepting one learned
+from an older version would drop the rules accepted since, so ``accept`` raises
+``StaleCandidateError`` and the caller rebases it first (``rebase`` stores the
+candidate's ops re-applied onto HEAD; ``VersionWriter`` does both).
 
 ``BaseStore`` has no compare-and-swap, so two writers adding versions at the
 same moment could both pick the same version number and the second would
-overwrite the first. Run one writer per prompt and tenant; ``Lease`` guards that.
+overwrite the first. Run one writer per prompt and tenant: ``VersionWriter``
+serialises writers within a process and ``Lease`` across processes (on
+PostgreSQL atomically, with every write fenced by the lease's epoch).
 """
 
 from __future__ import annotations
@@ -25,7 +36,12 @@ from langgraph.store.base import BaseStore
 from langgraph_combee._core.diff import PlaybookDiff, diff_playbooks
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Decision, PromptVersion
-from langgraph_combee._errors import ConfigurationError, RegistryError, VersionNotFoundError
+from langgraph_combee._errors import (
+    ConfigurationError,
+    RegistryError,
+    StaleCandidateError,
+    VersionNotFoundError,
+)
 from langgraph_combee._storage import _io as io
 from langgraph_combee._storage._io import Flow, run_async, run_sync
 from langgraph_combee._storage.keys import (
@@ -197,11 +213,13 @@ class PromptRegistry:
     def accept(self, version: int, decision: Decision) -> PromptVersion:
         """Mark a candidate accepted with ``decision`` and move HEAD to it.
 
-        HEAD moves even when the candidate's parent is no longer HEAD; acceptance
-        policies that care should compare ``parent`` with ``head().version`` first.
+        Only a candidate whose parent is HEAD can be accepted: one learned from an
+        older version would drop the rules accepted since. Rebase it first
+        (``rebase``), or accept through ``Combee.approve``, which does.
 
         Raises:
             VersionNotFoundError: When the version does not exist.
+            StaleCandidateError: When the candidate's parent is no longer HEAD.
             RegistryError: When the version is not a candidate.
             ConfigurationError: When ``decision.accepted`` is False.
         """
@@ -224,6 +242,39 @@ class PromptRegistry:
     async def areject(self, version: int, decision: Decision) -> PromptVersion:
         """Async twin of ``reject``."""
         return await run_async(self._store, self._decide_flow(version, decision, "rejected"))
+
+    def rebase(self, version: int, playbook: Playbook, *, onto: int) -> PromptVersion:
+        """Store a candidate's edits re-applied onto HEAD: its new playbook and parent.
+
+        The record keeps its number, ops and traces; ``parent`` becomes ``onto``
+        and ``rebased_from`` the version it was first learned from. Computing
+        the playbook (re-applying ``ops`` with screening) is the caller's job:
+        storage applies no learning logic.
+
+        Raises:
+            VersionNotFoundError: When the version does not exist.
+            RegistryError: When it is not a candidate, or ``onto`` is not HEAD.
+        """
+        return run_sync(self._store, self._rebase_flow(version, playbook, onto))
+
+    async def arebase(self, version: int, playbook: Playbook, *, onto: int) -> PromptVersion:
+        """Async twin of ``rebase``."""
+        return await run_async(self._store, self._rebase_flow(version, playbook, onto))
+
+    def repair_head(self) -> PromptVersion | None:
+        """Move HEAD past accepted versions a dead writer left behind it; return the new HEAD.
+
+        A writer that died after writing an accepted version but before moving
+        HEAD left that version out of force. Walking forward from HEAD, each
+        accepted version whose parent is the HEAD found so far becomes HEAD.
+        Returns None when HEAD was already right. Only a writer should call it
+        (it moves HEAD); ``VersionWriter`` does before every write.
+        """
+        return run_sync(self._store, self._repair_flow())
+
+    async def arepair_head(self) -> PromptVersion | None:
+        """Async twin of ``repair_head``."""
+        return await run_async(self._store, self._repair_flow())
 
     def rollback(self, version: int, *, reason: str = "") -> PromptVersion:
         """Write a new accepted version with ``version``'s playbook and move HEAD to it.
@@ -335,18 +386,24 @@ class PromptRegistry:
     def _write_flow(
         self, record: PromptVersion, *, move_head: bool, new: bool
     ) -> Flow[PromptVersion]:
-        # Order matters: the version record first, then the pointers that name it.
-        yield from io.put(
-            self._versions, version_key(record.version), record.model_dump(mode="json")
-        )
+        # One batch: one transaction where the store has them. Where it has not,
+        # the order still matters: the version record first, then the pointers.
+        writes = [
+            io.PutRequest(
+                self._versions, version_key(record.version), record.model_dump(mode="json")
+            )
+        ]
         if move_head:
-            yield from io.put(
-                self._meta,
-                HEAD_KEY,
-                {"version": record.version, "updated_at": _now().isoformat()},
+            writes.append(
+                io.PutRequest(
+                    self._meta,
+                    HEAD_KEY,
+                    {"version": record.version, "updated_at": _now().isoformat()},
+                )
             )
         if new:
-            yield from io.put(self._meta, LATEST_KEY, {"version": record.version})
+            writes.append(io.PutRequest(self._meta, LATEST_KEY, {"version": record.version}))
+        yield from io.batch(writes)
         return record
 
     def _add_flow(self, candidate: PromptVersion) -> Flow[PromptVersion]:
@@ -387,8 +444,55 @@ class PromptRegistry:
                 f"{'the implicit initial version' if version == 0 else record.status}, "
                 "and only candidates can be accepted or rejected"
             )
+        if status == "accepted":
+            head = yield from self._head_version_flow()
+            if record.parent != head:
+                raise StaleCandidateError(self.prompt_id, version, record.parent, head)
         decided = record.model_copy(update={"status": status, "decision": decision})
         return (yield from self._write_flow(decided, move_head=status == "accepted", new=False))
+
+    def _rebase_flow(self, version: int, playbook: Playbook, onto: int) -> Flow[PromptVersion]:
+        record = yield from self._get_flow(version)
+        if version == 0 or record.status != "candidate":
+            raise RegistryError(
+                f"cannot rebase version {version} of prompt {self.prompt_id!r}: it is "
+                f"{'the implicit initial version' if version == 0 else record.status}, "
+                "and only candidates can be rebased"
+            )
+        head = yield from self._head_version_flow()
+        if onto != head:
+            raise RegistryError(
+                f"cannot rebase version {version} of prompt {self.prompt_id!r} onto v{onto}: "
+                f"HEAD is v{head}"
+            )
+        if record.parent == onto:
+            return record
+        rebased = record.model_copy(
+            update={
+                "playbook": playbook,
+                "parent": onto,
+                "rebased_from": record.rebased_from
+                if record.rebased_from is not None
+                else record.parent,
+            }
+        )
+        return (yield from self._write_flow(rebased, move_head=False, new=False))
+
+    def _repair_flow(self) -> Flow[PromptVersion | None]:
+        head = yield from self._head_version_flow()
+        latest = yield from self._latest_flow()
+        found: PromptVersion | None = None
+        current = head
+        for number in range(head + 1, latest + 1):
+            record = yield from self._read_flow(number)
+            if record is not None and record.status == "accepted" and record.parent == current:
+                found, current = record, number
+        if found is None:
+            return None
+        yield from io.put(
+            self._meta, HEAD_KEY, {"version": found.version, "updated_at": _now().isoformat()}
+        )
+        return found
 
     def _rollback_flow(self, version: int, reason: str) -> Flow[PromptVersion]:
         target = yield from self._get_flow(version)

@@ -118,16 +118,20 @@ def metadata(record: PromptVersion, head: int) -> list[tuple[str, str]]:
         ("decision", decision_text(record.decision)),
         ("source traces", str(len(record.source_trace_ids))),
         ("quarantined", str(len(record.quarantined))),
+        ("held for approval", str(len(record.held))),
         ("pending bullets", str(sum(b.pending for b in record.playbook.bullets))),
     ]
+    if record.needs_approval:
+        rows.append(("needs approval", "; ".join(record.needs_approval)))
     if record.note:
         rows.append(("note", record.note))
     return rows
 
 
-def quarantine_lines(record: PromptVersion) -> list[str]:
-    """One line per op the guard refused in the step that made ``record``."""
-    return [f"- {q.describe()} (traces: {', '.join(q.sources) or '-'})" for q in record.quarantined]
+def quarantine_lines(record: PromptVersion, *, held: bool = False) -> list[str]:
+    """One line per op the guard refused (or, with ``held``, held) in the step of ``record``."""
+    items = record.held if held else record.quarantined
+    return [f"- {q.describe()} (traces: {', '.join(q.sources) or '-'})" for q in items]
 
 
 def markdown(record: PromptVersion, head: int) -> str:

@@ -91,7 +91,7 @@ def show(
     tenant: TenantOpt = None,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
-    """Show a version's metadata, its rendered playbook and the ops its guard quarantined."""
+    """Show a version's metadata, its rendered playbook and the ops its guard stopped."""
     with _combee(prompt_id, store) as combee:
         head = combee.current(tenant=tenant)
         record = head if version is None else combee.get(version, tenant=tenant)
@@ -103,6 +103,14 @@ def show(
         console.print()
         console.print(f"Quarantined ops ({len(record.quarantined)}), never applied:")
         for line in quarantine_lines(record):
+            console.print(line, markup=False, highlight=False)
+    if record.held:
+        console.print()
+        where = "in this candidate" if record.needs_approval else "in a separate candidate"
+        console.print(
+            f"Held for approval ({len(record.held)}), {where}; accept with `combee approve`:"
+        )
+        for line in quarantine_lines(record, held=True):
             console.print(line, markup=False, highlight=False)
 
 

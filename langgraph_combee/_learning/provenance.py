@@ -1,0 +1,254 @@
+"""Provenance: a rule's instruction must come from trusted evidence, not from the end user.
+
+A trace mixes text the end user controls (their input and messages, the agent's
+output, tool arguments the model wrote from them, a feedback comment they typed)
+with evidence the application trusts: the operator's ground truth, an
+evaluator's comment, tool results and errors, the tools' names. The user's words
+may *describe the situation* a rule applies to ("tickets about a refund"); they
+must never *become the rule*.
+
+The check is mechanical and works the same in any language. Every text is folded
+(NFKC, look-alikes, case, markup removed), split into content words (light
+stemming, English function words dropped) and values (tokens with a digit). A
+proposed bullet then needs:
+
+1. at most ``max_user_words`` distinct words or values found *only* in user text
+   (``max_situation_words`` when it states a ground truth the user never wrote:
+   the operator's answer, the rest saying when it applies), and
+2. if it has any such word, at least one word or value found in a trusted field
+   of its source traces (its anchor), unless it is mostly the learner's own words
+   (at most two of the user's words, and at most a quarter of its words).
+
+Words found in no trace are the learner's own. A learner that copies a user's
+message into a rule (``parrot_learner``, the worst case) fails one or the other:
+the message carries no trusted word, or too many words of its own. Tool results
+that echo user text (a run of ``_SHINGLE`` words
+the user also wrote) do not count as trusted for those words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from langgraph_combee._core.types import Trace
+from langgraph_combee._learning import guard_rules as rules
+
+TRUSTED_FEEDBACK_SOURCES: tuple[str, ...] = ("evaluator", "operator", "reviewer", "ground_truth")
+"""``Feedback.source`` values whose *comment* is trusted; any other comment is user text."""
+
+_SHINGLE = 4
+_WORD = re.compile(r"\w+(?:[-_./:']\w+)*")
+_STOP = frozenset(
+    re.findall(
+        r"\w+",
+        """
+    a an the and or but if then else when while of to in on at by for from with without as
+    is are was were be been being it its this that these those there here which who whom
+    whose what where why how not no nor so than too very can could should would will shall
+    may might must do does did done has have had having i me my we our you your he she they
+    them their his her us all any each every some such only own same other more most also
+    just into onto about over under again once both few up down out off per via vs
+    """,
+    )
+)
+
+
+def _stem(word: str) -> str:
+    if any(c.isdigit() for c in word):
+        return word
+    word = word.removesuffix("'s")
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """Content words and values of ``text``, folded and stemmed, in order (repeats kept)."""
+    marked = rules.strip_markup(text)
+    out: list[str] = []
+    for part in (marked.visible, *marked.hidden):
+        for token in _WORD.findall(part):
+            pieces = [token] if any(c.isdigit() for c in token) else re.split(r"[-_./:']", token)
+            out.extend(_stem(p) for p in pieces if p and p not in _STOP)
+    return out
+
+
+def _shingles(words: Sequence[str]) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + _SHINGLE]) for i in range(len(words) - _SHINGLE + 1)}
+
+
+def _unechoed(words: list[str], user: set[tuple[str, ...]]) -> list[str]:
+    # Words of a tool result that sit in a run the user also wrote are the user's words
+    # echoed back (an order note, a ticket body): they are not trusted evidence.
+    echoed = [False] * len(words)
+    for i in range(len(words) - _SHINGLE + 1):
+        if tuple(words[i : i + _SHINGLE]) in user:
+            for j in range(i, i + _SHINGLE):
+                echoed[j] = True
+    return [w for w, e in zip(words, echoed, strict=True) if not e]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a batch of traces says, split by trust.
+
+    Attributes:
+        trusted: Field label (``"ground_truth:t1"``) to the words it supports.
+        user: Words found in user-controlled text.
+    """
+
+    trusted: dict[str, frozenset[str]] = field(default_factory=dict)
+    user: frozenset[str] = frozenset()
+
+    def supporting(self, word: str) -> list[str]:
+        """The trusted field labels that contain ``word``."""
+        return [label for label, words in self.trusted.items() if word in words]
+
+
+@dataclass(frozen=True)
+class Trust:
+    """Which fields of a trace are trusted evidence.
+
+    Attributes:
+        comment_sources: ``Feedback.source`` values whose comment is trusted.
+        untrusted_truth: ``Feedback.source`` values whose ground truth is user text.
+        tools: Names of the tools whose results are trusted; None trusts every tool.
+    """
+
+    comment_sources: tuple[str, ...] = TRUSTED_FEEDBACK_SOURCES
+    untrusted_truth: tuple[str, ...] = ()
+    tools: tuple[str, ...] | None = None
+
+    def truth(self, trace: Trace) -> bool:
+        """Whether the trace's ground truth is the operator's."""
+        fb = trace.feedback
+        return bool(
+            fb and fb.ground_truth and (fb.source or "").lower() not in self.untrusted_truth
+        )
+
+    def comment(self, trace: Trace) -> bool:
+        """Whether the trace's feedback comment comes from a trusted source."""
+        fb = trace.feedback
+        return bool(fb and fb.comment and (fb.source or "").lower() in self.comment_sources)
+
+    def tool(self, name: str) -> bool:
+        """Whether results of the tool ``name`` are trusted."""
+        return self.tools is None or name in self.tools
+
+
+def user_texts(trace: Trace, trust: Trust) -> list[str]:
+    """Every text of ``trace`` the end user controls or could have steered."""
+    texts = [trace.input, trace.output]
+    texts.extend(m.content for m in trace.messages if m.role != "tool")
+    texts.extend(str(c.args) for c in trace.tool_calls)
+    texts.extend(str(m.tool_calls) for m in trace.messages if m.tool_calls)
+    texts.extend(c.result or "" for c in trace.tool_calls if not trust.tool(c.name))
+    texts.extend(
+        m.content for m in trace.messages if m.role == "tool" and not trust.tool(m.name or "")
+    )
+    fb = trace.feedback
+    if fb is not None and fb.comment and not trust.comment(trace):
+        texts.append(fb.comment)
+    if fb is not None and fb.ground_truth and not trust.truth(trace):
+        texts.append(fb.ground_truth)
+    return [t for t in texts if t]
+
+
+def trusted_fields(trace: Trace, trust: Trust) -> dict[str, str]:
+    """The trusted fields of ``trace``, labelled ``"<field>:<trace id>"``."""
+    out: dict[str, str] = {}
+    fb = trace.feedback
+    if fb is not None and fb.ground_truth and trust.truth(trace):
+        out[f"ground_truth:{trace.id}"] = fb.ground_truth
+    if fb is not None and fb.comment and trust.comment(trace):
+        out[f"evaluator_comment:{trace.id}"] = fb.comment
+    results = [c.result for c in trace.tool_calls if c.result and trust.tool(c.name)]
+    results.extend(
+        m.content
+        for m in trace.messages
+        if m.role == "tool" and m.content and trust.tool(m.name or "")
+    )
+    if results:
+        out[f"tool_result:{trace.id}"] = "\n".join(results)
+    names = sorted({c.name for c in trace.tool_calls if c.name})
+    if names:
+        out[f"tool_name:{trace.id}"] = " ".join(names)
+    errors = trace.execution_errors()
+    if errors:
+        out[f"error:{trace.id}"] = "\n".join(errors)
+    return out
+
+
+def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
+    """Split the evidence of ``traces`` into trusted fields and user words."""
+    user: set[str] = set()
+    trusted: dict[str, frozenset[str]] = {}
+    for trace in traces:
+        said = [tokens(t) for t in user_texts(trace, trust)]
+        user.update(w for words in said for w in words)
+        shingles = set().union(*map(_shingles, said)) if said else set()
+        for label, text in trusted_fields(trace, trust).items():
+            words = tokens(text)
+            if label.startswith(("tool_result:", "error:")):
+                words = _unechoed(words, shingles)
+            trusted[label] = frozenset(words)
+    return Evidence(trusted=trusted, user=frozenset(user))
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """How a proposed text stands against its evidence.
+
+    Attributes:
+        fields: Trusted field labels that support at least one of its words.
+        user_only: Its words and values found in user text and in no trusted field.
+        anchored: Whether any of its words is supported by a trusted field.
+        words: How many distinct words and values it has.
+        echoed: Whether every trusted word it rests on also appears in the user's
+            text: the user wrote the answer into their message (an attacker who
+            guessed the team code gets an honest ground truth that agrees).
+        answered: Whether it states a ground truth the user never wrote: the
+            operator's answer, so the rest may describe at length when it applies.
+    """
+
+    fields: tuple[str, ...]
+    user_only: tuple[str, ...]
+    anchored: bool
+    words: int = 0
+    echoed: bool = False
+    answered: bool = False
+
+    @property
+    def mostly_own(self) -> bool:
+        """Whether the learner wrote it in its own words: at most two of the user's, a quarter."""
+        return len(self.user_only) <= 2 and 4 * len(self.user_only) <= self.words
+
+
+def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
+    """Compare ``text`` with ``evidence``; words of ``known`` (live text) count as trusted."""
+    already = set(tokens(known)) if known else set()
+    fields: dict[str, None] = {}
+    user_only: dict[str, None] = {}
+    anchored = False
+    anchors: list[str] = []
+    distinct = list(dict.fromkeys(tokens(text)))
+    for word in distinct:
+        labels = evidence.supporting(word)
+        if labels or word in already:
+            anchored = True
+            fields.update(dict.fromkeys(labels))
+            anchors.extend([word] if labels and word not in already else [])
+        elif word in evidence.user:
+            user_only[word] = None
+    echoed = bool(anchors) and not already and all(w in evidence.user for w in anchors)
+    truths = {
+        w
+        for label, words in evidence.trusted.items()
+        if label.startswith("ground_truth:")
+        for w in words
+    }
+    answered = any(w in truths and w not in evidence.user for w in anchors)
+    return Assessment(tuple(fields), tuple(user_only), anchored, len(distinct), echoed, answered)
