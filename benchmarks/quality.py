@@ -18,6 +18,8 @@ the next batch.
     python -m benchmarks.quality            # 1.5B model, full grid (about an hour)
     python -m benchmarks.quality --quick    # naive/Combee at 8 and 24, 24 training tickets
     python -m benchmarks.quality --model test --quick   # offline doubles, seconds
+    python -m benchmarks.quality --replay both          # each configuration with and without
+                                                        # verified adoption (an ablation row)
 
 Writes ``benchmarks/results/quality.json`` and ``docs/img/quality.png`` and
 prints the exact command that reproduces them.
@@ -29,7 +31,7 @@ import argparse
 import asyncio
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +61,7 @@ class Plan:
     test: int
     batch_sizes: tuple[int, ...]
     strategies: tuple[str, ...]
+    replay: tuple[bool, ...] = (False,)
 
 
 FULL = Plan(train=72, test=40, batch_sizes=(8, 16, 32, 64), strategies=STRATEGIES)
@@ -71,24 +74,37 @@ class Config:
 
     strategy: str
     batch_size: int
+    replay: bool = False
 
     @property
     def name(self) -> str:
-        """``combee@32``; the sequential strategy is per trace whatever the batch size."""
-        return (
+        """``combee@32`` (``combee@32+replay``); sequential is per trace whatever the batch size."""
+        base = (
             "sequential" if self.strategy == "sequential" else f"{self.strategy}@{self.batch_size}"
         )
+        return f"{base}+replay" if self.replay else base
 
 
 def configs(plan: Plan) -> list[Config]:
-    """The grid: sequential once, naive and Combee at every batch size."""
+    """The grid: sequential once, naive and Combee at every batch size (each replay setting)."""
     out: list[Config] = []
     for strategy in plan.strategies:
-        if strategy == "sequential":
-            out.append(Config(strategy, min(plan.batch_sizes)))
-        else:
-            out.extend(Config(strategy, size) for size in plan.batch_sizes)
+        sizes = [min(plan.batch_sizes)] if strategy == "sequential" else plan.batch_sizes
+        out.extend(Config(strategy, size, replay) for size in sizes for replay in plan.replay)
     return out
+
+
+def replay_evaluator(task: Task) -> Callable[[Trace], Feedback | None]:
+    """Scores a replayed run with the task's scorer against the ground truth it carries."""
+
+    def score(trace: Trace) -> Feedback | None:
+        truth = trace.feedback.ground_truth if trace.feedback is not None else None
+        if truth is None:
+            return None
+        right = task.score(trace.output, Example(input=trace.input, answer=truth))
+        return Feedback(correct=right, source="evaluator")
+
+    return score
 
 
 def collect_traces(task: Task, models: Models, train: list[Example]) -> tuple[list[Trace], float]:
@@ -122,6 +138,7 @@ async def learn(combee: Combee, traces: list[Trace], batch_size: int) -> dict[st
             failures.append(repr(exc))
     calls: dict[str, int] = {}
     failed_calls: dict[str, int] = {}
+    replayed = [r for r in reports if r.replay is not None and r.replay.enabled]
     for report in reports:
         for stage, count in report.calls.items():
             calls[stage] = calls.get(stage, 0) + count
@@ -138,6 +155,11 @@ async def learn(combee: Combee, traces: list[Trace], batch_size: int) -> dict[st
         "output_tokens": sum(r.output_tokens for r in reports),
         "evicted": sum(r.evicted for r in reports),
         "merged": sum(r.merged for r in reports),
+        "replay_tokens": sum(r.replay.input_tokens + r.replay.output_tokens for r in replayed),
+        "rules_dropped_by_replay": sum(len(r.replay.dropped) for r in replayed),
+        "rules_verified_by_replay": sum(
+            1 for r in replayed for v in r.replay.rules if v.evidence.status == "verified"
+        ),
     }
 
 
@@ -154,6 +176,18 @@ def run_config(
         timeout_seconds=models.timeout_seconds,
         reflector=models.reflector,
         seed=seed,
+        # Verified adoption needs the agent's model, its prompt and an evaluator; the
+        # traces were collected without the middleware, so it is told them.
+        **(
+            {
+                "replay": True,
+                "evaluator": replay_evaluator(task),
+                "agent_model": models.agent,
+                "agent_prompt": task.prompt(),
+            }
+            if config.replay
+            else {"replay": False}
+        ),
     )
     started = time.perf_counter()
     learned = asyncio.run(learn(combee, traces, config.batch_size))
@@ -165,6 +199,7 @@ def run_config(
         "name": config.name,
         "strategy": config.strategy,
         "batch_size": None if config.strategy == "sequential" else config.batch_size,
+        "replay": config.replay,
         "accuracy": held_out.accuracy,
         "bullets": len(head.playbook.bullets),
         "playbook_tokens": head.playbook.token_count(),
@@ -209,7 +244,10 @@ def plot(
     fig, (acc_ax, size_ax, time_ax) = plt.subplots(1, 3, figsize=(14, 4.2), dpi=110)
     colours = {"naive": "tab:red", "combee": "tab:blue", "sequential": "tab:grey"}
     for strategy in ("naive", "combee"):
-        mine = sorted((r for r in rows if r["strategy"] == strategy), key=lambda r: r["batch_size"])
+        mine = sorted(
+            (r for r in rows if r["strategy"] == strategy and not r.get("replay")),
+            key=lambda r: r["batch_size"],
+        )
         if not mine:
             continue
         xs = [r["batch_size"] for r in mine]
@@ -218,7 +256,7 @@ def plot(
         size_ax.plot(xs, [r["bullets"] for r in mine], **style)
         time_ax.plot(xs, [r["learn_seconds"] for r in mine], **style)
     for row in rows:
-        if row["strategy"] == "sequential":
+        if row["strategy"] == "sequential" and not row.get("replay"):
             style = {"color": colours["sequential"], "ls": "-", "label": "sequential (per trace)"}
             acc_ax.axhline(row["accuracy"], **style)
             size_ax.axhline(row["bullets"], **style)
@@ -267,6 +305,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=None)
     parser.add_argument("--strategies", nargs="+", choices=STRATEGIES, default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--replay",
+        choices=("off", "on", "both"),
+        default="off",
+        help="verified adoption: off (default), on, or both (an ablation row per configuration)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for quality.json")
     parser.add_argument("--plot", default=str(IMAGES / "quality.png"), help="PNG ('' for none)")
     args = parser.parse_args(list(argv))
@@ -293,6 +337,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         test=args.test or base.test,
         batch_sizes=tuple(args.batch_sizes or base.batch_sizes),
         strategies=tuple(args.strategies or base.strategies),
+        replay={"off": (False,), "on": (True,), "both": (False, True)}[args.replay],
     )
     cmd = command(MODULE, argv)
     print(f"reproduce: {cmd}", flush=True)
@@ -329,6 +374,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "test_tickets": plan.test,
             "batch_sizes": list(plan.batch_sizes),
             "strategies": list(plan.strategies),
+            "replay": args.replay,
             "seed": args.seed,
             "learner_concurrency": models.concurrency,
             "reflector": models.reflector,

@@ -55,11 +55,13 @@ from langgraph_combee._learning.engine import (
 )
 from langgraph_combee._learning.guard import DEFAULT_GUARD, BulletGuard
 from langgraph_combee._learning.prompts import CuratorStyle, ReflectorStyle
+from langgraph_combee._learning.replay import ReplaySettings
 from langgraph_combee._learning.strategies import Strategy
 from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy
 from langgraph_combee._runtime.feedback_poll import FeedbackSource
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee._runtime.limits import TraceLimits
+from langgraph_combee._runtime.replaying import Replayer, ReplayMode
 from langgraph_combee._runtime.serving import DropPolicy, Durability, Server, ServingSettings
 from langgraph_combee._runtime.step_run import learn_step_run
 from langgraph_combee._runtime.versions import ApplyPipeline, VersionWriter
@@ -94,6 +96,13 @@ def _resolve_model(model: str | BaseChatModel | None) -> BaseChatModel | None:
                 "model", model, f"a 'provider:name' init_chat_model accepts ({exc})"
             ) from exc
     raise ConfigurationError("model", model, "a 'provider:name' string or a BaseChatModel")
+
+
+def _resolve_agent_model(model: str | BaseChatModel | None) -> BaseChatModel | None:
+    try:
+        return _resolve_model(model)
+    except ConfigurationError as exc:
+        raise ConfigurationError("agent_model", model, exc.allowed) from exc
 
 
 def _run_sync(coro: Coroutine[Any, Any, R], what: str) -> R:
@@ -310,6 +319,19 @@ class Combee(AgentSide):
         feedback_source: Optional ``FeedbackSource`` the background learner asks
             for feedback on traces that wait for it (``feedback_wait_seconds``),
             e.g. ``LangSmithFeedback(client)``; feedback found makes them ready.
+        replay: Verified adoption (``docs/acceptance.md``): before a candidate
+            goes to ``acceptance``, replay the last model call of runs of the
+            batch under it with the agent's model, and drop the rules that do
+            not earn their place. ``"auto"`` (default): on when the agent's
+            model and an ``evaluator`` are known; True: on whenever the model is
+            known (runs without an evaluator verdict are scored by their ground
+            truth); False: off.
+        max_replays: Most replay calls per learning step.
+        agent_model: The agent's chat model for replays (a ``BaseChatModel`` or a
+            ``"provider:name"`` string); default: the one the middleware saw the
+            agent call in this process.
+        agent_prompt: The agent's own system prompt for replays; default: the one
+            the middleware saw.
     """
 
     def __init__(
@@ -354,6 +376,10 @@ class Combee(AgentSide):
         max_trace_chars: int | None = 100_000,
         on_version: Sequence[VersionListener] = (),
         feedback_source: FeedbackSource | None = None,
+        replay: ReplayMode = "auto",
+        max_replays: int = 32,
+        agent_model: str | BaseChatModel | None = None,
+        agent_prompt: str | None = None,
     ) -> None:
         validate_label("prompt_id", prompt_id)
         _check_numbers(
@@ -488,6 +514,18 @@ class Combee(AgentSide):
                 dedup_threshold=self._engine_settings.dedup_threshold,
                 embedder=self._engine_settings.embedder,
             ),
+        )
+        self.replayer = Replayer(
+            mode=replay,
+            settings=ReplaySettings(
+                max_replays=max_replays,
+                max_concurrency=max_concurrency,
+                timeout_seconds=timeout_seconds,
+                seed=seed,
+            ),
+            evaluator=lambda: self.evaluator,
+            agent_model=_resolve_agent_model(agent_model),
+            agent_prompt=agent_prompt,
         )
         self._engines: dict[str | None, LearningEngine] = {}
         self._registries: dict[str | None, PromptRegistry] = {}
@@ -829,6 +867,14 @@ class Combee(AgentSide):
         inputs = {"trace_ids": [t.id for t in batch], "version_before": head.version}
         async with learn_step_run(self._callbacks, metadata=metadata, inputs=inputs) as run:
             result = await engine.step(head.playbook, batch, version=next_version)
+            result = await self.replayer(
+                head.playbook,
+                result,
+                batch,
+                version=next_version,
+                callbacks=run.manager.get_child(),
+                budget=self.budget,
+            )
             if before_submit is not None and not await before_submit():
                 raise LearningError("the writer lease was lost during the step; result discarded")
             stored = await self._writer.submit(registry, head, result, version=next_version)

@@ -50,6 +50,8 @@ def test_two_tenants_learning_concurrently_stay_isolated() -> None:
         model=parrot_learner(),
         scope=_org,
         evaluator=_truth,
+        # This agent ignores its prompt: replay would rightly drop every rule it learns.
+        replay=False,
         batch_size=3,
         min_batch=1,
         max_wait_seconds=0.01,

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from langgraph_combee._core.evidence import ReplayEvidence
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._tokens import estimate_tokens
 
@@ -91,6 +92,10 @@ class Bullet(BaseModel):
             "Trusted fields that support the bullet, as '<field>:<trace id>' with field one "
             "of ground_truth, evaluator_comment, tool_result, tool_name, error."
         ),
+    )
+    replay: ReplayEvidence | None = Field(
+        default=None,
+        description="What replaying runs under the playbook that adopted it showed (None: never).",
     )
 
     @property

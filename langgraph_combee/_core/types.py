@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from langgraph_combee._core.evidence import ReplayReport
 from langgraph_combee._core.ops import DeltaOp
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.quarantine import QuarantinedOp
@@ -239,6 +240,9 @@ class StepReport(BaseModel):
     )
     held_version: int | None = Field(
         default=None, description="The candidate version that carries the held ops."
+    )
+    replay: ReplayReport | None = Field(
+        default=None, description="Verified adoption: replays, their cost, the rules dropped."
     )
 
 

@@ -269,6 +269,10 @@ def serve(
 ) -> tuple[ModelRequest[Any], dict[str, Any]]:
     """``request`` with ``version``'s playbook appended to its system prompt, and the run labels."""
     metadata = version_metadata(combee.prompt_id, version)
+    # What verified adoption replays with: the agent's model, its own prompt, its tools.
+    combee.replayer.agent_calls.remember(
+        request.model, request.system_message, request.tools, request.tool_choice
+    )
     playbook = combee.server.rendered(version)
     if not playbook:
         return request, metadata

@@ -1,0 +1,377 @@
+"""Verified adoption: replay runs of the batch under the candidate playbook before acceptance.
+
+ACE checks a reflection by regenerating the answer with it; here that check is
+made safe for production. After a strategy has produced its candidate
+playbook, and before the acceptance policy sees it, ``verify`` replays the
+model call of runs of the batch (the run's messages up to its last model call,
+system prompt rebuilt with the candidate playbook; no tool is executed) with
+the agent's own model, scores each reply with the evaluator (or the run's
+ground truth), and judges every rule the step added or changed:
+
+* **verified** (kept): replays of failing runs it was learned from turned right;
+* **rejected** (dropped; an updated rule goes back to its previous text):
+  it turned a previously right replay wrong; or it is over-general, pulling a
+  run whose right answer differs towards the answer of the runs it came from;
+  or it is ineffective, the failing runs it came from staying wrong under it;
+* **unverified** (kept): nothing could be concluded (no scorable replay of a
+  run it came from, failed calls, the replay limit reached).
+
+A loss that no rule's answer explains is attributed by replaying the lost run
+under the previous playbook plus one changed rule at a time; a rule whose runs
+another rule pulled to its answer is judged again, once that rule is dropped,
+on replays without it (both within the limit).
+
+Failure policy: ``verify`` never raises for one replay. A call that raises or
+times out, or an evaluator that raises, is counted and its run stays unscored,
+so the rules it bore on keep the status the other replays give them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from langchain_core.callbacks import Callbacks
+
+from langgraph_combee._core.evidence import ReplayEvidence, ReplayReport, RuleVerdict
+from langgraph_combee._core.playbook import Bullet, Playbook
+from langgraph_combee._core.types import StepReport, Trace
+from langgraph_combee._learning.budget import LearnerBudget
+from langgraph_combee._learning.replay import (
+    Render,
+    ReplayRun,
+    ReplaySettings,
+    ReplayTarget,
+    Scorer,
+    answers_match,
+    normalise,
+)
+
+__all__ = ["changed_bullets", "record", "verify"]
+
+
+@dataclass
+class _Outcome:
+    """One run of the batch: how it went, and how its latest replay went."""
+
+    trace: Trace
+    before: bool | None
+    after: bool | None = None
+    output: str = ""
+
+    @property
+    def truth(self) -> str | None:
+        fb = self.trace.feedback
+        return fb.ground_truth if fb is not None and fb.ground_truth else None
+
+
+def changed_bullets(before: Playbook, candidate: Playbook) -> list[Bullet]:
+    """Rendered bullets of ``candidate`` that were not rendered before, or whose text changed.
+
+    A pending bullet promoted in this step is new to the agent, so it is judged too.
+    """
+    old = {b.id: b.content for b in before.live().bullets}
+    return [b for b in candidate.live().bullets if old.get(b.id) != b.content]
+
+
+def _pick(
+    changed: Sequence[Bullet],
+    outcomes: Mapping[str, _Outcome],
+    settings: ReplaySettings,
+    version: int,
+) -> list[str]:
+    """The runs to replay: failing sources first, other failing runs, a sample of right ones."""
+    sources = list(dict.fromkeys(t for b in changed for t in b.provenance if t in outcomes))
+    failing_sources = [t for t in sources if outcomes[t].before is False]
+    others = [t for t, o in outcomes.items() if o.before is False and t not in failing_sources]
+    right = [t for t, o in outcomes.items() if o.before is True]
+    limit = settings.max_replays
+    reserved = min(len(right), max(1, limit // 4)) if right else 0
+    picked = failing_sources[: max(0, limit - reserved)]
+    picked += others[: max(0, limit - reserved - len(picked))]
+    rng = random.Random(f"{settings.seed}:{version}")
+    picked += rng.sample(right, min(len(right), limit - len(picked)))
+    return picked
+
+
+def _answers(bullet: Bullet, outcomes: Mapping[str, _Outcome]) -> list[str]:
+    """A rule's own answers: the ground truth of the failing runs it was learned from,
+    and what their replays answered when they came out right."""
+    found: list[str] = []
+    for trace_id in bullet.provenance:
+        outcome = outcomes.get(trace_id)
+        if outcome is None or outcome.before is not False:
+            continue
+        if outcome.truth:
+            found.append(outcome.truth)
+        if outcome.after is True and outcome.output.strip():
+            found.append(outcome.output)
+    return list(dict.fromkeys(found))
+
+
+def _pulled_by(outcome: _Outcome, answers: Sequence[str]) -> bool:
+    """Whether the replay, judged wrong, took one of ``answers`` it did not give before.
+
+    With a ground truth, an answer equal to it does not count; without one, the
+    verdict says the run's right answer is not the one it took.
+    """
+    if outcome.after is not False:
+        return False
+    truth = outcome.truth
+    return any(
+        (truth is None or normalise(a) != normalise(truth))
+        and answers_match(outcome.output, a)
+        and not answers_match(outcome.trace.output, a)
+        for a in answers
+    )
+
+
+def _judge(
+    bullet: Bullet,
+    outcomes: Mapping[str, _Outcome],
+    answers: Mapping[str, list[str]],
+    broken: Sequence[str],
+    version: int,
+) -> ReplayEvidence:
+    mine = set(bullet.provenance)
+    sources = [t for t in bullet.provenance if t in outcomes and outcomes[t].after is not None]
+    failing = [t for t in sources if outcomes[t].before is False]
+    fixed = [t for t in failing if outcomes[t].after is True]
+    still = [t for t in failing if outcomes[t].after is False]
+    pulled = [
+        t
+        for t, o in outcomes.items()
+        if t not in mine and _pulled_by(o, answers.get(bullet.id, []))
+    ]
+    # A source that another changed rule pulled to its own answer says nothing
+    # about this rule: the other one won.
+    rivals = [a for bid, found in answers.items() if bid != bullet.id for a in found]
+    confounded = [t for t in still if _pulled_by(outcomes[t], rivals)]
+    evidence = ReplayEvidence(
+        version=version, fixed=fixed, still_wrong=still, broken=list(broken), pulled=pulled
+    )
+    if broken:
+        evidence.status = "rejected"
+        evidence.reason = f"turned {len(broken)} previously right run(s) wrong"
+    elif pulled:
+        evidence.status = "rejected"
+        evidence.reason = (
+            f"over-general: pulled {len(pulled)} run(s) with another right answer to its answer"
+        )
+    elif fixed:
+        evidence.status = "verified"
+        evidence.reason = f"turned {len(fixed)} of {len(failing)} failing run(s) it came from right"
+    elif len(still) > len(confounded):
+        evidence.status = "rejected"
+        evidence.reason = (
+            f"ineffective: the {len(still)} failing run(s) it came from stayed wrong under it"
+        )
+    else:
+        evidence.reason = "no scorable replay of a failing run it came from"
+    return evidence
+
+
+def _with_bullet(before: Playbook, bullet: Bullet) -> Playbook:
+    """``before``'s live bullets with ``bullet`` added (or in place of its old text)."""
+    bullets = [b for b in before.live().bullets if b.id != bullet.id]
+    return before.replace_bullets([*bullets, bullet])
+
+
+async def verify(
+    *,
+    before: Playbook,
+    candidate: Playbook,
+    traces: Sequence[Trace],
+    target: ReplayTarget,
+    score: Scorer,
+    render: Render,
+    settings: ReplaySettings,
+    version: int,
+    callbacks: Callbacks = None,
+    budget: LearnerBudget | None = None,
+) -> tuple[Playbook, ReplayReport]:
+    """Replay runs of the batch under ``candidate`` and keep only the rules that earn it.
+
+    Args:
+        before: The playbook the step started from (HEAD).
+        candidate: The strategy's new playbook.
+        traces: The step's batch.
+        target: The agent's model, system prompt and tools.
+        score: Judges a replayed trace (``make_scorer``).
+        render: Appends a rendered playbook to the agent's system message.
+        settings: Limits: replays per step, concurrency, timeout.
+        version: The candidate's version number (stamped on the evidence).
+        callbacks: Callbacks of the replay calls (the step's run, for tracing).
+        budget: The learner budget replay calls are charged to.
+
+    Returns:
+        The playbook with rejected rules taken out (updated ones restored to
+        their previous text) and evidence on every rule judged and kept, and
+        the replay report. Never raises for a failed call or evaluator.
+    """
+    report = ReplayReport(enabled=True)
+    changed = changed_bullets(before, candidate)
+    if not changed:
+        report.reason = "no rule added or changed; nothing to replay"
+        return candidate, report
+    run = ReplayRun(
+        target=target,
+        score=score,
+        render=render,
+        settings=settings,
+        callbacks=callbacks,
+        budget=budget,
+        report=report,
+        runnable=target.runnable(),
+        semaphore=asyncio.Semaphore(settings.max_concurrency),
+    )
+    unique = {t.id: t for t in traces}
+    baselines = await asyncio.gather(*(run.baseline(t) for t in unique.values()))
+    outcomes = {
+        t.id: _Outcome(t, before=b) for t, b in zip(unique.values(), baselines, strict=True)
+    }
+    picked = _pick(changed, outcomes, settings, version)
+    results = await asyncio.gather(*(run.replay(outcomes[t].trace, candidate) for t in picked))
+    replayed: dict[str, _Outcome] = {}
+    for trace_id, result in zip(picked, results, strict=True):
+        if result is None:
+            continue
+        outcome = outcomes[trace_id]
+        outcome.after, outcome.output = result
+        replayed[trace_id] = outcome
+    report.replayed = list(replayed)
+    answers = {b.id: _answers(b, outcomes) for b in changed}
+    broken = await _attribute(run, before, changed, replayed, answers)
+    verdicts = [_verdict(b, replayed, answers, broken, version) for b in changed]
+    verdicts = await _after_drops(
+        run, before, candidate, changed, verdicts, replayed, broken, version
+    )
+    report.rules = verdicts
+    # Each run's latest replay: under the playbook that is adopted, where it was replayed again.
+    report.turned_right = [t for t, o in replayed.items() if o.before is False and o.after]
+    report.turned_wrong = [t for t, o in replayed.items() if o.before and o.after is False]
+    report.reason = (
+        f"{len(replayed)} run(s) replayed ({report.failed} failed calls): "
+        f"{len(report.turned_right)} turned right, {len(report.turned_wrong)} turned wrong; "
+        f"{len(report.dropped)} of {len(verdicts)} new or changed rule(s) dropped"
+    )
+    return _adopt(before, candidate, verdicts), report
+
+
+def _verdict(
+    bullet: Bullet,
+    replayed: Mapping[str, _Outcome],
+    answers: Mapping[str, list[str]],
+    broken: Mapping[str, list[str]],
+    version: int,
+) -> RuleVerdict:
+    evidence = _judge(bullet, replayed, answers, broken.get(bullet.id, []), version)
+    return RuleVerdict(
+        bullet_id=bullet.id,
+        content=bullet.content,
+        kept=evidence.status != "rejected",
+        evidence=evidence,
+    )
+
+
+async def _after_drops(
+    run: ReplayRun,
+    before: Playbook,
+    candidate: Playbook,
+    changed: Sequence[Bullet],
+    verdicts: list[RuleVerdict],
+    replayed: dict[str, _Outcome],
+    broken: Mapping[str, list[str]],
+    version: int,
+) -> list[RuleVerdict]:
+    """Judge again the rules a dropped rival confounded, replaying their runs without it.
+
+    A rule whose failing runs were pulled to another rule's answer could not show
+    what it does; once that rule is dropped, its runs are replayed under the
+    playbook that is left (as far as the limit allows) and it is judged on those.
+    """
+    dropped = {v.bullet_id for v in verdicts if not v.kept}
+    waiting = [v for v in verdicts if v.kept and v.evidence.status == "unverified"]
+    retry = list(dict.fromkeys(t for v in waiting for t in v.evidence.still_wrong))
+    retry = retry[: max(0, run.left())]
+    if not dropped or not retry:
+        return verdicts
+    adopted = _adopt(before, candidate, verdicts)
+    results = await asyncio.gather(*(run.replay(replayed[t].trace, adopted) for t in retry))
+    for trace_id, result in zip(retry, results, strict=True):
+        if result is not None:
+            replayed[trace_id].after, replayed[trace_id].output = result
+    kept = [b for b in changed if b.id not in dropped]
+    answers = {b.id: _answers(b, replayed) for b in kept}
+    by_id = {b.id: b for b in changed}
+    again = {v.bullet_id for v in waiting}
+    return [
+        _verdict(by_id[v.bullet_id], replayed, answers, broken, version)
+        if v.bullet_id in again
+        else v
+        for v in verdicts
+    ]
+
+
+async def _attribute(
+    run: ReplayRun,
+    before: Playbook,
+    changed: Sequence[Bullet],
+    replayed: Mapping[str, _Outcome],
+    answers: Mapping[str, list[str]],
+) -> dict[str, list[str]]:
+    """Which changed rule broke each previously right run that turned wrong.
+
+    A run pulled to a rule's answer was broken by that rule; with one changed rule,
+    it is that one; otherwise each changed rule is tried alone on top of ``before``
+    (as far as the replay limit allows), and the ones that turn the run wrong alone
+    take the blame. A loss nothing explains blames no rule (it stays in the report).
+    """
+    lost = [t for t, o in replayed.items() if o.before is True and o.after is False]
+    blamed: dict[str, list[str]] = {}
+    unexplained: list[str] = []
+    for trace_id in lost:
+        culprits = [b.id for b in changed if _pulled_by(replayed[trace_id], answers[b.id])]
+        if not culprits and len(changed) == 1:
+            culprits = [changed[0].id]
+        if not culprits:
+            unexplained.append(trace_id)
+        for bullet_id in culprits:
+            blamed.setdefault(bullet_id, []).append(trace_id)
+    pairs = [(t, b) for t in unexplained for b in changed][: max(0, run.left())]
+    alone = await asyncio.gather(
+        *(run.replay(replayed[t].trace, _with_bullet(before, b)) for t, b in pairs)
+    )
+    for (trace_id, bullet), result in zip(pairs, alone, strict=True):
+        if result is not None and result[0] is False:
+            blamed.setdefault(bullet.id, []).append(trace_id)
+    return blamed
+
+
+def _adopt(before: Playbook, candidate: Playbook, verdicts: Sequence[RuleVerdict]) -> Playbook:
+    """``candidate`` without its rejected rules, with evidence on the rules kept."""
+    by_id = {v.bullet_id: v for v in verdicts}
+    previous = {b.id: b for b in before.bullets}
+    bullets: list[Bullet] = []
+    for bullet in candidate.bullets:
+        verdict = by_id.get(bullet.id)
+        if verdict is None:
+            bullets.append(bullet)
+        elif verdict.kept:
+            bullets.append(bullet.model_copy(update={"replay": verdict.evidence}))
+        elif bullet.id in previous:
+            bullets.append(previous[bullet.id])  # an update that failed: the old text stays
+    return candidate.replace_bullets(bullets)
+
+
+def record(report: StepReport, replay: ReplayReport) -> None:
+    """Put the replays' calls, failures and tokens in the step's report."""
+    report.replay = replay
+    if replay.calls:
+        report.calls["replay"] = report.calls.get("replay", 0) + replay.calls
+    if replay.failed:
+        report.failed_calls["replay"] = report.failed_calls.get("replay", 0) + replay.failed
+    report.input_tokens += replay.input_tokens
+    report.output_tokens += replay.output_tokens
