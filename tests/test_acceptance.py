@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_combee import Combee, Feedback, PromptVersion, Trace
-from langgraph_combee._core.ops import Add
+from langgraph_combee._core.ops import Add, Update
 from langgraph_combee._core.types import Decision
 from langgraph_combee._runtime.acceptance import (
     CanaryGate,
@@ -335,3 +335,30 @@ async def test_approve_reject_and_rollback_still_work_from_inside_an_event_loop(
     assert combee.approve(1).status == "accepted"
     assert combee.reject(2).status == "rejected"
     assert combee.rollback(0).version == 3
+
+
+def test_a_stale_update_approved_after_a_rollback_does_not_rewrite_a_newer_rule() -> None:
+    # A rollback must not reset the playbook's id counters: a later rule would get
+    # the id of a rolled-back one, and a stale candidate's UPDATE of that id,
+    # rebased onto HEAD, would overwrite the unrelated newer rule.
+    combee = Combee(prompt_id="p", model=fake_learner(), acceptance=ManualApproval())
+    registry = combee.registry()
+
+    def propose(*ops: Add | Update) -> int:
+        head = registry.head()
+        learned = head.playbook.apply(ops, version=registry.latest_version() + 1).playbook
+        record = PromptVersion(prompt_id="p", playbook=learned, parent=head.version, ops=ops)
+        return registry.add_candidate(record).version
+
+    greet = combee.approve(propose(Add(section="general", content="Greet the customer by name.")))
+    refund = combee.approve(propose(Add(section="general", content="Refund within thirty days.")))
+    (refund_id,) = {b.id for b in refund.playbook.bullets} - {b.id for b in greet.playbook.bullets}
+    stale = propose(Update(id=refund_id, content="Refund within fourteen days."))
+    combee.rollback(greet.version, reason="the refund rule was wrong")
+    combee.approve(propose(Add(section="general", content="Escalate legal threats at once.")))
+
+    head = combee.approve(stale)
+
+    rules = [b.content for b in head.playbook.bullets]
+    assert "Escalate legal threats at once." in rules
+    assert not any("Refund" in rule for rule in rules), rules

@@ -503,13 +503,21 @@ class PromptRegistry:
             )
         latest = yield from self._latest_flow()
         head = yield from self._head_version_flow()
+        current = yield from self._read_flow(head)
+        # Bullet ids are never reused: keep HEAD's id counters where they are
+        # ahead, or a rule learned after the rollback would take the id of a
+        # rolled-back one (and a stale candidate's UPDATE or REMOVE of that id,
+        # rebased onto HEAD, would hit the wrong rule).
+        counters = dict(target.playbook.counters)
+        for slug, count in ({} if current is None else current.playbook.counters).items():
+            counters[slug] = max(count, counters.get(slug, 0))
         note = f"rollback to v{version}: {reason}" if reason else f"rollback to v{version}"
         record = PromptVersion(
             prompt_id=self.prompt_id,
             tenant=self.tenant,
             version=latest + 1,
             parent=head,
-            playbook=target.playbook.model_copy(deep=True),
+            playbook=target.playbook.model_copy(deep=True, update={"counters": counters}),
             status="accepted",
             decision=Decision(accepted=True, policy="rollback", reason=reason or note),
             note=note,
