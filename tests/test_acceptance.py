@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -362,3 +363,41 @@ def test_a_stale_update_approved_after_a_rollback_does_not_rewrite_a_newer_rule(
     rules = [b.content for b in head.playbook.bullets]
     assert "Escalate legal threats at once." in rules
     assert not any("Refund" in rule for rule in rules), rules
+
+
+def _eventually(check: Callable[[], bool], give_up: float = 60.0) -> None:
+    # A broken hand-over fails the test instead of hanging the suite.
+    stop = threading.Event()
+    timer = threading.Timer(give_up, stop.set)
+    timer.start()
+    try:
+        while not check():
+            assert not stop.wait(0.01), f"gave up waiting for {check!r}"
+    finally:
+        timer.cancel()
+
+
+def test_another_process_approves_while_a_learner_runs(tmp_path: Path) -> None:
+    # Two stores on one SQLite file share no process lock and no lease object:
+    # as far as Combee can tell, two processes (the deployed learner, and an
+    # operator's `combee approve`). The learner renews its lease on every pass;
+    # the approval must not wait for it to expire (it never does) and fail.
+    db = str(tmp_path / "combee.db")
+    with Combee.from_conn_string(
+        db,
+        prompt_id="p",
+        model=fake_learner(),
+        batch_size=2,
+        acceptance=ManualApproval(),
+        poll_seconds=0.02,
+        lease_seconds=600.0,
+    ) as deployed:
+        deployed.learn(failing_traces(2))
+        with deployed.running():
+            lease = deployed.learner._lease(None)
+            _eventually(lease.is_held)  # the learner's first pass takes the lease
+            with Combee.from_conn_string(db, prompt_id="p", lease_seconds=5.0) as operator:
+                approved = operator.approve(1, reason="reviewed")
+            assert approved.status == "accepted"
+            _eventually(lease.is_held)  # and the learner takes it back afterwards
+        assert deployed.current().version == 1

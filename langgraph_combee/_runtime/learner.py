@@ -34,6 +34,7 @@ from langgraph_combee._runtime.feedback_poll import FeedbackPoller
 from langgraph_combee._runtime.takeover import keep_lease, recover
 from langgraph_combee._storage.keys import NO_TENANT, ROOT
 from langgraph_combee._storage.lease import Lease
+from langgraph_combee._storage.locked import hold, writer_lock
 from langgraph_combee._storage.registry import PromptRegistry
 
 if TYPE_CHECKING:
@@ -241,10 +242,16 @@ class BackgroundLearner:
         return self._leases[tenant]
 
     async def _tick_tenant(self, tenant: str | None) -> bool:
+        lease = self._lease(tenant)
+        if await lease.ahandover_wanted():
+            # A writer of another process (`combee approve`, learn()) asked for the
+            # lease: give it up between steps, take it back when that writer is done.
+            async with hold(writer_lock(self.combee.store, self.combee.prompt_id, tenant)):
+                await lease.arelease()
+            return False
         now = self._clock()
         if now < self._retry_at.get(tenant, 0.0):
             return False
-        lease = self._lease(tenant)
         if not await lease.aacquire():
             return False  # another learner holds this prompt
         if self._settled_tenure.get(tenant, -1.0) != lease.acquired_at:

@@ -212,13 +212,24 @@ class VersionWriter:
                         logger.warning("could not release the writer lease", exc_info=True)
 
     async def _take(self, lease: Lease) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + lease.ttl_seconds + 1.0
-        while not await lease.aacquire():
-            if loop.time() >= deadline:
-                await lease.arequire()  # raises LeaseHeldError naming the holder
-                return
-            await asyncio.sleep(LEASE_POLL_SECONDS)
+        if await lease.aacquire():
+            return
+        # Held by another process: a learner there renews it on every pass and
+        # would never let it expire, so ask it to hand the lease over.
+        await lease.arequest_handover()
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + lease.ttl_seconds + 1.0
+            while not await lease.aacquire():
+                if loop.time() >= deadline:
+                    await lease.arequire()  # raises LeaseHeldError naming the holder
+                    return
+                await asyncio.sleep(LEASE_POLL_SECONDS)
+        finally:
+            try:
+                await lease.awithdraw_handover()
+            except Exception:  # a dead store: the request lapses by itself
+                logger.warning("could not withdraw the lease hand-over request", exc_info=True)
 
     async def _rebase(self, registry: PromptRegistry, record: PromptVersion) -> PromptVersion:
         """Re-apply a stale candidate onto HEAD inside a session (see the module docstring)."""
