@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_combee import Combee, Feedback, PromptVersion, Trace
-from langgraph_combee._core.ops import Add, Update
+from langgraph_combee._core.ops import Add, Remove, Update
 from langgraph_combee._core.types import Decision
 from langgraph_combee._runtime.acceptance import (
     CanaryGate,
@@ -401,3 +401,32 @@ def test_another_process_approves_while_a_learner_runs(tmp_path: Path) -> None:
             assert approved.status == "accepted"
             _eventually(lease.is_held)  # and the learner takes it back afterwards
         assert deployed.current().version == 1
+
+
+@pytest.mark.parametrize("edit", ["update", "remove"])
+def test_a_stale_edit_of_a_rule_rewritten_since_keeps_the_approved_rewrite(edit: str) -> None:
+    # Two candidates learned from one HEAD edit the same rule; the first is
+    # approved. Rebasing the second must not overwrite (or delete) the rule the
+    # first approval put in force: that edit was made against text HEAD no longer has.
+    combee = Combee(prompt_id="p", model=fake_learner(), acceptance=ManualApproval())
+    registry = combee.registry()
+
+    def propose(*ops: Add | Update | Remove) -> int:
+        head = registry.head()
+        learned = head.playbook.apply(ops, version=registry.latest_version() + 1).playbook
+        record = PromptVersion(prompt_id="p", playbook=learned, parent=head.version, ops=ops)
+        return registry.add_candidate(record).version
+
+    base = combee.approve(propose(Add(section="general", content="Refund within thirty days.")))
+    (rule,) = base.playbook.bullets
+    fourteen = propose(Update(id=rule.id, content="Refund within fourteen days."))
+    stale = propose(
+        Update(id=rule.id, content="Refund within sixty days.")
+        if edit == "update"
+        else Remove(id=rule.id, reason="refunds are handled by billing")
+    )
+    combee.approve(fourteen)
+
+    head = combee.approve(stale)
+
+    assert [b.content for b in head.playbook.bullets] == ["Refund within fourteen days."]

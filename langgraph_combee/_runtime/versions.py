@@ -36,7 +36,7 @@ from collections.abc import AsyncIterator, Sequence
 from langgraph.store.base import BaseStore
 
 from langgraph_combee._core.dedup import Embedder, deduplicate
-from langgraph_combee._core.ops import Add, DeltaOp, Tag
+from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Decision, PromptVersion
 from langgraph_combee._errors import StaleCandidateError
@@ -61,6 +61,24 @@ def _visible(playbook: Playbook) -> list[tuple[str, str, str, bool]]:
     return [(b.id, b.section, b.content, b.pending) for b in playbook.bullets]
 
 
+def _without_conflicts(ops: Sequence[DeltaOp], base: Playbook, onto: Playbook) -> list[DeltaOp]:
+    kept = []
+    for op in ops:
+        if isinstance(op, (Update, Remove)):
+            was, now = base.get(op.id), onto.get(op.id)
+            if was is not None and now is not None and was.content != now.content:
+                logger.warning(
+                    "rebase dropped %s of bullet %s: it was rewritten since (%r, now %r)",
+                    op.type,
+                    op.id,
+                    was.content,
+                    now.content,
+                )
+                continue
+        kept.append(op)
+    return kept
+
+
 @dataclasses.dataclass(frozen=True)
 class ApplyPipeline:
     """The deterministic part of a step, re-run when a candidate is rebased."""
@@ -72,13 +90,24 @@ class ApplyPipeline:
     embedder: Embedder | None = None
 
     async def reapply(
-        self, ops: Sequence[DeltaOp], onto: Playbook, *, version: int, learned: Playbook
+        self,
+        ops: Sequence[DeltaOp],
+        onto: Playbook,
+        *,
+        version: int,
+        learned: Playbook,
+        base: Playbook | None = None,
     ) -> Playbook:
         """Re-apply a candidate's ops onto another playbook: screen, apply, dedup, promote, budget.
 
         ``learned`` is the candidate's own playbook: an added bullet keeps the
         support it had there (the traces behind it are not at hand any more).
+        ``base`` is the playbook the ops were learned from: an UPDATE or REMOVE
+        of a bullet whose text ``onto`` has changed since is a conflict and is
+        dropped, so the rewrite in force wins over an edit of text it replaced.
         """
+        if base is not None:
+            ops = _without_conflicts(ops, base, onto)
         guard = self.guard
         if guard is not None:
             ops = (await guard.ascreen(ops)).accepted
@@ -240,8 +269,10 @@ class VersionWriter:
             raise StaleCandidateError(
                 self.prompt_id, record.version, record.parent, head.version, has_ops=False
             )
+        learned_from = record.rebased_from if record.rebased_from is not None else record.parent
+        base = None if learned_from is None else (await registry.aget(learned_from)).playbook
         playbook = await self.pipeline.reapply(
-            record.ops, head.playbook, version=record.version, learned=record.playbook
+            record.ops, head.playbook, version=record.version, learned=record.playbook, base=base
         )
         logger.info(
             "rebased candidate v%d of prompt %r from v%s onto v%d",
