@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
+from langgraph.store.base import BaseStore, Op, PutOp, Result
+from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee import Combee, Feedback, PromptVersion, Trace
 from langgraph_combee._core.ops import Add, Remove, Update
@@ -430,3 +433,65 @@ def test_a_stale_edit_of_a_rule_rewritten_since_keeps_the_approved_rewrite(edit:
     head = combee.approve(stale)
 
     assert [b.content for b in head.playbook.bullets] == ["Refund within fourteen days."]
+
+
+class _HeldApproval(BaseStore):
+    """An in-memory store that holds an approval's version write until the learner
+    has written its lease record (or a second has passed: a learner that cannot
+    take the lease while the approval writes never does)."""
+
+    approving: contextvars.ContextVar[bool] = contextvars.ContextVar("approving", default=False)
+
+    def __init__(self) -> None:
+        self.inner = InMemoryStore()
+        self.lock = threading.RLock()
+        self.leased = threading.Event()
+        self.held = False
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        writes = {op.namespace[-1] for op in ops if isinstance(op, PutOp)}
+        if self.approving.get() and "versions" in writes and not self.held:
+            self.held = True
+            self.leased.wait(1.0)
+        elif not self.approving.get() and "lease" in writes:
+            self.leased.set()
+        with self.lock:
+            return self.inner.batch(ops)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await asyncio.to_thread(self.batch, list(ops))
+
+
+def test_an_approval_while_the_learner_takes_its_lease_leaves_the_learner_its_lease() -> None:
+    # The approval and the learner of one Combee share a lease holder name. An
+    # approval that found the lease free took it for its session; a learner pass
+    # taking the lease meanwhile (a renewal, to the store) must not have it
+    # released under it when the approval ends, and lose its step.
+    store = _HeldApproval()
+    combee = Combee(
+        prompt_id="p",
+        model=fake_learner(),
+        store=store,
+        batch_size=2,
+        min_batch=2,
+        acceptance=ManualApproval(),
+    )
+    combee.learn(failing_traces(2))
+    for trace in failing_traces(2, prefix="late"):
+        combee.capture(trace)
+    store.leased.clear()  # learn() wrote the lease too
+
+    def approve() -> None:
+        _HeldApproval.approving.set(True)
+        combee.approve(1)
+
+    approver = threading.Thread(target=approve)
+    approver.start()
+    learner = combee.learner
+    _eventually(lambda: store.held)
+    steps = asyncio.run(learner.tick())
+    approver.join()
+
+    assert (steps, learner.stats.failed_steps) == (1, 0), learner.stats.last_error
+    assert [v.status for v in combee.history()] == ["accepted", "candidate"]

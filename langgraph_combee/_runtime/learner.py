@@ -243,16 +243,22 @@ class BackgroundLearner:
 
     async def _tick_tenant(self, tenant: str | None) -> bool:
         lease = self._lease(tenant)
+        # Writer sessions of this process (approve, learn()) share our holder name:
+        # one that found the lease free gives it back when it ends, so take it and
+        # give it up only between sessions, never under one.
+        writers = writer_lock(self.combee.store, self.combee.prompt_id, tenant)
         if await lease.ahandover_wanted():
             # A writer of another process (`combee approve`, learn()) asked for the
             # lease: give it up between steps, take it back when that writer is done.
-            async with hold(writer_lock(self.combee.store, self.combee.prompt_id, tenant)):
+            async with hold(writers):
                 await lease.arelease()
             return False
         now = self._clock()
         if now < self._retry_at.get(tenant, 0.0):
             return False
-        if not await lease.aacquire():
+        async with hold(writers):
+            taken = await lease.aacquire()
+        if not taken:
             return False  # another learner holds this prompt
         if self._settled_tenure.get(tenant, -1.0) != lease.acquired_at:
             # A new tenure (someone may have held the lease since our last pass):
