@@ -23,7 +23,7 @@ from langgraph_combee._runtime.acceptance import (
 )
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee.errors import ConfigurationError, StaleCandidateError
-from langgraph_combee.testing import fake_learner
+from langgraph_combee.testing import default_insight, fake_learner
 from tests.helpers import failing_traces
 
 
@@ -495,3 +495,43 @@ def test_an_approval_while_the_learner_takes_its_lease_leaves_the_learner_its_le
 
     assert (steps, learner.stats.failed_steps) == (1, 0), learner.stats.last_error
     assert [v.status for v in combee.history()] == ["accepted", "candidate"]
+
+
+def test_an_approval_during_a_learner_step_does_not_throw_the_step_away() -> None:
+    # The step's candidate is rebased onto the approved HEAD when it is written,
+    # so the step's (paid-for) work is kept, and so are the approved rules.
+    approved, stepping = threading.Event(), threading.Event()
+
+    def insight(trace_input: str, ground_truth: str, output: str) -> str:
+        if "late" in trace_input:
+            stepping.set()
+            assert approved.wait(60), "the approval never ended"
+        return default_insight(trace_input, ground_truth, output)
+
+    combee = Combee(
+        prompt_id="p",
+        model=fake_learner(insight=insight),
+        batch_size=2,
+        min_batch=2,
+        acceptance=ManualApproval(),
+    )
+    combee.learn(failing_traces(2))
+    first = _texts(combee.get(1))
+    for trace in failing_traces(2, prefix="late"):
+        combee.capture(trace)
+
+    def approve() -> None:
+        assert stepping.wait(60), "the learner never stepped"
+        combee.approve(1)
+        approved.set()
+
+    approver = threading.Thread(target=approve)
+    approver.start()
+    learner = combee.learner
+    steps = asyncio.run(learner.tick())
+    approver.join()
+
+    assert (steps, learner.stats.failed_steps) == (1, 0), learner.stats.last_error
+    late = combee.get(2)
+    assert (late.status, late.parent, late.rebased_from) == ("candidate", 1, 0)
+    assert first < _texts(late)

@@ -87,7 +87,7 @@ class LearnerStats:
 
 
 class _Fence:
-    """A ``before_submit`` check: the lease is still ours and nobody wrote since ``mark``."""
+    """A ``before_submit`` check: the lease is still ours (a HEAD moved since ``mark`` counts)."""
 
     def __init__(self, registry: PromptRegistry, lease: Lease, stats: LearnerStats) -> None:
         self._registry = registry
@@ -106,9 +106,13 @@ class _Fence:
         if not await self._lease.arenew():
             return False
         if self._start is not None and await self._position() != self._start:
+            # Not a reason to throw the step away: its candidate is rebased onto
+            # the new HEAD when it is written (``VersionWriter.submit``).
             self._stats.stale_steps += 1
-            logger.warning("another writer changed prompt %r during the step", self._registry)
-            return False
+            logger.info(
+                "another writer changed prompt %r during the step; its candidate is rebased",
+                self._registry,
+            )
         return True
 
 
