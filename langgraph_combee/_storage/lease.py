@@ -29,6 +29,7 @@ All holders must share one clock (the default, ``time.time``, is wall-clock time
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 import time
@@ -425,8 +426,22 @@ class FencedStore(BaseStore):
         return self.inner.batch(ops)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """``batch`` on a worker thread: the inner store's sync path works for every backend."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        """``batch`` on a worker thread: the inner store's sync path works for every backend.
+
+        A cancelled caller still waits for the thread: cancelling does not stop
+        a write in progress, and the writer session (its lock and lease) must not
+        end before it, or the next writer would build on the HEAD it replaces.
+        """
+        call = asyncio.ensure_future(asyncio.to_thread(self.batch, list(ops)))
+        try:
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            while not call.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait([call])
+            if not call.cancelled():
+                call.exception()  # the caller was cancelled: its write's error is not news
+            raise
 
     def __repr__(self) -> str:
         return f"FencedStore({self.inner!r}, {self._lease!r})"
