@@ -266,7 +266,9 @@ class PromptRegistry:
 
         A writer that died after writing an accepted version but before moving
         HEAD left that version out of force. Walking forward from HEAD, each
-        accepted version whose parent is the HEAD found so far becomes HEAD.
+        accepted version whose parent is the HEAD found so far becomes HEAD
+        (found by parent, whatever its number: a rebased one may be numbered
+        below the HEAD it extends).
         Returns None when HEAD was already right. Only a writer should call it
         (it moves HEAD); ``VersionWriter`` does before every write.
         """
@@ -480,13 +482,24 @@ class PromptRegistry:
 
     def _repair_flow(self) -> Flow[PromptVersion | None]:
         head = yield from self._head_version_flow()
-        latest = yield from self._latest_flow()
         found: PromptVersion | None = None
-        current = head
-        for number in range(head + 1, latest + 1):
-            record = yield from self._read_flow(number)
-            if record is not None and record.status == "accepted" and record.parent == current:
-                found, current = record, number
+        current, seen = head, {head}
+        while True:
+            # By parent, not by number: a candidate rebased onto HEAD and accepted
+            # can carry a lower number than the HEAD it extends.
+            items = yield from io.search_all(
+                self._versions, filter={"status": "accepted", "parent": current}
+            )
+            children = [
+                PromptVersion.model_validate(item.value)
+                for item in items
+                if parse_version_key(item.key) not in (None, *seen)
+            ]
+            if not children:
+                break
+            found = min(children, key=lambda record: record.version)
+            current = found.version
+            seen.add(current)
         if found is None:
             return None
         yield from io.put(
