@@ -123,6 +123,12 @@ def _run_blocking(coro: Coroutine[Any, Any, R], store: BaseStore, what: str) -> 
         return pool.submit(asyncio.run, coro).result()
 
 
+def _reason(reason: object) -> str:
+    if not isinstance(reason, str):
+        raise ConfigurationError("reason", reason, "a string (why the decision was made)")
+    return reason
+
+
 def _as_traces(traces: Iterable[Trace | Mapping[str, Any]]) -> list[Trace]:
     out = []
     for i, item in enumerate(traces):
@@ -438,7 +444,7 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
         """Put ``version``'s playbook back in force as a new version (history is kept)."""
-        restored = self._writer.rollback(self.registry(tenant), version, reason=reason)
+        restored = self._writer.rollback(self.registry(tenant), version, reason=_reason(reason))
         return _run_blocking(restored, self.store, "rollback")
 
     # ---- decisions -------------------------------------------------------
@@ -456,7 +462,7 @@ class Combee(AgentSide):
             StaleCandidateError: It is stale and stores no ops to re-apply.
             RegistryError: It is not a candidate.
         """
-        decision = Decision(accepted=True, policy="manual", reason=reason)
+        decision = Decision(accepted=True, policy="manual", reason=_reason(reason))
         return _run_blocking(
             self._writer.accept(self.registry(tenant), version, decision), self.store, "approve"
         )
@@ -465,7 +471,7 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "rejected", tenant: str | None = None
     ) -> PromptVersion:
         """Reject a pending candidate; HEAD does not move."""
-        decision = Decision(accepted=False, policy="manual", reason=reason)
+        decision = Decision(accepted=False, policy="manual", reason=_reason(reason))
         return _run_blocking(
             self._writer.reject(self.registry(tenant), version, decision), self.store, "reject"
         )

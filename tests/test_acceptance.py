@@ -535,3 +535,16 @@ def test_an_approval_during_a_learner_step_does_not_throw_the_step_away() -> Non
     late = combee.get(2)
     assert (late.status, late.parent, late.rebased_from) == ("candidate", 1, 0)
     assert first < _texts(late)
+
+
+@pytest.mark.parametrize("decide", ["approve", "reject", "rollback"])
+def test_a_reason_that_is_not_text_is_a_configuration_error_before_anything_is_written(
+    decide: str,
+) -> None:
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=ManualApproval())
+    combee.learn(failing_traces(2))
+    before = combee.history()
+    version = 0 if decide == "rollback" else 1
+    with pytest.raises(ConfigurationError, match="reason=5"):
+        getattr(combee, decide)(version, reason=5)
+    assert combee.history() == before
