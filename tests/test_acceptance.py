@@ -548,3 +548,37 @@ def test_a_reason_that_is_not_text_is_a_configuration_error_before_anything_is_w
     with pytest.raises(ConfigurationError, match="reason=5"):
         getattr(combee, decide)(version, reason=5)
     assert combee.history() == before
+
+
+def test_an_operator_decision_made_while_a_gate_scores_the_candidate_stands() -> None:
+    # The operator rejects the candidate while the ValidationGate is still scoring
+    # it. The gate's late verdict must not fail the step: in the background
+    # learner that sends the traces back to the queue, to be learned (and accepted)
+    # again, undoing the operator's rejection.
+    scoring, decided = threading.Event(), threading.Event()
+
+    def runner(version: PromptVersion, example: str) -> float:
+        if version.version:  # the candidate, not HEAD
+            scoring.set()
+            assert decided.wait(60), "the operator never decided"
+        return 1.0
+
+    gate = ValidationGate(["ticket 0"], runner)
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=gate)
+
+    def operator() -> None:
+        assert scoring.wait(60), "the gate never scored"
+        combee.reject(1, reason="not this one")
+        decided.set()
+
+    reviewer = threading.Thread(target=operator)
+    reviewer.start()
+    report = combee.learn(failing_traces(2))
+    reviewer.join()
+
+    (step,) = report.steps
+    assert (step.version, step.accepted) == (1, False)
+    rejected = combee.get(1)
+    assert rejected.status == "rejected" and rejected.decision is not None
+    assert rejected.decision.policy == "manual"
+    assert combee.current().version == 0

@@ -334,15 +334,36 @@ class VersionWriter:
         decision = await self.acceptance.decide(stored, current, self.context(registry))
         if decision is None:
             return stored
-        report.accepted = decision.accepted
-        if not decision.accepted:
-            return await self.reject(registry, stored.version, decision)
-        return await self.accept(registry, stored.version, decision)
+        decide = self.accept if decision.accepted else self.reject
+        final = await decide(registry, stored.version, decision, if_pending=True)
+        report.accepted = final.status == "accepted"
+        return final
+
+    def _decided_elsewhere(self, record: PromptVersion, decision: Decision) -> bool:
+        if record.status == "candidate":
+            return False
+        logger.info(
+            "v%d of prompt %r was %s (%s) while %s decided it; that decision stands",
+            record.version,
+            self.prompt_id,
+            record.status,
+            "?" if record.decision is None else record.decision.policy,
+            decision.policy,
+        )
+        return True
 
     async def accept(
-        self, registry: PromptRegistry, version: int, decision: Decision
+        self,
+        registry: PromptRegistry,
+        version: int,
+        decision: Decision,
+        *,
+        if_pending: bool = False,
     ) -> PromptVersion:
         """Accept a candidate, rebasing it first if HEAD moved since it was learned.
+
+        With ``if_pending`` (a policy's verdict, which may come late), a version
+        decided meanwhile (by an operator) is returned as it is.
 
         Raises:
             StaleCandidateError: It is stale and has no stored ops to re-apply.
@@ -350,6 +371,8 @@ class VersionWriter:
         """
         async with self.session(registry) as fenced:
             record = await fenced.aget(version)
+            if if_pending and self._decided_elsewhere(record, decision):
+                return record
             if record.status == "candidate":
                 record = await self._rebase(fenced, record)
             accepted = await fenced.aaccept(version, decision)
@@ -357,10 +380,19 @@ class VersionWriter:
         return accepted
 
     async def reject(
-        self, registry: PromptRegistry, version: int, decision: Decision
+        self,
+        registry: PromptRegistry,
+        version: int,
+        decision: Decision,
+        *,
+        if_pending: bool = False,
     ) -> PromptVersion:
-        """Reject a candidate; HEAD does not move."""
+        """Reject a candidate; HEAD does not move. ``if_pending`` as for ``accept``."""
         async with self.session(registry) as fenced:
+            if if_pending:
+                record = await fenced.aget(version)
+                if self._decided_elsewhere(record, decision):
+                    return record
             return await fenced.areject(version, decision)
 
     async def rollback(
