@@ -197,6 +197,12 @@ def _check_numbers(**specs: tuple[Any, str, float | None, bool]) -> None:
             raise ConfigurationError(name, value, allowed)
 
 
+def _reason(reason: object) -> str:
+    if not isinstance(reason, str):
+        raise ConfigurationError("reason", reason, "a string (why the decision was made)")
+    return reason
+
+
 def _as_traces(traces: Iterable[Trace | Mapping[str, Any]]) -> list[Trace]:
     """The traces of a ``learn()`` call, validated, refusing one id given twice."""
     if isinstance(traces, (str, bytes, Mapping, Trace)) or not isinstance(traces, Iterable):
@@ -622,14 +628,14 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
         """Put ``version``'s playbook back in force as a new version (history is kept)."""
-        restored = self._writer.rollback(self.registry(tenant), version, reason=reason)
+        restored = self._writer.rollback(self.registry(tenant), version, reason=_reason(reason))
         return _run_blocking(restored, self.store, "rollback")
 
     async def arollback(
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
         """Async ``rollback()``, on the store's async calls."""
-        return await self._writer.rollback(self.registry(tenant), version, reason=reason)
+        return await self._writer.rollback(self.registry(tenant), version, reason=_reason(reason))
 
     # ---- decisions -------------------------------------------------------
 
@@ -646,7 +652,7 @@ class Combee(AgentSide):
             StaleCandidateError: It is stale and stores no ops to re-apply.
             RegistryError: It is not a candidate.
         """
-        decision = Decision(accepted=True, policy="manual", reason=reason)
+        decision = Decision(accepted=True, policy="manual", reason=_reason(reason))
         return _run_blocking(
             self._writer.accept(self.registry(tenant), version, decision), self.store, "approve"
         )
@@ -655,14 +661,14 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "approved", tenant: str | None = None
     ) -> PromptVersion:
         """Async ``approve()``, on the store's async calls."""
-        decision = Decision(accepted=True, policy="manual", reason=reason)
+        decision = Decision(accepted=True, policy="manual", reason=_reason(reason))
         return await self._writer.accept(self.registry(tenant), version, decision)
 
     def reject(
         self, version: int, *, reason: str = "rejected", tenant: str | None = None
     ) -> PromptVersion:
         """Reject a pending candidate; HEAD does not move."""
-        decision = Decision(accepted=False, policy="manual", reason=reason)
+        decision = Decision(accepted=False, policy="manual", reason=_reason(reason))
         return _run_blocking(
             self._writer.reject(self.registry(tenant), version, decision), self.store, "reject"
         )
@@ -671,7 +677,7 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "rejected", tenant: str | None = None
     ) -> PromptVersion:
         """Async ``reject()``, on the store's async calls."""
-        decision = Decision(accepted=False, policy="manual", reason=reason)
+        decision = Decision(accepted=False, policy="manual", reason=_reason(reason))
         return await self._writer.reject(self.registry(tenant), version, decision)
 
     # ---- background learning --------------------------------------------

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
+from langgraph.store.base import BaseStore, Op, PutOp, Result
+from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee import Combee, Feedback, PromptVersion, Trace
-from langgraph_combee._core.ops import Add
+from langgraph_combee._core.ops import Add, Remove, Update
 from langgraph_combee._core.types import Decision
 from langgraph_combee._runtime.acceptance import (
     CanaryGate,
@@ -19,7 +23,7 @@ from langgraph_combee._runtime.acceptance import (
 )
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee.errors import ConfigurationError, StaleCandidateError
-from langgraph_combee.testing import fake_learner
+from langgraph_combee.testing import default_insight, fake_learner
 from tests.helpers import failing_traces
 
 
@@ -335,3 +339,246 @@ async def test_approve_reject_and_rollback_still_work_from_inside_an_event_loop(
     assert combee.approve(1).status == "accepted"
     assert combee.reject(2).status == "rejected"
     assert combee.rollback(0).version == 3
+
+
+def test_a_stale_update_approved_after_a_rollback_does_not_rewrite_a_newer_rule() -> None:
+    # A rollback must not reset the playbook's id counters: a later rule would get
+    # the id of a rolled-back one, and a stale candidate's UPDATE of that id,
+    # rebased onto HEAD, would overwrite the unrelated newer rule.
+    combee = Combee(prompt_id="p", model=fake_learner(), acceptance=ManualApproval())
+    registry = combee.registry()
+
+    def propose(*ops: Add | Update) -> int:
+        head = registry.head()
+        learned = head.playbook.apply(ops, version=registry.latest_version() + 1).playbook
+        record = PromptVersion(prompt_id="p", playbook=learned, parent=head.version, ops=ops)
+        return registry.add_candidate(record).version
+
+    greet = combee.approve(propose(Add(section="general", content="Greet the customer by name.")))
+    refund = combee.approve(propose(Add(section="general", content="Refund within thirty days.")))
+    (refund_id,) = {b.id for b in refund.playbook.bullets} - {b.id for b in greet.playbook.bullets}
+    stale = propose(Update(id=refund_id, content="Refund within fourteen days."))
+    combee.rollback(greet.version, reason="the refund rule was wrong")
+    combee.approve(propose(Add(section="general", content="Escalate legal threats at once.")))
+
+    head = combee.approve(stale)
+
+    rules = [b.content for b in head.playbook.bullets]
+    assert "Escalate legal threats at once." in rules
+    assert not any("Refund" in rule for rule in rules), rules
+
+
+def _eventually(check: Callable[[], bool], give_up: float = 60.0) -> None:
+    # A broken hand-over fails the test instead of hanging the suite.
+    stop = threading.Event()
+    timer = threading.Timer(give_up, stop.set)
+    timer.start()
+    try:
+        while not check():
+            assert not stop.wait(0.01), f"gave up waiting for {check!r}"
+    finally:
+        timer.cancel()
+
+
+def test_another_process_approves_while_a_learner_runs(tmp_path: Path) -> None:
+    # Two stores on one SQLite file share no process lock and no lease object:
+    # as far as Combee can tell, two processes (the deployed learner, and an
+    # operator's `combee approve`). The learner renews its lease on every pass;
+    # the approval must not wait for it to expire (it never does) and fail.
+    db = str(tmp_path / "combee.db")
+    with Combee.from_conn_string(
+        db,
+        prompt_id="p",
+        model=fake_learner(),
+        batch_size=2,
+        acceptance=ManualApproval(),
+        poll_seconds=0.02,
+        lease_seconds=600.0,
+    ) as deployed:
+        deployed.learn(failing_traces(2))
+        with deployed.running():
+            lease = deployed.learner._lease(None)
+            _eventually(lease.is_held)  # the learner's first pass takes the lease
+            with Combee.from_conn_string(db, prompt_id="p", lease_seconds=5.0) as operator:
+                approved = operator.approve(1, reason="reviewed")
+            assert approved.status == "accepted"
+            _eventually(lease.is_held)  # and the learner takes it back afterwards
+        assert deployed.current().version == 1
+
+
+@pytest.mark.parametrize("edit", ["update", "remove"])
+def test_a_stale_edit_of_a_rule_rewritten_since_keeps_the_approved_rewrite(edit: str) -> None:
+    # Two candidates learned from one HEAD edit the same rule; the first is
+    # approved. Rebasing the second must not overwrite (or delete) the rule the
+    # first approval put in force: that edit was made against text HEAD no longer has.
+    combee = Combee(prompt_id="p", model=fake_learner(), acceptance=ManualApproval())
+    registry = combee.registry()
+
+    def propose(*ops: Add | Update | Remove) -> int:
+        head = registry.head()
+        learned = head.playbook.apply(ops, version=registry.latest_version() + 1).playbook
+        record = PromptVersion(prompt_id="p", playbook=learned, parent=head.version, ops=ops)
+        return registry.add_candidate(record).version
+
+    base = combee.approve(propose(Add(section="general", content="Refund within thirty days.")))
+    (rule,) = base.playbook.bullets
+    fourteen = propose(Update(id=rule.id, content="Refund within fourteen days."))
+    stale = propose(
+        Update(id=rule.id, content="Refund within sixty days.")
+        if edit == "update"
+        else Remove(id=rule.id, reason="refunds are handled by billing")
+    )
+    combee.approve(fourteen)
+
+    head = combee.approve(stale)
+
+    assert [b.content for b in head.playbook.bullets] == ["Refund within fourteen days."]
+
+
+class _HeldApproval(BaseStore):
+    """An in-memory store that holds an approval's version write until the learner
+    has written its lease record (or a second has passed: a learner that cannot
+    take the lease while the approval writes never does)."""
+
+    approving: contextvars.ContextVar[bool] = contextvars.ContextVar("approving", default=False)
+
+    def __init__(self) -> None:
+        self.inner = InMemoryStore()
+        self.lock = threading.RLock()
+        self.leased = threading.Event()
+        self.held = False
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        writes = {op.namespace[-1] for op in ops if isinstance(op, PutOp)}
+        if self.approving.get() and "versions" in writes and not self.held:
+            self.held = True
+            self.leased.wait(1.0)
+        elif not self.approving.get() and "lease" in writes:
+            self.leased.set()
+        with self.lock:
+            return self.inner.batch(ops)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await asyncio.to_thread(self.batch, list(ops))
+
+
+def test_an_approval_while_the_learner_takes_its_lease_leaves_the_learner_its_lease() -> None:
+    # The approval and the learner of one Combee share a lease holder name. An
+    # approval that found the lease free took it for its session; a learner pass
+    # taking the lease meanwhile (a renewal, to the store) must not have it
+    # released under it when the approval ends, and lose its step.
+    store = _HeldApproval()
+    combee = Combee(
+        prompt_id="p",
+        model=fake_learner(),
+        store=store,
+        batch_size=2,
+        min_batch=2,
+        acceptance=ManualApproval(),
+    )
+    combee.learn(failing_traces(2))
+    for trace in failing_traces(2, prefix="late"):
+        combee.capture(trace)
+    store.leased.clear()  # learn() wrote the lease too
+
+    def approve() -> None:
+        _HeldApproval.approving.set(True)
+        combee.approve(1)
+
+    approver = threading.Thread(target=approve)
+    approver.start()
+    learner = combee.learner
+    _eventually(lambda: store.held)
+    steps = asyncio.run(learner.tick())
+    approver.join()
+
+    assert (steps, learner.stats.failed_steps) == (1, 0), learner.stats.last_error
+    assert [v.status for v in combee.history()] == ["accepted", "candidate"]
+
+
+def test_an_approval_during_a_learner_step_does_not_throw_the_step_away() -> None:
+    # The step's candidate is rebased onto the approved HEAD when it is written,
+    # so the step's (paid-for) work is kept, and so are the approved rules.
+    approved, stepping = threading.Event(), threading.Event()
+
+    def insight(trace_input: str, ground_truth: str, output: str) -> str:
+        if "late" in trace_input:
+            stepping.set()
+            assert approved.wait(60), "the approval never ended"
+        return default_insight(trace_input, ground_truth, output)
+
+    combee = Combee(
+        prompt_id="p",
+        model=fake_learner(insight=insight),
+        batch_size=2,
+        min_batch=2,
+        acceptance=ManualApproval(),
+    )
+    combee.learn(failing_traces(2))
+    first = _texts(combee.get(1))
+    for trace in failing_traces(2, prefix="late"):
+        combee.capture(trace)
+
+    def approve() -> None:
+        assert stepping.wait(60), "the learner never stepped"
+        combee.approve(1)
+        approved.set()
+
+    approver = threading.Thread(target=approve)
+    approver.start()
+    learner = combee.learner
+    steps = asyncio.run(learner.tick())
+    approver.join()
+
+    assert (steps, learner.stats.failed_steps) == (1, 0), learner.stats.last_error
+    late = combee.get(2)
+    assert (late.status, late.parent, late.rebased_from) == ("candidate", 1, 0)
+    assert first < _texts(late)
+
+
+@pytest.mark.parametrize("decide", ["approve", "reject", "rollback"])
+def test_a_reason_that_is_not_text_is_a_configuration_error_before_anything_is_written(
+    decide: str,
+) -> None:
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=ManualApproval())
+    combee.learn(failing_traces(2))
+    before = combee.history()
+    version = 0 if decide == "rollback" else 1
+    with pytest.raises(ConfigurationError, match="reason=5"):
+        getattr(combee, decide)(version, reason=5)
+    assert combee.history() == before
+
+
+def test_an_operator_decision_made_while_a_gate_scores_the_candidate_stands() -> None:
+    # The operator rejects the candidate while the ValidationGate is still scoring
+    # it. The gate's late verdict must not fail the step: in the background
+    # learner that sends the traces back to the queue, to be learned (and accepted)
+    # again, undoing the operator's rejection.
+    scoring, decided = threading.Event(), threading.Event()
+
+    def runner(version: PromptVersion, example: str) -> float:
+        if version.version:  # the candidate, not HEAD
+            scoring.set()
+            assert decided.wait(60), "the operator never decided"
+        return 1.0
+
+    gate = ValidationGate(["ticket 0"], runner)
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=gate)
+
+    def operator() -> None:
+        assert scoring.wait(60), "the gate never scored"
+        combee.reject(1, reason="not this one")
+        decided.set()
+
+    reviewer = threading.Thread(target=operator)
+    reviewer.start()
+    report = combee.learn(failing_traces(2))
+    reviewer.join()
+
+    (step,) = report.steps
+    assert (step.version, step.accepted) == (1, False)
+    rejected = combee.get(1)
+    assert rejected.status == "rejected" and rejected.decision is not None
+    assert rejected.decision.policy == "manual"
+    assert combee.current().version == 0

@@ -95,7 +95,7 @@ def test_versions_and_queue_survive_a_new_combee_on_the_same_database(
     with postgres.open_store(postgres_dsn) as store:
         third = Combee(prompt_id=PROMPT, store=store)
         assert third.current().version == 2
-        assert third.rollback(1).playbook == learned.playbook
+        assert third.rollback(1).playbook.bullets == learned.playbook.bullets
 
 
 async def test_async_postgres_store_under_alearn(postgres_dsn: str) -> None:

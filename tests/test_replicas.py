@@ -26,6 +26,7 @@ twin is in ``test_postgres_combee.py``).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import signal
@@ -33,13 +34,17 @@ import subprocess
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.store.base import BaseStore, Op, PutOp, Result
+from langgraph.store.memory import InMemoryStore
 
 from benchmarks.replicas import propagation, read_log, runs_of, spawn, stop_all, summary
 from langgraph_combee import Combee, LearnReport
+from langgraph_combee._storage.keys import HEAD_KEY
 from langgraph_combee.testing import fake_learner
 from tests import postgres
 from tests.helpers import assert_every_step_in_head, distinct_traces
@@ -228,3 +233,50 @@ def test_eight_threads_learning_at_once_keep_every_step(backend: str, tmp_path: 
         for step in steps:
             assert combee.get(step.version or 0).source_trace_ids == step.trace_ids
         assert head.version == max(v.version for v in history)
+
+
+class _SlowHeadWrite(BaseStore):
+    """An in-memory store whose first write that moves HEAD waits for ``release``
+    (or a second: a writer that lets nobody in meanwhile must not wait for ever)."""
+
+    def __init__(self) -> None:
+        self.inner = InMemoryStore()
+        self.lock = threading.RLock()
+        self.writing = threading.Event()
+        self.release = threading.Event()
+        self.written = threading.Event()
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        moves_head = any(isinstance(op, PutOp) and op.key == HEAD_KEY for op in ops)
+        if moves_head and not self.writing.is_set():
+            self.writing.set()
+            self.release.wait(1.0)
+            try:
+                with self.lock:
+                    return self.inner.batch(ops)
+            finally:
+                self.written.set()
+        with self.lock:
+            return self.inner.batch(ops)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await asyncio.to_thread(self.batch, list(ops))
+
+
+async def test_a_learn_cancelled_while_it_writes_lets_no_writer_in_before_the_write_ends() -> None:
+    # Cancelling a task does not stop the worker thread running its store write.
+    # If the writer session ended (lock and lease given back) before that write
+    # did, the next writer would build on the old HEAD and the late write would
+    # then move HEAD back over it.
+    store = _SlowHeadWrite()
+    combee = Combee(prompt_id="p", model=fake_learner(), store=store, batch_size=2)
+    first = asyncio.create_task(combee.alearn(distinct_traces("first", 2)))
+    assert await asyncio.to_thread(store.writing.wait, 60)
+    first.cancel()
+    await combee.alearn(distinct_traces("second", 2))
+    store.release.set()  # the cancelled task's write lands now at the latest
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert await asyncio.to_thread(store.written.wait, 60)
+    assert_every_step_in_head(combee.history(), combee.current())

@@ -17,7 +17,7 @@ import pytest
 from langgraph.store.base import PutOp, Result
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_combee import Combee, PromptVersion
+from langgraph_combee import Combee, ManualApproval, PromptVersion
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee._runtime.takeover import keep_lease, recover
 from langgraph_combee._storage.lease import Lease
@@ -194,3 +194,31 @@ def test_learn_while_another_process_holds_the_lease_is_a_clear_error() -> None:
     with pytest.raises(LeaseHeldError, match="learner-elsewhere"):
         combee.learn(failing_traces(4))
     assert combee.history() == []
+
+
+def test_head_repair_finds_a_rebased_version_numbered_below_head() -> None:
+    # v1 and v2 learned from v0; v2 approved. Approving v1 rebases it onto v2 and
+    # accepts it: an accepted version numbered below the HEAD it extends. A writer
+    # that died before moving HEAD to it left its rules out of force; repair must
+    # not look only at the numbers above HEAD.
+    store = _DiesBeforeHead()
+    combee = Combee(
+        prompt_id=PROMPT,
+        model=fake_learner(),
+        store=store,
+        batch_size=2,
+        acceptance=ManualApproval(),
+    )
+    combee.learn(failing_traces(4))
+    combee.approve(2)
+    store.dying = True
+    with pytest.raises(RuntimeError, match="killed"):
+        combee.approve(1)
+    store.dying = False
+    orphan = combee.get(1)
+    assert (orphan.status, orphan.parent) == ("accepted", 2)
+
+    combee.learn(failing_traces(2, prefix="next"))  # the next writer session
+
+    assert combee.current().version == orphan.version
+    assert combee.get(3).parent == orphan.version  # the new candidate builds on it

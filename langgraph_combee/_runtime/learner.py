@@ -34,6 +34,7 @@ from langgraph_combee._runtime.feedback_poll import FeedbackPoller
 from langgraph_combee._runtime.takeover import keep_lease, recover
 from langgraph_combee._storage.keys import NO_TENANT, ROOT
 from langgraph_combee._storage.lease import Lease
+from langgraph_combee._storage.locked import hold, writer_lock
 from langgraph_combee._storage.registry import PromptRegistry
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ class LearnerStats:
 
 
 class _Fence:
-    """A ``before_submit`` check: the lease is still ours and nobody wrote since ``mark``."""
+    """A ``before_submit`` check: the lease is still ours (a HEAD moved since ``mark`` counts)."""
 
     def __init__(self, registry: PromptRegistry, lease: Lease, stats: LearnerStats) -> None:
         self._registry = registry
@@ -105,9 +106,13 @@ class _Fence:
         if not await self._lease.arenew():
             return False
         if self._start is not None and await self._position() != self._start:
+            # Not a reason to throw the step away: its candidate is rebased onto
+            # the new HEAD when it is written (``VersionWriter.submit``).
             self._stats.stale_steps += 1
-            logger.warning("another writer changed prompt %r during the step", self._registry)
-            return False
+            logger.info(
+                "another writer changed prompt %r during the step; its candidate is rebased",
+                self._registry,
+            )
         return True
 
 
@@ -241,11 +246,23 @@ class BackgroundLearner:
         return self._leases[tenant]
 
     async def _tick_tenant(self, tenant: str | None) -> bool:
+        lease = self._lease(tenant)
+        # Writer sessions of this process (approve, learn()) share our holder name:
+        # one that found the lease free gives it back when it ends, so take it and
+        # give it up only between sessions, never under one.
+        writers = writer_lock(self.combee.store, self.combee.prompt_id, tenant)
+        if await lease.ahandover_wanted():
+            # A writer of another process (`combee approve`, learn()) asked for the
+            # lease: give it up between steps, take it back when that writer is done.
+            async with hold(writers):
+                await lease.arelease()
+            return False
         now = self._clock()
         if now < self._retry_at.get(tenant, 0.0):
             return False
-        lease = self._lease(tenant)
-        if not await lease.aacquire():
+        async with hold(writers):
+            taken = await lease.aacquire()
+        if not taken:
             return False  # another learner holds this prompt
         if self._settled_tenure.get(tenant, -1.0) != lease.acquired_at:
             # A new tenure (someone may have held the lease since our last pass):

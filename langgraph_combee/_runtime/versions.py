@@ -36,7 +36,7 @@ from collections.abc import AsyncIterator, Sequence
 from langgraph.store.base import BaseStore
 
 from langgraph_combee._core.dedup import Embedder, deduplicate
-from langgraph_combee._core.ops import Add, DeltaOp, Tag
+from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Decision, PromptVersion
 from langgraph_combee._errors import StaleCandidateError
@@ -61,6 +61,24 @@ def _visible(playbook: Playbook) -> list[tuple[str, str, str, bool]]:
     return [(b.id, b.section, b.content, b.pending) for b in playbook.bullets]
 
 
+def _without_conflicts(ops: Sequence[DeltaOp], base: Playbook, onto: Playbook) -> list[DeltaOp]:
+    kept = []
+    for op in ops:
+        if isinstance(op, (Update, Remove)):
+            was, now = base.get(op.id), onto.get(op.id)
+            if was is not None and now is not None and was.content != now.content:
+                logger.warning(
+                    "rebase dropped %s of bullet %s: it was rewritten since (%r, now %r)",
+                    op.type,
+                    op.id,
+                    was.content,
+                    now.content,
+                )
+                continue
+        kept.append(op)
+    return kept
+
+
 @dataclasses.dataclass(frozen=True)
 class ApplyPipeline:
     """The deterministic part of a step, re-run when a candidate is rebased."""
@@ -72,13 +90,24 @@ class ApplyPipeline:
     embedder: Embedder | None = None
 
     async def reapply(
-        self, ops: Sequence[DeltaOp], onto: Playbook, *, version: int, learned: Playbook
+        self,
+        ops: Sequence[DeltaOp],
+        onto: Playbook,
+        *,
+        version: int,
+        learned: Playbook,
+        base: Playbook | None = None,
     ) -> Playbook:
         """Re-apply a candidate's ops onto another playbook: screen, apply, dedup, promote, budget.
 
         ``learned`` is the candidate's own playbook: an added bullet keeps the
         support it had there (the traces behind it are not at hand any more).
+        ``base`` is the playbook the ops were learned from: an UPDATE or REMOVE
+        of a bullet whose text ``onto`` has changed since is a conflict and is
+        dropped, so the rewrite in force wins over an edit of text it replaced.
         """
+        if base is not None:
+            ops = _without_conflicts(ops, base, onto)
         guard = self.guard
         if guard is not None:
             ops = (await guard.ascreen(ops)).accepted
@@ -212,13 +241,24 @@ class VersionWriter:
                         logger.warning("could not release the writer lease", exc_info=True)
 
     async def _take(self, lease: Lease) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + lease.ttl_seconds + 1.0
-        while not await lease.aacquire():
-            if loop.time() >= deadline:
-                await lease.arequire()  # raises LeaseHeldError naming the holder
-                return
-            await asyncio.sleep(LEASE_POLL_SECONDS)
+        if await lease.aacquire():
+            return
+        # Held by another process: a learner there renews it on every pass and
+        # would never let it expire, so ask it to hand the lease over.
+        await lease.arequest_handover()
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + lease.ttl_seconds + 1.0
+            while not await lease.aacquire():
+                if loop.time() >= deadline:
+                    await lease.arequire()  # raises LeaseHeldError naming the holder
+                    return
+                await asyncio.sleep(LEASE_POLL_SECONDS)
+        finally:
+            try:
+                await lease.awithdraw_handover()
+            except Exception:  # a dead store: the request lapses by itself
+                logger.warning("could not withdraw the lease hand-over request", exc_info=True)
 
     async def _rebase(self, registry: PromptRegistry, record: PromptVersion) -> PromptVersion:
         """Re-apply a stale candidate onto HEAD inside a session (see the module docstring)."""
@@ -229,8 +269,10 @@ class VersionWriter:
             raise StaleCandidateError(
                 self.prompt_id, record.version, record.parent, head.version, has_ops=False
             )
+        learned_from = record.rebased_from if record.rebased_from is not None else record.parent
+        base = None if learned_from is None else (await registry.aget(learned_from)).playbook
         playbook = await self.pipeline.reapply(
-            record.ops, head.playbook, version=record.version, learned=record.playbook
+            record.ops, head.playbook, version=record.version, learned=record.playbook, base=base
         )
         logger.info(
             "rebased candidate v%d of prompt %r from v%s onto v%d",
@@ -328,15 +370,36 @@ class VersionWriter:
         decision = await decide(self.acceptance, stored, current, self.context(registry))
         if decision is None:
             return stored
-        report.accepted = decision.accepted
-        if not decision.accepted:
-            return await self.reject(registry, stored.version, decision)
-        return await self.accept(registry, stored.version, decision)
+        write = self.accept if decision.accepted else self.reject
+        final = await write(registry, stored.version, decision, if_pending=True)
+        report.accepted = final.status == "accepted"
+        return final
+
+    def _decided_elsewhere(self, record: PromptVersion, decision: Decision) -> bool:
+        if record.status == "candidate":
+            return False
+        logger.info(
+            "v%d of prompt %r was %s (%s) while %s decided it; that decision stands",
+            record.version,
+            self.prompt_id,
+            record.status,
+            "?" if record.decision is None else record.decision.policy,
+            decision.policy,
+        )
+        return True
 
     async def accept(
-        self, registry: PromptRegistry, version: int, decision: Decision
+        self,
+        registry: PromptRegistry,
+        version: int,
+        decision: Decision,
+        *,
+        if_pending: bool = False,
     ) -> PromptVersion:
         """Accept a candidate, rebasing it first if HEAD moved since it was learned.
+
+        With ``if_pending`` (a policy's verdict, which may come late), a version
+        decided meanwhile (by an operator) is returned as it is.
 
         Raises:
             StaleCandidateError: It is stale and has no stored ops to re-apply.
@@ -344,6 +407,8 @@ class VersionWriter:
         """
         async with self.session(registry) as fenced:
             record = await fenced.aget(version)
+            if if_pending and self._decided_elsewhere(record, decision):
+                return record
             if record.status == "candidate":
                 record = await self._rebase(fenced, record)
             accepted = await fenced.aaccept(version, decision)
@@ -351,10 +416,19 @@ class VersionWriter:
         return accepted
 
     async def reject(
-        self, registry: PromptRegistry, version: int, decision: Decision
+        self,
+        registry: PromptRegistry,
+        version: int,
+        decision: Decision,
+        *,
+        if_pending: bool = False,
     ) -> PromptVersion:
-        """Reject a candidate; HEAD does not move."""
+        """Reject a candidate; HEAD does not move. ``if_pending`` as for ``accept``."""
         async with self.session(registry) as fenced:
+            if if_pending:
+                record = await fenced.aget(version)
+                if self._decided_elsewhere(record, decision):
+                    return record
             return await fenced.areject(version, decision)
 
     async def rollback(

@@ -33,6 +33,7 @@ HEAD_KEY = "head"
 CANARY_KEY = "canary"
 LATEST_KEY = "latest"
 LEASE_KEY = "writer"
+HANDOVER_KEY = "handover"
 
 VERSION_DIGITS = 10
 MAX_VERSION = 10**VERSION_DIGITS - 1

@@ -29,6 +29,7 @@ All holders must share one clock (the default, ``time.time``, is wall-clock time
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 import time
@@ -41,7 +42,7 @@ from langgraph.store.base import BaseStore, Op, PutOp, Result
 from langgraph_combee._errors import ConfigurationError, LeaseHeldError, LeaseLostError
 from langgraph_combee._storage import _io as io
 from langgraph_combee._storage._io import Flow, run_async, run_sync
-from langgraph_combee._storage.keys import LEASE_KEY, PromptSpace
+from langgraph_combee._storage.keys import HANDOVER_KEY, LEASE_KEY, PromptSpace
 from langgraph_combee._storage.locked import unwrap
 from langgraph_combee._storage.pglease import LeaseLost, PostgresLeaseTable, postgres_store
 
@@ -212,6 +213,36 @@ class Lease:
         """Async twin of ``is_held``."""
         return (await self.aholder()) == self._owner
 
+    def request_handover(self) -> None:
+        """Ask the holder to give the lease up at its next pass (``handover_wanted``).
+
+        A learner holds the lease for as long as it runs, renewing it on every
+        pass; a short writer of another process (``combee approve``) asks for it
+        instead of waiting for an expiry that never comes. The request lapses
+        after ``ttl_seconds`` + 1 s, so a requester that died holds nobody back.
+        """
+        run_sync(self._store, self._request_flow())
+
+    async def arequest_handover(self) -> None:
+        """Async twin of ``request_handover``."""
+        await run_async(self._store, self._request_flow())
+
+    def withdraw_handover(self) -> None:
+        """Remove our hand-over request, if it is still there."""
+        run_sync(self._store, self._withdraw_flow())
+
+    async def awithdraw_handover(self) -> None:
+        """Async twin of ``withdraw_handover``."""
+        await run_async(self._store, self._withdraw_flow())
+
+    def handover_wanted(self) -> bool:
+        """Whether another holder asked for the lease (``request_handover``) and still waits."""
+        return run_sync(self._store, self._wanted_flow())
+
+    async def ahandover_wanted(self) -> bool:
+        """Async twin of ``handover_wanted``."""
+        return await run_async(self._store, self._wanted_flow())
+
     def require(self) -> None:
         """Make sure we hold the lease: acquire (or renew) it, or raise.
 
@@ -331,6 +362,21 @@ class Lease:
         )
         return True
 
+    def _request_flow(self) -> Flow[None]:
+        until = self._clock() + self._ttl + 1.0
+        yield from io.put(self._namespace, HANDOVER_KEY, {"holder": self._owner, "until": until})
+
+    def _withdraw_flow(self) -> Flow[None]:
+        item = yield from io.get(self._namespace, HANDOVER_KEY)
+        if item is not None and item.value.get("holder") == self._owner:
+            yield from io.delete(self._namespace, HANDOVER_KEY)
+
+    def _wanted_flow(self) -> Flow[bool]:
+        item = yield from io.get(self._namespace, HANDOVER_KEY)
+        if item is None or item.value.get("holder") == self._owner:
+            return False
+        return float(item.value.get("until", 0.0)) > self._clock()
+
     def _holder_flow(self) -> Flow[str | None]:
         record = yield from self._read_flow()
         if record is None or not record["holder"] or not self._live(record, self._clock()):
@@ -380,8 +426,22 @@ class FencedStore(BaseStore):
         return self.inner.batch(ops)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """``batch`` on a worker thread: the inner store's sync path works for every backend."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        """``batch`` on a worker thread: the inner store's sync path works for every backend.
+
+        A cancelled caller still waits for the thread: cancelling does not stop
+        a write in progress, and the writer session (its lock and lease) must not
+        end before it, or the next writer would build on the HEAD it replaces.
+        """
+        call = asyncio.ensure_future(asyncio.to_thread(self.batch, list(ops)))
+        try:
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            while not call.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait([call])
+            if not call.cancelled():
+                call.exception()  # the caller was cancelled: its write's error is not news
+            raise
 
     def __repr__(self) -> str:
         return f"FencedStore({self.inner!r}, {self._lease!r})"

@@ -266,7 +266,9 @@ class PromptRegistry:
 
         A writer that died after writing an accepted version but before moving
         HEAD left that version out of force. Walking forward from HEAD, each
-        accepted version whose parent is the HEAD found so far becomes HEAD.
+        accepted version whose parent is the HEAD found so far becomes HEAD
+        (found by parent, whatever its number: a rebased one may be numbered
+        below the HEAD it extends).
         Returns None when HEAD was already right. Only a writer should call it
         (it moves HEAD); ``VersionWriter`` does before every write.
         """
@@ -480,13 +482,24 @@ class PromptRegistry:
 
     def _repair_flow(self) -> Flow[PromptVersion | None]:
         head = yield from self._head_version_flow()
-        latest = yield from self._latest_flow()
         found: PromptVersion | None = None
-        current = head
-        for number in range(head + 1, latest + 1):
-            record = yield from self._read_flow(number)
-            if record is not None and record.status == "accepted" and record.parent == current:
-                found, current = record, number
+        current, seen = head, {head}
+        while True:
+            # By parent, not by number: a candidate rebased onto HEAD and accepted
+            # can carry a lower number than the HEAD it extends.
+            items = yield from io.search_all(
+                self._versions, filter={"status": "accepted", "parent": current}
+            )
+            children = [
+                PromptVersion.model_validate(item.value)
+                for item in items
+                if parse_version_key(item.key) not in (None, *seen)
+            ]
+            if not children:
+                break
+            found = min(children, key=lambda record: record.version)
+            current = found.version
+            seen.add(current)
         if found is None:
             return None
         yield from io.put(
@@ -503,13 +516,21 @@ class PromptRegistry:
             )
         latest = yield from self._latest_flow()
         head = yield from self._head_version_flow()
+        current = yield from self._read_flow(head)
+        # Bullet ids are never reused: keep HEAD's id counters where they are
+        # ahead, or a rule learned after the rollback would take the id of a
+        # rolled-back one (and a stale candidate's UPDATE or REMOVE of that id,
+        # rebased onto HEAD, would hit the wrong rule).
+        counters = dict(target.playbook.counters)
+        for slug, count in ({} if current is None else current.playbook.counters).items():
+            counters[slug] = max(count, counters.get(slug, 0))
         note = f"rollback to v{version}: {reason}" if reason else f"rollback to v{version}"
         record = PromptVersion(
             prompt_id=self.prompt_id,
             tenant=self.tenant,
             version=latest + 1,
             parent=head,
-            playbook=target.playbook.model_copy(deep=True),
+            playbook=target.playbook.model_copy(deep=True, update={"counters": counters}),
             status="accepted",
             decision=Decision(accepted=True, policy="rollback", reason=reason or note),
             note=note,
