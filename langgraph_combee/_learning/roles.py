@@ -137,7 +137,7 @@ def _overlaps(proposed: Mapping[str, DeltaOp]) -> list[list[str]]:
     for label, op in proposed.items():
         if not isinstance(op, Add):
             continue
-        key = " ".join(op.content.lower().split())
+        key = _key(op)
         if key in seen:
             continue  # the other copy of one reflection: folded, nothing to decide
         seen[key] = label
@@ -324,8 +324,16 @@ class SmallRoles(RoleProfile):
             chosen = [label for label in group if label in asked]
             if len(chosen) < len(group):
                 drop.update(chosen)
-        ops = [op for label, op in proposed.items() if label not in drop]
+        # A dropped rule goes with its exact repeats (the other copies, not shown).
+        gone = {_key(proposed[label]) for label in drop}
+        ops = [op for op in proposed.values() if _key(op) not in gone]
         return Aggregation(ops, "merged")
+
+
+def _key(op: DeltaOp) -> str:
+    if isinstance(op, Add):
+        return " ".join(op.content.lower().split())
+    return f"{op.type}|{op.id}"
 
 
 def _content(op: DeltaOp) -> str:
@@ -363,7 +371,15 @@ def adopt(
             content, sources = text, group
         else:
             continue  # an unknown label, or nothing
-        ops.setdefault(_norm(content), Add(section=section, content=content, sources=sources))
+        key = _norm(content)
+        if key in ops:
+            # The same rule from several reflections: one op backed by all of them.
+            known = ops[key].sources
+            ops[key] = Add(
+                section=section, content=ops[key].content, sources=[*known, *(s for s in sources if s not in known)]  # type: ignore[union-attr]
+            )
+        else:
+            ops[key] = Add(section=section, content=content, sources=sources)
     return list(ops.values())
 
 
