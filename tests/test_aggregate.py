@@ -139,7 +139,9 @@ def test_the_small_reflector_asks_for_situation_and_action_only() -> None:
     assert bare.key_insight == "When late parcels, the answer is LOG-5T."
     # Quotes around a whole part go; a leading "when" and commas inside the situation
     # (the first comma ends it) are rewritten.
-    wrapped = SmallReflectionOut(situation="when 'late', lost parcels", action="<\u201cLOG-5T\u201d>")
+    wrapped = SmallReflectionOut(
+        situation="when 'late', lost parcels", action="<\u201cLOG-5T\u201d>"
+    )
     assert wrapped.to_reflection("t1").key_insight == "When 'late'; lost parcels, LOG-5T."
 
 

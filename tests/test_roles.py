@@ -20,8 +20,12 @@ from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller,
 from langgraph_combee._learning.roles import FullRoles, SmallRoles, known_small
 from langgraph_combee._learning.schemas import ReflectionOut
 from langgraph_combee.errors import LearningError
-from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel, fake_learner
-from langgraph_combee.testing import parrot_learner
+from langgraph_combee.testing import (
+    FunctionChatModel,
+    ScriptedChatModel,
+    fake_learner,
+    parrot_learner,
+)
 
 openai_chat = pytest.importorskip("langchain_openai")
 httpx = pytest.importorskip("httpx")
@@ -42,7 +46,11 @@ def _completion(content: str, finish: str) -> dict[str, Any]:
         "created": 0,
         "model": "whatever",
         "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": finish,
+            }
         ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
@@ -194,7 +202,9 @@ def test_a_lower_max_tokens_set_by_the_user_is_kept() -> None:
         ({"base_url": "https://api.example.com/v1", "model": "gpt-4.1-mini"}, False),
     ],
 )
-def test_known_small_reads_the_server_and_the_model_name(kwargs: dict[str, str], small: bool) -> None:
+def test_known_small_reads_the_server_and_the_model_name(
+    kwargs: dict[str, str], small: bool
+) -> None:
     model = openai_chat.ChatOpenAI(api_key="x", **kwargs)
     assert (known_small(model) is not None) is small
     assert Combee(prompt_id="p", model=model).describe_roles()["profile"] == (
@@ -221,9 +231,11 @@ def test_auto_switches_to_small_when_full_replies_keep_failing(
 
     combee = Combee(prompt_id="switch", model=FunctionChatModel(reply), batch_size=3)
     assert combee.describe_roles()["profile"] == "full"
-    with caplog.at_level(logging.WARNING, logger="langgraph_combee.learner"):
-        with pytest.raises(LearningError):
-            combee.learn(_three_tickets())  # three unusable reflections of six calls
+    with (
+        caplog.at_level(logging.WARNING, logger="langgraph_combee.learner"),
+        pytest.raises(LearningError),
+    ):
+        combee.learn(_three_tickets())  # three unusable reflections of six calls
     roles = combee.describe_roles()
     assert roles["profile"] == "small" and roles["chosen"] == "switched"
     assert "unusable" in roles["reason"]
@@ -326,7 +338,9 @@ def _seed(combee: Combee, playbook: Playbook) -> None:
 
 
 def test_a_new_rule_for_a_known_situation_corrects_the_old_action() -> None:
-    combee = Combee(prompt_id="fix", model=_situation_learner(lambda _: "lost parcels"), roles="small")
+    combee = Combee(
+        prompt_id="fix", model=_situation_learner(lambda _: "lost parcels"), roles="small"
+    )
     _seed(combee, _playbook("When lost parcels, RET-3H."))
     report = combee.learn(_tickets(["LOG-8W"]))
     assert [b.content for b in report.playbook.bullets] == ["When lost parcels, LOG-8W."]
@@ -357,7 +371,9 @@ def test_served_outcomes_move_counters_and_a_rule_that_keeps_failing_is_removed(
 
     combee = Combee(prompt_id="served", model=fake_learner(), roles="small", batch_size=4)
     _seed(combee, pb)
-    report = combee.learn([t.model_copy(update={"feedback": Feedback(correct=t.feedback.correct)}) for t in served])  # type: ignore[union-attr]
+    report = combee.learn(
+        [t.model_copy(update={"feedback": Feedback(correct=t.feedback.correct)}) for t in served]
+    )  # type: ignore[union-attr]
     step = report.steps[0]
     assert (step.served_helpful, step.served_harmful) == (1, 2)
     assert step.discredited == 1
@@ -377,7 +393,9 @@ def test_the_token_budget_evicts_the_rule_with_the_worst_service_record_first() 
 
 
 def test_contradicting_rules_never_stand_side_by_side() -> None:
-    pb = _playbook("When desk lamp, RET-3H.", "When desk lamp repair, LOG-8W.", "When refunds, FIN-7Q.")
+    pb = _playbook(
+        "When desk lamp, RET-3H.", "When desk lamp repair, LOG-8W.", "When refunds, FIN-7Q."
+    )
     assert len(rules.conflicts(pb)) == 1
     ops, found = rules.resolve_conflicts(pb)
     left = pb.apply(ops).playbook
@@ -436,7 +454,9 @@ def test_the_small_aggregator_settles_overlapping_proposals() -> None:
     def drop(body: str) -> list[str]:
         return re.findall(r"\[(P\d+\.\d+)\] When late parcels, RET-3H", body)
 
-    combee = Combee(prompt_id="agg", model=_conflicting_small(drop, seen), roles="small", batch_size=4)
+    combee = Combee(
+        prompt_id="agg", model=_conflicting_small(drop, seen), roles="small", batch_size=4
+    )
     report = combee.learn(_tickets(["LOG-8W", "RET-3H", "FIN-7Q", "SEC-4X"]))
     assert prompts.SMALL_AGGREGATOR_SYSTEM in seen
     assert report.steps[0].aggregation == "merged"

@@ -349,7 +349,9 @@ class LLMCaller:
         except ReplyTooLongError:
             stats.truncated[run_name] += 1
             logger.info("%s: reply cut at its token limit; asking for a shorter one", run_name)
-            return await self._repair(run_name, messages, SHORTER_REQUEST, schema, stats, max_tokens)
+            return await self._repair(
+                run_name, messages, SHORTER_REQUEST, schema, stats, max_tokens
+            )
         if parsed is not None:
             return parsed
         text = message_text(reply.content)

@@ -28,7 +28,6 @@ from typing import Any, ClassVar, Literal
 from urllib.parse import urlparse
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
 
 from langgraph_combee._core.ops import Add, DeltaOp
 from langgraph_combee._core.playbook import Playbook
@@ -118,7 +117,7 @@ class RoleProfile(ABC):
     ) -> Aggregation:
         """Level 2: merge the level-1 proposals into the step's ops."""
 
-    def observe(self, stats: CallStats) -> None:
+    def observe(self, stats: CallStats) -> None:  # noqa: B027 - a hook; most profiles ignore it
         """Told every step's call statistics (``AutoRoles`` decides on them)."""
 
     def describe(self) -> dict[str, Any]:
@@ -361,7 +360,7 @@ def adopt(
     """
     by_insight = {_norm(r.key_insight): r for r in by_label.values() if r.key_insight.strip()}
     group = list(dict.fromkeys(r.trace_id for r in by_label.values()))
-    ops: dict[str, DeltaOp] = {}
+    ops: dict[str, Add] = {}
     for entry in entries:
         text = entry.strip()
         reflection = by_label.get(text.strip("[]").upper()) or by_insight.get(_norm(text))
@@ -376,11 +375,13 @@ def adopt(
             # The same rule from several reflections: one op backed by all of them.
             known = ops[key].sources
             ops[key] = Add(
-                section=section, content=ops[key].content, sources=[*known, *(s for s in sources if s not in known)]  # type: ignore[union-attr]
+                section=section,
+                content=ops[key].content,
+                sources=[*known, *(s for s in sources if s not in known)],
             )
         else:
             ops[key] = Add(section=section, content=content, sources=sources)
-    return list(ops.values())
+    return list[DeltaOp](ops.values())
 
 
 # ---- choosing a profile -----------------------------------------------------

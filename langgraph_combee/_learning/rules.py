@@ -28,12 +28,53 @@ from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Bullet, Playbook
 from langgraph_combee._core.types import Trace
 
-_RULE = re.compile(r"^\s*(?:when|if|for)\s+(?P<situation>[^,]+?),\s*(?P<action>.+?)\s*$", re.I | re.S)
+_RULE = re.compile(
+    r"^\s*(?:when|if|for)\s+(?P<situation>[^,]+?),\s*(?P<action>.+?)\s*$", re.I | re.S
+)
 _WORD = re.compile(r"[a-z0-9]+")
+# Words that say nothing about which case a situation is (generic request words).
 _STOP = frozenset(
-    "a an the of to for in on at by with about and or is are be it its this that these those "
-    "any some user users request requests input inputs ticket tickets customer customers "
-    "message messages asks ask asking question questions agent".split()
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "for",
+        "in",
+        "on",
+        "at",
+        "by",
+        "with",
+        "about",
+        "and",
+        "or",
+        "is",
+        "are",
+        "be",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "any",
+        "some",
+        "user",
+        "users",
+        "request",
+        "requests",
+        "input",
+        "inputs",
+        "message",
+        "messages",
+        "asks",
+        "ask",
+        "asking",
+        "question",
+        "questions",
+        "agent",
+    ]
 )
 # A value worth looking for in an answer: a token with a digit or an upper-case code,
 # or a quoted string.
@@ -211,7 +252,10 @@ def settle_batch(ops: Sequence[DeltaOp]) -> tuple[list[DeltaOp], list[Conflict]]
         if len(by_action) < 2:
             continue
         support = sorted(
-            ((len({s for _, op, _ in side for s in op.sources} or {""}), side) for side in by_action),
+            (
+                (len({s for _, op, _ in side for s in op.sources} or {""}), side)
+                for side in by_action
+            ),
             key=lambda pair: -pair[0],
         )
         best, runner_up = support[0][0], support[1][0]
@@ -266,7 +310,7 @@ def served_tags(playbook: Playbook, traces: Iterable[Trace]) -> list[DeltaOp]:
 
 
 def discredited(playbook: Playbook) -> list[DeltaOp]:
-    """REMOVE ops for live bullets whose harmful verdicts reach ``MIN_HARMFUL`` and outweigh the helpful."""
+    """REMOVE ops for live bullets with ``MIN_HARMFUL`` harmful verdicts, outweighing helpful."""
     return [
         Remove(
             id=b.id,
