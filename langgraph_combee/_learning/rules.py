@@ -79,6 +79,8 @@ _STOP = frozenset(
 # A value worth looking for in an answer: a token with a digit or an upper-case code,
 # or a quoted string.
 _VALUE = re.compile(r"['\"`]([^'\"`]{1,60})['\"`]|\b([A-Za-z]*\d[\w-]*|[A-Z]{2,}[\w-]*)\b")
+SAME_SITUATION = 0.8
+"""Word overlap (Jaccard) at which two situations are one: nearly all their words shared."""
 MIN_HARMFUL = 2
 """Harmful verdicts a bullet needs (and more than its helpful ones) to be removed."""
 
@@ -120,7 +122,7 @@ def _stem(word: str) -> str:
 def same_situation(a: str, b: str) -> bool:
     """Whether two situations describe the same case.
 
-    Equal content words, a Jaccard overlap of at least 0.7, or one situation
+    Equal content words, a Jaccard overlap of at least ``SAME_SITUATION``, or one situation
     of two or more words contained in the other ("desk lamp" and "desk lamp
     repair").
     """
@@ -132,7 +134,7 @@ def same_situation(a: str, b: str) -> bool:
     small, large = sorted((wa, wb), key=len)
     if len(small) >= 2 and small <= large:
         return True
-    return len(wa & wb) / len(wa | wb) >= 0.7
+    return len(wa & wb) / len(wa | wb) >= SAME_SITUATION
 
 
 def _norm(text: str) -> str:
