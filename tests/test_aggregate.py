@@ -134,9 +134,14 @@ def test_the_small_reflector_asks_for_situation_and_action_only() -> None:
     out = SmallReflectionOut(situation=" late parcels :", action="route to LOG-5T.")
     assert out.to_reflection("t1").key_insight == "When late parcels, route to LOG-5T."
     assert SmallReflectionOut(situation="late parcels").to_reflection("t1").is_empty()
-    # No action written: the ground truth stands in for it.
+    # No action written, or one that leaves the expected answer out ("copy the
+    # expected value", as the 1.5B wrote): the rule states the answer.
+    copied = SmallReflectionOut(situation="late parcels", action="copy the expected value")
+    assert copied.to_reflection("t1", ground_truth="LOG-5T").key_insight == (
+        "When late parcels, answer LOG-5T."
+    )
     bare = SmallReflectionOut(situation="late parcels").to_reflection("t1", ground_truth="LOG-5T")
-    assert bare.key_insight == "When late parcels, the answer is LOG-5T."
+    assert bare.key_insight == "When late parcels, answer LOG-5T."
     # Quotes around a whole part go; a leading "when" and commas inside the situation
     # (the first comma ends it) are rewritten.
     wrapped = SmallReflectionOut(

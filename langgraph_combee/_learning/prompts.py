@@ -51,8 +51,9 @@ Reply with ONE JSON object and nothing else, with exactly these keys:
 match other inputs of the same kind written differently, and specific enough to tell them \
 apart from inputs that need another action; never the name of the whole task, and no names, \
 numbers, ids or commas,
-  "action": what the agent must do or answer in that situation, in a few words: copy any \
-expected value, code, format, tool name or argument exactly as given."""
+  "action": what the agent must answer or do in that situation: when an expected answer is \
+given, "answer " followed by that expected answer copied exactly; when none is given, what the \
+agent should have done, in a few words (a format, a tool to call, an argument to pass)."""
 
 CURATOR_SYSTEM = f"""You are the curator of a prompt-learning system. You maintain a playbook: \
 short rules appended to an AI agent's system prompt, learned from reflections on past runs.

@@ -103,6 +103,10 @@ def _unwrap(text: str) -> str:
     return text
 
 
+SHORT_ANSWER_CHARS = 60
+"""Expected answers up to this long are stated in a small-model rule when it leaves them out."""
+
+
 class SmallReflectionOut(BaseModel):
     """The small-model reflector's reply: a situation and the action it calls for."""
 
@@ -114,13 +118,19 @@ class SmallReflectionOut(BaseModel):
 
         Quotes and brackets a small model wraps around either part are dropped,
         commas in the situation become semicolons (the first comma ends it), and
-        an empty action falls back on the ground truth when one is known.
+        an action that leaves out a short known ground truth becomes
+        ``"answer <ground truth>"``.
         """
         situation = _unwrap(self.situation).rstrip(" :.,")
         situation = re.sub(r"^(?:when|if|for)\s+", "", situation, flags=re.I).replace(",", ";")
         action = _unwrap(self.action).rstrip(" .")
-        if not action and ground_truth and ground_truth.strip():
-            action = f"the answer is {ground_truth.strip()}"
+        truth = (ground_truth or "").strip()
+        # A short expected answer the action does not carry (the 1.5B model wrote
+        # "copy the expected value exactly as given" for a third of its rules): the
+        # rule states the answer itself.
+        if truth and len(truth) <= SHORT_ANSWER_CHARS and "\n" not in truth:
+            if truth.lower() not in action.lower():
+                action = f"answer {truth}"
         if not (situation and action):
             return Reflection(trace_id=trace_id)
         insight = Rule(situation, action).text()
