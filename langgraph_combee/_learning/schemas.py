@@ -128,9 +128,9 @@ class SmallReflectionOut(BaseModel):
         # A short expected answer the action does not carry (the 1.5B model wrote
         # "copy the expected value exactly as given" for a third of its rules): the
         # rule states the answer itself.
-        if truth and len(truth) <= SHORT_ANSWER_CHARS and "\n" not in truth:
-            if truth.lower() not in action.lower():
-                action = f"answer {truth}"
+        short = len(truth) <= SHORT_ANSWER_CHARS and "\n" not in truth
+        if truth and short and truth.lower() not in action.lower():
+            action = f"answer {truth}"
         if not (situation and action):
             return Reflection(trace_id=trace_id)
         insight = Rule(situation, action).text()
