@@ -16,8 +16,9 @@ from langgraph_combee._core.ops import Add
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Decision, PromptVersion, Reflection
 from langgraph_combee._learning import prompts, rules
+from langgraph_combee._learning.auto_roles import known_small
 from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller, bounded_model
-from langgraph_combee._learning.roles import FullRoles, SmallRoles, known_small
+from langgraph_combee._learning.roles import FullRoles, SmallRoles
 from langgraph_combee._learning.schemas import ReflectionOut
 from langgraph_combee.errors import LearningError
 from langgraph_combee.testing import (

@@ -17,11 +17,12 @@ from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._learning.auto_roles import ROLES, make_roles
 from langgraph_combee._learning.budget import LearnerBudget
 from langgraph_combee._learning.calls import CallSettings, LLMCaller
 from langgraph_combee._learning.controller import BatchSizeController
 from langgraph_combee._learning.guard import DEFAULT_GUARD, BulletGuard
-from langgraph_combee._learning.roles import ROLES, RoleProfile, make_roles
+from langgraph_combee._learning.roles import RoleProfile
 from langgraph_combee._learning.strategies import StepContext, StepResult, Strategy, make_strategy
 
 BatchSize = int | Literal["auto"]
