@@ -523,3 +523,13 @@ def test_the_full_aggregator_merges_and_is_told_of_conflicts() -> None:
     )  # fmt: skip
     assert "Conflicts (different actions for one situation):\n- P1.1, P2.1" in body
     assert FullRoles.aggregate_tokens > SmallRoles.aggregate_tokens
+
+
+def test_one_correction_per_step_and_its_repeats_pass_quietly() -> None:
+    old = _playbook("When journalism, answer.")
+    new = [
+        Add(section="others", content="When journalism, answer PR-7M.", sources=[s]) for s in "ab"
+    ]
+    ops, found = rules.reconcile(old, new)
+    assert [op.type for op in ops] == ["UPDATE"]
+    assert [c.reason for c in found] == ["corrected by new evidence"]

@@ -49,8 +49,9 @@ have made it right.
 Reply with ONE JSON object and nothing else, with exactly these keys:
   "situation": the kind of input the rule is for, in 3 to 10 plain words, general enough to \
 match other inputs of the same kind written differently, and specific enough to tell them \
-apart from inputs that need another action; never the name of the whole task, and no names, \
-numbers, ids or commas,
+apart from inputs that need another action: what is asked, not the particular product, item, \
+person or order it is about; never the name of the whole task, and no names, numbers, ids or \
+commas,
   "action": what the agent must answer or do in that situation: when an expected answer is \
 given, "answer " followed by that expected answer copied exactly; when none is given, what the \
 agent should have done, in a few words (a format, a tool to call, an argument to pass)."""

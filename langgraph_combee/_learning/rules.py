@@ -196,7 +196,7 @@ def reconcile(playbook: Playbook, ops: Sequence[DeltaOp]) -> tuple[list[DeltaOp]
     parsed = [(b, r) for b, r in live if r is not None]
     out: list[DeltaOp] = []
     conflicts: list[Conflict] = []
-    updated: set[str] = set()
+    updated: dict[str, str] = {}  # bullet id -> the action this step gave it
     for op in ops:
         rule = parse_rule(op.content) if isinstance(op, Add) else None
         match = None
@@ -208,13 +208,19 @@ def reconcile(playbook: Playbook, ops: Sequence[DeltaOp]) -> tuple[list[DeltaOp]
             out.append(op)
             continue
         bullet, old = match
-        if same_action(old.action, rule.action):
-            continue
+        current = updated.get(bullet.id, old.action)
+        if same_action(current, rule.action):
+            continue  # the playbook has it (or this step already corrected it to it)
         assert isinstance(op, Add)
-        if _proven(bullet) or bullet.id in updated:
+        if bullet.id in updated:
+            conflicts.append(
+                Conflict(bullet.content, op.content, "a second correction in one step")
+            )
+            continue
+        if _proven(bullet):
             conflicts.append(Conflict(bullet.content, op.content, "contradicts a proven rule"))
             continue
-        updated.add(bullet.id)
+        updated[bullet.id] = rule.action
         conflicts.append(Conflict(op.content, bullet.content, "corrected by new evidence"))
         out.append(Update(id=bullet.id, content=op.content, sources=list(op.sources)))
     return out, conflicts
