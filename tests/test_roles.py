@@ -533,3 +533,13 @@ def test_one_correction_per_step_and_its_repeats_pass_quietly() -> None:
     ops, found = rules.reconcile(old, new)
     assert [op.type for op in ops] == ["UPDATE"]
     assert [c.reason for c in found] == ["corrected by new evidence"]
+
+
+def test_the_small_reflector_skips_runs_with_no_feedback_and_no_error() -> None:
+    bare = Trace(id="bare", input="hello", output="1")
+    failed = Trace(id="failed", input="hello", output="", error="tool crashed")
+    labelled = Trace(id="ok", input="hi", output="x", feedback=Feedback(ground_truth="A-1"))
+    small = SmallRoles()
+    assert not small.needs_reflection(bare)
+    assert small.needs_reflection(failed) and small.needs_reflection(labelled)
+    assert FullRoles().needs_reflection(bare)  # ACE's reflector judges from the transcript

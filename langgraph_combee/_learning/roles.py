@@ -234,8 +234,17 @@ class SmallRoles(RoleProfile):
     aggregate_tokens = 120
 
     def needs_reflection(self, trace: Trace) -> bool:
-        """Runs scored correct teach a small reflector nothing (their outcome still counts)."""
-        return not (trace.feedback is not None and trace.feedback.correct is True)
+        """Whether a small reflector can learn from the run.
+
+        Not from a run scored correct, nor from one with no feedback and no
+        error at all: measured on the 1.5B, such runs (learned before the app's
+        ``feedback()`` reached them) gave rules like "When question, answer 1.".
+        Their served outcome still counts.
+        """
+        feedback = trace.feedback
+        if feedback is not None and feedback.correct is True:
+            return False
+        return (feedback is not None and not feedback.is_empty()) or bool(trace.execution_errors())
 
     async def reflect(
         self, caller: LLMCaller, trace: Trace, playbook: Playbook, stats: CallStats
