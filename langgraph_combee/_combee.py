@@ -54,8 +54,9 @@ from langgraph_combee._learning.engine import (
     validate_batch_size,
 )
 from langgraph_combee._learning.guard import DEFAULT_GUARD, BulletGuard
-from langgraph_combee._learning.prompts import CuratorStyle, ReflectorStyle
+from langgraph_combee._learning.prompts import REFLECTOR_STYLES, ReflectorStyle
 from langgraph_combee._learning.replay import ReplaySettings
+from langgraph_combee._learning.roles import RoleProfile
 from langgraph_combee._learning.strategies import Strategy
 from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy
 from langgraph_combee._runtime.feedback_poll import FeedbackSource
@@ -238,6 +239,15 @@ def _refuse_duplicates(traces: Sequence[Trace], name: str) -> None:
         seen[trace.id] = i
 
 
+def _roles(roles: str | RoleProfile, reflector: object) -> str | RoleProfile:
+    """The ``roles`` setting, with the older ``reflector`` name folded in."""
+    if reflector is None:
+        return roles
+    if reflector not in REFLECTOR_STYLES:
+        raise ConfigurationError("reflector", reflector, "None, 'full' or 'compact'")
+    return "small" if reflector == "compact" else "full"
+
+
 class Combee(AgentSide):
     """A self-improving system prompt for one LangGraph / LangChain app.
 
@@ -270,15 +280,15 @@ class Combee(AgentSide):
         guard: The ``BulletGuard`` screening every proposed edit before it is
             applied (and holding the support threshold); default
             ``BulletGuard()``, None turns screening off. See ``docs/security.md``.
-        reflector: ``"full"`` (ACE's reflection: error, root cause, approach,
-            insight, bullet tags) or ``"compact"`` (just the input's topic and
-            the right answer, learned as ``"<topic>: <answer>"``; for small
-            local models and classification-like tasks).
-        curator: How curators and the aggregator answer: ``"full"`` (labels of
-            insights to adopt plus written edits: ADD, UPDATE, REMOVE, merges) or
-            ``"compact"`` (curators list the labels of the insights to adopt, the
-            aggregator the labels to drop: a reply of a few tokens, for small
-            local models). Default: the ``reflector`` style.
+        roles: The role profile of the learner's reflector, curators and
+            aggregator: ``"auto"`` (default: the small-model profile for models
+            known to be small, such as a local llama.cpp or Ollama server or a
+            name stating 8B parameters or fewer, else ACE's full roles, switching
+            to small when full replies keep failing to parse or hitting their
+            length limit), ``"full"``, ``"small"``, or a ``RoleProfile``. See
+            ``describe_roles()`` and ``docs/concepts.md``.
+        reflector: The older name of ``roles``: ``"full"`` or ``"compact"``
+            (the small profile); None (default) defers to ``roles``.
         callbacks: LangChain callbacks attached to every learner call.
         evaluator: Optional ``(trace) -> Feedback | None`` run on each captured trace.
         scope: Optional ``(config) -> tenant`` mapping a run's config (its
@@ -359,8 +369,8 @@ class Combee(AgentSide):
         backoff_seconds: float = 0.5,
         embedder: Embedder | None = None,
         guard: BulletGuard | None = DEFAULT_GUARD,
-        reflector: ReflectorStyle = "full",
-        curator: CuratorStyle | None = None,
+        roles: str | RoleProfile = "auto",
+        reflector: ReflectorStyle | None = None,
         callbacks: Callbacks = None,
         evaluator: Evaluator | None = None,
         scope: ScopeFn | None = None,
@@ -436,8 +446,7 @@ class Combee(AgentSide):
             token_budget=token_budget,
             embedder=embedder,
             guard=guard,
-            reflector=reflector,
-            curator=curator,
+            roles=_roles(roles, reflector),
         )
         self._call_settings = CallSettings(
             max_concurrency=max_concurrency,
@@ -558,6 +567,10 @@ class Combee(AgentSide):
         if tenant not in self._registries:
             self._registries[tenant] = PromptRegistry(self.store, self.prompt_id, tenant=tenant)
         return self._registries[tenant]
+
+    def describe_roles(self, tenant: str | None = None) -> dict[str, Any]:
+        """The learner's role profile: ``profile``, how it was ``chosen`` and the ``reason``."""
+        return self._engine(tenant).roles.describe()
 
     def next_batch_size(self, tenant: str | None = None) -> int:
         """How many traces the next learning step takes (fixed, or the controller's pick)."""

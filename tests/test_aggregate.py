@@ -1,4 +1,4 @@
-"""Combee's level 2 by reference, and the compact reflector and curators."""
+"""Combee's level 2 by reference, and the small-model profile's reflector and curators."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from langgraph_combee._learning import aggregate, prompts
 from langgraph_combee._learning.parsing import parse_reply
 from langgraph_combee._learning.schemas import (
     AggregateOut,
-    CompactCuratorOut,
-    CompactReflectionOut,
+    SmallCuratorOut,
+    SmallReflectionOut,
 )
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, fake_learner
@@ -122,45 +122,65 @@ def test_a_combee_step_sends_the_aggregator_labels_and_applies_its_decisions() -
     assert len(report.playbook.bullets) == 9
 
 
-def test_the_compact_reflector_asks_for_topic_and_answer_only() -> None:
+def test_the_small_reflector_asks_for_situation_and_action_only() -> None:
     trace = Trace(
         input="My parcel is late",
         output="GENERAL",
         feedback=Feedback(correct=False, ground_truth="LOG-5T"),
     )
-    messages = prompts.reflector_messages(trace, Playbook(), style="compact")
-    assert '"topic"' in str(messages[0].content)
+    messages = prompts.small_reflector_messages(trace)
+    assert '"situation"' in str(messages[0].content) and '"action"' in str(messages[0].content)
     assert "Current playbook" not in str(messages[1].content)
-    out = CompactReflectionOut(topic=" late parcels :", expected="LOG-5T")
-    assert out.to_reflection("t1").key_insight == "late parcels: LOG-5T"
-    assert CompactReflectionOut(topic="late parcels").to_reflection("t1").is_empty()
-    # Quotes and brackets around a whole part go; ones inside it stay.
-    wrapped = CompactReflectionOut(topic="'late' parcels", expected="<\u201cLOG-5T\u201d>")
-    assert wrapped.to_reflection("t1").key_insight == "'late' parcels: LOG-5T"
+    out = SmallReflectionOut(situation=" late parcels :", action="route to LOG-5T.")
+    assert out.to_reflection("t1").key_insight == "When late parcels, route to LOG-5T."
+    assert SmallReflectionOut(situation="late parcels").to_reflection("t1").is_empty()
+    # No action written, or one that leaves the expected answer out ("copy the
+    # expected value", as the 1.5B wrote): the rule states the answer.
+    copied = SmallReflectionOut(situation="late parcels", action="copy the expected value")
+    assert copied.to_reflection("t1", ground_truth="LOG-5T").key_insight == (
+        "When late parcels, answer LOG-5T."
+    )
+    bare = SmallReflectionOut(situation="late parcels").to_reflection("t1", ground_truth="LOG-5T")
+    assert bare.key_insight == "When late parcels, answer LOG-5T."
+    # Quotes around a whole part go; a leading "when" and commas inside the situation
+    # (the first comma ends it) are rewritten.
+    wrapped = SmallReflectionOut(
+        situation="when 'late', lost parcels", action="<\u201cLOG-5T\u201d>"
+    )
+    assert wrapped.to_reflection("t1").key_insight == "When 'late'; lost parcels, LOG-5T."
 
 
-def test_combee_learns_with_the_compact_reflector() -> None:
-    traces = [
+def _tickets(n: int) -> list[Trace]:
+    return [
         Trace(
             input=f"ticket {i} says hello",
             output="GENERAL",
             feedback=Feedback(correct=False, ground_truth=f"T-{i}"),
         )
-        for i in range(6)
+        for i in range(n)
     ]
-    combee = Combee(prompt_id="compact", model=fake_learner(), reflector="compact", batch_size=6)
-    rules = [b.content for b in combee.learn(traces).playbook.bullets]
-    assert "inputs like 'ticket 3 says hello': T-3" in rules
 
 
-def test_a_bad_reflector_style_is_refused() -> None:
-    with pytest.raises(ConfigurationError, match="reflector"):
-        Combee(prompt_id="x", model=fake_learner(), reflector="verbose")  # type: ignore[arg-type]
+@pytest.mark.parametrize("setting", [{"roles": "small"}, {"reflector": "compact"}])
+def test_combee_learns_with_the_small_profile(setting: dict[str, str]) -> None:
+    combee = Combee(prompt_id="small", model=fake_learner(), batch_size=6, **setting)  # type: ignore[arg-type]
+    assert combee.describe_roles()["profile"] == "small"
+    report = combee.learn(_tickets(6))
+    rules = [b.content for b in report.playbook.bullets]
+    assert "When inputs like 'ticket 3 says hello', answer T-3." in rules
+    assert report.steps[0].roles["profile"] == "small"
+
+
+@pytest.mark.parametrize("setting", [{"roles": "verbose"}, {"reflector": "verbose"}])
+def test_a_bad_roles_setting_is_refused(setting: dict[str, str]) -> None:
+    name = next(iter(setting))
+    with pytest.raises(ConfigurationError, match=name):
+        Combee(prompt_id="x", model=fake_learner(), **setting)  # type: ignore[arg-type]
 
 
 def test_a_curator_may_adopt_by_label_by_insight_text_or_with_its_own_rule() -> None:
     from langgraph_combee._core.types import Reflection
-    from langgraph_combee._learning.strategies import adopt
+    from langgraph_combee._learning.roles import adopt
 
     by_label = {
         "R1": Reflection(trace_id="t1", key_insight="Return labels: RET-3H"),
@@ -179,14 +199,11 @@ def test_a_curator_may_adopt_by_label_by_insight_text_or_with_its_own_rule() -> 
     ]
 
 
-# ---------------------------------------------------------------- compact curators
+# ---------------------------------------------------------------- small-model curators
 
 
-def _compact_learner(add: list[str], drop: list[str], seen: list[str]) -> FunctionChatModel:
-    """Reflects compactly, adopts every reflection plus ``add``, drops ``drop``; logs systems.
-
-    ``drop`` answers the aggregator, which only the full curator style calls.
-    """
+def _small_learner(add: list[str], drop: list[str], seen: list[str]) -> FunctionChatModel:
+    """Reflects with the small profile, adopts every reflection plus ``add``, drops ``drop``."""
 
     def reply(messages: list[BaseMessage]) -> str:
         system, body = str(messages[0].content), str(messages[-1].content)
@@ -194,7 +211,7 @@ def _compact_learner(add: list[str], drop: list[str], seen: list[str]) -> Functi
         if "You study one run" in system:
             number = re.findall(r"ticket (\d+) says hello", body)[0]
             return json.dumps(
-                {"expected": f"<\u201cT-{number}\u201d>", "topic": f"greeting ticket {number}"}
+                {"action": f"<\u201cT-{number}\u201d>", "situation": f"greeting ticket {number}"}
             )
         if "You are the curator" in system:
             labels = sorted(set(re.findall(r"\[(R\d+)\]", body)))
@@ -204,66 +221,36 @@ def _compact_learner(add: list[str], drop: list[str], seen: list[str]) -> Functi
     return FunctionChatModel(reply)
 
 
-def test_compact_curators_answer_with_labels_only() -> None:
-    assert CompactCuratorOut.model_validate({"add": "R1"}).to_full().add == ["R1"]
-    assert set(CompactCuratorOut.model_json_schema()["properties"]) == {"add"}
+def test_small_curators_answer_with_labels_only() -> None:
+    assert SmallCuratorOut.model_validate({"add": "R1"}).add == ["R1"]
+    assert set(SmallCuratorOut.model_json_schema()["properties"]) == {"add"}
 
 
-def test_the_compact_style_follows_the_reflector_unless_set() -> None:
+def test_small_level_2_is_skipped_and_recorded_when_no_proposals_overlap() -> None:
     seen: list[str] = []
-    traces = [
-        Trace(
-            input=f"ticket {i} says hello",
-            output="GENERAL",
-            feedback=Feedback(correct=False, ground_truth=f"T-{i}"),
-        )
-        for i in range(4)
-    ]
     # A small model's habits: quotes around the answer, a playbook line copied into "add".
     copied = "[str-00001] helpful=0 harmful=0 :: greeting ticket 0: T-0"
     combee = Combee(
-        prompt_id="compact",
-        model=_compact_learner([copied], ["P2.1"], seen),
-        reflector="compact",
+        prompt_id="small", model=_small_learner([copied], ["P2.1"], seen), roles="small",
         batch_size=4,
-    )
-    report = combee.learn(traces)
-    assert prompts.CURATOR_COMPACT_SYSTEM in seen
-    assert prompts.AGGREGATOR_SYSTEM not in seen  # level 2 is the union of the selections
+    )  # fmt: skip
+    report = combee.learn(_tickets(4))
+    assert prompts.SMALL_CURATOR_SYSTEM in seen
+    assert prompts.SMALL_AGGREGATOR_SYSTEM not in seen  # four distinct situations
+    assert report.steps[0].aggregation == "nothing to merge"
     assert prompts.CURATOR_SYSTEM not in seen
     # Each reflection reaches two groups; the copies fold into one bullet each. The
     # copied line is no label and no insight, so it is ignored.
     contents = sorted(b.content for b in report.playbook.bullets)
-    assert contents == [f"greeting ticket {i}: T-{i}" for i in range(4)]
-
-    seen.clear()
-    full = Combee(
-        prompt_id="mixed",
-        model=_compact_learner([copied], [], seen),
-        reflector="compact",
-        curator="full",
-        batch_size=4,
-    )
-    rules = [b.content for b in full.learn(traces).playbook.bullets]
-    assert prompts.CURATOR_SYSTEM in seen and prompts.CURATOR_COMPACT_SYSTEM not in seen
-    assert copied in rules  # a full curator may write rules of its own
+    assert contents == [f"When greeting ticket {i}, T-{i}." for i in range(4)]
 
 
-def test_a_bad_curator_style_is_refused() -> None:
-    with pytest.raises(ConfigurationError, match="curator"):
-        Combee(prompt_id="x", model=fake_learner(), curator="short")  # type: ignore[arg-type]
-
-
-def test_the_compact_curator_prompt_shows_plain_rules_only() -> None:
+def test_the_small_curator_prompt_shows_plain_rules_only() -> None:
     from langgraph_combee._core.types import Reflection
 
     playbook = Playbook().apply([Add(section="others", content="Refunds: FIN-7Q")]).playbook
     reflection = Reflection(trace_id="t1", key_insight="Locked out: SEC-4X")
-    curator = str(
-        prompts.curator_messages(
-            playbook, [("R1", reflection)], token_budget=None, style="compact"
-        )[1].content
-    )
+    curator = str(prompts.small_curator_messages(playbook, [("R1", reflection)])[1].content)
     assert "[R1] Locked out: SEC-4X" in curator and "- Refunds: FIN-7Q" in curator
     assert "helpful=" not in curator and "root_cause" not in curator
 
@@ -288,7 +275,7 @@ def test_the_transcript_is_left_out_when_it_repeats_input_and_answer() -> None:
     assert "Run transcript" in str(prompts.reflector_messages(with_tools, Playbook())[1].content)
 
 
-def test_the_compact_reflector_skips_runs_scored_correct() -> None:
+def test_the_small_reflector_skips_runs_scored_correct() -> None:
     seen: list[str] = []
     traces = [
         Trace(
@@ -299,13 +286,13 @@ def test_the_compact_reflector_skips_runs_scored_correct() -> None:
         for i in range(4)
     ]
     combee = Combee(
-        prompt_id="skip", model=_compact_learner([], [], seen), reflector="compact", batch_size=4
+        prompt_id="skip", model=_small_learner([], [], seen), roles="small", batch_size=4
     )
     report = combee.learn(traces)
     assert report.steps[0].calls["reflect"] == 2
     assert sorted(b.content for b in report.playbook.bullets) == [
-        "greeting ticket 0: T-0",
-        "greeting ticket 2: T-2",
+        "When greeting ticket 0, T-0.",
+        "When greeting ticket 2, T-2.",
     ]
     # All correct: nothing to reflect on, no call, and the step still succeeds.
     calls = len(seen)

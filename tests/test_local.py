@@ -586,22 +586,28 @@ def test_other_methods_are_plain_chat_openai() -> None:
     assert "json_schema" not in endpoint.bodies[0]
 
 
-async def test_the_learner_salvages_a_truncated_reply_without_an_exception() -> None:
+async def test_a_reply_cut_at_its_length_limit_gets_one_shorter_request() -> None:
     from langchain_core.messages import HumanMessage
 
     from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller
+    from langgraph_combee._learning.prompts import SHORTER_REQUEST
     from langgraph_combee._learning.schemas import ReflectionOut
 
     endpoint = Endpoint(
-        ('{"key_insight": "Refunds go to FIN-REFUNDS", "root_cause": "cu', "length")
+        ('{"key_insight": "Refunds go to FIN-REFUNDS", "root_cause": "cu', "length"),
+        (json.dumps(REFLECTION), "stop"),
     )
-    caller = LLMCaller(endpoint.model(), CallSettings(max_attempts=1, timeout_seconds=30))
+    caller = LLMCaller(endpoint.model(), CallSettings(max_attempts=3, timeout_seconds=30))
     stats = CallStats()
     out = await caller.call("combee.reflect", [HumanMessage("reflect")], ReflectionOut, stats)
-    assert out is not None and out.key_insight == "Refunds go to FIN-REFUNDS"
-    assert stats.calls["combee.reflect"] == 1
+    # The cut reply is unusable (its end, the key insight in a full reflection, is
+    # what is lost); the same request is not retried, a shorter reply is asked for.
+    assert out == ReflectionOut.model_validate(REFLECTION)
+    assert stats.calls["combee.reflect"] == 2
+    assert stats.truncated["combee.reflect"] == 1
     assert stats.failed["combee.reflect"] == 0
-    assert stats.output_tokens == 5  # usage reported by the server is counted
+    assert endpoint.bodies[1]["messages"][-1]["content"] == SHORTER_REQUEST
+    assert stats.output_tokens == 10  # usage reported by the server is counted
 
 
 async def test_the_learner_repairs_an_unusable_reply() -> None:

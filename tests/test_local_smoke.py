@@ -80,9 +80,9 @@ def test_structured_reflection_is_usable_by_the_learner(local: LocalModel) -> No
 
 
 def _learner(local: LocalModel, **style: str) -> Combee:
-    """Combee at batch size 4 on the shared server; ``style``: reflector and curator."""
+    """Combee at batch size 4 on the shared server; ``style``: the roles setting."""
     return Combee(
-        prompt_id=f"smoke-{'-'.join(style.values()) or 'full'}",
+        prompt_id=f"smoke-{'-'.join(style.values()) or 'auto'}",
         model=local.chat_model,
         strategy="combee",
         batch_size=4,
@@ -94,7 +94,7 @@ def _learner(local: LocalModel, **style: str) -> Combee:
 
 
 def test_combee_learns_a_rule_from_failing_tickets(local: LocalModel) -> None:
-    report = _learner(local).learn(_traces())
+    report = _learner(local, roles="full").learn(_traces())  # ACE's full roles
 
     assert len(report.steps) == 1
     step = report.steps[0]
@@ -107,14 +107,17 @@ def test_combee_learns_a_rule_from_failing_tickets(local: LocalModel) -> None:
     assert not local.closed
 
 
-def test_the_compact_roles_learn_a_rule_too(local: LocalModel) -> None:
-    # The local models' default: compact reflector and curators.
-    report = _learner(local, reflector="compact").learn(_traces())
+def test_the_default_roles_pick_the_small_profile_and_learn_a_rule_too(local: LocalModel) -> None:
+    combee = _learner(local)  # roles="auto": the bundled model is known to be small
+    assert combee.describe_roles()["profile"] == "small"
+    report = combee.learn(_traces())
 
     step = report.steps[0]
+    assert step.roles["profile"] == "small"
     assert step.calls.get("reflect", 0) >= 4
-    # Two curators select; level 2 is their union, with no aggregator call.
-    assert step.calls.get("propose", 0) == 2 and "aggregate" not in step.calls
+    # Two curators select; the aggregator is asked only when their rules overlap.
+    assert step.calls.get("propose", 0) == 2
+    assert step.calls.get("aggregate", 0) == (0 if step.aggregation == "nothing to merge" else 1)
     assert step.unparsed.get("reflect", 0) < step.calls["reflect"]
     assert report.version.version >= 1
     assert len(report.playbook) >= 1, report.playbook.render()

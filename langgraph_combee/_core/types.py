@@ -244,6 +244,26 @@ class StepReport(BaseModel):
     replay: ReplayReport | None = Field(
         default=None, description="Verified adoption: replays, their cost, the rules dropped."
     )
+    # ---- roles and evidence (what the role profile did with the step) ----
+    roles: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The role profile used: profile, how it was chosen, and why.",
+    )
+    truncated: dict[str, int] = Field(
+        default_factory=dict, description="Replies cut at their length limit, by stage."
+    )
+    aggregation: str | None = Field(
+        default=None,
+        description="Level 2: 'merged', 'nothing to merge', 'union' (the aggregator's reply "
+        "was unusable, every proposal kept) or None (one curator, no level 2).",
+    )
+    conflicts: list[str] = Field(
+        default_factory=list,
+        description="Contradicting rules found and how each was settled.",
+    )
+    served_helpful: int = Field(0, description="Helpful verdicts from served outcomes.")
+    served_harmful: int = Field(0, description="Harmful verdicts from served outcomes.")
+    discredited: int = Field(0, description="Bullets removed because service proved them wrong.")
 
 
 class LearnReport(BaseModel):

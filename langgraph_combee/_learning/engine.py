@@ -17,16 +17,12 @@ from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._learning.auto_roles import ROLES, make_roles
 from langgraph_combee._learning.budget import LearnerBudget
 from langgraph_combee._learning.calls import CallSettings, LLMCaller
 from langgraph_combee._learning.controller import BatchSizeController
 from langgraph_combee._learning.guard import DEFAULT_GUARD, BulletGuard
-from langgraph_combee._learning.prompts import (
-    CURATOR_STYLES,
-    REFLECTOR_STYLES,
-    CuratorStyle,
-    ReflectorStyle,
-)
+from langgraph_combee._learning.roles import RoleProfile
 from langgraph_combee._learning.strategies import StepContext, StepResult, Strategy, make_strategy
 
 BatchSize = int | Literal["auto"]
@@ -44,13 +40,7 @@ class EngineSettings:
     dedup_threshold: float | None = None
     embedder: Embedder | None = None
     guard: BulletGuard | None = DEFAULT_GUARD
-    reflector: ReflectorStyle = "full"
-    curator: CuratorStyle | None = None
-
-    @property
-    def curator_style(self) -> CuratorStyle:
-        """The curators' style: as set, else the reflector's."""
-        return self.curator if self.curator is not None else self.reflector
+    roles: str | RoleProfile = "auto"
 
     def __post_init__(self) -> None:
         if self.token_budget is not None and self.token_budget < 50:
@@ -63,10 +53,10 @@ class EngineSettings:
             )
         if self.guard is not None and not isinstance(self.guard, BulletGuard):
             raise ConfigurationError("guard", self.guard, "a BulletGuard or None")
-        if self.reflector not in REFLECTOR_STYLES:
-            raise ConfigurationError("reflector", self.reflector, "'full' or 'compact'")
-        if self.curator is not None and self.curator not in CURATOR_STYLES:
-            raise ConfigurationError("curator", self.curator, "None, 'full' or 'compact'")
+        if not isinstance(self.roles, RoleProfile) and self.roles not in ROLES:
+            raise ConfigurationError(
+                "roles", self.roles, "'auto', 'full', 'small' or a RoleProfile"
+            )
 
 
 def validate_batch_size(batch_size: Any) -> BatchSize:
@@ -113,9 +103,13 @@ class LearningEngine:
             dedup_threshold=self.settings.dedup_threshold,
             dedup=self.settings.dedup,
             guard=self.settings.guard,
-            reflector=self.settings.reflector,
-            curator=self.settings.curator_style,
+            roles=make_roles(self.settings.roles, model),
         )
+
+    @property
+    def roles(self) -> RoleProfile:
+        """The role profile this engine's steps use (chosen once, at construction)."""
+        return self.context.roles
 
     def next_batch_size(self) -> int:
         """How many traces the next step should take."""

@@ -16,6 +16,7 @@ from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
 from langgraph_combee._core.types import BulletTag, Reflection
+from langgraph_combee._learning.rules import Rule
 
 
 def _loose_str(value: Any) -> Any:
@@ -102,21 +103,38 @@ def _unwrap(text: str) -> str:
     return text
 
 
-class CompactReflectionOut(BaseModel):
-    """The compact reflector's reply: the input's topic and the right answer."""
+SHORT_ANSWER_CHARS = 60
+"""Expected answers up to this long are stated in a small-model rule when it leaves them out."""
 
-    topic: LooseStr = Field("", description="What the input is about, in a few plain words.")
-    expected: LooseStr = Field("", description="The right answer for such inputs.")
 
-    def to_reflection(self, trace_id: str) -> Reflection:
-        """Convert to a Reflection whose insight reads ``"<topic>: <expected>"``.
+class SmallReflectionOut(BaseModel):
+    """The small-model reflector's reply: a situation and the action it calls for."""
 
-        Quotes and brackets a small model wraps around either part are dropped.
+    situation: LooseStr = Field("", description="The kind of input, in a few general words.")
+    action: LooseStr = Field("", description="What to do or answer in that situation.")
+
+    def to_reflection(self, trace_id: str, *, ground_truth: str | None = None) -> Reflection:
+        """Convert to a Reflection whose insight reads ``"When <situation>, <action>."``.
+
+        Quotes and brackets a small model wraps around either part are dropped,
+        commas in the situation become semicolons (the first comma ends it), and
+        an action that leaves out a short known ground truth becomes
+        ``"answer <ground truth>"``.
         """
-        topic = _unwrap(self.topic).rstrip(" :.")
-        expected = _unwrap(self.expected)
-        insight = f"{topic}: {expected}" if topic and expected else ""
-        return Reflection(trace_id=trace_id, correct_approach=expected, key_insight=insight)
+        situation = _unwrap(self.situation).rstrip(" :.,")
+        situation = re.sub(r"^(?:when|if|for)\s+", "", situation, flags=re.I).replace(",", ";")
+        action = _unwrap(self.action).rstrip(" .")
+        truth = (ground_truth or "").strip()
+        # A short expected answer the action does not carry (the 1.5B model wrote
+        # "copy the expected value exactly as given" for a third of its rules): the
+        # rule states the answer itself.
+        short = len(truth) <= SHORT_ANSWER_CHARS and "\n" not in truth
+        if truth and short and truth.lower() not in action.lower():
+            action = f"answer {truth}"
+        if not (situation and action):
+            return Reflection(trace_id=trace_id)
+        insight = Rule(situation, action).text()
+        return Reflection(trace_id=trace_id, correct_approach=action, key_insight=insight)
 
 
 class OpOut(BaseModel):
@@ -166,14 +184,16 @@ class AggregateOut(OpsOut):
     drop: LooseStrList = Field(default_factory=list)
 
 
-class CompactCuratorOut(BaseModel):
-    """The compact curator's reply: the labels of the insights to adopt, nothing else."""
+class SmallCuratorOut(BaseModel):
+    """The small-model curator's reply: the labels of the rules to adopt, nothing else."""
 
     add: LooseStrList = Field(default_factory=list)
 
-    def to_full(self) -> CuratorOut:
-        """The same reply in the full curator's shape."""
-        return CuratorOut(add=self.add)
+
+class SmallAggregateOut(BaseModel):
+    """The small-model aggregator's reply: the labels of overlapping proposals to drop."""
+
+    drop: LooseStrList = Field(default_factory=list)
 
 
 def convert_ops(

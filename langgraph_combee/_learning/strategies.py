@@ -11,27 +11,34 @@ import asyncio
 import math
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from langgraph_combee._core.dedup import Embedder, deduplicate
-from langgraph_combee._core.ops import Add, DeltaOp, Tag
+from langgraph_combee._core.ops import DeltaOp, Tag
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Reflection, StepReport, Trace
 from langgraph_combee._errors import ConfigurationError, LearningError, LLMCallError
-from langgraph_combee._learning import aggregate, prompts
+from langgraph_combee._learning import rules
 from langgraph_combee._learning.calls import CallStats, LLMCaller
 from langgraph_combee._learning.guard import BulletGuard
-from langgraph_combee._learning.schemas import (
-    AggregateOut,
-    CompactCuratorOut,
-    CompactReflectionOut,
-    CuratorOut,
-    ReflectionOut,
-    convert_ops,
-)
+from langgraph_combee._learning.roles import FullRoles, RoleProfile, adopt
 from langgraph_combee._learning.support import attribute, promote, support_keys
+
+__all__ = [
+    "STRATEGIES",
+    "CombeeStrategy",
+    "NaiveStrategy",
+    "SequentialStrategy",
+    "StepContext",
+    "StepResult",
+    "Strategy",
+    "adopt",
+    "finish",
+    "make_strategy",
+    "shuffle_groups",
+]
 
 
 @dataclass(frozen=True)
@@ -44,8 +51,7 @@ class StepContext:
     dedup_threshold: float | None = None
     dedup: bool = True
     guard: BulletGuard | None = None
-    reflector: prompts.ReflectorStyle = "full"
-    curator: prompts.CuratorStyle = "full"
+    roles: RoleProfile = field(default_factory=FullRoles)
 
 
 @dataclass(frozen=True)
@@ -70,25 +76,18 @@ async def reflect_all(
     """Reflect on every trace in parallel against the same playbook snapshot.
 
     A reflection that fails or cannot be parsed is lost (and counted); if every
-    reflection fails because the LLM keeps raising, the step fails. With the
-    compact reflector, runs whose feedback says correct are not reflected on.
+    reflection fails because the LLM keeps raising, the step fails. Traces the
+    role profile has nothing to learn from (``needs_reflection``) cost no call.
     """
-
-    schema: type[ReflectionOut | CompactReflectionOut] = (
-        CompactReflectionOut if ctx.reflector == "compact" else ReflectionOut
-    )
+    roles = ctx.roles.active()
 
     async def one(trace: Trace) -> Reflection | None:
-        messages = prompts.reflector_messages(trace, playbook, style=ctx.reflector)
         try:
-            out = await ctx.caller.call("combee.reflect", messages, schema, stats)
+            return await roles.reflect(ctx.caller, trace, playbook, stats)
         except LLMCallError:
             return None
-        return None if out is None else out.to_reflection(trace.id)
 
-    # The compact reflector can only restate a known right answer, so a run already
-    # scored correct costs no call (the full reflector still tags the bullets it used).
-    todo = [t for t in traces if not (ctx.reflector == "compact" and _scored_correct(t))]
+    todo = [t for t in traces if roles.needs_reflection(t)]
     results = await asyncio.gather(*(one(t) for t in todo))
     if todo and all(r is None for r in results):
         if stats.failed["combee.reflect"] == len(todo):
@@ -99,17 +98,13 @@ async def reflect_all(
         # LLM is broken, not the traces. Failing keeps them queued for a retry.
         raise LearningError(
             f"no usable reflection for any of the {len(todo)} traces: every reply "
-            "failed or could not be parsed, even after a repair request"
+            "failed, could not be parsed or hit its length limit, even after a repair request"
         )
     return [
         _Labelled(f"R{i}", r)
         for i, r in enumerate(results, start=1)
         if r is not None and not r.is_empty()
     ]
-
-
-def _scored_correct(trace: Trace) -> bool:
-    return trace.feedback is not None and trace.feedback.correct is True
 
 
 def _required(ops: list[DeltaOp] | None, run_name: str) -> list[DeltaOp]:
@@ -147,69 +142,48 @@ async def curate(
     stats: CallStats,
 ) -> list[DeltaOp] | None:
     """One curator call over a group of reflections; None if the reply was unusable."""
-    unique = list({item.label: item for item in group}.values())
     # A group may hold both copies of a reflection; the curator sees each once.
-    messages = prompts.curator_messages(
+    unique = list({item.label: item for item in group}.values())
+    return await ctx.roles.active().curate(
+        ctx.caller,
+        run_name,
         playbook,
         [(i.label, i.reflection) for i in unique],
+        stats,
         token_budget=ctx.token_budget,
-        style=ctx.curator,
     )
-    out: CuratorOut | None
-    if ctx.curator == "compact":
-        compact = await ctx.caller.call(run_name, messages, CompactCuratorOut, stats)
-        out = None if compact is None else compact.to_full()
-    else:
-        out = await ctx.caller.call(run_name, messages, CuratorOut, stats)
-    if out is None:
-        return None
-    by_label = {i.label: i.reflection for i in unique}
-    adopted = adopt(
-        out.add,
-        by_label,
-        section=playbook.resolve_section("others"),
-        own_rules=ctx.curator == "full",
-    )
-    labels = {label: r.trace_id for label, r in by_label.items()}
-    ops, _ = convert_ops(
-        out.operations, labels=labels, default_sources=[i.reflection.trace_id for i in unique]
-    )
-    return adopted + ops
 
 
-def _norm(text: str) -> str:
-    return " ".join(text.lower().split()).strip(" .")
-
-
-def adopt(
-    entries: Sequence[str],
-    by_label: Mapping[str, Reflection],
-    *,
-    section: str,
-    own_rules: bool = True,
+def _weigh(
+    playbook: Playbook, ops: Sequence[DeltaOp], traces: Sequence[Trace], report: StepReport
 ) -> list[DeltaOp]:
-    """ADD ops for the insights a curator adopted in its ``"add"`` list.
+    """Served-outcome verdicts first, then the new rules settled among themselves and
+    against the playbook (``rules``), conflicts recorded in the report."""
+    served = rules.served_tags(playbook, traces)
+    for tag in served:
+        assert isinstance(tag, Tag)
+        report.served_helpful += tag.helpful
+        report.served_harmful += tag.harmful
+    settled, batch_conflicts = rules.settle_batch(list(ops))
+    reconciled, playbook_conflicts = rules.reconcile(playbook, settled)
+    report.conflicts.extend(c.describe() for c in [*batch_conflicts, *playbook_conflicts])
+    return [*served, *reconciled]
 
-    Each entry is a reflection label (``"R3"``); small models often write the
-    insight itself instead, which is matched back to its reflection. Any other
-    text is taken as a rule of the curator's own (credited to the group) when
-    ``own_rules``, else ignored: a compact curator only selects, and small
-    models put copies of playbook lines there. Each insight is adopted once.
-    """
-    by_insight = {_norm(r.key_insight): r for r in by_label.values() if r.key_insight.strip()}
-    group = list(dict.fromkeys(r.trace_id for r in by_label.values()))
-    ops: dict[str, DeltaOp] = {}
-    for entry in entries:
-        text = entry.strip()
-        reflection = by_label.get(text.strip("[]").upper()) or by_insight.get(_norm(text))
-        if reflection is not None and reflection.key_insight.strip():
-            content, sources = reflection.key_insight.strip(), [reflection.trace_id]
-        elif own_rules and len(text.split()) >= 2:
-            content, sources = text, group
-        else:
-            continue  # an unknown label, or nothing
-        ops.setdefault(_norm(content), Add(section=section, content=content, sources=sources))
-    return list(ops.values())
+
+def _clean(playbook: Playbook, version: int, report: StepReport) -> tuple[Playbook, list[DeltaOp]]:
+    """Remove what service discredits, then the weaker side of any contradiction left."""
+    removals = rules.discredited(playbook)
+    if removals:
+        playbook = playbook.apply(removals, version=version).playbook
+    contradictions, found = rules.resolve_conflicts(playbook)
+    if contradictions:
+        playbook = playbook.apply(contradictions, version=version).playbook
+    report.discredited += len(removals)
+    report.conflicts.extend(c.describe() for c in found)
+    done = [*removals, *contradictions]
+    if done:
+        report.ops["remove"] = report.ops.get("remove", 0) + len(done)
+    return playbook, done
 
 
 async def finish(
@@ -222,10 +196,12 @@ async def finish(
     traces: Sequence[Trace] = (),
     stats: CallStats | None = None,
 ) -> tuple[Playbook, list[DeltaOp]]:
-    """Screen ops (guard), apply them, de-duplicate, promote supported bullets, then budget.
+    """Weigh the evidence, screen ops (guard), apply them, remove discredited and
+    contradicted bullets, de-duplicate, promote supported bullets, then budget.
 
     Held ops (policy changes) are left out and listed in ``report.held``.
     """
+    ops = _weigh(playbook, ops, traces, report)
     guard = ctx.guard
     screening = None
     if guard is not None:
@@ -248,6 +224,7 @@ async def finish(
         result = attribute(
             applied, support_keys(traces, guard.user_key, anonymous=guard.anonymous_support)
         )
+    result, removed = _clean(result, version, report)
     if ctx.dedup:
         changed = {b.id for b in result.bullets if b.updated_version == version}
         deduped = deduplicate(
@@ -260,7 +237,7 @@ async def finish(
         result, _ = promote(result, min_support=guard.min_support, max_pending=guard.max_pending)
     budgeted = result.enforce_budget(ctx.token_budget)
     report.evicted += len(budgeted.evicted)
-    return budgeted.playbook, applied.applied
+    return budgeted.playbook, [*applied.applied, *removed]
 
 
 class Strategy:
@@ -276,14 +253,21 @@ class Strategy:
         report = StepReport(
             strategy=self.name, batch_size=len(traces), trace_ids=[t.id for t in traces]
         )
+        report.roles = ctx.roles.describe()
         started = time.perf_counter()
-        new_playbook, ops, reflections = await self._run(
-            ctx, playbook, traces, version=version, stats=stats, report=report
-        )
+        try:
+            new_playbook, ops, reflections = await self._run(
+                ctx, playbook, traces, version=version, stats=stats, report=report
+            )
+        finally:
+            # A failed step counts too: replies that keep failing are what the
+            # automatic profile switches on.
+            ctx.roles.observe(stats)
         report.seconds = time.perf_counter() - started
         report.calls = stats.short_calls()
         report.failed_calls = {k.removeprefix("combee."): v for k, v in stats.failed.items()}
         report.unparsed = {k.removeprefix("combee."): v for k, v in stats.unparsed.items()}
+        report.truncated = {k.removeprefix("combee."): v for k, v in stats.truncated.items()}
         report.input_tokens = stats.input_tokens
         report.output_tokens = stats.output_tokens
         return StepResult(new_playbook, ops, report, reflections)
@@ -321,12 +305,12 @@ class SequentialStrategy(Strategy):
         for trace in traces:
             labelled = await reflect_all(ctx, playbook, [trace], stats)
             report.group_sizes.append(1)
-            if not labelled:
-                continue
             reflections.extend(i.reflection for i in labelled)
             ops = list(tag_ops(labelled))
-            proposed = await curate(ctx, "combee.curate", playbook, labelled, stats)
-            ops.extend(proposed or [])
+            if labelled:
+                proposed = await curate(ctx, "combee.curate", playbook, labelled, stats)
+                ops.extend(proposed or [])
+            # Even with nothing to reflect on, the run's served outcome is evidence.
             playbook, applied = await finish(
                 ctx, playbook, ops, version=version, report=report, traces=[trace], stats=stats
             )
@@ -436,7 +420,7 @@ class CombeeStrategy(Strategy):
         else:
             groups = shuffle_groups(labelled, copies=self.copies, groups=k, rng=rng)
             report.group_sizes = [len(g) for g in groups]
-            ops.extend(await self._reduce(ctx, playbook, groups, labelled, stats))
+            ops.extend(await self._reduce(ctx, playbook, groups, labelled, stats, report))
         new, applied = await finish(
             ctx, playbook, ops, version=version, report=report, traces=traces, stats=stats
         )
@@ -449,6 +433,7 @@ class CombeeStrategy(Strategy):
         groups: list[list[_Labelled]],
         labelled: list[_Labelled],
         stats: CallStats,
+        report: StepReport,
     ) -> list[DeltaOp]:
         async def propose(group: list[_Labelled]) -> list[DeltaOp] | None:
             try:
@@ -460,32 +445,16 @@ class CombeeStrategy(Strategy):
         usable = [p for p in proposals if p is not None]
         if not usable:
             raise LearningError(f"all {len(groups)} level-1 curator calls failed")
-        if ctx.curator == "compact":
-            # Compact curators only select insights, so level 2 is their union (repeats
-            # fold in de-duplication). Measured on the 1.5B model: asked which of six
-            # distinct proposals to drop, the aggregator dropped all six.
-            return [op for proposal in usable for op in proposal]
-        by_trace = {i.reflection.trace_id: i.label for i in labelled}
-        labelled_props = [
-            [(op, [by_trace[s] for s in op.sources if s in by_trace]) for op in proposal]
-            for proposal in usable
-        ]
-        out = await ctx.caller.call(
-            "combee.aggregate",
-            prompts.aggregator_messages(playbook, labelled_props, token_budget=ctx.token_budget),
-            AggregateOut,
+        result = await ctx.roles.active().aggregate(
+            ctx.caller,
+            playbook,
+            usable,
+            [(i.label, i.reflection) for i in labelled],
             stats,
+            token_budget=ctx.token_budget,
         )
-        if out is None:
-            # The aggregator's reply was unusable: fall back to the union of the
-            # proposals (de-duplication after apply folds the overlaps).
-            return [op for proposal in usable for op in proposal]
-        return aggregate.resolve(
-            out,
-            aggregate.label_proposals(usable),
-            labels={i.label: i.reflection.trace_id for i in labelled},
-            default_sources=list(by_trace),
-        )
+        report.aggregation = result.mode
+        return result.ops
 
 
 STRATEGIES: dict[str, type[Strategy]] = {

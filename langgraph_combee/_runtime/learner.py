@@ -411,4 +411,5 @@ class BackgroundLearner:
             "last_error": self.stats.last_error,
             "feedback_received": poller.received if poller else 0,
             "feedback_errors": poller.errors if poller else 0,
+            "roles": self.combee.describe_roles() if self.combee.model is not None else None,
         }

@@ -41,8 +41,9 @@ class Models:
             gets half as many slots again for the agent).
         timeout_seconds: Per-call timeout for the learner (queueing included).
         close: Releases the models (stops a local model's server); safe to call twice.
-        reflector: The reflector style that suits the learner: ``"compact"`` for
-            the small local models, ``"full"`` otherwise (curators follow it).
+        reflector: A role profile forced on the learner (``"full"`` or
+            ``"compact"``); None (default) lets ``Combee(roles="auto")`` choose,
+            which picks the small-model profile for the local models by itself.
     """
 
     agent: BaseChatModel
@@ -52,7 +53,7 @@ class Models:
     concurrency: int
     timeout_seconds: float
     close: Callable[[], None] = lambda: None
-    reflector: ReflectorStyle = "full"
+    reflector: ReflectorStyle | None = None
 
 
 def check_model_spec(spec: str) -> str:
@@ -135,9 +136,6 @@ def load_models(spec: str, task: Task, *, concurrency: int | None = None) -> Mod
             concurrency=slots,
             # Calls wait in the server's queue behind the agent's: be patient.
             timeout_seconds=900.0,
-            # A 1.5B model cannot write ACE's full analysis usefully; topic and
-            # answer it can (docs/tasks.md).
-            reflector="compact",
         )
     from langchain.chat_models import init_chat_model
 

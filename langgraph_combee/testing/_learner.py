@@ -53,13 +53,14 @@ def _reflect(body: str, insight: InsightFn) -> str:
     )
 
 
-def _reflect_compact(body: str) -> str:
+def _reflect_small(body: str) -> str:
+    # The small-model reflector: one "when <situation>, <action>" rule.
     blocks = _fenced(body)
     truth = blocks.get("ground_truth")
     if truth is None or truth.strip() == blocks.get("output", "").strip():
-        return json.dumps({"topic": "", "expected": ""})
+        return json.dumps({"situation": "", "action": ""})
     topic = " ".join(blocks.get("input", "").split()[:4])
-    return json.dumps({"topic": f"inputs like '{topic}'", "expected": truth})
+    return json.dumps({"situation": f"inputs like '{topic}'", "action": f"answer {truth}"})
 
 
 _RULE_LINE = re.compile(r"^\[([A-Z]\d+(?:\.\d+)?)\] (.*)$", re.MULTILINE)
@@ -68,7 +69,7 @@ _RULE_LINE = re.compile(r"^\[([A-Z]\d+(?:\.\d+)?)\] (.*)$", re.MULTILINE)
 def _curate(body: str) -> str:
     # Adopt each new rule by its reflection's label, once per distinct rule.
     blocks = _fenced(body)
-    if "rules" in blocks:  # the compact curator: "[R1] rule" lines, a plain playbook
+    if "rules" in blocks:  # the small-model curator: "[R1] rule" lines, a plain playbook
         existing = {line[2:] for line in blocks.get("playbook", "").splitlines()}
         candidates = _RULE_LINE.findall(blocks["rules"])
     else:
@@ -91,7 +92,7 @@ _PROPOSED = re.compile(r"^\[(P\d+\.\d+)\] (\{.*\})$", re.MULTILINE)
 def _aggregate(body: str) -> str:
     # Answer by reference: every proposal stands except repeats of an earlier one.
     blocks = _fenced(body)
-    if "proposals" in blocks:  # the compact aggregator: "[P1.2] ADD: rule" lines
+    if "proposals" in blocks:  # the small-model aggregator: "[P1.2] rule" lines
         proposed = _RULE_LINE.findall(blocks["proposals"])
     else:
         proposed = []
@@ -128,7 +129,7 @@ def role_player(reflect: Callable[[str], str], curate: Callable[[str], str]) -> 
     """A chat model answering each learner role's prompt with the given functions.
 
     Each function gets the prompt's body (every message after the system one)
-    and returns the reply text; the compact reflector and the aggregator are
+    and returns the reply text; the small-model reflector and the aggregator are
     ``fake_learner``'s own.
     """
 
@@ -137,8 +138,8 @@ def role_player(reflect: Callable[[str], str], curate: Callable[[str], str]) -> 
         body = "\n".join(message_text(m.content) for m in messages[1:])
         if "You are the reflector" in system:
             return reflect(body)
-        if "You study one run" in system:  # the compact reflector
-            return _reflect_compact(body)
+        if "You study one run" in system:  # the small-model reflector
+            return _reflect_small(body)
         if "You are the aggregator" in system:
             return _aggregate(body)
         if "You are the curator" in system:

@@ -1,0 +1,381 @@
+"""Role profiles: how the reflector, the curators and the aggregator are asked, as objects.
+
+A ``RoleProfile`` writes each role's prompt, bounds its reply, reads it back
+into reflections and delta ops, and merges level-1 proposals at level 2. The
+strategies call the profile and never ask which one it is; the Combee
+structure (map, shuffle, k groups, level-2 merge, one apply) is the same for
+every profile.
+
+* ``FullRoles``: ACE's roles. The reflector writes error, root cause, correct
+  approach, key insight and helpful/harmful tags; curators adopt insights and
+  write ADD/UPDATE/REMOVE; the aggregator drops, merges and reconciles.
+* ``SmallRoles``: for models of a few billion parameters. The reflector writes
+  one "When <situation>, <action>." rule; curators pick rules by label; the
+  aggregator is asked only about proposals that overlap.
+``auto_roles.AutoRoles`` (the default) chooses between the two by itself.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from langgraph_combee._core.ops import Add, DeltaOp
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.types import Reflection, Trace
+from langgraph_combee._learning import aggregate, prompts
+from langgraph_combee._learning.calls import CallStats, LLMCaller
+from langgraph_combee._learning.rules import parse_rule, same_situation
+from langgraph_combee._learning.schemas import (
+    AggregateOut,
+    CuratorOut,
+    ReflectionOut,
+    SmallAggregateOut,
+    SmallCuratorOut,
+    SmallReflectionOut,
+    convert_ops,
+)
+
+Labelled = tuple[str, Reflection]
+
+AggregationMode = Literal["merged", "union", "nothing to merge"]
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """Level 2's result: the step's ops and how they were reached.
+
+    ``mode`` is ``"merged"`` (the aggregator's reply was applied),
+    ``"nothing to merge"`` (no proposals overlapped, so no call was needed) or
+    ``"union"`` (the aggregator's reply was unusable: every proposal kept, a
+    recorded fallback).
+    """
+
+    ops: list[DeltaOp]
+    mode: AggregationMode
+
+
+class RoleProfile(ABC):
+    """How the learner's roles are asked and read back; one object per engine."""
+
+    name: ClassVar[str] = ""
+    reflect_tokens: ClassVar[int] = 0
+    curate_tokens: ClassVar[int] = 0
+    aggregate_tokens: ClassVar[int] = 0
+
+    def active(self) -> RoleProfile:
+        """The profile that answers now (itself, except for ``AutoRoles``)."""
+        return self
+
+    def needs_reflection(self, trace: Trace) -> bool:
+        """Whether ``trace`` is worth a reflector call."""
+        return True
+
+    @abstractmethod
+    async def reflect(
+        self, caller: LLMCaller, trace: Trace, playbook: Playbook, stats: CallStats
+    ) -> Reflection | None:
+        """One reflection on ``trace``; None when the reply was unusable."""
+
+    @abstractmethod
+    async def curate(
+        self,
+        caller: LLMCaller,
+        run_name: str,
+        playbook: Playbook,
+        group: Sequence[Labelled],
+        stats: CallStats,
+        *,
+        token_budget: int | None,
+    ) -> list[DeltaOp] | None:
+        """One curator call over a group of reflections; None when its reply was unusable."""
+
+    @abstractmethod
+    async def aggregate(
+        self,
+        caller: LLMCaller,
+        playbook: Playbook,
+        proposals: Sequence[Sequence[DeltaOp]],
+        labelled: Sequence[Labelled],
+        stats: CallStats,
+        *,
+        token_budget: int | None,
+    ) -> Aggregation:
+        """Level 2: merge the level-1 proposals into the step's ops."""
+
+    def observe(self, stats: CallStats) -> None:  # noqa: B027 - a hook; most profiles ignore it
+        """Told every step's call statistics (``AutoRoles`` decides on them)."""
+
+    def describe(self) -> dict[str, Any]:
+        """What is in use and why, for ``describe()`` and each ``StepReport``."""
+        return {"profile": self.name, "chosen": "set", "reason": f"roles={self.name!r}"}
+
+
+def _union(proposals: Sequence[Sequence[DeltaOp]]) -> list[DeltaOp]:
+    return [op for proposal in proposals for op in proposal]
+
+
+def _overlaps(proposed: Mapping[str, DeltaOp]) -> list[list[str]]:
+    """Groups of proposal labels whose rules speak about one situation (exact repeats folded)."""
+    seen: dict[str, str] = {}
+    rules: list[tuple[str, str]] = []
+    for label, op in proposed.items():
+        if not isinstance(op, Add):
+            continue
+        key = _key(op)
+        if key in seen:
+            continue  # the other copy of one reflection: folded, nothing to decide
+        seen[key] = label
+        rule = parse_rule(op.content)
+        if rule is not None:
+            rules.append((label, rule.situation))
+    groups: list[list[tuple[str, str]]] = []
+    for label, situation in rules:
+        for group in groups:
+            if same_situation(group[0][1], situation):
+                group.append((label, situation))
+                break
+        else:
+            groups.append([(label, situation)])
+    return [[label for label, _ in g] for g in groups if len(g) > 1]
+
+
+class FullRoles(RoleProfile):
+    """ACE's roles: full analysis and tags, ADD/UPDATE/REMOVE, an aggregator that merges."""
+
+    name = "full"
+    reflect_tokens = 800
+    curate_tokens = 1200
+    aggregate_tokens = 1200
+
+    async def reflect(
+        self, caller: LLMCaller, trace: Trace, playbook: Playbook, stats: CallStats
+    ) -> Reflection | None:
+        """ACE's reflection: analysis, a key insight and helpful/harmful tags."""
+        out = await caller.call(
+            "combee.reflect",
+            prompts.reflector_messages(trace, playbook),
+            ReflectionOut,
+            stats,
+            max_tokens=self.reflect_tokens,
+        )
+        return None if out is None else out.to_reflection(trace.id)
+
+    async def curate(
+        self,
+        caller: LLMCaller,
+        run_name: str,
+        playbook: Playbook,
+        group: Sequence[Labelled],
+        stats: CallStats,
+        *,
+        token_budget: int | None,
+    ) -> list[DeltaOp] | None:
+        """Insights adopted by label, plus the curator's own ADD/UPDATE/REMOVE ops."""
+        out = await caller.call(
+            run_name,
+            prompts.curator_messages(playbook, group, token_budget=token_budget),
+            CuratorOut,
+            stats,
+            max_tokens=self.curate_tokens,
+        )
+        if out is None:
+            return None
+        by_label = dict(group)
+        adopted = adopt(out.add, by_label, section=playbook.resolve_section("others"))
+        labels = {label: r.trace_id for label, r in group}
+        ops, _ = convert_ops(
+            out.operations, labels=labels, default_sources=[r.trace_id for _, r in group]
+        )
+        return adopted + ops
+
+    async def aggregate(
+        self,
+        caller: LLMCaller,
+        playbook: Playbook,
+        proposals: Sequence[Sequence[DeltaOp]],
+        labelled: Sequence[Labelled],
+        stats: CallStats,
+        *,
+        token_budget: int | None,
+    ) -> Aggregation:
+        """One aggregator call that drops, merges and reconciles; the union if unusable."""
+        by_trace = {r.trace_id: label for label, r in labelled}
+        shown = [
+            [(op, [by_trace[s] for s in op.sources if s in by_trace]) for op in proposal]
+            for proposal in proposals
+        ]
+        proposed = aggregate.label_proposals(proposals)
+        messages = prompts.aggregator_messages(
+            playbook, shown, token_budget=token_budget, conflicts=_overlaps(proposed)
+        )
+        out = await caller.call(
+            "combee.aggregate", messages, AggregateOut, stats, max_tokens=self.aggregate_tokens
+        )
+        if out is None:
+            return Aggregation(_union(proposals), "union")
+        ops = aggregate.resolve(
+            out,
+            proposed,
+            labels={label: r.trace_id for label, r in labelled},
+            default_sources=list(by_trace),
+        )
+        return Aggregation(ops, "merged")
+
+
+class SmallRoles(RoleProfile):
+    """Roles a model of a few billion parameters can play: short prompts, short replies."""
+
+    name = "small"
+    reflect_tokens = 160
+    curate_tokens = 120
+    aggregate_tokens = 120
+
+    def needs_reflection(self, trace: Trace) -> bool:
+        """Whether a small reflector can learn from the run.
+
+        Not from a run scored correct, nor from one with no feedback and no
+        error at all: measured on the 1.5B, such runs (learned before the app's
+        ``feedback()`` reached them) gave rules like "When question, answer 1.".
+        Their served outcome still counts.
+        """
+        feedback = trace.feedback
+        if feedback is not None and feedback.correct is True:
+            return False
+        return (feedback is not None and not feedback.is_empty()) or bool(trace.execution_errors())
+
+    async def reflect(
+        self, caller: LLMCaller, trace: Trace, playbook: Playbook, stats: CallStats
+    ) -> Reflection | None:
+        """One "When <situation>, <action>." rule from the run and its feedback."""
+        out = await caller.call(
+            "combee.reflect",
+            prompts.small_reflector_messages(trace),
+            SmallReflectionOut,
+            stats,
+            max_tokens=self.reflect_tokens,
+        )
+        truth = trace.feedback.ground_truth if trace.feedback is not None else None
+        return None if out is None else out.to_reflection(trace.id, ground_truth=truth)
+
+    async def curate(
+        self,
+        caller: LLMCaller,
+        run_name: str,
+        playbook: Playbook,
+        group: Sequence[Labelled],
+        stats: CallStats,
+        *,
+        token_budget: int | None,
+    ) -> list[DeltaOp] | None:
+        """The rules the curator picks by label (it writes none of its own)."""
+        out = await caller.call(
+            run_name,
+            prompts.small_curator_messages(playbook, group),
+            SmallCuratorOut,
+            stats,
+            max_tokens=self.curate_tokens,
+        )
+        if out is None:
+            return None
+        section = playbook.resolve_section("others")
+        return adopt(out.add, dict(group), section=section, own_rules=False)
+
+    async def aggregate(
+        self,
+        caller: LLMCaller,
+        playbook: Playbook,
+        proposals: Sequence[Sequence[DeltaOp]],
+        labelled: Sequence[Labelled],
+        stats: CallStats,
+        *,
+        token_budget: int | None,
+    ) -> Aggregation:
+        """Asks only about proposals that overlap; drops are honoured within their group.
+
+        Measured on the 1.5B model: asked which of six distinct proposals to
+        drop, the aggregator dropped all six. So it sees only the groups of
+        proposals that speak about one situation, a drop outside a group is
+        ignored, and a group always keeps at least one rule.
+        """
+        proposed = aggregate.label_proposals(proposals)
+        groups = _overlaps(proposed)
+        if not groups:
+            return Aggregation(_union(proposals), "nothing to merge")
+        shown = [[(label, _content(proposed[label])) for label in g] for g in groups]
+        out = await caller.call(
+            "combee.aggregate",
+            prompts.small_aggregator_messages(playbook, shown),
+            SmallAggregateOut,
+            stats,
+            max_tokens=self.aggregate_tokens,
+        )
+        if out is None:
+            return Aggregation(_union(proposals), "union")
+        asked = {label.strip().strip("[]").upper() for label in out.drop}
+        drop: set[str] = set()
+        for group in groups:
+            chosen = [label for label in group if label in asked]
+            if len(chosen) < len(group):
+                drop.update(chosen)
+        # A dropped rule goes with its exact repeats (the other copies, not shown).
+        gone = {_key(proposed[label]) for label in drop}
+        ops = [op for op in proposed.values() if _key(op) not in gone]
+        return Aggregation(ops, "merged")
+
+
+def _key(op: DeltaOp) -> str:
+    if isinstance(op, Add):
+        return " ".join(op.content.lower().split())
+    return f"{op.type}|{op.id}"
+
+
+def _content(op: DeltaOp) -> str:
+    return op.content if isinstance(op, Add) else op.type
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split()).strip(" .")
+
+
+def adopt(
+    entries: Sequence[str],
+    by_label: Mapping[str, Reflection],
+    *,
+    section: str,
+    own_rules: bool = True,
+) -> list[DeltaOp]:
+    """ADD ops for the insights a curator adopted in its ``"add"`` list.
+
+    Each entry is a reflection label (``"R3"``); small models often write the
+    insight itself instead, which is matched back to its reflection. Any other
+    text is taken as a rule of the curator's own (credited to the group) when
+    ``own_rules``, else ignored: a small-model curator only selects, and small
+    models put copies of playbook lines there. Each insight is adopted once.
+    """
+    by_insight = {_norm(r.key_insight): r for r in by_label.values() if r.key_insight.strip()}
+    group = list(dict.fromkeys(r.trace_id for r in by_label.values()))
+    ops: dict[str, Add] = {}
+    for entry in entries:
+        text = entry.strip()
+        reflection = by_label.get(text.strip("[]").upper()) or by_insight.get(_norm(text))
+        if reflection is not None and reflection.key_insight.strip():
+            content, sources = reflection.key_insight.strip(), [reflection.trace_id]
+        elif own_rules and len(text.split()) >= 2:
+            content, sources = text, group
+        else:
+            continue  # an unknown label, or nothing
+        key = _norm(content)
+        if key in ops:
+            # The same rule from several reflections: one op backed by all of them.
+            known = ops[key].sources
+            ops[key] = Add(
+                section=section,
+                content=ops[key].content,
+                sources=[*known, *(s for s in sources if s not in known)],
+            )
+        else:
+            ops[key] = Add(section=section, content=content, sources=sources)
+    return list[DeltaOp](ops.values())

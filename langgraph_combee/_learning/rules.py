@@ -1,0 +1,360 @@
+"""Rules of the form "When <situation>, <action>.": matching, conflicts and served evidence.
+
+Both role profiles ask for rules in this form, so one deterministic layer can
+tell when two rules speak about the same situation:
+
+* ``reconcile`` turns a new rule whose situation matches a live bullet into an
+  UPDATE of that bullet (a different action) or drops it (the same action),
+  unless the bullet has proved itself in service, in which case the new rule
+  is dropped and the conflict recorded;
+* ``settle_batch`` resolves new rules of one step that give different actions
+  for one situation: the action most reflections back wins; a tie means the
+  situation does not tell the cases apart (e.g. the name of the whole task),
+  and every rule of the tie is dropped;
+* ``served_tags`` moves helpful/harmful counters from served outcomes: a run
+  whose answer carries a served rule's value followed that rule, and its
+  verdict (right or wrong) is evidence for or against it;
+* ``discredited`` names bullets the evidence now says are wrong;
+* ``conflicts`` lists live bullets that still contradict each other.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
+from langgraph_combee._core.playbook import Bullet, Playbook
+from langgraph_combee._core.types import Trace
+
+_RULE = re.compile(
+    r"^\s*(?:when|if|for)\s+(?P<situation>[^,]+?),\s*(?P<action>.+?)\s*$", re.I | re.S
+)
+_WORD = re.compile(r"[a-z0-9]+")
+# Words that say nothing about which case a situation is (generic request words).
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "for",
+        "in",
+        "on",
+        "at",
+        "by",
+        "with",
+        "about",
+        "and",
+        "or",
+        "is",
+        "are",
+        "be",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "any",
+        "some",
+        "user",
+        "users",
+        "request",
+        "requests",
+        "input",
+        "inputs",
+        "message",
+        "messages",
+        "asks",
+        "ask",
+        "asking",
+        "question",
+        "questions",
+        "agent",
+    ]
+)
+# A value worth looking for in an answer: a token with a digit or an upper-case code,
+# or a quoted string.
+_VALUE = re.compile(r"['\"`]([^'\"`]{1,60})['\"`]|\b([A-Za-z]*\d[\w-]*|[A-Z]{2,}[\w-]*)\b")
+SAME_SITUATION = 0.8
+"""Word overlap (Jaccard) at which two situations are one: nearly all their words shared."""
+MIN_HARMFUL = 2
+"""Harmful verdicts a bullet needs (and more than its helpful ones) to be removed."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule split into the situation it applies to and the action it asks for."""
+
+    situation: str
+    action: str
+
+    def text(self) -> str:
+        """The rule as a playbook line: ``When <situation>, <action>.``."""
+        return f"When {self.situation}, {self.action.rstrip('.')}."
+
+
+def parse_rule(text: str) -> Rule | None:
+    """Split ``"When <situation>, <action>."`` into its parts; None for other text."""
+    match = _RULE.match(text)
+    if match is None:
+        return None
+    return Rule(match["situation"].strip(), match["action"].strip().rstrip("."))
+
+
+def situation_words(situation: str) -> frozenset[str]:
+    """The situation's content words (stop words and generic request words left out)."""
+    words = (_stem(w) for w in _WORD.findall(situation.lower()))
+    return frozenset(w for w in words if w not in _STOP)
+
+
+def _stem(word: str) -> str:
+    # Plurals and -ing forms match their stem ("refunds" ~ "refund").
+    for suffix in ("ing", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def same_situation(a: str, b: str) -> bool:
+    """Whether two situations describe the same case.
+
+    Equal content words, a Jaccard overlap of at least ``SAME_SITUATION``, or one situation
+    of two or more words contained in the other ("desk lamp" and "desk lamp
+    repair").
+    """
+    wa, wb = situation_words(a), situation_words(b)
+    if not wa or not wb:
+        return a.strip().lower() == b.strip().lower()
+    if wa == wb:
+        return True
+    small, large = sorted((wa, wb), key=len)
+    if len(small) >= 2 and small <= large:
+        return True
+    return len(wa & wb) / len(wa | wb) >= SAME_SITUATION
+
+
+def _norm(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def same_action(a: str, b: str) -> bool:
+    """Whether two actions ask for the same thing (their values, or their words, agree)."""
+    va, vb = action_values(a), action_values(b)
+    if va or vb:
+        return va == vb
+    return _norm(a) == _norm(b)
+
+
+def action_values(action: str) -> frozenset[str]:
+    """The specific values an action names (codes, numbers, quoted strings)."""
+    found = set()
+    for quoted, token in _VALUE.findall(action):
+        value = (quoted or token).strip()
+        if value:
+            found.add(value)
+    return frozenset(found)
+
+
+def followed(action: str, output: str) -> bool | None:
+    """Whether an answer carries the action's values; None when the action names none."""
+    values = action_values(action)
+    if not values:
+        return None
+    return all(v in output for v in values)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two rules that give different actions for one situation, and what was done."""
+
+    kept: str
+    dropped: str
+    reason: str
+
+    def describe(self) -> str:
+        """One line for the step report."""
+        return f"{self.reason}: kept {self.kept!r}, dropped {self.dropped!r}"
+
+
+def _proven(bullet: Bullet) -> bool:
+    return bullet.helpful > bullet.harmful
+
+
+def reconcile(playbook: Playbook, ops: Sequence[DeltaOp]) -> tuple[list[DeltaOp], list[Conflict]]:
+    """Turn new rules that speak about an existing rule's situation into edits of it.
+
+    An ADD whose situation matches a live bullet's: the same action is dropped
+    (the playbook has it); another action replaces the bullet's (an UPDATE),
+    unless the bullet has more helpful than harmful verdicts from service, in
+    which case the ADD is dropped and the conflict reported either way.
+    """
+    live = [(b, parse_rule(b.content)) for b in playbook.live().bullets]
+    parsed = [(b, r) for b, r in live if r is not None]
+    out: list[DeltaOp] = []
+    conflicts: list[Conflict] = []
+    updated: dict[str, str] = {}  # bullet id -> the action this step gave it
+    for op in ops:
+        rule = parse_rule(op.content) if isinstance(op, Add) else None
+        match = None
+        if rule is not None:
+            match = next(
+                ((b, r) for b, r in parsed if same_situation(r.situation, rule.situation)), None
+            )
+        if rule is None or match is None:
+            out.append(op)
+            continue
+        bullet, old = match
+        current = updated.get(bullet.id, old.action)
+        if same_action(current, rule.action):
+            continue  # the playbook has it (or this step already corrected it to it)
+        assert isinstance(op, Add)
+        if bullet.id in updated:
+            conflicts.append(
+                Conflict(bullet.content, op.content, "a second correction in one step")
+            )
+            continue
+        if _proven(bullet):
+            conflicts.append(Conflict(bullet.content, op.content, "contradicts a proven rule"))
+            continue
+        updated[bullet.id] = rule.action
+        conflicts.append(Conflict(op.content, bullet.content, "corrected by new evidence"))
+        out.append(Update(id=bullet.id, content=op.content, sources=list(op.sources)))
+    return out, conflicts
+
+
+def settle_batch(ops: Sequence[DeltaOp]) -> tuple[list[DeltaOp], list[Conflict]]:
+    """Resolve new rules of one step that give different actions for one situation.
+
+    Rules are grouped by situation; within a group whose actions differ, the
+    action backed by the most source traces is kept (its rules fold into one),
+    and a tie drops the whole group: a situation every answer claims cannot
+    route anything.
+    """
+    adds = [(i, op, parse_rule(op.content)) for i, op in enumerate(ops) if isinstance(op, Add)]
+    groups: list[list[tuple[int, Add, Rule]]] = []
+    for i, op, rule in adds:
+        if rule is None:
+            continue
+        assert isinstance(op, Add)
+        for group in groups:
+            if same_situation(group[0][2].situation, rule.situation):
+                group.append((i, op, rule))
+                break
+        else:
+            groups.append([(i, op, rule)])
+    drop: set[int] = set()
+    conflicts: list[Conflict] = []
+    for group in groups:
+        by_action: list[list[tuple[int, Add, Rule]]] = []
+        for item in group:
+            for side in by_action:
+                if same_action(side[0][2].action, item[2].action):
+                    side.append(item)
+                    break
+            else:
+                by_action.append([item])
+        if len(by_action) < 2:
+            continue
+        support = sorted(
+            (
+                (len({s for _, op, _ in side for s in op.sources} or {""}), side)
+                for side in by_action
+            ),
+            key=lambda pair: -pair[0],
+        )
+        best, runner_up = support[0][0], support[1][0]
+        losers = [side for _, side in support[1:]] if best > runner_up else by_action
+        for side in losers:
+            drop.update(i for i, _, _ in side)
+        kept = support[0][1][0][1].content if best > runner_up else "(none)"
+        for side in losers:
+            reason = "outvoted in this step" if best > runner_up else "ambiguous situation"
+            conflicts.append(Conflict(kept, side[0][1].content, reason))
+    return [op for i, op in enumerate(ops) if i not in drop], conflicts
+
+
+def served(playbook: Playbook, trace: Trace) -> list[Bullet]:
+    """The live bullets the run was served, as far as its recorded version tells.
+
+    A trace records the version served, not the bullets: the bullets of this
+    playbook created at or before that version are taken as served (a bullet
+    updated since then is credited with its current content).
+    """
+    version = trace.prompt_version
+    if version is None or version < 1:
+        return []
+    return [b for b in playbook.live().bullets if b.created_version <= version]
+
+
+def served_tags(playbook: Playbook, traces: Iterable[Trace]) -> list[DeltaOp]:
+    """Helpful/harmful counts from served outcomes, one TAG op per bullet.
+
+    A run with a verdict (``correct``) that was served a rule and whose answer
+    carries the rule's values followed it: helpful if the run was right,
+    harmful if it was wrong. Rules that name no value, or that the answer did
+    not follow, get nothing from that run.
+    """
+    counts: dict[str, list[int]] = {}
+    sources: dict[str, list[str]] = {}
+    for trace in traces:
+        verdict = trace.feedback.correct if trace.feedback is not None else None
+        if verdict is None:
+            continue
+        for bullet in served(playbook, trace):
+            rule = parse_rule(bullet.content)
+            action = rule.action if rule is not None else bullet.content
+            if not followed(action, trace.output):
+                continue
+            pair = counts.setdefault(bullet.id, [0, 0])
+            pair[0 if verdict else 1] += 1
+            sources.setdefault(bullet.id, []).append(trace.id)
+    return [
+        Tag(id=bid, helpful=h, harmful=x, sources=sources[bid]) for bid, (h, x) in counts.items()
+    ]
+
+
+def discredited(playbook: Playbook) -> list[DeltaOp]:
+    """REMOVE ops for live bullets with ``MIN_HARMFUL`` harmful verdicts, outweighing helpful."""
+    return [
+        Remove(
+            id=b.id,
+            reason=f"served to runs that stayed wrong (helpful={b.helpful}, harmful={b.harmful})",
+        )
+        for b in playbook.live().bullets
+        if b.harmful >= MIN_HARMFUL and b.harmful > b.helpful
+    ]
+
+
+def conflicts(playbook: Playbook) -> list[tuple[Bullet, Bullet]]:
+    """Pairs of live bullets that give different actions for one situation."""
+    parsed = [(b, r) for b in playbook.live().bullets if (r := parse_rule(b.content)) is not None]
+    pairs = []
+    for i, (a, ra) in enumerate(parsed):
+        for b, rb in parsed[i + 1 :]:
+            if same_situation(ra.situation, rb.situation) and not same_action(ra.action, rb.action):
+                pairs.append((a, b))
+    return pairs
+
+
+def resolve_conflicts(playbook: Playbook) -> tuple[list[DeltaOp], list[Conflict]]:
+    """REMOVE ops that leave no contradicting pair: the weaker bullet of each goes.
+
+    The stronger bullet has more helpful-minus-harmful, then the later update.
+    """
+    removed: set[str] = set()
+    ops: list[DeltaOp] = []
+    found: list[Conflict] = []
+    for a, b in conflicts(playbook):
+        if a.id in removed or b.id in removed:
+            continue
+        keep, drop = sorted(
+            (a, b), key=lambda x: (x.usefulness, x.updated_version, x.id), reverse=True
+        )
+        removed.add(drop.id)
+        ops.append(Remove(id=drop.id, reason=f"contradicts {keep.id}"))
+        found.append(Conflict(keep.content, drop.content, "contradiction in the playbook"))
+    return ops, found

@@ -1,0 +1,545 @@
+"""Role profiles chosen once, bounded replies, length limits, and rules corrected by evidence."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from langgraph_combee import Combee, Feedback, Trace
+from langgraph_combee._core.ops import Add
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.types import Decision, PromptVersion, Reflection
+from langgraph_combee._learning import prompts, rules
+from langgraph_combee._learning.auto_roles import known_small
+from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller, bounded_model
+from langgraph_combee._learning.roles import FullRoles, SmallRoles
+from langgraph_combee._learning.schemas import ReflectionOut
+from langgraph_combee.errors import LearningError
+from langgraph_combee.testing import (
+    FunctionChatModel,
+    ScriptedChatModel,
+    fake_learner,
+    parrot_learner,
+)
+
+openai_chat = pytest.importorskip("langchain_openai")
+httpx = pytest.importorskip("httpx")
+
+# ChatOpenAI warns that a model it does not know ("gpt-3.5-turbo", the default name)
+# cannot take a JSON schema, and asks for a tool call instead: what a user's plain
+# ChatOpenAI does against a local server.
+pytestmark = pytest.mark.filterwarnings("ignore:Cannot use method='json_schema':UserWarning")
+
+
+# ---------------------------------------------------------------- a plain ChatOpenAI on loopback
+
+
+def _completion(content: str, finish: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "whatever",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": finish,
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+class Server:
+    """An OpenAI-compatible endpoint answering with ``reply(body) -> (content, finish)``."""
+
+    def __init__(self, reply: Callable[[dict[str, Any]], tuple[str, str]]) -> None:
+        self.reply = reply
+        self.bodies: list[dict[str, Any]] = []
+
+    def __call__(self, request: Any) -> Any:
+        body = json.loads(request.content)
+        self.bodies.append(body)
+        return httpx.Response(200, json=_completion(*self.reply(body)))
+
+    def chat_openai(self, **kwargs: Any) -> Any:
+        transport = httpx.MockTransport(self)
+        return openai_chat.ChatOpenAI(
+            base_url="http://127.0.0.1:8080/v1",
+            api_key="x",
+            max_retries=0,
+            http_client=httpx.Client(transport=transport),
+            http_async_client=httpx.AsyncClient(transport=transport),
+            **kwargs,
+        )
+
+
+def _system(body: dict[str, Any]) -> str:
+    return str(body["messages"][0]["content"])
+
+
+def _limit(body: dict[str, Any]) -> int | None:
+    return body.get("max_tokens", body.get("max_completion_tokens"))
+
+
+def _small_replies(body: dict[str, Any]) -> tuple[str, str]:
+    system = _system(body)
+    last = str(body["messages"][-1]["content"])
+    if "You study one run" in system:
+        code = re.findall(r"\b[A-Z]{3}-\d[A-Z]\b", last)[0]
+        topic = {"FIN-7Q": "refund requests", "LOG-8W": "late deliveries"}[code]
+        return json.dumps({"situation": topic, "action": f"answer {code}"}), "stop"
+    if "You are the curator" in system:
+        return json.dumps({"add": sorted(set(re.findall(r"\[(R\d+)\]", last)))}), "stop"
+    return json.dumps({"drop": []}), "stop"
+
+
+def _two_tickets() -> list[Trace]:
+    return _three_tickets()[:2]
+
+
+def _three_tickets() -> list[Trace]:
+    return [
+        Trace(id="a", input="Where is my refund?", output="GENERAL",
+              feedback=Feedback(correct=False, ground_truth="FIN-7Q")),
+        Trace(id="b", input="My parcel is two weeks late", output="GENERAL",
+              feedback=Feedback(correct=False, ground_truth="LOG-8W")),
+        Trace(id="c", input="The courier has not come", output="GENERAL",
+              feedback=Feedback(correct=False, ground_truth="LOG-8W")),
+    ]  # fmt: skip
+
+
+def test_a_plain_chat_openai_on_a_loopback_server_learns_with_the_defaults() -> None:
+    server = Server(_small_replies)
+    combee = Combee(prompt_id="plain", model=server.chat_openai())
+    roles = combee.describe_roles()
+    assert roles["profile"] == "small" and "loopback" in roles["reason"]
+    report = combee.learn(_two_tickets())
+    assert sorted(b.content for b in report.playbook.bullets) == [
+        "When late deliveries, answer LOG-8W.",
+        "When refund requests, answer FIN-7Q.",
+    ]
+    assert report.steps[0].roles["profile"] == "small"
+    # Every role's reply is bounded, by a limit suited to its (short) schema.
+    limits = {(_system(b)[:20], _limit(b)) for b in server.bodies}
+    assert all(limit is not None for _, limit in limits)
+    reflect = [_limit(b) for b in server.bodies if "You study one run" in _system(b)]
+    assert reflect and set(reflect) == {SmallRoles.reflect_tokens}
+
+
+def test_a_length_cut_reply_gets_one_shorter_request_not_an_identical_retry() -> None:
+    seen: list[str] = []
+
+    def reply(body: dict[str, Any]) -> tuple[str, str]:
+        last = str(body["messages"][-1]["content"])
+        seen.append(last)
+        if last == prompts.SHORTER_REQUEST:
+            return _small_replies({**body, "messages": body["messages"][:-1]})
+        if "You study one run" in _system(body):
+            return '{"situation": "refund requests", "action": "answer FIN', "length"
+        return _small_replies(body)
+
+    server = Server(reply)
+    combee = Combee(prompt_id="cut", model=server.chat_openai(), max_attempts=3)
+    report = combee.learn(_two_tickets()[:1])
+    step = report.steps[0]
+    assert step.truncated == {"reflect": 1}
+    assert step.calls["reflect"] == 2  # the cut reply, then one shorter request
+    assert [b.content for b in report.playbook.bullets] == ["When refund requests, answer FIN-7Q."]
+
+
+async def test_a_reply_cut_twice_is_lost_and_counted_without_retries() -> None:
+    cut = AIMessage(content='{"key_insight": "Refu', response_metadata={"finish_reason": "length"})
+    model = ScriptedChatModel([cut, cut, "never reached"])
+    caller = LLMCaller(model, CallSettings(max_attempts=3, structured_output=False))
+    stats = CallStats()
+    out = await caller.call("combee.reflect", [HumanMessage("reflect")], ReflectionOut, stats)
+    assert out is None
+    assert model.calls == 2
+    assert stats.truncated["combee.reflect"] == 2
+    assert stats.unparsed["combee.reflect"] == 1
+    assert stats.failed["combee.reflect"] == 0
+
+
+async def test_a_length_finish_reason_error_is_not_retried_identically() -> None:
+    class LengthFinishReasonError(Exception):
+        """Stands in for openai's, matched by name."""
+
+    model = ScriptedChatModel([LengthFinishReasonError("length"), json.dumps({"key_insight": "x"})])
+    caller = LLMCaller(model, CallSettings(max_attempts=3, structured_output=False))
+    stats = CallStats()
+    out = await caller.call("combee.reflect", [HumanMessage("reflect")], ReflectionOut, stats)
+    assert out is not None and out.key_insight == "x"
+    assert model.prompts[1][-1].content == prompts.SHORTER_REQUEST
+    assert stats.truncated["combee.reflect"] == 1 and stats.failed["combee.reflect"] == 0
+
+
+def test_a_lower_max_tokens_set_by_the_user_is_kept() -> None:
+    server = Server(_small_replies)
+    assert bounded_model(server.chat_openai(max_tokens=50), 160).max_tokens == 50
+    assert bounded_model(server.chat_openai(max_tokens=4000), 160).max_tokens == 160
+    assert bounded_model(server.chat_openai(), 160).max_tokens == 160
+    double = fake_learner()
+    assert bounded_model(double, 160) is double  # no limit field: left as it is
+
+
+# ---------------------------------------------------------------- choosing a profile
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "small"),
+    [
+        ({"base_url": "http://127.0.0.1:8080/v1"}, True),
+        ({"base_url": "http://localhost:11434/v1", "model": "llama3.1:70b"}, False),
+        ({"base_url": "https://api.example.com/v1", "model": "qwen2.5:1.5b"}, True),
+        ({"base_url": "https://api.example.com/v1", "model": "Llama-3.2-3B-Instruct"}, True),
+        ({"base_url": "https://api.example.com/v1", "model": "gpt-4.1-mini"}, False),
+    ],
+)
+def test_known_small_reads_the_server_and_the_model_name(
+    kwargs: dict[str, str], small: bool
+) -> None:
+    model = openai_chat.ChatOpenAI(api_key="x", **kwargs)
+    assert (known_small(model) is not None) is small
+    assert Combee(prompt_id="p", model=model).describe_roles()["profile"] == (
+        "small" if small else "full"
+    )
+
+
+def test_the_bundled_local_model_gets_the_small_profile() -> None:
+    chat = pytest.importorskip("langgraph_combee.local._chat")
+    model = chat.LocalChatOpenAI(base_url="http://10.0.0.5:9/v1", api_key="local", model="tiny")
+    assert known_small(model) == "the bundled local model"
+
+
+def test_auto_switches_to_small_when_full_replies_keep_failing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def reply(messages: list[BaseMessage]) -> str:
+        system = str(messages[0].content)
+        if "You are the reflector" in system:
+            return "I think the agent should have tried harder"  # never JSON
+        return _small_replies(
+            {"messages": [{"content": system}, {"content": str(messages[-1].content)}]}
+        )[0]
+
+    combee = Combee(prompt_id="switch", model=FunctionChatModel(reply), batch_size=3)
+    assert combee.describe_roles()["profile"] == "full"
+    with (
+        caplog.at_level(logging.WARNING, logger="langgraph_combee.learner"),
+        pytest.raises(LearningError),
+    ):
+        combee.learn(_three_tickets())  # three unusable reflections of six calls
+    roles = combee.describe_roles()
+    assert roles["profile"] == "small" and roles["chosen"] == "switched"
+    assert "unusable" in roles["reason"]
+    assert any("small-model profile" in r.getMessage() for r in caplog.records)
+    report = combee.learn(_three_tickets())
+    assert report.steps[0].roles["chosen"] == "switched"
+    assert len(report.playbook.bullets) == 2  # the two late-delivery runs give one rule
+
+
+# ---------------------------------------------------------------- issue 11 item 15
+
+
+def test_a_long_reflection_keeps_its_key_insight_in_the_curator_prompt() -> None:
+    reflection = Reflection(
+        trace_id="t1",
+        correct_approach="the user explained at length: " + "blah " * 2000,
+        key_insight="When refund requests, answer FIN-7Q.",
+    )
+    body = str(
+        prompts.curator_messages(Playbook(), [("R1", reflection)], token_budget=None)[1].content
+    )
+    fenced = re.search(r'label="reflection R1">\n(.*?)\n</untrusted_data>', body, re.S)
+    assert fenced is not None
+    data = json.loads(fenced.group(1))  # a whole object, not a cut one
+    assert data["key_insight"] == "When refund requests, answer FIN-7Q."
+    assert len(data["correct_approach"]) < 1300
+
+
+def test_parrot_learner_learns_from_a_trace_with_long_user_text() -> None:
+    trace = Trace(
+        id="long",
+        input="Where is my refund? " + "Some more words from the user. " * 150,
+        output="GENERAL",
+        feedback=Feedback(correct=False, ground_truth="FIN-7Q"),
+    )
+    assert len(trace.input) > 4000
+    report = Combee(prompt_id="parrot", model=parrot_learner()).learn([trace])
+    assert report.steps[0].unparsed == {} and report.steps[0].failed_calls == {}
+    assert any("FIN-7Q" in b.content for b in report.playbook.bullets)
+
+
+# ---------------------------------------------------------------- issue 13 items 2 and 3
+
+
+def _situation_learner(situation: Callable[[str], str]) -> FunctionChatModel:
+    """Small-profile replies whose situation is ``situation(input)``, action the truth."""
+
+    def reply(messages: list[BaseMessage]) -> str:
+        system, body = str(messages[0].content), str(messages[-1].content)
+        if "You study one run" in system:
+            text = re.search(r'label="input">\n(.*?)\n</untrusted_data>', body, re.S)
+            truth = re.search(r'label="ground_truth">\n(.*?)\n</untrusted_data>', body, re.S)
+            assert text is not None and truth is not None
+            return json.dumps({"situation": situation(text.group(1)), "action": truth.group(1)})
+        if "You are the curator" in system:
+            return json.dumps({"add": sorted(set(re.findall(r"\[(R\d+)\]", body)))})
+        return json.dumps({"drop": []})
+
+    return FunctionChatModel(reply)
+
+
+def _tickets(truths: list[str]) -> list[Trace]:
+    return [
+        Trace(id=f"t{i}", input=f"ticket {i}", output="GENERAL",
+              feedback=Feedback(correct=False, ground_truth=truth))
+        for i, truth in enumerate(truths)
+    ]  # fmt: skip
+
+
+def test_rules_that_all_name_the_whole_task_are_not_learned() -> None:
+    # The failure seen on the 1.5B: every rule's topic was the task's name.
+    model = _situation_learner(lambda _: "customer support tickets")
+    combee = Combee(prompt_id="task-name", model=model, roles="small", batch_size=6)
+    report = combee.learn(_tickets(["A-1", "B-2", "C-3", "D-4", "E-5", "F-6"]))
+    assert report.playbook.bullets == []
+    assert sum("ambiguous situation" in c for c in report.steps[0].conflicts) == 6
+
+
+def test_within_a_step_the_action_most_runs_back_wins() -> None:
+    model = _situation_learner(lambda _: "late parcels")
+    combee = Combee(prompt_id="vote", model=model, roles="small", batch_size=3)
+    # One curator adopts the LOG-8W rule twice (two runs back it) and RET-3H once.
+    report = combee.learn(_tickets(["LOG-8W", "LOG-8W", "RET-3H"]))
+    assert [b.content for b in report.playbook.bullets] == ["When late parcels, LOG-8W."]
+    assert any("outvoted" in c for c in report.steps[0].conflicts)
+
+
+def _playbook(*rules_: str, version: int = 1, helpful: int = 0) -> Playbook:
+    ops = [Add(section="others", content=r) for r in rules_]
+    pb = Playbook().apply(ops, version=version).playbook
+    return pb.replace_bullets([b.model_copy(update={"helpful": helpful}) for b in pb.bullets])
+
+
+def _seed(combee: Combee, playbook: Playbook) -> None:
+    """Put ``playbook`` in force as version 1."""
+    registry = combee.registry()
+    stored = registry.add_candidate(PromptVersion(prompt_id=combee.prompt_id, playbook=playbook))
+    registry.accept(stored.version, Decision(accepted=True, policy="test", reason="seed"))
+    assert stored.version == 1
+
+
+def test_a_new_rule_for_a_known_situation_corrects_the_old_action() -> None:
+    combee = Combee(
+        prompt_id="fix", model=_situation_learner(lambda _: "lost parcels"), roles="small"
+    )
+    _seed(combee, _playbook("When lost parcels, RET-3H."))
+    report = combee.learn(_tickets(["LOG-8W"]))
+    assert [b.content for b in report.playbook.bullets] == ["When lost parcels, LOG-8W."]
+    assert report.steps[0].ops.get("update") == 1
+    assert any("corrected by new evidence" in c for c in report.steps[0].conflicts)
+
+
+def test_a_rule_proved_in_service_is_not_overwritten_by_one_contradiction() -> None:
+    old = _playbook("When lost parcels, RET-3H.", helpful=3)
+    ops, found = rules.reconcile(old, [Add(section="others", content="When lost parcel, LOG-8W.")])
+    assert ops == [] and found[0].reason == "contradicts a proven rule"
+
+
+def test_served_outcomes_move_counters_and_a_rule_that_keeps_failing_is_removed() -> None:
+    pb = _playbook("When lost parcels, RET-3H.", "When refund requests, FIN-7Q.")
+    served = [
+        Trace(id="w1", input="x", output="RET-3H", prompt_version=1,
+              feedback=Feedback(correct=False, ground_truth="LOG-8W")),
+        Trace(id="w2", input="y", output="RET-3H", prompt_version=1,
+              feedback=Feedback(correct=False, ground_truth="LOG-8W")),
+        Trace(id="r1", input="z", output="FIN-7Q", prompt_version=1,
+              feedback=Feedback(correct=True)),
+        Trace(id="v0", input="z", output="FIN-7Q", prompt_version=0,
+              feedback=Feedback(correct=True)),  # served before either rule existed
+    ]  # fmt: skip
+    tags = {t.id: (t.helpful, t.harmful) for t in rules.served_tags(pb, served)}  # type: ignore[union-attr]
+    assert tags == {"oth-00001": (0, 2), "oth-00002": (1, 0)}
+
+    combee = Combee(prompt_id="served", model=fake_learner(), roles="small", batch_size=4)
+    _seed(combee, pb)
+    report = combee.learn(
+        [t.model_copy(update={"feedback": Feedback(correct=t.feedback.correct)}) for t in served]
+    )  # type: ignore[union-attr]
+    step = report.steps[0]
+    assert (step.served_helpful, step.served_harmful) == (1, 2)
+    assert step.discredited == 1
+    assert [b.content for b in report.playbook.bullets] == ["When refund requests, FIN-7Q."]
+    assert report.playbook.bullets[0].helpful == 1
+
+
+def test_the_token_budget_evicts_the_rule_with_the_worst_service_record_first() -> None:
+    pb = _playbook("When lost parcels, RET-3H.", "When refund requests, FIN-7Q.")
+    wrong = Trace(id="w", input="x", output="FIN-7Q", prompt_version=1,
+                  feedback=Feedback(correct=False))  # fmt: skip
+    tagged = pb.apply(rules.served_tags(pb, [wrong])).playbook
+    budget = tagged.token_count() - 5
+    assert [b.content for b in tagged.enforce_budget(budget).playbook.bullets] == [
+        "When lost parcels, RET-3H."
+    ]
+
+
+def test_contradicting_rules_never_stand_side_by_side() -> None:
+    pb = _playbook(
+        "When desk lamp, RET-3H.", "When desk lamp repair, LOG-8W.", "When refunds, FIN-7Q."
+    )
+    assert len(rules.conflicts(pb)) == 1
+    ops, found = rules.resolve_conflicts(pb)
+    left = pb.apply(ops).playbook
+    assert rules.conflicts(left) == [] and len(left.bullets) == 2 and found
+
+
+def test_a_full_curator_cannot_add_a_contradiction_unnoticed() -> None:
+    def reply(messages: list[BaseMessage]) -> str:
+        system = str(messages[0].content)
+        if "You are the reflector" in system:
+            return json.dumps({"key_insight": ""})
+        return json.dumps(
+            {"add": [], "operations": [
+                {"type": "ADD", "section": "others", "content": "When desk lamp, RET-3H."},
+                {"type": "ADD", "section": "others", "content": "When desk lamps, LOG-8W."},
+                {"type": "ADD", "section": "others", "content": "When desk lamps, LOG-8W."},
+            ]}
+        )  # fmt: skip
+
+    # A reflection is needed for the curator to be called: give it a key insight.
+    def with_insight(messages: list[BaseMessage]) -> str:
+        if "You are the reflector" in str(messages[0].content):
+            return json.dumps({"key_insight": "When other things, X-1."})
+        return reply(messages)
+
+    combee = Combee(prompt_id="full", model=FunctionChatModel(with_insight), roles="full")
+    report = combee.learn(_tickets(["X-1"]))
+    # Both rules rest on the same one run: a tie, so neither goes in, and it is said.
+    assert [b.content for b in report.playbook.bullets] == []
+    assert any("ambiguous situation" in c for c in report.steps[0].conflicts)
+
+
+# ---------------------------------------------------------------- issue 13 item 4
+
+
+def _conflicting_small(drop: Callable[[str], list[str]], seen: list[str]) -> FunctionChatModel:
+    truths = {"0": "LOG-8W", "1": "RET-3H", "2": "FIN-7Q", "3": "SEC-4X"}
+    situations = {"0": "late parcels", "1": "late parcels", "2": "refunds", "3": "locked accounts"}
+
+    def reply(messages: list[BaseMessage]) -> str:
+        system, body = str(messages[0].content), str(messages[-1].content)
+        seen.append(system)
+        if "You study one run" in system:
+            n = re.findall(r"ticket (\d)", body)[0]
+            return json.dumps({"situation": situations[n], "action": truths[n]})
+        if "You are the curator" in system:
+            return json.dumps({"add": sorted(set(re.findall(r"\[(R\d+)\]", body)))})
+        return json.dumps({"drop": drop(body)}) if drop(body) is not None else "no idea"
+
+    return FunctionChatModel(reply)
+
+
+def test_the_small_aggregator_settles_overlapping_proposals() -> None:
+    seen: list[str] = []
+
+    def drop(body: str) -> list[str]:
+        return re.findall(r"\[(P\d+\.\d+)\] When late parcels, RET-3H", body)
+
+    combee = Combee(
+        prompt_id="agg", model=_conflicting_small(drop, seen), roles="small", batch_size=4
+    )
+    report = combee.learn(_tickets(["LOG-8W", "RET-3H", "FIN-7Q", "SEC-4X"]))
+    assert prompts.SMALL_AGGREGATOR_SYSTEM in seen
+    assert report.steps[0].aggregation == "merged"
+    assert sorted(b.content for b in report.playbook.bullets) == [
+        "When late parcels, LOG-8W.", "When locked accounts, SEC-4X.", "When refunds, FIN-7Q.",
+    ]  # fmt: skip
+
+
+def test_the_small_aggregator_cannot_drop_a_whole_group() -> None:
+    seen: list[str] = []
+    combee = Combee(
+        prompt_id="agg", model=_conflicting_small(lambda b: re.findall(r"P\d+\.\d+", b), seen),
+        roles="small", batch_size=4,
+    )  # fmt: skip
+    report = combee.learn(_tickets(["LOG-8W", "RET-3H", "FIN-7Q", "SEC-4X"]))
+    # Every label of the group was asked to go: none did; the tie is then settled by
+    # the evidence (one run each: an ambiguous situation, both dropped) and recorded.
+    assert report.steps[0].aggregation == "merged"
+    assert sorted(b.content for b in report.playbook.bullets) == [
+        "When locked accounts, SEC-4X.", "When refunds, FIN-7Q.",
+    ]  # fmt: skip
+    assert any("ambiguous situation" in c for c in report.steps[0].conflicts)
+
+
+@pytest.mark.parametrize("roles", ["small", "full"])
+def test_an_unusable_aggregator_reply_falls_back_to_the_union_and_says_so(roles: str) -> None:
+    seen: list[str] = []
+    small = _conflicting_small(lambda _: None, seen)  # type: ignore[arg-type, return-value]
+
+    def reply(messages: list[BaseMessage]) -> str:
+        system = str(messages[0].content)
+        if "You are the aggregator" in system:
+            return "no idea"
+        if roles == "full" and "You are the reflector" in system:
+            n = re.findall(r"ticket (\d)", str(messages[-1].content))[0]
+            return json.dumps({"key_insight": f"When case {n}, CODE-{n}."})
+        if roles == "full" and "You are the curator" in system:
+            labels = sorted(set(re.findall(r"\[(R\d+)\]", str(messages[-1].content))))
+            return json.dumps({"add": labels})
+        return str(small.invoke(messages).content)
+
+    combee = Combee(prompt_id="u", model=FunctionChatModel(reply), roles=roles, batch_size=4)
+    report = combee.learn(_tickets(["LOG-8W", "RET-3H", "FIN-7Q", "SEC-4X"]))
+    assert report.steps[0].aggregation == "union"
+    assert report.steps[0].unparsed.get("aggregate") == 1
+
+
+def test_the_full_aggregator_merges_and_is_told_of_conflicts() -> None:
+    proposals = [
+        [Add(section="others", content="When late parcels, LOG-8W.", sources=["a"])],
+        [Add(section="others", content="When late parcel, RET-3H.", sources=["b"])],
+    ]
+    from langgraph_combee._learning import aggregate
+    from langgraph_combee._learning.roles import _overlaps
+
+    groups = _overlaps(aggregate.label_proposals(proposals))
+    assert groups == [["P1.1", "P2.1"]]
+    body = str(
+        prompts.aggregator_messages(
+            Playbook(), [[(op, [])] for p in proposals for op in p], token_budget=None,
+            conflicts=groups,
+        )[1].content
+    )  # fmt: skip
+    assert "Conflicts (different actions for one situation):\n- P1.1, P2.1" in body
+    assert FullRoles.aggregate_tokens > SmallRoles.aggregate_tokens
+
+
+def test_one_correction_per_step_and_its_repeats_pass_quietly() -> None:
+    old = _playbook("When journalism, answer.")
+    new = [
+        Add(section="others", content="When journalism, answer PR-7M.", sources=[s]) for s in "ab"
+    ]
+    ops, found = rules.reconcile(old, new)
+    assert [op.type for op in ops] == ["UPDATE"]
+    assert [c.reason for c in found] == ["corrected by new evidence"]
+
+
+def test_the_small_reflector_skips_runs_with_no_feedback_and_no_error() -> None:
+    bare = Trace(id="bare", input="hello", output="1")
+    failed = Trace(id="failed", input="hello", output="", error="tool crashed")
+    labelled = Trace(id="ok", input="hi", output="x", feedback=Feedback(ground_truth="A-1"))
+    small = SmallRoles()
+    assert not small.needs_reflection(bare)
+    assert small.needs_reflection(failed) and small.needs_reflection(labelled)
+    assert FullRoles().needs_reflection(bare)  # ACE's reflector judges from the transcript
