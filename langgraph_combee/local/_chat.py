@@ -327,7 +327,9 @@ def _recover_from(values: list[Any], tools: Mapping[str, Any]) -> RecoveredCalls
     return RecoveredCalls(calls=tuple(calls), invalid=tuple(invalid))
 
 
-def recover(text: str, tools: Sequence[str] | Mapping[str, Any]) -> RecoveredCalls:
+def recover(
+    text: str, tools: Sequence[str] | Mapping[str, Any], *, cut_off: bool = False
+) -> RecoveredCalls:
     """The tool calls a model wrote as text instead of the native format.
 
     Finds every JSON call in the reply, wherever it stands: bare, in a code
@@ -343,15 +345,31 @@ def recover(text: str, tools: Sequence[str] | Mapping[str, Any]) -> RecoveredCal
         tools: The bound tools' names, or each name's JSON schema of parameters
             (then arguments are checked: unknown ones dropped, simple types
             coerced, a call missing a required argument is ``invalid``).
+        cut_off: The reply hit the length limit. Only its first call is kept;
+            the others are ``invalid`` and never run: a reply cut off after
+            several calls is a run-on (after a tool result the 0.5B lists a
+            call to every tool until the limit), not a plan.
     """
     table: Mapping[str, Any] = tools if isinstance(tools, Mapping) else dict.fromkeys(tools)
     if not table or "{" not in text:
         return RecoveredCalls()
     found = _recover_from(_json_values(text), table)
-    if found.calls or found.invalid or not _DOUBLED_OPEN.search(text):
+    if not (found.calls or found.invalid) and _DOUBLED_OPEN.search(text):
+        # A doubled brace inside the arguments too: read again with every "{{" made "{".
+        found = _recover_from(_json_values(_DOUBLED_OPEN.sub("{", text)), table)
+    if not cut_off or len(found.calls) <= 1:
         return found
-    # A doubled brace inside the arguments too: read again with every "{{" made "{".
-    return _recover_from(_json_values(_DOUBLED_OPEN.sub("{", text)), table)
+    dropped = tuple(
+        InvalidToolCall(
+            name=call["name"],
+            args=json.dumps(call["args"], sort_keys=True, default=str),
+            id=call["id"],
+            error="not run: the reply was cut off by the length limit after its first call",
+            type="invalid_tool_call",
+        )
+        for call in found.calls[1:]
+    )
+    return RecoveredCalls(calls=found.calls[:1], invalid=found.invalid + dropped)
 
 
 def recover_tool_calls(text: str, tools: Sequence[str] | Mapping[str, Any]) -> list[ToolCall]:
@@ -381,7 +399,8 @@ def _with_recovered_tool_calls(result: ChatResult, kwargs: Mapping[str, Any]) ->
             and not message.tool_calls
             and not message.invalid_tool_calls
         ):
-            found = recover(_text(message), tools)
+            cut_off = message.response_metadata.get("finish_reason") == "length"
+            found = recover(_text(message), tools, cut_off=cut_off)
             update: dict[str, Any] = {}
             if found.calls:
                 update = {"content": "", "tool_calls": list(found.calls)}

@@ -6,7 +6,7 @@ The agent is a ``create_agent`` agent with six tools (``lookup_order``,
 has one right sequence of calls, and the house conventions live in the calls:
 which tool comes first (``lookup_order`` before a refund or a courier
 complaint), how an argument is written (amounts in cents, dates as
-``YYYY-MM-DD``) and which house value it takes (queue ``REP-2``, reason
+``YYYYMMDD``) and which house value it takes (queue ``REP-2``, reason
 ``customer_request``, voucher ``SORRY10``). The tools' own descriptions say
 what each argument is, never the convention: a model cannot guess them.
 
@@ -197,10 +197,10 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "delivery_dates",
-        "New delivery dates: call reschedule_delivery with date written as YYYY-MM-DD "
-        "(5 March 2026 -> date='2026-03-05').",
+        "New delivery dates: call reschedule_delivery with date written as YYYYMMDD, "
+        "digits only (5 March 2026 -> date='20260305').",
         (r"\bdeliver",),
-        "YYYY-MM-DD",
+        "YYYYMMDD",
     ),
     Rule(
         "cancellations",
@@ -337,7 +337,7 @@ def _details(rule_id: str, rng: random.Random, split: Split) -> tuple[dict[str, 
         year, month, day = rng.choice((2026, 2027)), rng.randrange(1, 13), rng.randrange(1, 29)
         name = MONTHS[month - 1]
         fields["date"] = f"{day} {name} {year}" if split == "train" else f"{name} {day}, {year}"
-        right = (Call.of("reschedule_delivery", {**oid, "date": f"{year}-{month:02d}-{day:02d}"}),)
+        right = (Call.of("reschedule_delivery", {**oid, "date": f"{year}{month:02d}{day:02d}"}),)
         naive = (Call.of("reschedule_delivery", {**oid, "date": fields["date"]}),)
     elif rule_id == "cancellations":
         fields["why"] = rng.choice(REASONS[split])
