@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
+import io
+import json
+from pathlib import Path
 
+import pytest
 from langchain_core.messages import AIMessage
 
 from langgraph_combee import Combee, Feedback, Trace
@@ -271,7 +274,9 @@ CASE = _call("open_case", order_id="NW-1", queue="REP-2")
         ([], [CASE], False),
     ],
 )
-def test_tool_scoring_compares_the_calls(made: list[Call], expected: list[Call], right: bool) -> None:
+def test_tool_scoring_compares_the_calls(
+    made: list[Call], expected: list[Call], right: bool
+) -> None:
     task = get_task("tools")
     example = Example(input="x", answer=render_calls(expected))
     assert task.score(render_calls(made), example) is right
@@ -364,3 +369,18 @@ def test_tool_task_learns_live_through_the_middleware_and_its_evaluator() -> Non
     learned = task.build_agent(model, middleware=[combee.middleware(capture=False)])
     assert evaluate(task, task.build_agent(model), test).accuracy == 0.0
     assert evaluate(task, learned, test).accuracy >= 0.6
+
+
+def test_the_demo_serves_the_tool_task_offline(tmp_path: Path) -> None:
+    from langgraph_combee.demo._cli import main
+
+    argv = ["--task", "tools", "--model", "test", "--tickets", "24", "--holdout", "12"]
+    code = main([*argv, "--window", "6", "--plain", "--out", str(tmp_path)], stream=io.StringIO())
+    assert code == 0
+    data = json.loads((tmp_path / "demo.json").read_text())
+    assert data["config"]["task"] == "tools"
+    assert data["accuracy"]["holdout_before"] == 0.0
+    assert data["accuracy"]["holdout_after"] >= 0.6
+    wrong = [run for run in data["runs"] if not run["correct"]]
+    assert wrong and all(parse_calls(run["expected"]) for run in wrong)
+    assert all(run["answer"] == "" or parse_calls(run["answer"]) for run in data["runs"])

@@ -16,16 +16,16 @@ import pytest
 
 pytest.importorskip("langchain_openai")
 
-from langchain_core.messages import AIMessage  # noqa: E402
-from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
-from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: E402
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from langgraph_combee.local._chat import (  # noqa: E402
+from langgraph_combee.local._chat import (
     _with_recovered_tool_calls,
     recover,
     recover_tool_calls,
 )
-from langgraph_combee.tasks._tools import make_tools  # noqa: E402
+from langgraph_combee.tasks._tools import make_tools
 
 FIXTURE = Path(__file__).parent / "data" / "tool_replies.json"
 REPLIES: list[dict[str, Any]] = json.loads(FIXTURE.read_text())

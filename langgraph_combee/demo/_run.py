@@ -54,7 +54,7 @@ class DemoConfig:
 
     Attributes:
         model: ``local:1.5b``, ``local:0.5b``, ``provider:name`` or ``test``.
-        task: The task the agent serves (``tickets`` or ``formats``).
+        task: The task the agent serves (``tickets``, ``formats`` or ``tools``).
         tickets: Training tickets served while the learner learns.
         holdout: Held-out tickets evaluated before and after.
         batch_size: The learner's batch size, or ``"auto"``.

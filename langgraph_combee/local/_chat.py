@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.exceptions import OutputParserException
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.messages.tool import InvalidToolCall, ToolCall
+from langchain_core.messages import AIMessage, BaseMessage, InvalidToolCall
+from langchain_core.messages.tool import ToolCall, invalid_tool_call
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableMap, RunnablePassthrough
 from langchain_core.utils.function_calling import convert_to_json_schema
@@ -314,11 +314,7 @@ def _recover_from(values: list[Any], tools: Mapping[str, Any]) -> RecoveredCalls
             args, error = _validate(args, tools[name])
         text = json.dumps(args, sort_keys=True, default=str)
         if error:
-            invalid.append(
-                InvalidToolCall(
-                    name=name, args=text, id=_new_call_id(), error=error, type="invalid_tool_call"
-                )
-            )
+            invalid.append(invalid_tool_call(name=name, args=text, id=_new_call_id(), error=error))
             continue
         if f"{name}:{text}" in seen:  # the same call written twice in one reply runs once
             continue
@@ -360,12 +356,11 @@ def recover(
     if not cut_off or len(found.calls) <= 1:
         return found
     dropped = tuple(
-        InvalidToolCall(
+        invalid_tool_call(
             name=call["name"],
             args=json.dumps(call["args"], sort_keys=True, default=str),
             id=call["id"],
             error="not run: the reply was cut off by the length limit after its first call",
-            type="invalid_tool_call",
         )
         for call in found.calls[1:]
     )

@@ -328,11 +328,13 @@ def _details(rule_id: str, rng: random.Random, split: Split) -> tuple[dict[str, 
     fields = {"order": order, "item": rng.choice(ITEMS[split])}
     oid = {"order_id": order}
     lookup = Call.of(LOOKUP, oid)
+    right: tuple[Call, ...]
+    naive: tuple[Call, ...]
     if rule_id == "refunds":
         cents = rng.randrange(300, 20_000, 10)
         fields["amount"] = f"{cents / 100:.2f}"
         right = (lookup, Call.of("issue_refund", {**oid, "amount": str(cents)}))
-        naive: tuple[Call, ...] = (Call.of("issue_refund", {**oid, "amount": fields["amount"]}),)
+        naive = (Call.of("issue_refund", {**oid, "amount": fields["amount"]}),)
     elif rule_id == "delivery_dates":
         year, month, day = rng.choice((2026, 2027)), rng.randrange(1, 13), rng.randrange(1, 29)
         name = MONTHS[month - 1]
