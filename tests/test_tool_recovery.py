@@ -162,6 +162,9 @@ def test_a_bound_tool_with_bad_arguments_is_an_invalid_call() -> None:
     ]
     found = recover('{"name": "lookup_order", "arguments": ["NW-1"]}', SCHEMAS)
     assert found.calls == () and len(found.invalid) == 1
+    echoed = json.dumps(convert_to_openai_tool(make_tools()[0]))  # the tool's spec, echoed back
+    found = recover(echoed, SCHEMAS)
+    assert found.calls == () and [c["name"] for c in found.invalid] == ["lookup_order"]
 
 
 def test_names_alone_accept_any_arguments() -> None:

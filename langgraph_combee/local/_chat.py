@@ -148,16 +148,11 @@ def parse_structured(message: BaseMessage, *, schema: Any) -> Any:
     return data
 
 
-def _loads_json(text: str) -> Any:
-    try:
-        return json.loads(_unfence(text))
-    except ValueError:
-        return None
-
-
 # ---- tool calls written as text --------------------------------------------------------------
 
 _DECODER = json.JSONDecoder()
+_MAX_SCAN_CHARS = 100_000
+"""Longest reply text searched for calls (each failed decode rescans: keep it bounded)."""
 _DOUBLED_OPEN = re.compile(r"\{\s*\{")
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 _CALL_KEYS = frozenset({"name", "type", "id", *_ARGUMENT_KEYS})
@@ -196,6 +191,7 @@ def _json_values(text: str) -> list[Any]:
     """
     values = []
     index = 0
+    text = text[:_MAX_SCAN_CHARS]
     while index < len(text):
         if text[index] in "{[":
             try:
