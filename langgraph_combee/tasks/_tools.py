@@ -132,11 +132,9 @@ def _tool(name: str, description: str, **params: str) -> BaseTool:
     """A tool taking string arguments that confirms what it was asked to do."""
 
     def run(**kwargs: Any) -> str:
-        # Plain statuses, as a real back office answers: a look-up leaves the request
-        # open, an action closes it (a small model otherwise keeps calling tools).
         if name == LOOKUP:
             return f"Order {kwargs.get('order_id')}: found, delivered, paid by card."
-        return f"Done: {Call.of(name, kwargs).render()}. The request is complete."
+        return f"Done: {Call.of(name, kwargs).render()}"
 
     schema = {
         "type": "object",
