@@ -201,3 +201,24 @@ def test_invalid_calls_keep_the_text_and_are_never_executed() -> None:
     assert [c["name"] for c in message.invalid_tool_calls] == ["cancel_order"]
     untouched = _with_recovered_tool_calls(_result(text), {}).generations[0].message
     assert isinstance(untouched, AIMessage) and untouched.invalid_tool_calls == []
+
+
+def test_a_call_an_earlier_turn_made_is_not_run_again() -> None:
+    from langchain_core.messages import HumanMessage, ToolMessage
+
+    earlier = AIMessage(
+        content="",
+        tool_calls=[{"name": "lookup_order", "args": {"order_id": "NW-1"}, "id": "c1"}],
+    )
+    history = [HumanMessage("refund NW-1"), earlier, ToolMessage("found", tool_call_id="c1")]
+    again = '{{"name": "lookup_order", "arguments": {"order_id": "NW-1"}}}'
+    message = _with_recovered_tool_calls(_result(again), _bound(), history).generations[0].message
+    assert isinstance(message, AIMessage)
+    assert message.tool_calls == []  # the reply ends the turn instead of looping
+    assert [c["name"] for c in message.invalid_tool_calls] == ["lookup_order"]
+    assert "already made" in (message.invalid_tool_calls[0]["error"] or "")
+    new = again.replace("lookup_order", "cancel_order").replace('"}}}', '", "reason": "r"}}}')
+    message = _with_recovered_tool_calls(_result(new), _bound(), history).generations[0].message
+    assert isinstance(message, AIMessage) and [c["name"] for c in message.tool_calls] == [
+        "cancel_order"
+    ]

@@ -22,7 +22,9 @@ parses: bare, fenced, one per line, with doubled braces, with prose around it
 were bound and the reply has no native tool calls, ``recover`` finds the calls
 to bound tools in its text and checks their arguments against the tools'
 schemas; valid ones become real tool calls, invalid ones ``invalid_tool_calls``
-(never executed). Non-streaming calls only.
+(never executed), and so does a call an earlier turn of the conversation
+already made (a small model repeats its last call until the recursion limit).
+Non-streaming calls only.
 """
 
 from __future__ import annotations
@@ -378,10 +380,50 @@ def _bound_tools(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return table
 
 
-def _with_recovered_tool_calls(result: ChatResult, kwargs: Mapping[str, Any]) -> ChatResult:
+def _call_key(name: str, args: Any) -> str:
+    return f"{name}:{json.dumps(args, sort_keys=True, default=str)}"
+
+
+def _made_before(messages: Sequence[BaseMessage]) -> set[str]:
+    """The calls earlier turns of the conversation made (name and arguments)."""
+    return {
+        _call_key(call["name"], call.get("args") or {})
+        for message in messages
+        if isinstance(message, AIMessage)
+        for call in message.tool_calls
+    }
+
+
+def _without_repeats(found: RecoveredCalls, earlier: set[str]) -> RecoveredCalls:
+    """``found`` with the calls an earlier turn already made moved to ``invalid``.
+
+    A small model that got a tool's result often writes the same call again,
+    turn after turn, until the agent's recursion limit: a repeated text call is
+    that loop, not a new request, so it never runs and the reply ends the turn.
+    """
+    repeats = [c for c in found.calls if _call_key(c["name"], c["args"]) in earlier]
+    if not repeats:
+        return found
+    dropped = tuple(
+        invalid_tool_call(
+            name=call["name"],
+            args=json.dumps(call["args"], sort_keys=True, default=str),
+            id=call["id"],
+            error="not run: the same call was already made in this conversation",
+        )
+        for call in repeats
+    )
+    calls = tuple(c for c in found.calls if c not in repeats)
+    return RecoveredCalls(calls=calls, invalid=found.invalid + dropped)
+
+
+def _with_recovered_tool_calls(
+    result: ChatResult, kwargs: Mapping[str, Any], messages: Sequence[BaseMessage] = ()
+) -> ChatResult:
     tools = _bound_tools(kwargs)
     if not tools:
         return result
+    earlier = _made_before(messages)
     generations = []
     for generation in result.generations:
         message = generation.message
@@ -391,7 +433,7 @@ def _with_recovered_tool_calls(result: ChatResult, kwargs: Mapping[str, Any]) ->
             and not message.invalid_tool_calls
         ):
             cut_off = message.response_metadata.get("finish_reason") == "length"
-            found = recover(_text(message), tools, cut_off=cut_off)
+            found = _without_repeats(recover(_text(message), tools, cut_off=cut_off), earlier)
             update: dict[str, Any] = {}
             if found.calls:
                 update = {"content": "", "tool_calls": list(found.calls)}
@@ -495,7 +537,7 @@ class LocalChatOpenAI(ChatOpenAI):  # type: ignore[misc, unused-ignore]
         **kwargs: Any,
     ) -> ChatResult:
         result: ChatResult = super()._generate(messages, stop, run_manager, **kwargs)
-        return _with_recovered_tool_calls(result, kwargs)
+        return _with_recovered_tool_calls(result, kwargs, messages)
 
     async def _agenerate(
         self,
@@ -505,7 +547,7 @@ class LocalChatOpenAI(ChatOpenAI):  # type: ignore[misc, unused-ignore]
         **kwargs: Any,
     ) -> ChatResult:
         result: ChatResult = await super()._agenerate(messages, stop, run_manager, **kwargs)
-        return _with_recovered_tool_calls(result, kwargs)
+        return _with_recovered_tool_calls(result, kwargs, messages)
 
     @property
     def local_model(self) -> LocalModel | None:

@@ -132,9 +132,11 @@ def _tool(name: str, description: str, **params: str) -> BaseTool:
     """A tool taking string arguments that confirms what it was asked to do."""
 
     def run(**kwargs: Any) -> str:
+        # Plain statuses, as a back office answers: a look-up leaves the request open,
+        # an action closes it (told nothing, a small model keeps calling tools).
         if name == LOOKUP:
             return f"Order {kwargs.get('order_id')}: found, delivered, paid by card."
-        return f"Done: {Call.of(name, kwargs).render()}"
+        return f"Done: {Call.of(name, kwargs).render()}. The request is complete."
 
     schema = {
         "type": "object",
