@@ -41,11 +41,19 @@ def run(size: str, train_n: int, holdout_n: int, seed: int, drain: float) -> dic
         v0 = task.build_agent(agent_model, middleware=[combee.middleware(capture=False)])
         before = evaluate(task, v0, holdout, max_concurrency=2)
         row["holdout_before"] = before.accuracy
+        row["before_errors"] = before.errors
+        print(json.dumps(row), flush=True)
         ceiling = evaluate(
             task, task.build_agent(agent_model, with_rules=True), holdout, max_concurrency=2
         )
         row["holdout_ceiling"] = ceiling.accuracy
         row["ceiling_per_rule"] = ceiling.by_rule(holdout)
+        row["ceiling_errors"] = ceiling.errors
+        row["ceiling_misses"] = [
+            {"input": e.input, "made": a, "expected": e.answer}
+            for e, a, ok in zip(holdout, ceiling.answers, ceiling.correct, strict=True)
+            if not ok
+        ][:8]
         print(json.dumps(row), flush=True)
         served = task.build_agent(agent_model, middleware=[combee.middleware()])
         stream_right = 0
@@ -78,6 +86,7 @@ def run(size: str, train_n: int, holdout_n: int, seed: int, drain: float) -> dic
         after = evaluate(task, learned, holdout, max_concurrency=2)
         row["holdout_after"] = after.accuracy
         row["after_per_rule"] = after.by_rule(holdout)
+        row["after_errors"] = after.errors
         ceiling_value = row["holdout_ceiling"]
         row["fraction_of_ceiling"] = after.accuracy / ceiling_value if ceiling_value else None
         row["seconds"] = round(time.monotonic() - started, 1)
