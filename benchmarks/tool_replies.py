@@ -3,7 +3,8 @@
 Each local model is asked for requests of the ``tools`` task through a plain
 ``ChatOpenAI`` (no recovery of text tool calls), with and without the house
 rules, and after one tool result; every reply is written as it came back (text,
-native tool calls, finish reason) with the request and the tools that were bound.
+native tool calls, finish reason) with the request, the tools that were bound
+and ``calls``, what ``recover`` reads in it (to be checked by hand).
 ``tests/test_tool_recovery.py`` checks ``recover_tool_calls`` on them.
 
     flock /tmp/llm.lock python -m benchmarks.tool_replies --out tests/data/tool_replies.json
@@ -17,18 +18,25 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai import ChatOpenAI  # type: ignore[import-not-found, unused-ignore]
 
 from langgraph_combee.local import LocalModel
+from langgraph_combee.local._chat import recover
 from langgraph_combee.tasks import ToolCalls
 
 
-def _reply(model: Any, messages: list[BaseMessage]) -> dict[str, Any]:
+def _reply(model: Any, messages: list[BaseMessage], schemas: dict[str, Any]) -> dict[str, Any]:
     reply = model.invoke(messages)
+    content = reply.content if isinstance(reply.content, str) else str(reply.content)
+    finish = reply.response_metadata.get("finish_reason")
+    found = recover(content, schemas, cut_off=finish == "length")
     return {
-        "content": reply.content if isinstance(reply.content, str) else str(reply.content),
+        "content": content,
         "native_tool_calls": [{"name": c["name"], "args": c["args"]} for c in reply.tool_calls],
-        "finish_reason": reply.response_metadata.get("finish_reason"),
+        "finish_reason": finish,
+        # What recovery reads in it today: review each by hand before committing.
+        "calls": [[c["name"], c["args"]] for c in found.calls],
     }
 
 
@@ -37,6 +45,10 @@ def collect(size: str, n: int) -> list[dict[str, Any]]:
     task = ToolCalls()
     tools = task.tools()
     names = [t.name for t in tools]
+    schemas = {
+        spec["function"]["name"]: spec["function"]["parameters"]
+        for spec in map(convert_to_openai_tool, tools)
+    }
     rows: list[dict[str, Any]] = []
     with LocalModel(size, n_parallel=1) as server:  # type: ignore[arg-type]
         plain = ChatOpenAI(
@@ -55,9 +67,8 @@ def collect(size: str, n: int) -> list[dict[str, Any]]:
                     "turn": 1,
                     "with_rules": with_rules,
                     "input": example.input,
-                    "expected": example.answer,
                     "tools": names,
-                    **_reply(plain, messages),
+                    **_reply(plain, messages, schemas),
                 }
                 rows.append(row)
                 print(json.dumps(row), flush=True)
@@ -88,9 +99,8 @@ def collect(size: str, n: int) -> list[dict[str, Any]]:
                     "turn": 2,
                     "with_rules": True,
                     "input": example.input,
-                    "expected": example.answer,
                     "tools": names,
-                    **_reply(plain, messages),
+                    **_reply(plain, messages, schemas),
                 }
                 rows.append(row)
                 print(json.dumps(row), flush=True)
