@@ -20,7 +20,8 @@ case-insensitively, and requires a ``lookup_order`` of the order before the
 first action only where the house rule says so (an extra look-up elsewhere is
 harmless); a repeated identical call counts once.
 
-Measured figures: ``docs/tasks.md``. Reproduce::
+What the real models do with these tools: ``docs/tasks.md``. Measure the
+baseline and the ceiling on a model::
 
     python -m langgraph_combee.tasks --model local:1.5b --task tools -n 24
 """
