@@ -631,7 +631,7 @@ async def test_the_learner_repairs_an_unusable_reply() -> None:
 FENCED_CALL = '```json\n{"name": "route", "arguments": {"team": "FIN-REFUNDS"}}\n```'
 
 
-def test_recover_tool_calls_accepts_only_whole_calls_to_bound_tools() -> None:
+def test_recover_tool_calls_accepts_only_calls_to_bound_tools() -> None:
     chat = pytest.importorskip("langgraph_combee.local._chat")
     calls = chat.recover_tool_calls(FENCED_CALL, ["route"])
     assert [(c["name"], c["args"], c["type"]) for c in calls] == [
@@ -644,7 +644,7 @@ def test_recover_tool_calls_accepts_only_whole_calls_to_bound_tools() -> None:
     assert chat.recover_tool_calls("I would call route(team=X)", ["route"]) == []
     assert chat.recover_tool_calls('{"name": "route", "arguments": 3}', ["route"]) == []
     mixed = '[{"name": "route", "arguments": {}}, {"name": "nope", "arguments": {}}]'
-    assert chat.recover_tool_calls(mixed, ["route"]) == []
+    assert [c["name"] for c in chat.recover_tool_calls(mixed, ["route"])] == ["route"]
 
 
 def test_bound_tools_get_real_tool_calls_from_json_text() -> None:
@@ -665,3 +665,25 @@ def test_bound_tools_get_real_tool_calls_from_json_text() -> None:
     assert endpoint.bodies[0]["tools"][0]["function"]["name"] == "route"
     plain = model.invoke("no tools bound")  # without tools the text stays text
     assert plain.content == FENCED_CALL and plain.tool_calls == []
+
+
+def test_a_create_agent_agent_on_doubled_brace_calls_acts_once_and_ends() -> None:
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+
+    done: list[str] = []
+
+    @tool
+    def cancel_order(order_id: str, reason: str) -> str:
+        """Cancel an order."""
+        done.append(order_id)
+        return "Done."
+
+    call = '{{"name": "cancel_order", "arguments": {"order_id": "NW-1", "reason": "r"}}}'
+    # The 1.5B writes doubled braces, and after the tool's result the same call again.
+    endpoint = Endpoint((call, "stop"), (call, "stop"), (call, "stop"))
+    agent = create_agent(endpoint.model(), tools=[cancel_order])
+    result = agent.invoke({"messages": [{"role": "user", "content": "cancel NW-1"}]})
+    assert done == ["NW-1"]  # recovered, run once, and the repeat ended the run
+    assert len(endpoint.bodies) == 2
+    assert result["messages"][-1].invalid_tool_calls

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import io
+import json
+from pathlib import Path
+
 import pytest
+from langchain_core.messages import AIMessage
 
 from langgraph_combee import Combee, Feedback, Trace
+from langgraph_combee._core.types import ToolCall
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.tasks import (
     TASKS,
@@ -12,10 +18,13 @@ from langgraph_combee.tasks import (
     HouseFormats,
     Task,
     TicketRouting,
+    ToolCalls,
     clean_answer,
     evaluate,
     get_task,
+    ticket_input,
 )
+from langgraph_combee.tasks._tools import Call, parse_calls, render_calls
 from langgraph_combee.testing import ScriptedChatModel
 
 NAMES = sorted(TASKS)
@@ -29,9 +38,10 @@ def task(request: pytest.FixtureRequest) -> Task:
 # ---- registry and generation ---------------------------------------------
 
 
-def test_registry_knows_both_tasks() -> None:
+def test_registry_knows_every_task() -> None:
     assert isinstance(get_task("tickets"), TicketRouting)
     assert isinstance(get_task("formats"), HouseFormats)
+    assert isinstance(get_task("tools"), ToolCalls)
     with pytest.raises(ConfigurationError, match="'nope'"):
         get_task("nope")
 
@@ -159,9 +169,26 @@ def test_clean_answer_keeps_the_first_line_without_markup() -> None:
 # ---- agents and doubles ----------------------------------------------------
 
 
+def _scripted(task: Task, examples: list[Example]) -> list[str | AIMessage]:
+    """Replies that give each example's answer: its text, or its tool calls then "Done."."""
+    if not isinstance(task, ToolCalls):
+        return [e.answer for e in examples]
+    replies: list[str | AIMessage] = []
+    for example in examples:
+        for index, call in enumerate(parse_calls(example.answer)):
+            replies.append(
+                AIMessage(
+                    content="",
+                    tool_calls=[{"name": call.name, "args": dict(call.args), "id": f"c{index}"}],
+                )
+            )
+        replies.append("Done.")
+    return replies
+
+
 def test_agents_build_and_answer_with_a_scripted_model(task: Task) -> None:
     examples = task.examples(3, 0, "test")
-    model = ScriptedChatModel(replies=[e.answer for e in examples])
+    model = ScriptedChatModel(replies=_scripted(task, examples))
     agent = task.build_agent(model)
     result = evaluate(task, agent, examples, max_concurrency=1)
     assert result.accuracy == 1.0
@@ -218,3 +245,142 @@ def test_learning_from_train_failures_lifts_held_out_accuracy(task: Task) -> Non
     assert before == 0.0
     assert after >= 0.6
     assert combee.queue().stats()["pending"] == 0  # capture=False fed nothing back
+
+
+# ---- the tool task ---------------------------------------------------------
+
+
+def _call(name: str, **args: str) -> Call:
+    return Call.of(name, args)
+
+
+LOOK = _call("lookup_order", order_id="NW-1")
+REFUND = _call("issue_refund", order_id="NW-1", amount="2490")
+CASE = _call("open_case", order_id="NW-1", queue="REP-2")
+
+
+@pytest.mark.parametrize(
+    ("made", "expected", "right"),
+    [
+        ([LOOK, REFUND], [LOOK, REFUND], True),
+        ([REFUND], [LOOK, REFUND], False),  # the house rule says look the order up first
+        ([REFUND, LOOK], [LOOK, REFUND], False),
+        ([_call("lookup_order", order_id="NW-2"), REFUND], [LOOK, REFUND], False),
+        ([LOOK, LOOK, REFUND, REFUND], [LOOK, REFUND], True),  # a repeated call counts once
+        ([LOOK, _call("issue_refund", order_id="nw-1", amount=" 2490 ")], [LOOK, REFUND], True),
+        ([LOOK, _call("issue_refund", order_id="NW-1", amount="24.90")], [LOOK, REFUND], False),
+        ([LOOK, CASE], [CASE], True),  # a look-up nobody asked for is harmless
+        ([CASE, REFUND], [CASE], False),  # an extra action is not
+        ([], [CASE], False),
+    ],
+)
+def test_tool_scoring_compares_the_calls(
+    made: list[Call], expected: list[Call], right: bool
+) -> None:
+    task = get_task("tools")
+    example = Example(input="x", answer=render_calls(expected))
+    assert task.score(render_calls(made), example) is right
+
+
+def test_tool_calls_render_and_parse_back() -> None:
+    text = render_calls([LOOK, REFUND])
+    assert text == "lookup_order(order_id='NW-1'); issue_refund(order_id='NW-1', amount='2490')"
+    assert parse_calls(text) == [LOOK, REFUND]
+    for junk in ("", "refund it", "os.system('x')", "f(1)", "f(**k)", "f(a=g())"):
+        assert parse_calls(junk) == [] or junk == ""
+
+
+def test_every_tool_task_answer_names_a_bound_tool() -> None:
+    task = get_task("tools")
+    names = {tool.name for tool in task.tools()}
+    for example in task.examples(24, 0, "test"):
+        calls = parse_calls(example.answer)
+        assert calls and {call.name for call in calls} <= names
+        assert example.input.count("NW-") == 1
+
+
+def test_tool_evaluator_scores_a_trace_from_its_calls_and_names_the_right_ones() -> None:
+    task = get_task("tools")
+    example = next(e for e in task.examples(12, 0, "train") if e.meta["rule"] == "refunds")
+    right = parse_calls(example.answer)
+    evaluator = task.evaluator()
+    wrong_trace = Trace(
+        input=example.input,
+        output="Refunded.",
+        tool_calls=[ToolCall(name=right[1].name, args=dict(right[1].args))],
+    )
+    feedback = evaluator(wrong_trace)
+    assert feedback is not None and feedback.correct is False
+    assert feedback.ground_truth == example.answer
+    assert feedback.comment is not None and example.answer in feedback.comment
+    assert right[1].render() in feedback.comment  # what the agent made is named too
+    right_trace = wrong_trace.model_copy(
+        update={"tool_calls": [ToolCall(name=c.name, args=dict(c.args)) for c in right]}
+    )
+    assert (evaluator(right_trace) or Feedback()).correct is True
+    assert evaluator(Trace(input="a request the task never made")) is None
+
+
+def test_the_tool_agent_answer_is_the_calls_it_made() -> None:
+    task = get_task("tools")
+    [example] = task.examples(1, 0, "test")
+    agent = task.build_agent(task.double_model(), with_rules=True)
+    result = agent.invoke(ticket_input(example))
+    assert task.answer_of(result) == example.answer
+    assert "Done:" in str(result["messages"][-2].text)  # the tools ran
+
+
+def test_the_tool_agent_gets_room_for_its_calls() -> None:
+    task = get_task("tools")
+    assert task.agent_max_tokens is not None
+    openai = pytest.importorskip("langchain_openai")
+    capped = openai.ChatOpenAI(api_key="x", base_url="http://127.0.0.1:9", max_tokens=48)
+    roomy = task._agent_model(capped)
+    assert roomy.max_tokens == task.agent_max_tokens and capped.max_tokens == 48
+    generous = capped.model_copy(update={"max_tokens": 4096})
+    assert task._agent_model(generous) is generous  # never lowered
+    double = task.double_model()
+    assert task._agent_model(double) is double  # no cap to raise
+
+
+def test_tool_task_learns_live_through_the_middleware_and_its_evaluator() -> None:
+    task = get_task("tools")
+    train = task.examples(2 * len(task.rule_set), 0, "train")
+    test = task.examples(len(task.rule_set), 0, "test")
+    model = task.double_model()
+    combee = Combee(
+        prompt_id=task.name,
+        model=task.double_learner(),
+        evaluator=task.evaluator(),
+        batch_size=len(train),
+        min_batch=1,
+        max_wait_seconds=0.01,
+        poll_seconds=0.01,
+    )
+    served = task.build_agent(model, middleware=[combee.middleware()])
+    with combee.running():
+        for example in train:
+            served.invoke(ticket_input(example))
+        combee.server.flush()
+        for _ in range(400):
+            if combee.queue().pending_count() == 0 and combee.learner.stats.versions:
+                break
+            combee.learner.wait_for_steps(combee.learner.stats.steps + 1, timeout=0.05)
+    learned = task.build_agent(model, middleware=[combee.middleware(capture=False)])
+    assert evaluate(task, task.build_agent(model), test).accuracy == 0.0
+    assert evaluate(task, learned, test).accuracy >= 0.6
+
+
+def test_the_demo_serves_the_tool_task_offline(tmp_path: Path) -> None:
+    from langgraph_combee.demo._cli import main
+
+    argv = ["--task", "tools", "--model", "test", "--tickets", "24", "--holdout", "12"]
+    code = main([*argv, "--window", "6", "--plain", "--out", str(tmp_path)], stream=io.StringIO())
+    assert code == 0
+    data = json.loads((tmp_path / "demo.json").read_text())
+    assert data["config"]["task"] == "tools"
+    assert data["accuracy"]["holdout_before"] == 0.0
+    assert data["accuracy"]["holdout_after"] >= 0.6
+    wrong = [run for run in data["runs"] if not run["correct"]]
+    assert wrong and all(parse_calls(run["expected"]) for run in wrong)
+    assert all(run["answer"] == "" or parse_calls(run["answer"]) for run in data["runs"])

@@ -34,7 +34,6 @@ from langgraph_combee.tasks import (
     evaluate,
     get_task,
     load_models,
-    reply_text,
     ticket_input,
 )
 
@@ -55,7 +54,7 @@ class DemoConfig:
 
     Attributes:
         model: ``local:1.5b``, ``local:0.5b``, ``provider:name`` or ``test``.
-        task: The task the agent serves (``tickets`` or ``formats``).
+        task: The task the agent serves (``tickets``, ``formats`` or ``tools``).
         tickets: Training tickets served while the learner learns.
         holdout: Held-out tickets evaluated before and after.
         batch_size: The learner's batch size, or ``"auto"``.
@@ -227,12 +226,19 @@ class _Stream:
         version = self.combee.select_version(None).version
         error = None
         try:
-            answer = reply_text(self.agent.invoke(ticket_input(example), {"run_id": run_id}))
+            result = self.agent.invoke(ticket_input(example), {"run_id": run_id})
+            answer = self.task.answer_of(result)
         except Exception as exc:  # one failed run is scored wrong, never fatal
             answer, error = "", repr(exc)
         right = error is None and self.task.score(answer, example)
         if error is None:
-            self.combee.feedback(run_id, correct=right, ground_truth=example.answer)
+            feedback = self.task.feedback(example, answer)
+            self.combee.feedback(
+                run_id,
+                correct=feedback.correct,
+                ground_truth=feedback.ground_truth,
+                comment=feedback.comment,
+            )
         return RunRecord(
             index=0,
             ticket=number,

@@ -7,6 +7,8 @@ playbook aims at). Measured figures: ``docs/tasks.md``.
 
 * ``"tickets"`` (:class:`TicketRouting`): support tickets to 24 team codes.
 * ``"formats"`` (:class:`HouseFormats`): values from records in 10 house formats.
+* ``"tools"`` (:class:`ToolCalls`): customer requests served by tool calls, with the
+  house conventions in the calls' order and arguments (scored from the calls made).
 
 Example:
     ```python
@@ -38,6 +40,7 @@ from langgraph_combee.tasks._eval import Evaluation, evaluate, reply_text, ticke
 from langgraph_combee.tasks._formats import HouseFormats
 from langgraph_combee.tasks._models import Models, check_model_spec, load_models
 from langgraph_combee.tasks._tickets import TicketRouting
+from langgraph_combee.tasks._tools import ToolCalls
 
 __all__ = [
     "TASKS",
@@ -49,6 +52,7 @@ __all__ = [
     "Split",
     "Task",
     "TicketRouting",
+    "ToolCalls",
     "check_model_spec",
     "clean_answer",
     "evaluate",
@@ -61,12 +65,13 @@ __all__ = [
 TASKS: dict[str, type[Task]] = {
     TicketRouting.name: TicketRouting,
     HouseFormats.name: HouseFormats,
+    ToolCalls.name: ToolCalls,
 }
 """Every task class by name."""
 
 
 def get_task(name: str) -> Task:
-    """A new instance of the task called ``name`` (``"tickets"`` or ``"formats"``).
+    """A new instance of the task called ``name`` (``"tickets"``, ``"formats"`` or ``"tools"``).
 
     Raises:
         ConfigurationError: No task has that name.

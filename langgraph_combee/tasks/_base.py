@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from langgraph_combee._core.types import Feedback
 from langgraph_combee._errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -103,6 +104,8 @@ class Task(abc.ABC):
     description: ClassVar[str]
     system_prompt: ClassVar[str]
     rules_heading: ClassVar[str] = "Company rules:"
+    agent_max_tokens: ClassVar[int | None] = None
+    """Reply budget the agent's model needs at least (None: keep the model's own)."""
 
     # ---- what a subclass provides ---------------------------------------
 
@@ -184,6 +187,15 @@ class Task(abc.ABC):
         """Whether ``answer`` is right for ``example``, after ``normalise``."""
         return self.normalise(answer) == self.normalise(example.answer)
 
+    def answer_of(self, result: Any) -> str:
+        """The answer an agent run gave: the text of its last message."""
+        messages = result.get("messages") if isinstance(result, dict) else None
+        return str(messages[-1].text) if messages else ""
+
+    def feedback(self, example: Example, answer: str) -> Feedback:
+        """The feedback a run that answered ``answer`` to ``example`` gets: verdict and truth."""
+        return Feedback(correct=self.score(answer, example), ground_truth=example.answer)
+
     def prompt(self, *, with_rules: bool = False) -> str:
         """The agent's system prompt, with the hand-written rules appended if asked."""
         if not with_rules:
@@ -207,11 +219,19 @@ class Task(abc.ABC):
         from langchain.agents import create_agent
 
         return create_agent(
-            model,
+            self._agent_model(model),
             tools=[],
             system_prompt=self.prompt(with_rules=with_rules),
             middleware=list(middleware),
         )
+
+    def _agent_model(self, model: BaseChatModel) -> BaseChatModel:
+        """``model`` with at least ``agent_max_tokens`` of reply budget, when it has a cap."""
+        budget = self.agent_max_tokens
+        current = getattr(model, "max_tokens", None)
+        if budget is None or not isinstance(current, int) or current >= budget:
+            return model
+        return model.model_copy(update={"max_tokens": budget})
 
     # ---- offline doubles -----------------------------------------------------
 

@@ -97,7 +97,7 @@ def evaluate(
             answers.append("")
             correct.append(False)
             continue
-        text = reply_text(result)
+        text = task.answer_of(result)
         answers.append(text)
         correct.append(task.score(text, example))
     return Evaluation(
