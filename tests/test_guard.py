@@ -518,6 +518,16 @@ def test_a_rule_resting_on_an_answer_the_user_wrote_is_held() -> None:
     assert BulletGuard().screen([rule], traces=[honest]).accepted
 
 
+def test_a_comment_that_repeats_the_ground_truth_is_no_sign_the_user_wrote_it() -> None:
+    # The app's feedback call names the right answer in its comment too; the
+    # comment is untrusted (source "user"), but the user's message never held it.
+    comment = "Wrong team. The right team: FIN-7Q."
+    trace = _ticket("my refund never arrived", truth="FIN-7Q", comment=comment)
+    rule = Add(section="o", content="Refund requests go to FIN-7Q.", sources=["t1"])
+    screening = BulletGuard().screen([rule], traces=[trace])
+    assert screening.accepted == [rule] and not screening.held
+
+
 def test_learned_bullets_record_their_trusted_support() -> None:
     combee = Combee(prompt_id="p", model=parrot_learner(), batch_size=4)
     report = combee.learn([_attack(1, "refund late")])

@@ -98,10 +98,15 @@ class Evidence:
     Attributes:
         trusted: Field label (``"ground_truth:t1"``) to the words it supports.
         user: Words found in user-controlled text.
+        said: The part of ``user`` found in the conversation itself (input,
+            messages, output, tool arguments), not in feedback fields: an
+            untrusted comment that repeats the trusted ground truth of the same
+            feedback is no sign the user wrote the answer into their message.
     """
 
     trusted: dict[str, frozenset[str]] = field(default_factory=dict)
     user: frozenset[str] = frozenset()
+    said: frozenset[str] = frozenset()
 
     def supporting(self, word: str) -> list[str]:
         """The trusted field labels that contain ``word``."""
@@ -141,6 +146,17 @@ class Trust:
 
 def user_texts(trace: Trace, trust: Trust) -> list[str]:
     """Every text of ``trace`` the end user controls or could have steered."""
+    texts = conversation_texts(trace, trust)
+    fb = trace.feedback
+    if fb is not None and fb.comment and not trust.comment(trace):
+        texts.append(fb.comment)
+    if fb is not None and fb.ground_truth and not trust.truth(trace):
+        texts.append(fb.ground_truth)
+    return texts
+
+
+def conversation_texts(trace: Trace, trust: Trust) -> list[str]:
+    """The texts of the run itself the end user controls or could have steered."""
     texts = [trace.input, trace.output]
     texts.extend(m.content for m in trace.messages if m.role != "tool")
     texts.extend(str(c.args) for c in trace.tool_calls)
@@ -149,11 +165,6 @@ def user_texts(trace: Trace, trust: Trust) -> list[str]:
     texts.extend(
         m.content for m in trace.messages if m.role == "tool" and not trust.tool(m.name or "")
     )
-    fb = trace.feedback
-    if fb is not None and fb.comment and not trust.comment(trace):
-        texts.append(fb.comment)
-    if fb is not None and fb.ground_truth and not trust.truth(trace):
-        texts.append(fb.ground_truth)
     return [t for t in texts if t]
 
 
@@ -185,8 +196,10 @@ def trusted_fields(trace: Trace, trust: Trust) -> dict[str, str]:
 def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
     """Split the evidence of ``traces`` into trusted fields and user words."""
     user: set[str] = set()
+    conversation: set[str] = set()
     trusted: dict[str, frozenset[str]] = {}
     for trace in traces:
+        conversation.update(w for t in conversation_texts(trace, trust) for w in tokens(t))
         said = [tokens(t) for t in user_texts(trace, trust)]
         user.update(w for words in said for w in words)
         shingles = set().union(*map(_shingles, said)) if said else set()
@@ -195,7 +208,7 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
             if label.startswith(("tool_result:", "error:")):
                 words = _unechoed(words, shingles)
             trusted[label] = frozenset(words)
-    return Evidence(trusted=trusted, user=frozenset(user))
+    return Evidence(trusted=trusted, user=frozenset(user), said=frozenset(conversation))
 
 
 @dataclass(frozen=True)
@@ -243,7 +256,7 @@ def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
             anchors.extend([word] if labels and word not in already else [])
         elif word in evidence.user:
             user_only[word] = None
-    echoed = bool(anchors) and not already and all(w in evidence.user for w in anchors)
+    echoed = bool(anchors) and not already and all(w in evidence.said for w in anchors)
     truths = {
         w
         for label, words in evidence.trusted.items()

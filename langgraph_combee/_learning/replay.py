@@ -339,7 +339,16 @@ class ReplayRun:
             self.budget.charge_tokens(spent_in + spent_out)
 
     async def replay(self, trace: Trace, playbook: Playbook) -> tuple[bool | None, str] | None:
-        """Replay ``trace`` under ``playbook``: (verdict, output), or None if the call failed."""
+        """Replay ``trace`` under ``playbook``: (verdict, output), or None if the call failed.
+
+        A run whose last model call came after tool results is left unscored: its
+        earlier decisions (which tools, with which arguments) were made by calls a
+        replay with no tool executed cannot redo, so the replay would judge a rule
+        on a decision it never saw. Its rules stay unverified, not rejected.
+        """
+        if any(m.role == "tool" for m in call_prefix(trace)):
+            self.report.unscored += 1
+            return None, trace.output
         messages = replay_messages(trace, self.render(self.target.system, playbook.render()))
         async with self.semaphore:
             self.report.calls += 1
