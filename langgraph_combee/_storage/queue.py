@@ -202,6 +202,7 @@ class TraceQueue:
         visibility_seconds: float = 300.0,
         ready_only: bool = False,
         trace_ids: Iterable[str] | None = None,
+        exclude: Iterable[str] | None = None,
     ) -> list[Trace]:
         """Claim up to ``limit`` pending traces, oldest first.
 
@@ -216,13 +217,21 @@ class TraceQueue:
                 future and no feedback yet).
             trace_ids: Claim only among these traces (those still pending);
                 None: among all. Read by id, not by scanning the queue.
+            exclude: Traces not to claim (e.g. suspects of a failing batch).
 
         Returns:
             The claimed traces in arrival order, with any feedback set so far.
         """
         return run_sync(
             self._store,
-            self._claim_flow(limit, holder, visibility_seconds, ready_only, _some_ids(trace_ids)),
+            self._claim_flow(
+                limit,
+                holder,
+                visibility_seconds,
+                ready_only,
+                _some_ids(trace_ids),
+                frozenset(_ids(exclude or ())),
+            ),
         )
 
     async def aclaim(
@@ -233,11 +242,19 @@ class TraceQueue:
         visibility_seconds: float = 300.0,
         ready_only: bool = False,
         trace_ids: Iterable[str] | None = None,
+        exclude: Iterable[str] | None = None,
     ) -> list[Trace]:
         """Async twin of ``claim``."""
         return await run_async(
             self._store,
-            self._claim_flow(limit, holder, visibility_seconds, ready_only, _some_ids(trace_ids)),
+            self._claim_flow(
+                limit,
+                holder,
+                visibility_seconds,
+                ready_only,
+                _some_ids(trace_ids),
+                frozenset(_ids(exclude or ())),
+            ),
         )
 
     def ack(self, trace_ids: Iterable[str]) -> int:
@@ -475,6 +492,7 @@ class TraceQueue:
         visibility_seconds: float,
         ready_only: bool,
         only: list[str] | None = None,
+        exclude: frozenset[str] = frozenset(),
     ) -> Flow[list[Trace]]:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise ConfigurationError("limit", limit, "an int >= 0")
@@ -493,7 +511,7 @@ class TraceQueue:
         for item in candidates:
             if len(chosen) == limit:
                 break
-            if self._is_claimed(item.value, now):
+            if self._is_claimed(item.value, now) or item.value["trace_id"] in exclude:
                 continue
             if ready_only and self._is_waiting(item.value, now):
                 continue
