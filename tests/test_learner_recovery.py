@@ -104,6 +104,7 @@ async def test_a_trace_that_breaks_every_step_is_parked_and_the_others_learned()
     assert llm.curator_calls == 10
     described = learner.describe()
     assert described["traces_parked"] == 1 and described["bisecting"] == {}
+    assert described["dead_letters"] == {"_": 1}
 
     # Retried from the dead letters (e.g. after a fix), it is learned like any trace.
     llm.poison = "none"
@@ -140,6 +141,22 @@ async def test_an_outage_parks_nothing_and_everything_is_learned_after_it() -> N
         clock.now += 100
     assert _learned_ids(combee) == sorted(t.id for t in failing_traces(4))
     assert combee.queue().dead_letters() == []
+
+
+async def test_a_lone_trace_that_always_fails_is_parked_after_max_attempts() -> None:
+    llm = PoisonCurator(POISON)
+    combee = Combee(
+        prompt_id="p", model=FunctionChatModel(llm), batch_size=1, fan_in=1, max_attempts=1
+    )
+    clock = FakeClock()
+    learner = _learner(combee, clock, max_trace_attempts=3)
+    combee.capture(failing_traces(6)[5])  # t5 alone: nothing to compare it with
+    combee.server.flush()
+    for _ in range(10):
+        await learner.tick()
+        clock.now += 100
+    [letter] = combee.queue().dead_letters()
+    assert letter.trace_id == POISON and letter.attempts == 3 == learner.stats.failed_steps
 
 
 def test_step_backoff_is_exponential_capped_and_jittered() -> None:

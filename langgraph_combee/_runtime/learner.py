@@ -407,13 +407,14 @@ class BackgroundLearner:
             while bisection.plan:
                 # A failing batch is being split: its parts go before any new batch.
                 ids, split = bisection.plan.popleft()
-                self._ready[tenant] = ready - len(suspects)
                 part = await self._claim(tenant, len(ids), trace_ids=ids)
                 if part:
+                    # Suspects count as others here: they may be as innocent as this one.
+                    self._ready[tenant] = ready - len(part)
                     return await self._learn(tenant, part, split=split)
             if not suspects:
                 self._bisect.pop(tenant, None)
-        ready -= len(suspects)
+        total, ready = ready, ready - len(suspects)
         if ready <= 0:
             self._waiting_since.pop(tenant, None)
             return False
@@ -428,7 +429,7 @@ class BackgroundLearner:
         batch = await self._claim(tenant, size, exclude=suspects)
         if not batch:
             return False
-        self._ready[tenant] = ready - len(batch)
+        self._ready[tenant] = total - len(batch)
         return await self._learn(tenant, batch, split=False)
 
     async def _settle(self, tenant: str | None) -> None:
@@ -597,8 +598,11 @@ class BackgroundLearner:
         ``backoff`` maps each tenant that is backing off (``"_"``: the shared one)
         to its failed steps in a row, their reason and the seconds until the next
         try; ``bisecting`` to the parts of a failing batch still to try;
-        ``traces_parked`` counts dead letters this learner parked (the queue's
-        ``dead_letters()`` lists them).
+        ``traces_parked`` counts the traces this learner parked, and
+        ``dead_letters`` the parked traces waiting in each tenant's queue it has
+        visited (read from the store; None when the store cannot be read). The
+        queue's ``dead_letters()`` lists them, ``retry_dead`` and ``drop_dead``
+        settle them (also ``combee dead-letters``).
         """
         poller = self.feedback_poller
         now = self._clock()
@@ -630,10 +634,19 @@ class BackgroundLearner:
             "bisecting": {
                 _label(tenant): len(b.plan) for tenant, b in self._bisect.items() if b.plan
             },
+            "dead_letters": self._dead_letter_counts(),
             "last_error": self.stats.last_error,
             "feedback_received": poller.received if poller else 0,
             "feedback_errors": poller.errors if poller else 0,
         }
+
+    def _dead_letter_counts(self) -> dict[str, int] | None:
+        try:
+            counts = {_label(t): len(self.combee.queue(t).dead_letters()) for t in self._leases}
+        except Exception:  # a diagnostic must not raise for a store fault
+            logger.warning("cannot count dead letters now", exc_info=True)
+            return None
+        return {tenant: n for tenant, n in counts.items() if n}
 
 
 def _label(tenant: str | None) -> str:
