@@ -1,4 +1,4 @@
-"""Keeping the writer lease for as long as a learning step runs.
+"""Keeping the writer lease for as long as a learning step runs, and checking it before writing.
 
 A step on a slow model can run for many minutes, far past the lease's TTL. The
 ``LeaseHeartbeat`` renews the lease every ``interval`` (a third of the TTL by
@@ -11,15 +11,22 @@ A renewal that finds the lease gone or lapsed and free takes it back
 (``acquire``): nobody else wanted it, so the step's work must not be lost. A
 lease another holder took stops the beats; the step's check before writing then
 discards its result. A store error is counted and retried on the next beat.
+
+``WriteFence`` is the step's check before it writes (``before_submit``): the
+lease is still ours, or free and taken back, and no other writer came in
+between.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Awaitable, Callable
 from types import TracebackType
+from typing import Protocol
 
 from langgraph_combee._storage.lease import Lease
+from langgraph_combee._storage.registry import PromptRegistry
 
 logger = logging.getLogger("langgraph_combee.learner")
 
@@ -122,3 +129,58 @@ class LeaseHeartbeat:
         # late beat only renews a lease that is still ours.
         self._stop.set()
         self._thread = None
+
+
+class _Counts(Protocol):
+    stale_steps: int
+
+
+class WriteFence:
+    """A ``before_submit`` check: the lease is still ours and nobody wrote since ``mark``.
+
+    A lease that lapsed, or whose record is gone, is taken back when nobody else
+    holds it: the step's work is kept as long as no other writer came in between
+    (HEAD and the latest version as at ``mark``, the batch's claims still ours).
+    """
+
+    def __init__(
+        self,
+        registry: PromptRegistry,
+        lease: Lease,
+        stats: _Counts,
+        *,
+        claims_ours: Callable[[], Awaitable[bool]],
+    ) -> None:
+        self._registry = registry
+        self._lease = lease
+        self._stats = stats
+        self._claims_ours = claims_ours
+        self._start: tuple[int, int] | None = None
+        self._tenure: float | None = None
+        self.called = False
+        self.discarded: str | None = None
+
+    async def _position(self) -> tuple[int, int]:
+        return (await self._registry.ahead()).version, await self._registry.alatest_version()
+
+    async def mark(self) -> None:
+        """Remember HEAD, the latest version and the lease's tenure as the step begins."""
+        self._start = await self._position()
+        self._tenure = self._lease.acquired_at
+
+    async def __call__(self) -> bool:
+        self.called = True
+        if not await self._lease.arenew() and not await self._lease.aacquire():
+            self.discarded = "another learner holds the writer lease"
+            return False
+        if self._start is not None and await self._position() != self._start:
+            self._stats.stale_steps += 1
+            self.discarded = "another writer changed the prompt during the step"
+            logger.warning("another writer changed prompt %r during the step", self._registry)
+            return False
+        if self._lease.acquired_at != self._tenure and not await self._claims_ours():
+            # The lease lapsed and was held by someone else meanwhile, who may
+            # have taken this batch's traces back.
+            self.discarded = "the batch's claims were taken over during the step"
+            return False
+        return True

@@ -8,22 +8,11 @@ traces only once the step's candidate has been submitted. ``stop()`` leaves
 unprocessed traces queued.
 
 A failed step writes nothing; its traces go back to the queue with one attempt
-more on each (``TraceQueue.fail``), and the tenant backs off: exponentially
-while it keeps failing for the same reason (``backoff_seconds`` doubling up to
-``max_backoff_seconds``, plus up to ``backoff_jitter`` of random jitter), from the
-start again for a new reason (``describe()["backoff"]``). A batch that fails is
-retried once whole (most failures are transient), then split in halves, tried
-breadth-first, to find the trace that makes it fail (``bisect``). A trace that
-fails alone is parked as a dead letter (``TraceQueue.park``) once another step
-has succeeded since the bisection began (so the learner works and the trace is
-the cause), or once it has failed ``max_trace_attempts`` times with no other
-trace of its tenant waiting. A long outage therefore parks nothing while other
-traces wait; the good traces of a failing batch are learned in the halves that
-succeed.
-
-While a step runs a ``LeaseHeartbeat`` renews the writer lease on a thread of
-its own (see ``heartbeat``), so a step longer than the lease's TTL keeps it even
-when the learner's event loop or its worker threads are busy.
+more each, the tenant backs off (exponentially while it keeps failing for one
+reason), and a batch that keeps failing is split to find the trace that breaks
+it, which is parked as a dead letter (see ``recovery``). While a step runs, a
+``LeaseHeartbeat`` renews the writer lease on a thread of its own, so a step
+longer than the lease's TTL keeps it (see ``heartbeat``).
 
 Faults (see docs/faults.md): a store that fails mid-pass fails only that pass
 (counted in ``tick_errors``); traces whose release or acknowledgement could not
@@ -40,26 +29,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-from tenacity import RetryCallState, Retrying, wait_exponential, wait_random
 
 from langgraph_combee._core.types import StepReport, Trace
 from langgraph_combee._errors import BudgetExceededError, ConfigurationError
 from langgraph_combee._runtime.acceptance import PolicyContext
 from langgraph_combee._runtime.feedback_poll import FeedbackPoller
-from langgraph_combee._runtime.heartbeat import LeaseHeartbeat
+from langgraph_combee._runtime.heartbeat import LeaseHeartbeat, WriteFence
+from langgraph_combee._runtime.recovery import StepRecovery, backoff_delay, failure_reason
 from langgraph_combee._runtime.takeover import recover
 from langgraph_combee._storage.keys import NO_TENANT, ROOT
 from langgraph_combee._storage.lease import Lease
-from langgraph_combee._storage.registry import PromptRegistry
 
 if TYPE_CHECKING:
     from langgraph_combee._combee import Combee
@@ -105,13 +90,12 @@ class LearnerSettings:
 
     def backoff(self, failures: int) -> float:
         """The delay after ``failures`` failed steps in a row for one reason (with jitter)."""
-        base = self.backoff_seconds
-        wait = wait_exponential(multiplier=base, max=self.max_backoff_seconds) + wait_random(
-            0, base * self.backoff_jitter * 2 ** min(failures - 1, 30)
+        return backoff_delay(
+            failures,
+            base=self.backoff_seconds,
+            cap=self.max_backoff_seconds,
+            jitter=self.backoff_jitter,
         )
-        state = RetryCallState(Retrying(), None, (), {})
-        state.attempt_number = failures
-        return min(self.max_backoff_seconds, wait(state))
 
 
 @dataclass
@@ -133,93 +117,6 @@ class LearnerStats:
     lease_retakes: int = 0
     last_error: str | None = None
     reports: list[StepReport] = field(default_factory=list)
-
-
-@dataclass
-class _Backoff:
-    """A tenant's failed steps in a row for one reason, and when it may try again."""
-
-    failures: int
-    reason: str
-    retry_at: float
-
-
-@dataclass
-class _Bisection:
-    """A failing batch being split to find the trace that makes it fail.
-
-    ``plan`` holds the sub-batches still to try (trace ids, and whether a failure
-    splits it further), breadth-first; ``steps_at_start`` is the learner's step
-    count when the bisection began: a success since shows that the learner works.
-    ``suspects`` failed alone before any such success: they wait, out of new
-    batches, until a success (or an empty queue) says whether to park them.
-    """
-
-    plan: deque[tuple[tuple[str, ...], bool]]
-    steps_at_start: int
-    suspects: list[str] = field(default_factory=list)
-
-
-def _reason(exc: BaseException) -> str:
-    """A failure's reason: its type and first line."""
-    first = (str(exc).strip().splitlines() or [""])[0]
-    return f"{type(exc).__name__}: {first}"[:300]
-
-
-def _same_fault(a: str, b: str) -> bool:
-    # Counts in a message ("all 4 reflections failed") change with the batch size.
-    return re.sub(r"\d+", "#", a) == re.sub(r"\d+", "#", b)
-
-
-class _Fence:
-    """A ``before_submit`` check: the lease is still ours and nobody wrote since ``mark``.
-
-    A lease that lapsed, or whose record is gone, is taken back when nobody else
-    holds it: the step's work is kept as long as no other writer came in between
-    (HEAD and the latest version as at ``mark``, the batch's claims still ours).
-    """
-
-    def __init__(
-        self,
-        registry: PromptRegistry,
-        lease: Lease,
-        stats: LearnerStats,
-        *,
-        claims_ours: Callable[[], Any],
-    ) -> None:
-        self._registry = registry
-        self._lease = lease
-        self._stats = stats
-        self._claims_ours = claims_ours
-        self._start: tuple[int, int] | None = None
-        self._tenure: float | None = None
-        self.called = False
-        self.discarded: str | None = None
-
-    async def _position(self) -> tuple[int, int]:
-        return (await self._registry.ahead()).version, await self._registry.alatest_version()
-
-    async def mark(self) -> None:
-        """Remember HEAD, the latest version and the lease's tenure as the step begins."""
-        self._start = await self._position()
-        self._tenure = self._lease.acquired_at
-
-    async def __call__(self) -> bool:
-        self.called = True
-        if not await self._lease.arenew() and not await self._lease.aacquire():
-            self.discarded = "another learner holds the writer lease"
-            return False
-        if self._start is not None and await self._position() != self._start:
-            self._stats.stale_steps += 1
-            self.discarded = "another writer changed the prompt during the step"
-            logger.warning("another writer changed prompt %r during the step", self._registry)
-            return False
-        if self._lease.acquired_at != self._tenure and not await self._claims_ours():
-            # The lease lapsed and was held by someone else meanwhile, who may
-            # have taken this batch's traces back.
-            self.discarded = "the batch's claims were taken over during the step"
-            return False
-        return True
 
 
 class BackgroundLearner:
@@ -244,8 +141,9 @@ class BackgroundLearner:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._leases: dict[str | None, Lease] = {}
         self._waiting_since: dict[str | None, float] = {}
-        self._backoff: dict[str | None, _Backoff] = {}
-        self._bisect: dict[str | None, _Bisection] = {}
+        self._recovery = StepRecovery(
+            delay=settings.backoff, max_trace_attempts=settings.max_trace_attempts
+        )
         # Ready traces of the tenant, other than the batch, as of the last pass.
         self._ready: dict[str | None, int] = {}
         # Per tenant, the lease tenure whose leftovers were settled (Lease.acquired_at).
@@ -358,8 +256,7 @@ class BackgroundLearner:
 
     async def _tick_tenant(self, tenant: str | None) -> bool:
         now = self._clock()
-        backoff = self._backoff.get(tenant)
-        if backoff is not None and now < backoff.retry_at:
+        if self._recovery.waiting(tenant, now):
             return False
         lease = self._lease(tenant)
         if not await lease.aacquire():
@@ -392,28 +289,16 @@ class BackgroundLearner:
             await review(context)
         if blocking is not None and blocking(combee.server, tenant):
             return False  # a trial is running: learning waits for its decision
-        bisection = self._bisect.get(tenant)
-        suspects: list[str] = []
-        if bisection is not None:
-            suspects = bisection.suspects
-            if (
-                not bisection.plan
-                and suspects
-                and (self.stats.steps > bisection.steps_at_start or ready <= len(suspects))
-            ):
-                # The learner works (or nothing else waits): try each suspect alone again.
-                bisection.plan.extend(((t,), True) for t in suspects)
-                suspects.clear()
-            while bisection.plan:
-                # A failing batch is being split: its parts go before any new batch.
-                ids, split = bisection.plan.popleft()
-                part = await self._claim(tenant, len(ids), trace_ids=ids)
-                if part:
-                    # Suspects count as others here: they may be as innocent as this one.
-                    self._ready[tenant] = ready - len(part)
-                    return await self._learn(tenant, part, split=split)
-            if not suspects:
-                self._bisect.pop(tenant, None)
+        recovery = self._recovery
+        while (part := recovery.next_part(tenant, ready=ready, steps=self.stats.steps)) is not None:
+            # A failing batch is being split: its parts go before any new batch.
+            ids, split = part
+            claimed = await self._claim(tenant, len(ids), trace_ids=ids)
+            if claimed:
+                # Suspects count as others here: they may be as innocent as these.
+                self._ready[tenant] = ready - len(claimed)
+                return await self._learn(tenant, claimed, split=split)
+        suspects = recovery.suspects(tenant)
         total, ready = ready, ready - len(suspects)
         if ready <= 0:
             self._waiting_since.pop(tenant, None)
@@ -481,7 +366,7 @@ class BackgroundLearner:
             return False
         ids = [t.id for t in keep]
         lease = self._lease(tenant)
-        fence = _Fence(
+        fence = WriteFence(
             combee.registry(tenant), lease, self.stats, claims_ours=lambda: self._holds(tenant, ids)
         )
         beat = LeaseHeartbeat(lease, interval=self.settings.heartbeat_seconds)
@@ -504,7 +389,7 @@ class BackgroundLearner:
             self.stats.lease_renewals += beat.renewals
             self.stats.lease_retakes += beat.retakes
         await self._end_claims(tenant, "ack", ids)
-        self._backoff.pop(tenant, None)
+        self._recovery.succeeded(tenant)
         self._waiting_since.pop(tenant, None)
         with self.step_done:
             self.stats.steps += 1
@@ -532,14 +417,10 @@ class BackgroundLearner:
         it), so its traces count an attempt and may be the cause.
         """
         ids = [t.id for t in batch]
-        reason = _reason(exc)
+        reason = failure_reason(exc)
         self.stats.failed_steps += 1
         self.stats.last_error = repr(exc)
-        previous = self._backoff.get(tenant)
-        same = previous is not None and _same_fault(previous.reason, reason)
-        failures = previous.failures + 1 if previous is not None and same else 1
-        delay = self.settings.backoff(failures)
-        self._backoff[tenant] = _Backoff(failures, reason, self._clock() + delay)
+        failures, delay = self._recovery.failed(tenant, reason, self._clock())
         logger.warning(
             "learning step on %d trace(s) failed (%d in a row for this reason), "
             "retrying in %.1fs: %r",
@@ -558,33 +439,23 @@ class BackgroundLearner:
             logger.warning("cannot count the failed attempt of %d traces now", len(ids))
             await self._end_claims(tenant, "release", ids)
             return
-        bisection = self._bisect.setdefault(
-            tenant, _Bisection(plan=deque(), steps_at_start=self.stats.steps)
+        verdict = self._recovery.judge(
+            tenant,
+            ids,
+            attempts,
+            split=split,
+            steps=self.stats.steps,
+            others=self._ready.get(tenant, 0),
         )
-        if len(ids) > 1:
-            if split:
-                half = len(ids) // 2
-                bisection.plan.extend([(tuple(ids[:half]), True), (tuple(ids[half:]), True)])
-                self.stats.split_batches += 1
-            else:
-                bisection.plan.append((tuple(ids), True))  # once more whole: maybe transient
-            return
-        (trace_id,) = ids
-        tried = attempts.get(trace_id, 0)
-        learner_works = self.stats.steps > bisection.steps_at_start
-        # Nothing else to compare with: a lone trace is parked after enough tries.
-        alone = self._ready.get(tenant, 0) <= 0 and not bisection.plan
-        if learner_works or (tried >= self.settings.max_trace_attempts and alone):
-            parked = await queue.apark([trace_id], reason=reason)
-            self.stats.traces_parked += parked
+        self.stats.split_batches += verdict == "split"
+        if verdict == "park":
+            self.stats.traces_parked += await queue.apark(ids, reason=reason)
             logger.warning(
                 "parked trace %r as a dead letter after %d failed steps: %s",
-                trace_id,
-                tried,
+                ids[0],
+                attempts.get(ids[0], 0),
                 reason,
             )
-        elif trace_id not in bisection.suspects:
-            bisection.suspects.append(trace_id)
 
     def _filter(self, batch: list[Trace]) -> tuple[list[Trace], list[Trace]]:
         if self.combee.on_missing_feedback != "drop":
@@ -623,17 +494,7 @@ class BackgroundLearner:
             "split_batches": self.stats.split_batches,
             "lease_renewals": self.stats.lease_renewals,
             "lease_retakes": self.stats.lease_retakes,
-            "backoff": {
-                _label(tenant): {
-                    "failures": b.failures,
-                    "reason": b.reason,
-                    "retry_in_seconds": round(max(0.0, b.retry_at - now), 3),
-                }
-                for tenant, b in self._backoff.items()
-            },
-            "bisecting": {
-                _label(tenant): len(b.plan) for tenant, b in self._bisect.items() if b.plan
-            },
+            **self._recovery.describe(now),
             "dead_letters": self._dead_letter_counts(),
             "last_error": self.stats.last_error,
             "feedback_received": poller.received if poller else 0,
