@@ -21,6 +21,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_combee import Combee
 from langgraph_combee._learning.parsing import message_text
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._runtime.recovery import StepRecovery
 from langgraph_combee._storage.keys import LEASE_KEY, PromptSpace
 from langgraph_combee._storage.lease import Lease
 from langgraph_combee.testing import FunctionChatModel, fake_learner
@@ -311,3 +312,34 @@ def test_a_step_whose_lease_another_learner_took_is_discarded_without_blame() ->
         t.id: 1 for t in claimed
     }
     assert learner.describe()["traces_parked"] == 0
+
+
+def test_step_recovery_plans_a_bisection_breadth_first() -> None:
+    recovery = StepRecovery(delay=lambda n: float(n), max_trace_attempts=3)
+    ids = ["a", "b", "c", "d"]
+    assert recovery.judge(None, ids, {}, split=False, steps=0, others=0) == "retry"
+    assert recovery.next_part(None, ready=4, steps=0) == (("a", "b", "c", "d"), True)
+    assert recovery.judge(None, ids, {}, split=True, steps=0, others=0) == "split"
+    first = recovery.next_part(None, ready=4, steps=0)
+    assert first == (("a", "b"), True)
+    recovery.put_back(None, first)  # e.g. the budget stopped it: tried first next time
+    assert recovery.next_part(None, ready=4, steps=0) == first
+    assert recovery.judge(None, ["a", "b"], {}, split=True, steps=0, others=2) == "split"
+    assert [recovery.next_part(None, ready=4, steps=0) for _ in range(3)] == [
+        (("c", "d"), True),
+        (("a",), True),
+        (("b",), True),
+    ]
+    # "a" fails alone before any success: a suspect, kept out of new batches.
+    assert recovery.judge(None, ["a"], {"a": 3}, split=True, steps=0, others=3) == "suspect"
+    assert recovery.suspects(None) == ["a"]
+    assert recovery.next_part(None, ready=4, steps=0) is None
+    # A success since: the suspect is tried alone again, and parked if it fails.
+    assert recovery.next_part(None, ready=4, steps=1) == (("a",), True)
+    assert recovery.judge(None, ["a"], {"a": 4}, split=True, steps=1, others=3) == "park"
+    assert recovery.next_part(None, ready=3, steps=1) is None
+    assert recovery.bisect == {}
+    assert recovery.failed(None, "E: all 4 failed", 0.0) == (1, 1.0)
+    assert recovery.failed(None, "E: all 2 failed", 0.0) == (2, 2.0)  # the same fault
+    assert recovery.failed(None, "F: other", 0.0) == (1, 1.0)
+    assert recovery.waiting(None, 0.5) and not recovery.waiting(None, 1.0)

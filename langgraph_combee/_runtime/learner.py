@@ -378,6 +378,8 @@ class BackgroundLearner:
             # Not a failure of the step: the window is spent. No backoff; the
             # budget check before the next claim keeps the learner waiting.
             await self._end_claims(tenant, "release", ids)
+            if split:  # a part of a failing batch: still to be tried
+                self._recovery.put_back(tenant, (tuple(ids), True))
             self.stats.budget_stops += 1
             self.stats.last_error = repr(exc)
             logger.info("learning step stopped by the budget: %s", exc)
@@ -431,6 +433,8 @@ class BackgroundLearner:
         )
         if not blamed:
             await self._end_claims(tenant, "release", ids)
+            if split:
+                self._recovery.put_back(tenant, (tuple(ids), True))
             return
         queue = self.combee.queue(tenant)
         try:
@@ -468,8 +472,8 @@ class BackgroundLearner:
 
         ``backoff`` maps each tenant that is backing off (``"_"``: the shared one)
         to its failed steps in a row, their reason and the seconds until the next
-        try; ``bisecting`` to the parts of a failing batch still to try;
-        ``traces_parked`` counts the traces this learner parked, and
+        try; ``bisecting`` to the parts of a failing batch still to try and
+        the suspects; ``traces_parked`` counts the traces this learner parked, and
         ``dead_letters`` the parked traces waiting in each tenant's queue it has
         visited (read from the store; None when the store cannot be read). The
         queue's ``dead_letters()`` lists them, ``retry_dead`` and ``drop_dead``

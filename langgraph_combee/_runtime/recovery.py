@@ -133,6 +133,12 @@ class StepRecovery:
             del self.bisect[tenant]
         return None
 
+    def put_back(self, tenant: str | None, part: Part) -> None:
+        """Return a part that could not be tried (budget, lease), to be tried first next time."""
+        bisection = self.bisect.get(tenant)
+        if bisection is not None:  # it outlives its last part until the next pass
+            bisection.plan.appendleft(part)
+
     def failed(self, tenant: str | None, reason: str, now: float) -> tuple[int, float]:
         """Count a failed step; return the failures in a row for its reason and the delay."""
         previous = self.backoff.get(tenant)
@@ -189,7 +195,7 @@ class StepRecovery:
         return "suspect"
 
     def describe(self, now: float) -> dict[str, Any]:
-        """``backoff`` and ``bisecting`` for ``BackgroundLearner.describe``."""
+        """``backoff``, and ``bisecting``: per tenant, parts still to try plus suspects."""
         return {
             "backoff": {
                 _label(tenant): {
