@@ -372,6 +372,10 @@ class BackgroundLearner:
         beat = LeaseHeartbeat(lease, interval=self.settings.heartbeat_seconds)
         try:
             await fence.mark()
+        except Exception:  # the store, not the traces: no attempt counted
+            await self._end_claims(tenant, "release", ids)
+            raise
+        try:
             async with beat:
                 report = await combee.alearn_batch(keep, tenant=tenant, before_submit=fence)
         except BudgetExceededError as exc:
