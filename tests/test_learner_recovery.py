@@ -114,6 +114,7 @@ async def test_a_trace_that_breaks_every_step_is_parked_and_the_others_learned()
     clock.now += 31
     assert await learner.tick() == 1
     assert _learned_ids(combee) == sorted(t.id for t in traces)
+    assert learner.describe()["dead_letters"] == {}
 
 
 async def test_an_outage_parks_nothing_and_everything_is_learned_after_it() -> None:
@@ -158,6 +159,8 @@ async def test_a_lone_trace_that_always_fails_is_parked_after_max_attempts() -> 
         clock.now += 100
     [letter] = combee.queue().dead_letters()
     assert letter.trace_id == POISON and letter.attempts == 3 == learner.stats.failed_steps
+    learner.stop()
+    assert learner.describe()["dead_letters"] == {"_": 1}  # still reported once stopped
 
 
 def test_step_backoff_is_exponential_capped_and_jittered() -> None:

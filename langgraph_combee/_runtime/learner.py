@@ -146,6 +146,7 @@ class BackgroundLearner:
         )
         # Ready traces of the tenant, other than the batch, as of the last pass.
         self._ready: dict[str | None, int] = {}
+        self._visited: set[str | None] = set()  # tenants whose queue describe() reports
         # Per tenant, the lease tenure whose leftovers were settled (Lease.acquired_at).
         self._settled_tenure: dict[str | None, float | None] = {}
         # Claims the store refused to end (down for a while): retried each pass.
@@ -261,6 +262,7 @@ class BackgroundLearner:
         lease = self._lease(tenant)
         if not await lease.aacquire():
             return False  # another learner holds this prompt
+        self._visited.add(tenant)
         if self._settled_tenure.get(tenant, -1.0) != lease.acquired_at:
             # A new tenure (someone may have held the lease since our last pass):
             # settle the claims a dead or displaced learner left.
@@ -511,7 +513,7 @@ class BackgroundLearner:
 
     def _dead_letter_counts(self) -> dict[str, int] | None:
         try:
-            counts = {_label(t): len(self.combee.queue(t).dead_letters()) for t in self._leases}
+            counts = {_label(t): len(self.combee.queue(t).dead_letters()) for t in self._visited}
         except Exception:  # a diagnostic must not raise for a store fault
             logger.warning("cannot count dead letters now", exc_info=True)
             return None
