@@ -28,6 +28,7 @@ from langgraph_combee._errors import (
     VersionNotFoundError,
 )
 from langgraph_combee._storage import Lease, PromptRegistry, TraceQueue, _io
+from langgraph_combee._storage.keys import PromptSpace
 from tests import postgres
 
 OpenStore = Callable[[], AbstractContextManager[BaseStore]]
@@ -807,3 +808,35 @@ async def test_dead_letter_async_twins(store: BaseStore, clock: FakeClock) -> No
     assert await queue.aretry_dead(["a"]) == ["a"]
     assert await queue.adrop_dead(["b"]) == ["b"]
     assert await queue.astatus("a") == "pending" and await queue.astatus("b") == "done"
+
+
+def test_a_park_cut_short_never_hides_or_duplicates_a_trace(
+    store: BaseStore, clock: FakeClock
+) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    queue.put_many(traces("early", "late"))
+    queue.claim(2, holder="l")
+    space = PromptSpace(PROMPT)
+    for trace_id in ("early", "late"):  # the dead records a park writes first
+        store.put(
+            space.namespace("dead_letters"),
+            trace_id,
+            {
+                "trace_id": trace_id,
+                "trace": traces(trace_id)[0].model_dump(mode="json"),
+                "attempts": 1,
+                "reason": "r",
+                "parked_at": 1.0,
+                "entry_key": "x",
+            },
+        )
+    # Cut short before the entries were deleted: "early" is still queued, "late"
+    # was learned since. Neither is a dead letter, and retrying cannot queue them twice.
+    queue.ack(["late"])
+    assert queue.dead_letters() == []
+    assert queue.retry_dead() == [] and queue.status("late") == "done"
+    assert [
+        t.id for t in queue.claim(5, holder="l2", visibility_seconds=1, trace_ids=["early"])
+    ] == []
+    assert queue.status("early") == "claimed"
+    assert store.search(space.namespace("dead_letters")) == []  # stale records removed

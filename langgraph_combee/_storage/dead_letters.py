@@ -9,9 +9,10 @@ of its id is still ignored. ``retry`` puts it back in the queue with its
 attempt count reset; ``drop`` marks it done for good.
 
 Writes are ordered so that a crash between two of them never loses a trace: a
-dead record is written before the queue entry is deleted (at worst the trace is
-both queued and listed as dead), and a retried trace is queued before its dead
-record is deleted.
+dead record is written before the queue entry is deleted, and a retried trace is
+queued before its dead record is deleted. A dead record whose trace is still
+queued (or was learned since) is what a cut-short ``park`` left: it is not
+listed, and ``retry`` or ``drop`` removes it, so no trace is queued twice.
 
 The flows here are driven by ``TraceQueue``'s sync and async methods.
 """
@@ -100,15 +101,42 @@ class DeadLetterFlows:
         yield from io.batch([self._index_put(t, "dead", i.key) for t, i in live.items()])
         return len(live)
 
+    def _sorted_out(self, items: list[Item]) -> Flow[tuple[list[Item], list[str]]]:
+        """Split dead records into dead letters and the keys of stale ones.
+
+        A stale record is what a ``park`` cut short before deleting the queue entry
+        left: its trace is still queued (or was learned since), not dead.
+        """
+        found = yield from io.batch([io.GetRequest(self.index, i.key) for i in items])
+        unsure = [
+            (item, index)
+            for item, index in zip(items, found, strict=True)
+            if isinstance(index, Item) and index.value["status"] != "dead"
+        ]
+        entries = yield from io.batch(
+            [io.GetRequest(self.entries, index.value["entry_key"]) for _, index in unsure]
+        )
+        stale = {
+            item.key
+            for (item, index), entry in zip(unsure, entries, strict=True)
+            if index.value["status"] == "done" or isinstance(entry, Item)
+        }
+        return [i for i in items if i.key not in stale], sorted(stale)
+
     def _selected(self, trace_ids: list[str] | None) -> Flow[list[Item]]:
+        """The dead letters among ``trace_ids`` (None: all); stale records are removed."""
         if trace_ids is None:
-            return (yield from io.search_all(self.dead))
-        found = yield from io.batch([io.GetRequest(self.dead, t) for t in trace_ids])
-        return [item for item in found if isinstance(item, Item)]
+            items = yield from io.search_all(self.dead)
+        else:
+            found = yield from io.batch([io.GetRequest(self.dead, t) for t in trace_ids])
+            items = [item for item in found if isinstance(item, Item)]
+        letters, stale = yield from self._sorted_out(items)
+        yield from io.batch([io.DeleteRequest(self.dead, key) for key in stale])
+        return letters
 
     def letters(self, limit: int | None) -> Flow[list[DeadLetter]]:
         """The dead letters, oldest parked first."""
-        items = yield from io.search_all(self.dead)
+        items, _ = yield from self._sorted_out((yield from io.search_all(self.dead)))
         letters = sorted(
             (
                 DeadLetter(
