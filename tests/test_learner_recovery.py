@@ -25,6 +25,7 @@ from langgraph_combee._runtime.recovery import StepRecovery
 from langgraph_combee._storage.keys import LEASE_KEY, PromptSpace
 from langgraph_combee._storage.lease import Lease
 from langgraph_combee.testing import FunctionChatModel, fake_learner
+from tests import postgres
 from tests.helpers import FakeClock, failing_traces, role_of
 
 POISON = "t5"
@@ -346,3 +347,26 @@ def test_step_recovery_plans_a_bisection_breadth_first() -> None:
     assert recovery.failed(None, "E: all 2 failed", 0.0) == (2, 2.0)  # the same fault
     assert recovery.failed(None, "F: other", 0.0) == (1, 1.0)
     assert recovery.waiting(None, 0.5) and not recovery.waiting(None, 1.0)
+
+
+async def test_the_heartbeat_renews_an_async_postgres_lease_from_its_thread(
+    postgres_dsn: str,
+) -> None:
+    # The heartbeat's sync renewals go through the store's own loop (the test's),
+    # which stays free while the step awaits a slow model call.
+    async def slow(messages: list[BaseMessage]) -> str:
+        await asyncio.sleep(0.3)
+        return str(good.invoke(messages).content)
+
+    good = fake_learner()
+    async with postgres.aopen_store(postgres_dsn) as store:
+        combee = Combee(
+            prompt_id="heartbeat-pg", model=FunctionChatModel(slow), store=store, batch_size=2
+        )
+        for trace in failing_traces(2, prefix="pg"):
+            combee.capture(trace)
+        settings = LearnerSettings(min_batch=1, heartbeat_seconds=0.05)
+        learner = BackgroundLearner(combee, settings, clock=FakeClock())
+        assert await learner.tick() == 1
+        assert learner.stats.lease_renewals >= 1 and learner.stats.lease_retakes == 0
+        assert (await combee.acurrent()).version == 1
