@@ -43,7 +43,7 @@ def dead_letters(
     trace_ids: Annotated[
         list[str] | None,
         typer.Argument(
-            metavar="[TRACE_ID]...",
+            metavar="TRACE_ID",
             help="The parked traces to --retry or --drop.",
             show_default=False,
         ),
