@@ -143,10 +143,10 @@ def run_learner(args: argparse.Namespace) -> None:
     learner = combee.learner
     learn = learner._learn
 
-    async def logged(tenant: str | None, batch: list[Trace]) -> bool:
+    async def logged(tenant: str | None, batch: list[Trace], *, split: bool) -> bool:
         ids = [t.id for t in batch]
         log.write(event="start", t=time.time(), holder=learner.holder, traces=ids)
-        ok = await learn(tenant, batch)
+        ok = await learn(tenant, batch, split=split)
         version = learner.stats.reports[-1].version if ok else None
         log.write(event="end", t=time.time(), holder=learner.holder, ok=ok, version=version)
         return ok

@@ -32,6 +32,7 @@ COMMANDS = [
     "reject",
     "rollback",
     "export",
+    "dead-letters",
     "bench",
 ]
 
@@ -425,10 +426,15 @@ def test_the_review_flow_on_a_sqlite_file(
     assert "(empty playbook)" in head
 
 
-def test_versions_of_a_new_prompt(runner: CliRunner, traces_file: Path, db: Path) -> None:
+def test_versions_of_a_mistyped_prompt_id_names_the_prompts_held(
+    runner: CliRunner, traces_file: Path, db: Path
+) -> None:
     ok(learn_manual(runner, traces_file, db))
-    result = ok(run(runner, "versions", "-p", "other", "-s", str(db)))
-    assert "prompt 'other' has no versions yet" in result.stdout
+    result = run(runner, "versions", "-p", "ruoter", "-s", str(db))
+    failed(result, 1, f"store {str(db)!r} has no prompt 'ruoter'; it holds: 'router'")
+    for command in (["show"], ["export"], ["diff", "0", "1"]):
+        result = run(runner, *command, "-p", "ruoter", "-s", str(db))
+        failed(result, 1, f"store {str(db)!r} has no prompt 'ruoter'")
 
 
 def test_bad_version_number(runner: CliRunner, traces_file: Path, db: Path) -> None:
@@ -635,3 +641,109 @@ def test_parse_lines_numbers_every_bad_line() -> None:
         (5, "not a valid trace"),
     ]
     assert loaded.lines == 6
+
+
+# ---- hostile input (issue 11, item 14) -------------------------------------
+
+
+def test_learn_reports_a_line_nested_too_deeply(
+    runner: CliRunner, tmp_path: Path, db: Path
+) -> None:
+    path = tmp_path / "deep.jsonl"
+    path.write_text(trace_line(0) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    result = run(runner, "learn", str(path), "-p", "r", "-m", "test", "-s", str(db))
+    assert f"{path}:2: skipped: not readable: JSON nested too deeply" in result.stderr
+    ok(result)  # the good line is still learned
+    assert "RecursionError" not in result.output
+
+
+def test_learn_refuses_lines_without_trace_fields_before_any_call(
+    runner: CliRunner, tmp_path: Path, db: Path
+) -> None:
+    path = tmp_path / "foo.jsonl"
+    path.write_text('{"foo": 1}\n{"bar": [2], "id": "x"}\n', encoding="utf-8")
+    result = run(runner, "learn", str(path), "-p", "r", "-m", "test", "-s", str(db))
+    failed(result, 1, f"no valid trace in {path} (2 line(s) skipped)")
+    assert f"{path}:1: skipped: no trace field (found: foo;" in result.stderr
+    assert f"{path}:2: skipped: no trace field (found: bar, id;" in result.stderr
+    assert not db.exists()  # refused before the store was opened or a learner called
+
+
+def test_learn_accepts_a_utf8_byte_order_mark(runner: CliRunner, tmp_path: Path, db: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + (trace_line(0) + "\n" + trace_line(1) + "\n").encode())
+    result = ok(run(runner, "learn", str(path), "-p", "r", "-m", "test", "-s", str(db)))
+    assert "learned from 2 trace(s)" in result.stdout and "skipped" not in result.stderr
+
+
+def test_versions_on_an_unrelated_sqlite_file_leaves_it_unchanged(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE people (name TEXT)")
+    before = path.read_bytes()
+    result = run(runner, "versions", "-p", "r", "-s", str(path))
+    failed(
+        result,
+        2,
+        f"store {str(path)!r} is a SQLite file without LangGraph store tables, not a Combee store",
+    )
+    assert path.read_bytes() == before
+    with sqlite3.connect(path) as conn:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    assert tables == ["people"]
+
+
+def test_show_minus_one_says_versions_start_at_zero(
+    runner: CliRunner, traces_file: Path, db: Path
+) -> None:
+    ok(learn_manual(runner, traces_file, db))
+    for command in ("show", "export", "approve", "rollback"):
+        result = run(runner, command, "-1", "-p", "router", "-s", str(db))
+        failed(result, 2, "no version -1: versions are numbered from 0")
+        assert "No such option" not in result.output
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_export_into_a_folder_that_takes_no_files_says_permission_denied(
+    runner: CliRunner, traces_file: Path, db: Path
+) -> None:
+    # /proc exists but takes no new files, even for root (which a chmod would not stop).
+    ok(learn_manual(runner, traces_file, db))
+    result = run(runner, "export", "-p", "router", "-s", str(db), "-o", "/proc/combee.md")
+    failed(result, 2, "cannot write /proc/combee.md: permission denied")
+    assert "file not found" not in result.stderr
+
+
+def test_dead_letters_lists_retries_and_drops_parked_traces(
+    runner: CliRunner, traces_file: Path, db: Path
+) -> None:
+    from langgraph.store.sqlite import SqliteStore
+
+    from langgraph_combee._storage import TraceQueue
+
+    ok(learn_manual(runner, traces_file, db))
+    common = ["-p", "router", "-s", str(db)]
+    assert "has no dead letters" in ok(run(runner, "dead-letters", *common)).stdout
+    with SqliteStore.from_conn_string(str(db)) as store:
+        queue = TraceQueue(store, "router")
+        queue.put_many([Trace(id="bad-1", input="blocked text"), Trace(id="bad-2", input="x")])
+        queue.claim(2, holder="learner")
+        queue.fail(["bad-1", "bad-2"], reason="BadRequestError: content filter")
+        assert queue.park(["bad-1", "bad-2"], reason="BadRequestError: content filter") == 2
+    listed = ok(run(runner, "dead-letters", *common)).stdout
+    assert "2 dead letter(s)" in listed and "bad-1" in listed and "blocked text" in listed
+    assert "BadRequestError: content filter" in listed
+    retried = ok(run(runner, "dead-letters", "--retry", "bad-1", *common)).stdout
+    assert "1 dead letter(s) queued again: bad-1" in retried
+    failed(run(runner, "dead-letters", "--drop", "bad-1", *common), 1, "not parked")
+    failed(run(runner, "dead-letters", "--drop", *common), 2, "--drop needs trace ids or --all")
+    failed(run(runner, "dead-letters", "bad-2", *common), 2, "trace ids and --all go with")
+    dropped = ok(run(runner, "dead-letters", "--drop", "--all", *common)).stdout
+    assert "1 dead letter(s) dropped: bad-2" in dropped
+    with SqliteStore.from_conn_string(str(db)) as store:
+        queue = TraceQueue(store, "router")
+        assert queue.status("bad-1") == "pending" and queue.status("bad-2") == "done"

@@ -27,7 +27,10 @@ from tests.helpers import FakeClock, failing_traces, role_of
 
 
 def _learner(combee: Combee, clock: FakeClock, **kw: Any) -> BackgroundLearner:
-    settings = LearnerSettings(**{"min_batch": 1, "backoff_seconds": 5.0, **kw})
+    # No jitter: these tests move the clock by the exact backoff.
+    settings = LearnerSettings(
+        **{"min_batch": 1, "backoff_seconds": 5.0, "backoff_jitter": 0, **kw}
+    )
     return BackgroundLearner(combee, settings, clock=clock)
 
 

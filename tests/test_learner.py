@@ -22,7 +22,10 @@ class FakeClock:
 
 
 def _learner(combee: Combee, clock: FakeClock | None = None, **kw: object) -> BackgroundLearner:
-    settings = LearnerSettings(**{"min_batch": 2, "max_wait_seconds": 10.0, **kw})  # type: ignore[arg-type]
+    # No jitter: these tests move the clock by the exact backoff.
+    settings = LearnerSettings(
+        **{"min_batch": 2, "max_wait_seconds": 10.0, "backoff_jitter": 0, **kw}
+    )  # type: ignore[arg-type]
     return BackgroundLearner(combee, settings, clock=clock or FakeClock())
 
 

@@ -29,6 +29,7 @@ from langgraph_combee._errors import (
     VersionNotFoundError,
 )
 from langgraph_combee._storage import Lease, PromptRegistry, TraceQueue, _io
+from langgraph_combee._storage.keys import PromptSpace
 from langgraph_combee._storage.lease import fenced
 from tests import postgres
 
@@ -796,3 +797,112 @@ def test_backlog_counts_what_is_queued_without_done(store: BaseStore, clock: Fak
     queue.ack(["b"])
     assert queue.backlog() == {"pending": 1, "claimed": 1, "waiting": 1}
     assert queue.stats() == {**queue.backlog(), "done": 1}
+
+
+# ---- attempts and dead letters ------------------------------------------------
+
+
+def test_fail_counts_attempts_and_releases(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    queue.put_many(traces("a", "b", "c"))
+    queue.claim(2, holder="l")
+    assert queue.fail(["a", "b", "c", "unknown"], reason="BadRequestError('filtered')") == {
+        "a": 1,
+        "b": 1,
+    }
+    assert queue.backlog() == {"pending": 3, "claimed": 0, "waiting": 0}
+    queue.claim(1, holder="l")
+    assert queue.fail("a", reason="again") == {"a": 2}
+    queue.claim(3, holder="l")
+    queue.release(["a", "b", "c"])  # a release is not a failure: no attempt counted
+    queue.claim(1, holder="l")
+    assert queue.fail(["a"], reason="third") == {"a": 3}
+
+
+def test_claim_among_given_ids_only(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    queue.put_many(traces("a", "b", "c", "d"))
+    assert [t.id for t in queue.claim(10, holder="l", trace_ids=["d", "b", "x"])] == ["b", "d"]
+    assert queue.claim(10, holder="l", trace_ids=["b"]) == []  # already claimed
+    queue.ack(["a"])
+    assert queue.claim(10, holder="l", trace_ids=["a", "c"])[0].id == "c"
+
+
+def test_parked_traces_leave_the_queue_until_retried_or_dropped(
+    store: BaseStore, clock: FakeClock
+) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    queue.put_many(traces("good", "bad", "worse"))
+    queue.claim(3, holder="l")
+    queue.fail(["bad"], reason="BadRequestError: content filter")
+    clock.advance(10)
+    assert queue.park(["bad", "worse", "unknown"], reason="BadRequestError: content filter") == 2
+    assert queue.status("bad") == "dead" and queue.status("good") == "claimed"
+    assert queue.stats() == {"pending": 0, "claimed": 1, "done": 0, "waiting": 0}
+    letters = queue.dead_letters()
+    assert [(d.trace_id, d.attempts, d.parked_at) for d in letters] == [
+        ("bad", 1, 1010.0),
+        ("worse", 0, 1010.0),
+    ]
+    assert letters[0].reason == "BadRequestError: content filter"
+    assert (letters[0].trace.id, letters[0].trace.input) == ("bad", "question bad")
+    assert queue.dead_letters(limit=1)[0].trace_id == "bad"
+    assert not queue.put(traces("bad")[0])  # its id stays known
+    assert queue.claim(10, holder="l2", visibility_seconds=1) == []
+    assert queue.ack(["bad"]) == 0 and queue.release(["bad"]) == 0
+    assert not queue.set_feedback("bad", Feedback(correct=True))
+
+    assert queue.retry_dead(["bad", "good"]) == ["bad"]
+    assert queue.status("bad") == "pending"
+    assert [t.id for t in queue.claim(10, holder="l", trace_ids=["bad"])] == ["bad"]
+    assert queue.fail(["bad"], reason="x") == {"bad": 1}  # attempts were reset
+
+    assert queue.drop_dead() == ["worse"]
+    assert queue.status("worse") == "done" and queue.dead_letters() == []
+    assert not queue.put(traces("worse")[0])
+    assert queue.retry_dead() == [] and queue.drop_dead() == []
+    assert queue.stats() == {"pending": 1, "claimed": 1, "done": 1, "waiting": 0}
+
+
+async def test_dead_letter_async_twins(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    await queue.aput_many(traces("a", "b"))
+    await queue.aclaim(2, holder="l", trace_ids=["a", "b"])
+    assert await queue.afail(["a"], reason="r") == {"a": 1}
+    assert await queue.apark(["a", "b"], reason="r") == 2
+    assert [d.trace_id for d in await queue.adead_letters()] == ["a", "b"]
+    assert await queue.aretry_dead(["a"]) == ["a"]
+    assert await queue.adrop_dead(["b"]) == ["b"]
+    assert await queue.astatus("a") == "pending" and await queue.astatus("b") == "done"
+
+
+def test_a_park_cut_short_never_hides_or_duplicates_a_trace(
+    store: BaseStore, clock: FakeClock
+) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    queue.put_many(traces("early", "late"))
+    queue.claim(2, holder="l")
+    space = PromptSpace(PROMPT)
+    for trace_id in ("early", "late"):  # the dead records a park writes first
+        store.put(
+            space.namespace("dead_letters"),
+            trace_id,
+            {
+                "trace_id": trace_id,
+                "trace": traces(trace_id)[0].model_dump(mode="json"),
+                "attempts": 1,
+                "reason": "r",
+                "parked_at": 1.0,
+                "entry_key": "x",
+            },
+        )
+    # Cut short before the entries were deleted: "early" is still queued, "late"
+    # was learned since. Neither is a dead letter, and retrying cannot queue them twice.
+    queue.ack(["late"])
+    assert queue.dead_letters() == []
+    assert queue.retry_dead() == [] and queue.status("late") == "done"
+    assert [
+        t.id for t in queue.claim(5, holder="l2", visibility_seconds=1, trace_ids=["early"])
+    ] == []
+    assert queue.status("early") == "claimed"
+    assert store.search(space.namespace("dead_letters")) == []  # stale records removed

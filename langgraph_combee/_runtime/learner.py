@@ -4,17 +4,25 @@ It runs on a thread of its own with its own event loop, so it never shares the
 agent's thread or loop. For each tenant with queued traces it holds the writer
 lease, takes a batch (sized by the controller or fixed, with a minimum batch and
 a maximum wait so low traffic still learns), runs one step, and acknowledges the
-traces only once the step's candidate has been submitted. A failed step is
-logged, counted and retried with exponential backoff; its traces go back to the
-queue and nothing is written. ``stop()`` leaves unprocessed traces queued.
+traces only once the step's candidate has been submitted. ``stop()`` leaves
+unprocessed traces queued.
+
+A failed step writes nothing; its traces go back to the queue with one attempt
+more each, the tenant backs off (exponentially while it keeps failing for one
+reason), and a batch that keeps failing is split to find the trace that breaks
+it, which is parked as a dead letter (see ``recovery``). While a step runs, a
+``LeaseHeartbeat`` renews the writer lease on a thread of its own, so a step
+longer than the lease's TTL keeps it (see ``heartbeat``).
 
 Faults (see docs/faults.md): a store that fails mid-pass fails only that pass
 (counted in ``tick_errors``); traces whose release or acknowledgement could not
 be written are retried on the next pass instead of waiting out their claim. A
 spent ``LearnerBudget`` makes the learner wait: it claims nothing, its traces
 stay queued, and a step the budget stopped midway is released without backoff.
-Before writing, a step checks that it still holds the lease and that no other
-writer moved HEAD or added a version since it began; otherwise it is discarded.
+Before writing, a step checks that it still holds the lease (or takes it back if
+nobody else took it meanwhile) and that no other writer moved HEAD or added a
+version since it began; otherwise it is discarded, without counting an attempt
+against its traces.
 """
 
 from __future__ import annotations
@@ -31,11 +39,12 @@ from typing import TYPE_CHECKING, Any
 from langgraph_combee._core.types import StepReport, Trace
 from langgraph_combee._errors import BudgetExceededError, ConfigurationError
 from langgraph_combee._runtime.feedback_poll import FeedbackPoller
-from langgraph_combee._runtime.takeover import keep_lease, recover
+from langgraph_combee._runtime.heartbeat import LeaseHeartbeat, WriteFence
+from langgraph_combee._runtime.recovery import StepRecovery, backoff_delay, failure_reason
+from langgraph_combee._runtime.takeover import recover
 from langgraph_combee._storage.keys import NO_TENANT, ROOT
 from langgraph_combee._storage.lease import Lease
 from langgraph_combee._storage.locked import hold, writer_lock
-from langgraph_combee._storage.registry import PromptRegistry
 
 if TYPE_CHECKING:
     from langgraph_combee._combee import Combee
@@ -56,6 +65,9 @@ class LearnerSettings:
     visibility_seconds: float = 600.0
     backoff_seconds: float = 1.0
     max_backoff_seconds: float = 60.0
+    backoff_jitter: float = 0.1
+    max_trace_attempts: int = 8
+    heartbeat_seconds: float | None = None
 
     def __post_init__(self) -> None:
         if self.min_batch < 1:
@@ -67,6 +79,23 @@ class LearnerSettings:
             raise ConfigurationError(
                 "backoff_seconds", self.backoff_seconds, ">= 0 and <= max_backoff_seconds"
             )
+        if not 0 <= self.backoff_jitter <= 1:
+            raise ConfigurationError("backoff_jitter", self.backoff_jitter, "a number in [0, 1]")
+        if self.max_trace_attempts < 1:
+            raise ConfigurationError("max_trace_attempts", self.max_trace_attempts, "an int >= 1")
+        if self.heartbeat_seconds is not None and not self.heartbeat_seconds > 0:
+            raise ConfigurationError(
+                "heartbeat_seconds", self.heartbeat_seconds, "None or a number > 0"
+            )
+
+    def backoff(self, failures: int) -> float:
+        """The delay after ``failures`` failed steps in a row for one reason (with jitter)."""
+        return backoff_delay(
+            failures,
+            base=self.backoff_seconds,
+            cap=self.max_backoff_seconds,
+            jitter=self.backoff_jitter,
+        )
 
 
 @dataclass
@@ -82,38 +111,12 @@ class LearnerStats:
     budget_stops: int = 0
     tick_errors: int = 0
     stale_steps: int = 0
+    traces_parked: int = 0
+    split_batches: int = 0
+    lease_renewals: int = 0
+    lease_retakes: int = 0
     last_error: str | None = None
     reports: list[StepReport] = field(default_factory=list)
-
-
-class _Fence:
-    """A ``before_submit`` check: the lease is still ours (a HEAD moved since ``mark`` counts)."""
-
-    def __init__(self, registry: PromptRegistry, lease: Lease, stats: LearnerStats) -> None:
-        self._registry = registry
-        self._lease = lease
-        self._stats = stats
-        self._start: tuple[int, int] | None = None
-
-    async def _position(self) -> tuple[int, int]:
-        return (await self._registry.ahead()).version, await self._registry.alatest_version()
-
-    async def mark(self) -> None:
-        """Remember HEAD and the latest version as the step begins."""
-        self._start = await self._position()
-
-    async def __call__(self) -> bool:
-        if not await self._lease.arenew():
-            return False
-        if self._start is not None and await self._position() != self._start:
-            # Not a reason to throw the step away: its candidate is rebased onto
-            # the new HEAD when it is written (``VersionWriter.submit``).
-            self._stats.stale_steps += 1
-            logger.info(
-                "another writer changed prompt %r during the step; its candidate is rebased",
-                self._registry,
-            )
-        return True
 
 
 class BackgroundLearner:
@@ -126,18 +129,24 @@ class BackgroundLearner:
         *,
         holder: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        lease_clock: Callable[[], float] = time.time,
     ) -> None:
         self.combee = combee
         self.settings = settings
         self.holder = holder or f"learner-{uuid.uuid4().hex[:12]}"
         self._clock = clock
+        self._lease_clock = lease_clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._leases: dict[str | None, Lease] = {}
         self._waiting_since: dict[str | None, float] = {}
-        self._retry_at: dict[str | None, float] = {}
-        self._failures: dict[str | None, int] = {}
+        self._recovery = StepRecovery(
+            delay=settings.backoff, max_trace_attempts=settings.max_trace_attempts
+        )
+        # Ready traces of the tenant, other than the batch, as of the last pass.
+        self._ready: dict[str | None, int] = {}
+        self._visited: set[str | None] = set()  # tenants whose queue describe() reports
         # Per tenant, the lease tenure whose leftovers were settled (Lease.acquired_at).
         self._settled_tenure: dict[str | None, float | None] = {}
         # Claims the store refused to end (down for a while): retried each pass.
@@ -242,6 +251,7 @@ class BackgroundLearner:
                 tenant=tenant,
                 holder=self.holder,
                 ttl_seconds=self.settings.lease_seconds,
+                clock=self._lease_clock,
             )
         return self._leases[tenant]
 
@@ -258,12 +268,13 @@ class BackgroundLearner:
                 await lease.arelease()
             return False
         now = self._clock()
-        if now < self._retry_at.get(tenant, 0.0):
+        if self._recovery.waiting(tenant, now):
             return False
         async with hold(writers):
             taken = await lease.aacquire()
         if not taken:
             return False  # another learner holds this prompt
+        self._visited.add(tenant)
         if self._settled_tenure.get(tenant, -1.0) != lease.acquired_at:
             # A new tenure (someone may have held the lease since our last pass):
             # settle the claims a dead or displaced learner left.
@@ -292,6 +303,17 @@ class BackgroundLearner:
             await review(context)
         if blocking is not None and blocking(combee.server, tenant):
             return False  # a trial is running: learning waits for its decision
+        recovery = self._recovery
+        while (part := recovery.next_part(tenant, ready=ready, steps=self.stats.steps)) is not None:
+            # A failing batch is being split: its parts go before any new batch.
+            ids, split = part
+            claimed = await self._claim(tenant, len(ids), trace_ids=ids)
+            if claimed:
+                # Suspects count as others here: they may be as innocent as these.
+                self._ready[tenant] = ready - len(claimed)
+                return await self._learn(tenant, claimed, split=split)
+        suspects = recovery.suspects(tenant)
+        total, ready = ready, ready - len(suspects)
         if ready <= 0:
             self._waiting_since.pop(tenant, None)
             return False
@@ -303,10 +325,11 @@ class BackgroundLearner:
         if budget is not None and not budget.available():
             self.stats.budget_waits += 1
             return False  # the window is spent: the traces stay queued until it allows
-        batch = await self._claim(tenant, size)
+        batch = await self._claim(tenant, size, exclude=suspects)
         if not batch:
             return False
-        return await self._learn(tenant, batch)
+        self._ready[tenant] = total - len(batch)
+        return await self._learn(tenant, batch, split=False)
 
     async def _settle(self, tenant: str | None) -> None:
         """Retry releases and acks that failed while the store was down."""
@@ -329,15 +352,25 @@ class BackgroundLearner:
             logger.warning("cannot %s %d traces now; retrying next pass", how, len(ids))
             self._unsettled.setdefault(tenant, {}).setdefault(how, []).extend(ids)
 
-    async def _claim(self, tenant: str | None, limit: int) -> list[Trace]:
+    async def _claim(
+        self,
+        tenant: str | None,
+        limit: int,
+        *,
+        trace_ids: tuple[str, ...] | None = None,
+        exclude: list[str] | None = None,
+    ) -> list[Trace]:
         return await self.combee.queue(tenant).aclaim(
             limit,
             holder=self.holder,
             visibility_seconds=self.settings.visibility_seconds,
-            ready_only=True,
+            # The parts of a split batch were ready when the batch was claimed.
+            ready_only=trace_ids is None,
+            trace_ids=trace_ids,
+            exclude=exclude or None,
         )
 
-    async def _learn(self, tenant: str | None, batch: list[Trace]) -> bool:
+    async def _learn(self, tenant: str | None, batch: list[Trace], *, split: bool) -> bool:
         combee, queue = self.combee, self.combee.queue(tenant)
         keep, drop = self._filter(batch)
         if drop:
@@ -345,36 +378,38 @@ class BackgroundLearner:
             self.stats.traces_dropped += len(drop)
         if not keep:
             return False
-        fence = _Fence(combee.registry(tenant), self._lease(tenant), self.stats)
+        ids = [t.id for t in keep]
+        lease = self._lease(tenant)
+        fence = WriteFence(
+            combee.registry(tenant), lease, self.stats, claims_ours=lambda: self._holds(tenant, ids)
+        )
+        beat = LeaseHeartbeat(lease, interval=self.settings.heartbeat_seconds)
         try:
             await fence.mark()
-            async with keep_lease(self._lease(tenant)):
+        except Exception:  # the store, not the traces: no attempt counted
+            await self._end_claims(tenant, "release", ids)
+            raise
+        try:
+            async with beat:
                 report = await combee.alearn_batch(keep, tenant=tenant, before_submit=fence)
         except BudgetExceededError as exc:
             # Not a failure of the step: the window is spent. No backoff; the
             # budget check before the next claim keeps the learner waiting.
-            await self._end_claims(tenant, "release", [t.id for t in keep])
+            await self._end_claims(tenant, "release", ids)
+            if split:  # a part of a failing batch: still to be tried
+                self._recovery.put_back(tenant, (tuple(ids), True))
             self.stats.budget_stops += 1
             self.stats.last_error = repr(exc)
             logger.info("learning step stopped by the budget: %s", exc)
             return False
         except Exception as exc:
-            await self._end_claims(tenant, "release", [t.id for t in keep])
-            failures = self._failures.get(tenant, 0) + 1
-            self._failures[tenant] = failures
-            delay = min(
-                self.settings.max_backoff_seconds,
-                self.settings.backoff_seconds * 2 ** (failures - 1),
-            )
-            self._retry_at[tenant] = self._clock() + delay
-            self.stats.failed_steps += 1
-            self.stats.last_error = repr(exc)
-            logger.warning(
-                "learning step failed (%d in a row), retrying in %.1fs: %r", failures, delay, exc
-            )
+            await self._failed(tenant, keep, exc, split=split, blamed=not fence.called)
             return False
-        await self._end_claims(tenant, "ack", [t.id for t in keep])
-        self._failures.pop(tenant, None)
+        finally:
+            self.stats.lease_renewals += beat.renewals
+            self.stats.lease_retakes += beat.retakes
+        await self._end_claims(tenant, "ack", ids)
+        self._recovery.succeeded(tenant)
         self._waiting_since.pop(tenant, None)
         with self.step_done:
             self.stats.steps += 1
@@ -386,6 +421,64 @@ class BackgroundLearner:
             self.step_done.notify_all()
         return True
 
+    async def _holds(self, tenant: str | None, ids: list[str]) -> bool:
+        """Whether every trace of ``ids`` is still claimed by this learner."""
+        mine = {
+            c.trace_id for c in await self.combee.queue(tenant).aclaims() if c.holder == self.holder
+        }
+        return mine.issuperset(ids)
+
+    async def _failed(
+        self, tenant: str | None, batch: list[Trace], exc: Exception, *, split: bool, blamed: bool
+    ) -> None:
+        """Release a failed step's traces, back off, and split or park when they are to blame.
+
+        ``blamed``: the step itself failed (not the lease check or the write after
+        it), so its traces count an attempt and may be the cause.
+        """
+        ids = [t.id for t in batch]
+        reason = failure_reason(exc)
+        self.stats.failed_steps += 1
+        self.stats.last_error = repr(exc)
+        failures, delay = self._recovery.failed(tenant, reason, self._clock())
+        logger.warning(
+            "learning step on %d trace(s) failed (%d in a row for this reason), "
+            "retrying in %.1fs: %r",
+            len(ids),
+            failures,
+            delay,
+            exc,
+        )
+        if not blamed:
+            await self._end_claims(tenant, "release", ids)
+            if split:
+                self._recovery.put_back(tenant, (tuple(ids), True))
+            return
+        queue = self.combee.queue(tenant)
+        try:
+            attempts = await queue.afail(ids, reason=reason)
+        except Exception:
+            logger.warning("cannot count the failed attempt of %d traces now", len(ids))
+            await self._end_claims(tenant, "release", ids)
+            return
+        verdict = self._recovery.judge(
+            tenant,
+            ids,
+            attempts,
+            split=split,
+            steps=self.stats.steps,
+            others=self._ready.get(tenant, 0),
+        )
+        self.stats.split_batches += verdict == "split"
+        if verdict == "park":
+            self.stats.traces_parked += await queue.apark(ids, reason=reason)
+            logger.warning(
+                "parked trace %r as a dead letter after %d failed steps: %s",
+                ids[0],
+                attempts.get(ids[0], 0),
+                reason,
+            )
+
     def _filter(self, batch: list[Trace]) -> tuple[list[Trace], list[Trace]]:
         if self.combee.on_missing_feedback != "drop":
             return batch, []
@@ -393,8 +486,19 @@ class BackgroundLearner:
         return keep, [t for t in batch if t not in keep]
 
     def describe(self) -> dict[str, Any]:
-        """A snapshot of the learner's counters."""
+        """A snapshot of the learner's counters.
+
+        ``backoff`` maps each tenant that is backing off (``"_"``: the shared one)
+        to its failed steps in a row, their reason and the seconds until the next
+        try; ``bisecting`` to the parts of a failing batch still to try and
+        the suspects; ``traces_parked`` counts the traces this learner parked, and
+        ``dead_letters`` the parked traces waiting in each tenant's queue it has
+        visited (read from the store; None when the store cannot be read). The
+        queue's ``dead_letters()`` lists them, ``retry_dead`` and ``drop_dead``
+        settle them (also ``combee dead-letters``).
+        """
         poller = self.feedback_poller
+        now = self._clock()
         return {
             "running": self.running,
             "holder": self.holder,
@@ -408,8 +512,26 @@ class BackgroundLearner:
             "budget": None if self.combee.budget is None else self.combee.budget.snapshot(),
             "tick_errors": self.stats.tick_errors,
             "stale_steps": self.stats.stale_steps,
+            "traces_parked": self.stats.traces_parked,
+            "split_batches": self.stats.split_batches,
+            "lease_renewals": self.stats.lease_renewals,
+            "lease_retakes": self.stats.lease_retakes,
+            **self._recovery.describe(now),
+            "dead_letters": self._dead_letter_counts(),
             "last_error": self.stats.last_error,
             "feedback_received": poller.received if poller else 0,
             "feedback_errors": poller.errors if poller else 0,
             "roles": self.combee.describe_roles() if self.combee.model is not None else None,
         }
+
+    def _dead_letter_counts(self) -> dict[str, int] | None:
+        try:
+            counts = {_label(t): len(self.combee.queue(t).dead_letters()) for t in self._visited}
+        except Exception:  # a diagnostic must not raise for a store fault
+            logger.warning("cannot count dead letters now", exc_info=True)
+            return None
+        return {tenant: n for tenant, n in counts.items() if n}
+
+
+def _label(tenant: str | None) -> str:
+    return NO_TENANT if tenant is None else tenant

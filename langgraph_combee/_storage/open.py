@@ -120,6 +120,17 @@ def _open_sqlite(path: Path, conn: str, *, create: bool, missing_hint: str) -> I
             "the file does not exist",
             message=(f"store {conn!r} does not exist; {missing_hint}"),
         )
+    if not create and not _is_store_file(path, conn):
+        # setup() would create LangGraph's tables in someone else's database.
+        raise StoreError(
+            conn,
+            "it is not a Combee store",
+            message=(
+                f"store {conn!r} is a SQLite file without LangGraph store tables, "
+                "not a Combee store; it was left unchanged (pass --store to name a "
+                "Combee store, or a new file to 'combee learn')"
+            ),
+        )
     with contextlib.ExitStack() as stack:
         try:
             store = stack.enter_context(SqliteStore.from_conn_string(str(path)))
@@ -127,6 +138,20 @@ def _open_sqlite(path: Path, conn: str, *, create: bool, missing_hint: str) -> I
         except sqlite3.Error as exc:
             raise StoreError(conn, str(exc), kind="SQLite") from None
         yield store
+
+
+def _is_store_file(path: Path, conn: str) -> bool:
+    """Whether an existing SQLite file holds LangGraph store tables (read only, no writes)."""
+    try:
+        with contextlib.closing(
+            sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        ) as db:
+            found = db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'store'"
+            ).fetchone()
+    except sqlite3.Error as exc:
+        raise StoreError(conn, str(exc), kind="SQLite") from None
+    return found is not None
 
 
 @contextlib.contextmanager

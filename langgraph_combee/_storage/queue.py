@@ -5,9 +5,15 @@ Two record kinds per prompt and tenant (see ``keys``):
 - an *entry* per queued trace in ``queue``, keyed ``"<arrival ns, 20 digits>-<trace id>"``
   so that keys sort by arrival. It holds the trace and its claim;
 - an *index* record per trace id in ``queue_index``: its status (``pending``,
-  ``claimed`` or ``done``) and its entry's key. It makes ``put`` idempotent and
-  outlives the entry, so a trace that was already learned from is never queued
-  again.
+  ``claimed``, ``done`` or ``dead``) and its entry's key. It makes ``put``
+  idempotent and outlives the entry, so a trace that was already learned from is
+  never queued again.
+
+Each entry counts its *attempts*: the failed learning steps it was part of
+(``fail`` returns traces to the queue and counts one). A trace that keeps failing
+is parked as a *dead letter* (``park``; see ``dead_letters``): out of the queue,
+listed by ``dead_letters()``, until ``retry_dead`` queues it again or
+``drop_dead`` gives it up.
 
 Delivery is at-least-once: a claim lasts ``visibility_seconds``; a learner that
 dies without ``ack`` or ``release`` lets the claim lapse and the traces are
@@ -43,9 +49,10 @@ from langgraph_combee._core.types import Feedback, Trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._storage import _io as io
 from langgraph_combee._storage._io import Flow, run_async, run_sync
+from langgraph_combee._storage.dead_letters import DeadLetter, DeadLetterFlows, clip_reason
 from langgraph_combee._storage.keys import PromptSpace
 
-TraceStatus = Literal["pending", "claimed", "done"]
+TraceStatus = Literal["pending", "claimed", "done", "dead"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,12 @@ def _arrival_ns() -> int:
         return _last_arrival
 
 
+def _limit(limit: int | None) -> int | None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ConfigurationError("limit", limit, "None or an int >= 0")
+    return limit
+
+
 def _positive(name: str, value: object) -> float:
     if (
         isinstance(value, bool)
@@ -84,6 +97,10 @@ def _positive(name: str, value: object) -> float:
 def _ids(trace_ids: Iterable[str]) -> list[str]:
     # A lone id is a str, which is also an Iterable[str] of characters.
     return [trace_ids] if isinstance(trace_ids, str) else list(dict.fromkeys(trace_ids))
+
+
+def _some_ids(trace_ids: Iterable[str] | None) -> list[str] | None:
+    return None if trace_ids is None else _ids(trace_ids)
 
 
 class TraceQueue:
@@ -131,6 +148,12 @@ class TraceQueue:
         self._entries = self._space.namespace("queue")
         self._index = self._space.namespace("queue_index")
         self._clock = clock
+        self._dead = DeadLetterFlows(
+            entries=self._entries,
+            index=self._index,
+            dead=self._space.namespace("dead_letters"),
+            clock=clock,
+        )
 
     def __repr__(self) -> str:
         return f"TraceQueue(prompt_id={self._space.prompt_id!r}, tenant={self._space.tenant!r})"
@@ -178,6 +201,8 @@ class TraceQueue:
         holder: str,
         visibility_seconds: float = 300.0,
         ready_only: bool = False,
+        trace_ids: Iterable[str] | None = None,
+        exclude: Iterable[str] | None = None,
     ) -> list[Trace]:
         """Claim up to ``limit`` pending traces, oldest first.
 
@@ -190,12 +215,23 @@ class TraceQueue:
             visibility_seconds: How long the claim lasts.
             ready_only: Skip traces waiting for feedback (``hold_until`` in the
                 future and no feedback yet).
+            trace_ids: Claim only among these traces (those still pending);
+                None: among all. Read by id, not by scanning the queue.
+            exclude: Traces not to claim (e.g. suspects of a failing batch).
 
         Returns:
             The claimed traces in arrival order, with any feedback set so far.
         """
         return run_sync(
-            self._store, self._claim_flow(limit, holder, visibility_seconds, ready_only)
+            self._store,
+            self._claim_flow(
+                limit,
+                holder,
+                visibility_seconds,
+                ready_only,
+                _some_ids(trace_ids),
+                frozenset(_ids(exclude or ())),
+            ),
         )
 
     async def aclaim(
@@ -205,10 +241,20 @@ class TraceQueue:
         holder: str,
         visibility_seconds: float = 300.0,
         ready_only: bool = False,
+        trace_ids: Iterable[str] | None = None,
+        exclude: Iterable[str] | None = None,
     ) -> list[Trace]:
         """Async twin of ``claim``."""
         return await run_async(
-            self._store, self._claim_flow(limit, holder, visibility_seconds, ready_only)
+            self._store,
+            self._claim_flow(
+                limit,
+                holder,
+                visibility_seconds,
+                ready_only,
+                _some_ids(trace_ids),
+                frozenset(_ids(exclude or ())),
+            ),
         )
 
     def ack(self, trace_ids: Iterable[str]) -> int:
@@ -228,11 +274,71 @@ class TraceQueue:
         Ids that are unknown, done or not claimed are skipped. Returns how many
         were released.
         """
-        return run_sync(self._store, self._release_flow(_ids(trace_ids)))
+        return len(run_sync(self._store, self._release_flow(_ids(trace_ids))))
 
     async def arelease(self, trace_ids: Iterable[str]) -> int:
         """Async twin of ``release``."""
-        return await run_async(self._store, self._release_flow(_ids(trace_ids)))
+        return len(await run_async(self._store, self._release_flow(_ids(trace_ids))))
+
+    def fail(self, trace_ids: Iterable[str], *, reason: str) -> dict[str, int]:
+        """Release claimed traces after a failed learning step, counting one attempt each.
+
+        Args:
+            trace_ids: The traces of the failed step.
+            reason: Why it failed (kept on each entry, shown when it is parked).
+
+        Returns:
+            Per released trace, its attempts so far (ids not claimed are skipped).
+        """
+        return run_sync(self._store, self._release_flow(_ids(trace_ids), failure=reason))
+
+    async def afail(self, trace_ids: Iterable[str], *, reason: str) -> dict[str, int]:
+        """Async twin of ``fail``."""
+        return await run_async(self._store, self._release_flow(_ids(trace_ids), failure=reason))
+
+    def park(self, trace_ids: Iterable[str], *, reason: str) -> int:
+        """Park queued (pending or claimed) traces as dead letters; return how many.
+
+        A parked trace is never claimed again until ``retry_dead``; its id stays
+        known, so a re-``put`` is ignored.
+        """
+        return run_sync(self._store, self._dead.park(_ids(trace_ids), reason))
+
+    async def apark(self, trace_ids: Iterable[str], *, reason: str) -> int:
+        """Async twin of ``park``."""
+        return await run_async(self._store, self._dead.park(_ids(trace_ids), reason))
+
+    def dead_letters(self, limit: int | None = None) -> list[DeadLetter]:
+        """Return the parked traces, oldest parked first (at most ``limit``; None: all)."""
+        return run_sync(self._store, self._dead.letters(_limit(limit)))
+
+    async def adead_letters(self, limit: int | None = None) -> list[DeadLetter]:
+        """Async twin of ``dead_letters``."""
+        return await run_async(self._store, self._dead.letters(_limit(limit)))
+
+    def retry_dead(self, trace_ids: Iterable[str] | None = None) -> list[str]:
+        """Queue parked traces again with their attempts reset (None: every one).
+
+        Returns:
+            The ids queued again, sorted; ids that are not parked are skipped.
+        """
+        return run_sync(self._store, self._dead.retry(_some_ids(trace_ids)))
+
+    async def aretry_dead(self, trace_ids: Iterable[str] | None = None) -> list[str]:
+        """Async twin of ``retry_dead``."""
+        return await run_async(self._store, self._dead.retry(_some_ids(trace_ids)))
+
+    def drop_dead(self, trace_ids: Iterable[str] | None = None) -> list[str]:
+        """Give parked traces up for good: marked done, never learned (None: every one).
+
+        Returns:
+            The ids dropped, sorted; ids that are not parked are skipped.
+        """
+        return run_sync(self._store, self._dead.drop(_some_ids(trace_ids)))
+
+    async def adrop_dead(self, trace_ids: Iterable[str] | None = None) -> list[str]:
+        """Async twin of ``drop_dead``."""
+        return await run_async(self._store, self._dead.drop(_some_ids(trace_ids)))
 
     def set_feedback(self, trace_id: str, feedback: Feedback) -> bool:
         """Merge feedback into a queued (pending or claimed) trace.
@@ -276,7 +382,7 @@ class TraceQueue:
     def status(self, trace_id: str) -> TraceStatus | None:
         """Return a trace's status, or None when it was never queued.
 
-        A claim that lapsed reads as ``pending``.
+        A claim that lapsed reads as ``pending``; a parked trace reads ``dead``.
         """
         return run_sync(self._store, self._status_flow(trace_id))
 
@@ -309,6 +415,7 @@ class TraceQueue:
         """Return counts: ``pending``, ``claimed`` (live claims), ``done``, and ``waiting``.
 
         ``waiting`` is the part of ``pending`` that ``ready_only`` claims skip now.
+        Parked traces are in none of these: ``dead_letters()`` lists them.
         """
         return run_sync(self._store, self._stats_flow(count_done=True))
 
@@ -364,6 +471,7 @@ class TraceQueue:
                 "claimed_until": None,
                 "hold_until": hold,
                 "enqueued_at": self._clock(),
+                "attempts": 0,
             }
             fresh[trace.id] = (f"{_arrival_ns():020d}-{trace.id}", entry)
         # Entries before index records: a crash between the two can at worst queue
@@ -378,7 +486,13 @@ class TraceQueue:
         return result
 
     def _claim_flow(
-        self, limit: int, holder: str, visibility_seconds: float, ready_only: bool
+        self,
+        limit: int,
+        holder: str,
+        visibility_seconds: float,
+        ready_only: bool,
+        only: list[str] | None = None,
+        exclude: frozenset[str] = frozenset(),
     ) -> Flow[list[Trace]]:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise ConfigurationError("limit", limit, "an int >= 0")
@@ -389,10 +503,15 @@ class TraceQueue:
             return []
         now = self._clock()
         chosen: list[Item] = []
-        for item in (yield from io.search_all(self._entries)):
+        candidates = (
+            (yield from io.search_all(self._entries))
+            if only is None
+            else (yield from self._queued_entries(only))
+        )
+        for item in candidates:
             if len(chosen) == limit:
                 break
-            if self._is_claimed(item.value, now):
+            if self._is_claimed(item.value, now) or item.value["trace_id"] in exclude:
                 continue
             if ready_only and self._is_waiting(item.value, now):
                 continue
@@ -419,6 +538,17 @@ class TraceQueue:
         value = {"status": status, "entry_key": entry_key, "updated_at": self._clock()}
         return io.PutRequest(self._index, trace_id, value)
 
+    def _queued_entries(self, trace_ids: list[str]) -> Flow[list[Item]]:
+        """The queue entries of ``trace_ids`` that are pending or claimed, sorted by key."""
+        indexes = yield from self._indexes(trace_ids)
+        keys = [
+            i.value["entry_key"]
+            for i in indexes.values()
+            if i.value["status"] in ("pending", "claimed")
+        ]
+        items = yield from io.batch([io.GetRequest(self._entries, k) for k in keys])
+        return sorted((i for i in items if isinstance(i, Item)), key=lambda i: i.key)
+
     def _indexes(self, trace_ids: list[str]) -> Flow[dict[str, Item]]:
         """The index records of ``trace_ids`` that exist, read in one batch."""
         found = yield from io.batch([io.GetRequest(self._index, t) for t in trace_ids])
@@ -426,40 +556,48 @@ class TraceQueue:
 
     def _ack_flow(self, trace_ids: list[str]) -> Flow[int]:
         indexes = yield from self._indexes(trace_ids)
-        keys = {t: i.value["entry_key"] for t, i in indexes.items() if i.value["status"] != "done"}
+        keys = {t: i.value["entry_key"] for t, i in indexes.items() if _queued(i)}
         # Entries first: a crash before the index update leaves a done trace
         # whose index still says claimed, which re-puts still ignore.
         yield from io.batch([io.DeleteRequest(self._entries, key) for key in keys.values()])
         yield from io.batch([self._index_put(t, "done", key) for t, key in keys.items()])
         return len(keys)
 
-    def _release_flow(self, trace_ids: list[str]) -> Flow[int]:
+    def _release_flow(
+        self, trace_ids: list[str], *, failure: str | None = None
+    ) -> Flow[dict[str, int]]:
+        """Claimed traces back to pending (one attempt more on a failure): id -> attempts."""
         indexes = yield from self._indexes(trace_ids)
-        keys = {t: i.value["entry_key"] for t, i in indexes.items() if i.value["status"] != "done"}
+        keys = {t: i.value["entry_key"] for t, i in indexes.items() if _queued(i)}
         items = yield from io.batch([io.GetRequest(self._entries, k) for k in keys.values()])
         released = {
             t: item
             for t, item in zip(keys, items, strict=True)
             if isinstance(item, Item) and item.value.get("status") == "claimed"
         }
+        counted = {} if failure is None else {"last_error": clip_reason(failure)}
+        entries = {
+            t: {
+                **item.value,
+                "status": "pending",
+                "holder": None,
+                "claimed_until": None,
+                "attempts": int(item.value.get("attempts", 0)) + (failure is not None),
+                **counted,
+            }
+            for t, item in released.items()
+        }
         yield from io.batch(
-            [
-                io.PutRequest(
-                    self._entries,
-                    item.key,
-                    {**item.value, "status": "pending", "holder": None, "claimed_until": None},
-                )
-                for item in released.values()
-            ]
+            [io.PutRequest(self._entries, released[t].key, e) for t, e in entries.items()]
         )
         yield from io.batch([self._index_put(t, "pending", i.key) for t, i in released.items()])
-        return len(released)
+        return {t: int(e["attempts"]) for t, e in entries.items()}
 
     def _feedback_flow(self, trace_id: str, feedback: Feedback) -> Flow[bool]:
         if not isinstance(feedback, Feedback):
             raise ConfigurationError("feedback", feedback, "a langgraph_combee Feedback")
         index = yield from io.get(self._index, trace_id)
-        if index is None or index.value["status"] == "done":
+        if index is None or not _queued(index):
             return False
         key = index.value["entry_key"]
         item = yield from io.get(self._entries, key)
@@ -509,8 +647,8 @@ class TraceQueue:
         index = yield from io.get(self._index, trace_id)
         if index is None:
             return None
-        if index.value["status"] == "done":
-            return "done"
+        if index.value["status"] in ("done", "dead"):
+            return "dead" if index.value["status"] == "dead" else "done"
         item = yield from io.get(self._entries, index.value["entry_key"])
         if item is None:
             # Acked by a process that died before updating the index.
@@ -537,8 +675,14 @@ class TraceQueue:
             counts["done"] = sum(
                 1
                 for item in index
-                if item.value["status"] == "done" or item.value["entry_key"] not in live
+                if item.value["status"] == "done"
+                or (item.value["status"] != "dead" and item.value["entry_key"] not in live)
             )
         else:
             del counts["done"]
         return counts
+
+
+def _queued(index: Item) -> bool:
+    """Whether an index record is of a trace still in the queue (pending or claimed)."""
+    return index.value["status"] in ("pending", "claimed")

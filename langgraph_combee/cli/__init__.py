@@ -1,7 +1,7 @@
 """The ``combee`` command line (the ``[cli]`` extra: ``pip install 'langgraph-combee[cli]'``).
 
 Commands: ``demo``, ``learn``, ``versions``, ``show``, ``diff``, ``approve``,
-``reject``, ``rollback``, ``export`` and ``bench``; ``combee --help`` lists them
+``reject``, ``rollback``, ``export``, ``dead-letters`` and ``bench``; ``combee --help`` lists them
 and ``docs/cli.md`` is the reference. ``main(argv)`` runs the tool in-process and
 returns its exit code; ``app`` is the ``typer.Typer`` application (for
 ``typer.testing.CliRunner``).

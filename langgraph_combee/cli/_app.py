@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import typer
 
-from langgraph_combee.cli import _delegate, _learn, _versions
+from langgraph_combee.cli import _dead, _delegate, _learn, _versions
 from langgraph_combee.cli._common import guard
 
 app = typer.Typer(
@@ -27,13 +27,18 @@ app = typer.Typer(
 
 app.command("demo", context_settings=_delegate.PASS_THROUGH)(guard(_delegate.demo))
 app.command("learn")(guard(_learn.learn))
+# Commands taking a VERSION read "-1" as that argument (refused with a clear
+# message), not as an unknown option.
+_NUMBERS = {"ignore_unknown_options": True}
+
 app.command("versions")(guard(_versions.versions))
-app.command("show")(guard(_versions.show))
-app.command("diff")(guard(_versions.diff))
-app.command("approve")(guard(_versions.approve))
-app.command("reject")(guard(_versions.reject))
-app.command("rollback")(guard(_versions.rollback))
-app.command("export")(guard(_versions.export))
+app.command("show", context_settings=_NUMBERS)(guard(_versions.show))
+app.command("diff", context_settings=_NUMBERS)(guard(_versions.diff))
+app.command("approve", context_settings=_NUMBERS)(guard(_versions.approve))
+app.command("reject", context_settings=_NUMBERS)(guard(_versions.reject))
+app.command("rollback", context_settings=_NUMBERS)(guard(_versions.rollback))
+app.command("export", context_settings=_NUMBERS)(guard(_versions.export))
+app.command("dead-letters")(guard(_dead.dead_letters))
 app.command("bench", context_settings=_delegate.PASS_THROUGH)(guard(_delegate.bench))
 
 

@@ -2,8 +2,10 @@
 
 A JSONL file holds one ``Trace`` object per line (the fields of
 ``langgraph_combee.Trace``; only ``input``/``output``/``feedback`` matter in
-practice). A line that is not valid JSON or not a valid trace is reported with
-its line number and skipped; the rest still loads. Blank lines are ignored.
+practice). A line that is not valid JSON, nested too deeply to read, not a valid
+trace, or an object with none of a trace's fields (``{"foo": 1}``) is reported
+with its line number and skipped; the rest still loads. Blank lines are ignored,
+and a UTF-8 byte-order mark is accepted.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ from langgraph_combee.cli._common import EXIT_FAILED, EXIT_USAGE, CliError
 
 # Characters of a validation message kept per bad line: enough to name the field.
 _MAX_REASON = 200
+# A line must carry at least one of these to be a trace to learn from
+# (``{"foo": 1}`` is not one: it would make an empty trace, paid for in calls).
+_TRACE_FIELDS = frozenset({"input", "messages", "output", "tool_calls", "error", "feedback"})
+_SHOWN_FIELDS = ("input", "output", "messages", "feedback")
 
 
 @dataclass(frozen=True)
@@ -68,7 +74,8 @@ def parse_lines(lines: Iterable[bytes]) -> LoadedTraces:
     for number, raw in enumerate(lines, start=1):
         count = number
         try:
-            text = raw.decode("utf-8")
+            # utf-8-sig: files written by some editors start with a byte-order mark.
+            text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             errors.append(LineError(number, f"not UTF-8 ({exc.reason} at byte {exc.start})"))
             continue
@@ -79,13 +86,30 @@ def parse_lines(lines: Iterable[bytes]) -> LoadedTraces:
         except json.JSONDecodeError as exc:
             errors.append(LineError(number, f"not valid JSON ({exc.msg}, column {exc.colno})"))
             continue
+        except RecursionError:
+            errors.append(LineError(number, "not readable: JSON nested too deeply"))
+            continue
         if not isinstance(data, dict):
             errors.append(LineError(number, f"expected a JSON object, got {type(data).__name__}"))
             continue
         try:
-            traces.append(Trace.model_validate(data))
+            trace = Trace.model_validate(data)
         except ValidationError as exc:
             errors.append(LineError(number, f"not a valid trace ({_reason(exc)})"))
+            continue
+        except RecursionError:
+            errors.append(LineError(number, "not a valid trace: a value nested too deeply"))
+            continue
+        if not _TRACE_FIELDS.intersection(data):
+            keys = ", ".join(sorted(map(str, data))[:5]) or "none"
+            errors.append(
+                LineError(
+                    number,
+                    f"no trace field (found: {keys}; expected some of {', '.join(_SHOWN_FIELDS)})",
+                )
+            )
+            continue
+        traces.append(trace)
     return LoadedTraces(traces=traces, errors=errors, lines=count)
 
 

@@ -4,14 +4,17 @@ rollback, export."""
 from __future__ import annotations
 
 import contextlib
+import errno
 from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from langgraph.store.base import BaseStore
 
 from langgraph_combee._combee import Combee
+from langgraph_combee._storage.keys import ROOT
 from langgraph_combee.cli._common import (
     DEFAULT_STORE,
     EXIT_USAGE,
@@ -50,6 +53,10 @@ OptionalVersionArg = Annotated[
 ]
 
 
+# What writing into a folder that takes no new files may answer.
+_NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT})
+
+
 class ExportFormat(str, Enum):
     """What ``combee export`` writes."""
 
@@ -58,10 +65,31 @@ class ExportFormat(str, Enum):
 
 
 @contextlib.contextmanager
-def _combee(prompt_id: str, store: str) -> Iterator[Combee]:
+def open_combee(prompt_id: str, store: str) -> Iterator[Combee]:
+    """A ``Combee`` on an existing store that holds ``prompt_id`` (else a ``CliError``)."""
     # Reading and deciding never create a store: a mistyped path should be an error.
     with open_store(store, create=False) as opened:
+        known = _prompt_ids(opened)
+        if prompt_id not in known:
+            # A mistyped id would otherwise read as an empty prompt.
+            held = ", ".join(repr(p) for p in known) if known else "no prompts yet"
+            raise CliError(f"store {store!r} has no prompt {prompt_id!r}; it holds: {held}")
         yield Combee(prompt_id=prompt_id, store=opened)
+
+
+def _prompt_ids(store: BaseStore) -> list[str]:
+    """The prompt ids with any record in the store (versions, queue or lease)."""
+    found = store.list_namespaces(prefix=(ROOT,), max_depth=2, limit=10_000)
+    return sorted({ns[1] for ns in found if len(ns) >= 2})
+
+
+def _version(version: int | None) -> None:
+    if version is not None and version < 0:
+        raise CliError(
+            f"no version {version}: versions are numbered from 0 (the initial, empty "
+            "playbook); 'combee versions' lists them",
+            EXIT_USAGE,
+        )
 
 
 def versions(
@@ -73,7 +101,7 @@ def versions(
 
     The version in force is marked with '*'.
     """
-    with _combee(prompt_id, store) as combee:
+    with open_combee(prompt_id, store) as combee:
         registry = combee.registry(tenant)
         head = registry.head()
         records = registry.history()
@@ -92,7 +120,8 @@ def show(
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
     """Show a version's metadata, its rendered playbook and the ops its guard stopped."""
-    with _combee(prompt_id, store) as combee:
+    _version(version)
+    with open_combee(prompt_id, store) as combee:
         head = combee.current(tenant=tenant)
         record = head if version is None else combee.get(version, tenant=tenant)
     console = stdout()
@@ -126,7 +155,9 @@ def diff(
     Lines start with '+' (added), '-' (removed), '~' (rewritten) or '#' (counters
     or provenance changed).
     """
-    with _combee(prompt_id, store) as combee:
+    _version(a)
+    _version(b)
+    with open_combee(prompt_id, store) as combee:
         changes = combee.registry(tenant).diff(a, b)
     console = stdout()
     console.print(f"v{a} -> v{b}: {changes.summary()}")
@@ -141,7 +172,8 @@ def approve(
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
     """Accept a pending candidate: it becomes the version in force."""
-    with _combee(prompt_id, store) as combee:
+    _version(version)
+    with open_combee(prompt_id, store) as combee:
         accepted = combee.approve(version, reason=reason, tenant=tenant)
     stdout().print(f"version {accepted.version} accepted; it is now in force")
 
@@ -154,7 +186,8 @@ def reject(
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
     """Reject a pending candidate; the version in force does not change."""
-    with _combee(prompt_id, store) as combee:
+    _version(version)
+    with open_combee(prompt_id, store) as combee:
         rejected = combee.reject(version, reason=reason, tenant=tenant)
         head = combee.current(tenant=tenant)
     stdout().print(f"version {rejected.version} rejected; version {head.version} stays in force")
@@ -171,7 +204,8 @@ def rollback(
 
     Nothing is deleted: the history keeps every version.
     """
-    with _combee(prompt_id, store) as combee:
+    _version(version)
+    with open_combee(prompt_id, store) as combee:
         restored = combee.rollback(version, reason=reason, tenant=tenant)
     stdout().print(f"rolled back to version {version}: version {restored.version} is now in force")
 
@@ -195,7 +229,8 @@ def export(
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
     """Export a version as Markdown or JSON (default: the version in force)."""
-    with _combee(prompt_id, store) as combee:
+    _version(version)
+    with open_combee(prompt_id, store) as combee:
         head = combee.current(tenant=tenant)
         record = head if version is None else combee.get(version, tenant=tenant)
     if fmt is ExportFormat.json:
@@ -209,5 +244,14 @@ def export(
         raise CliError(
             f"cannot write {output}: directory '{output.parent}' does not exist", EXIT_USAGE
         )
-    output.write_text(text, encoding="utf-8")
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        if exc.errno not in _NOT_WRITABLE:
+            raise
+        # A folder that takes no new files (/proc, a read-only mount) may answer
+        # "no such file" although it exists (checked above): say what it means.
+        raise CliError(
+            f"cannot write {output}: permission denied ({exc.strerror or exc})", EXIT_USAGE
+        ) from None
     stderr().print(f"wrote version {record.version} ({fmt.value}) to {output}")
