@@ -23,11 +23,12 @@ import collections
 import contextlib
 import itertools
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from langgraph_combee._core.types import Feedback, Trace
 from langgraph_combee._errors import ConfigurationError
@@ -69,6 +70,22 @@ class ServingStats:
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict."""
         return dict(self.__dict__)
+
+
+# Characters no store can encode: lone UTF-16 surrogates (not UTF-8) and NUL
+# (refused by PostgreSQL text and jsonb).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _storable(value: Any) -> Any:
+    """``value`` (plain JSON data) with every unstorable character made U+FFFD."""
+    if isinstance(value, str):
+        return _UNSTORABLE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    return value
 
 
 def with_feedback(trace: Trace, feedback: Feedback) -> Trace:
@@ -335,27 +352,35 @@ class CaptureBuffer:
         return len(ready)
 
     def _repair(self, ready: list[Pending]) -> bool:
-        """Fix or drop entries whose trace cannot be serialised; True if there were any.
+        """Fix or drop entries no store can hold; True if there were any.
 
         ``Trace`` fields typed ``Any`` (metadata, tool arguments) may hold objects
-        JSON cannot carry. Such a trace fails every write, which would hold every
-        trace behind it in the buffer for good; its odd values become their
-        ``repr`` instead (counted in ``stats.unserializable``), or, if even that
-        fails, it is dropped (``stats.capture_errors``).
+        JSON cannot carry, and any text may hold characters a store cannot encode
+        (a lone UTF-16 surrogate, which is not UTF-8; NUL, which PostgreSQL text
+        refuses). Such a trace fails every write, which would hold every trace
+        behind it in the buffer for good, and make a healthy store look failing.
+        Its odd values become their ``repr`` and its odd characters U+FFFD instead
+        (counted in ``stats.unserializable``), or, if even that fails, it is
+        dropped (``stats.capture_errors``).
         """
         found = False
         for pending in ready:
             assert pending.trace is not None
             try:
-                pending.trace.model_dump(mode="json")
-                continue
+                plain = pending.trace.model_dump(mode="json")
+                odd = False
             except Exception:
-                found = True
+                plain, odd = None, True
             try:
-                plain = pending.trace.model_dump(mode="json", fallback=repr)
-                repaired: Trace | None = Trace.model_validate(plain)
-            except Exception:
+                if plain is None:
+                    plain = pending.trace.model_dump(mode="json", fallback=repr)
+                clean = _storable(plain)
+                if not odd and clean == plain:
+                    continue
+                repaired: Trace | None = Trace.model_validate(clean)
+            except Exception:  # includes a RecursionError on absurdly nested values
                 repaired = None
+            found = True
             with self._lock:
                 if repaired is None:
                     self.stats.capture_errors += 1
@@ -364,9 +389,9 @@ class CaptureBuffer:
                     self.stats.unserializable += 1
                     pending.trace = repaired
             logger.error(
-                "the trace of run %s holds values JSON cannot carry; %s",
+                "the trace of run %s holds values no store can hold; %s",
                 pending.trace_id,
-                "dropped" if repaired is None else "stored with their repr()",
+                "dropped" if repaired is None else "stored with repr() and U+FFFD in their place",
             )
         return found
 

@@ -1,0 +1,60 @@
+"""A hostile review of the agent side, through the public API: each test pins one defect found.
+
+A test that could hang on a regression runs the call on a thread and joins it
+with a timeout, asserting that it finished (``finishes``). Nothing asserts on
+elapsed time.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+
+from langgraph_combee import Combee
+from langgraph_combee.testing import FunctionChatModel
+from tests.test_agent_faults import finishes
+
+
+def _agent(combee: Combee, *, lean: bool = False) -> Any:
+    return create_agent(
+        FunctionChatModel(lambda messages: "ok"), middleware=[combee.middleware(lean=lean)]
+    )
+
+
+def _ask(agent: Any, text: str, run_id: Any) -> Any:
+    return agent.invoke({"messages": [HumanMessage(text)]}, {"run_id": run_id})
+
+
+# ---------------------------------------------------------------- text no store can hold
+
+
+def _unstorable_text_does_not_block_the_buffer(conn: str, bad: str) -> None:
+    with Combee.from_conn_string(conn, prompt_id="p", flush_seconds=3600) as combee:
+        agent = _agent(combee)
+        odd, good = uuid.uuid4(), uuid.uuid4()
+        finishes(lambda: _ask(agent, f"before {bad} after", odd))
+        finishes(lambda: _ask(agent, "a plain question", good))
+        assert finishes(combee.server.flush) == 2
+        serving = combee.describe()["serving"]
+        assert (serving["buffered"], serving["store_failing"]) == (0, False)
+        assert serving["unserializable"] == 1
+        traces = {t.id: t for t in combee.queue().claim(5, holder="t")}
+        assert traces[str(odd)].input == "before \ufffd after"
+        assert str(good) in traces
+
+
+def test_a_lone_surrogate_in_a_message_does_not_block_the_buffer(tmp_path: Path) -> None:
+    # A lone UTF-16 surrogate (half an emoji, as a JSON client can send it) cannot
+    # be encoded as UTF-8: every write of its chunk failed, so no trace reached the
+    # queue again and the healthy store was reported failing.
+    _unstorable_text_does_not_block_the_buffer(str(tmp_path / "c.sqlite"), "\ud83d")
+
+
+def test_a_nul_in_a_message_does_not_block_the_buffer_on_postgres(postgres_dsn: str) -> None:
+    # PostgreSQL text refuses NUL: the same block, on the production store.
+    _unstorable_text_does_not_block_the_buffer(postgres_dsn, "\x00")
