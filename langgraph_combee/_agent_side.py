@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from langgraph_combee._core.types import Feedback, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._runtime.buffer import storable_text
 from langgraph_combee._runtime.serving import UNSCOPED
 from langgraph_combee._storage.keys import PromptSpace
 
@@ -230,6 +231,10 @@ class AgentSide:
         queue = self.queue(tenant)  # a bad tenant is the caller's error: it raises now
         if self.server.attach_feedback(trace_id, fb):
             return True
+        # The queue knows a trace by the id it could store (the buffer writes an id
+        # holding NUL or a lone surrogate with U+FFFD there); asking with the raw
+        # id would fail like a store fault, forever, and stall the feedback behind it.
+        trace_id = storable_text(trace_id)
         if self.server.store_failing():
             # Do not make the app wait on a store that is failing: keep it for the worker.
             self.server.defer_feedback(tenant, trace_id, fb)

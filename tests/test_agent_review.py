@@ -15,7 +15,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
-from langgraph_combee import Combee
+from langgraph_combee import Combee, Trace
 from langgraph_combee.testing import FunctionChatModel
 from tests.test_agent_faults import finishes
 
@@ -58,3 +58,21 @@ def test_a_lone_surrogate_in_a_message_does_not_block_the_buffer(tmp_path: Path)
 def test_a_nul_in_a_message_does_not_block_the_buffer_on_postgres(postgres_dsn: str) -> None:
     # PostgreSQL text refuses NUL: the same block, on the production store.
     _unstorable_text_does_not_block_the_buffer(postgres_dsn, "\x00")
+
+
+def test_feedback_for_a_run_id_no_store_can_hold_is_unknown_not_a_store_fault(
+    tmp_path: Path,
+) -> None:
+    # Such an id made the queue's write fail: feedback() took it for a store fault,
+    # deferred it, reported the healthy store failing and retried it forever, in
+    # front of every other deferred feedback.
+    with Combee.from_conn_string(str(tmp_path / "c.sqlite"), prompt_id="p") as combee:
+        combee.capture(Trace(id="r1", input="q"))
+        assert combee.server.flush() == 1
+        assert finishes(lambda: combee.feedback("\ud83d", correct=True)) is False
+        serving = combee.describe()["serving"]
+        assert (serving["store_failing"], serving["deferred_feedback"]) == (False, 0)
+        assert combee.feedback("r1", correct=True) is True
+        assert combee.describe()["serving"]["deferred_feedback"] == 0
+        (trace,) = combee.queue().claim(5, holder="t")
+        assert trace.feedback is not None and trace.feedback.correct is True

@@ -77,10 +77,15 @@ class ServingStats:
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
+def storable_text(text: str) -> str:
+    """``text`` with every character no store can encode made U+FFFD."""
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
 def _storable(value: Any) -> Any:
     """``value`` (plain JSON data) with every unstorable character made U+FFFD."""
     if isinstance(value, str):
-        return _UNSTORABLE.sub("\ufffd", value)
+        return storable_text(value)
     if isinstance(value, dict):
         return {_storable(k): _storable(v) for k, v in value.items()}
     if isinstance(value, list):
