@@ -172,9 +172,22 @@ class AgentSide:
         try:
             feedback = self.evaluator(trace)
         except Exception:
+            self.server.stats.evaluator_errors += 1
             logger.exception("evaluator raised on trace %s; kept without feedback", trace.id)
             return trace
-        return trace if feedback is None else trace.model_copy(update={"feedback": feedback})
+        if feedback is None:
+            return trace
+        if not isinstance(feedback, Feedback):
+            # model_copy does not validate: a dict or a str here would make the
+            # trace fail later (clipping, merging, storing) and lose the run.
+            self.server.stats.evaluator_errors += 1
+            logger.error(
+                "evaluator returned %r for trace %s, not a Feedback or None; kept without feedback",
+                feedback,
+                trace.id,
+            )
+            return trace
+        return trace.model_copy(update={"feedback": feedback})
 
     def feedback(
         self,

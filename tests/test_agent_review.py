@@ -76,3 +76,25 @@ def test_feedback_for_a_run_id_no_store_can_hold_is_unknown_not_a_store_fault(
         assert combee.describe()["serving"]["deferred_feedback"] == 0
         (trace,) = combee.queue().claim(5, holder="t")
         assert trace.feedback is not None and trace.feedback.correct is True
+
+
+# ---------------------------------------------------------------- the evaluator
+
+
+@pytest.mark.parametrize("lean", [False, True], ids=["full", "lean"])
+@pytest.mark.parametrize("garbage", [{"score": 1.0}, "good", 1.0])
+def test_an_evaluator_returning_garbage_loses_no_run(lean: bool, garbage: Any) -> None:
+    # The evaluator's value went into the trace unvalidated: building the trace
+    # then failed, the run was lost (capture_errors) and feedback() for it was False.
+    combee = Combee(prompt_id="p", evaluator=lambda trace: garbage, flush_seconds=3600)
+    try:
+        run_id = uuid.uuid4()
+        finishes(lambda: _ask(_agent(combee, lean=lean), "hello", run_id))
+        assert finishes(lambda: combee.feedback(run_id, correct=True)) is True
+        assert finishes(combee.server.flush) == 1
+        (trace,) = combee.queue().claim(5, holder="t")
+        assert trace.feedback is not None and trace.feedback.correct is True
+        serving = combee.describe()["serving"]
+        assert (serving["evaluator_errors"], serving["capture_errors"]) == (1, 0)
+    finally:
+        combee.server.close(flush=False)

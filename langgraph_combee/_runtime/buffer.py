@@ -62,6 +62,7 @@ class ServingStats:
     feedback_errors: int = 0
     truncated: int = 0
     capture_errors: int = 0
+    evaluator_errors: int = 0
     unserializable: int = 0
     bad_tenants: int = 0
     written_through: int = 0
