@@ -7,6 +7,7 @@ elapsed time.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,9 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
-from langgraph_combee import Combee, Trace
+from langgraph_combee import Combee, Feedback, Trace
 from langgraph_combee.testing import FunctionChatModel
-from tests.test_agent_faults import finishes
+from tests.test_agent_faults import JOIN, finishes
 
 
 def _agent(combee: Combee, *, lean: bool = False) -> Any:
@@ -97,4 +98,38 @@ def test_an_evaluator_returning_garbage_loses_no_run(lean: bool, garbage: Any) -
         serving = combee.describe()["serving"]
         assert (serving["evaluator_errors"], serving["capture_errors"]) == (1, 0)
     finally:
+        combee.server.close(flush=False)
+
+
+def test_feedback_never_waits_for_a_hanging_evaluator() -> None:
+    # feedback() built a deferred trace itself (running the evaluator) or waited
+    # for the build in progress: with an evaluator stuck on a slow grader, every
+    # feedback() call for a buffered run hung the app's request.
+    release = threading.Event()
+    entered = threading.Event()
+
+    def evaluator(trace: Trace) -> Feedback:
+        entered.set()
+        release.wait()
+        return Feedback(score=0.5)
+
+    combee = Combee(prompt_id="p", evaluator=evaluator, flush_seconds=3600)
+    try:
+        agent = _agent(combee)
+        first, second = uuid.uuid4(), uuid.uuid4()
+        finishes(lambda: _ask(agent, "one", first))
+        finishes(lambda: _ask(agent, "two", second))
+        flushing = threading.Thread(target=combee.server.flush, daemon=True)
+        flushing.start()
+        assert entered.wait(JOIN)  # the flush is building the first trace, stuck
+        assert finishes(lambda: combee.feedback(first, correct=True)) is True
+        assert finishes(lambda: combee.feedback(second, correct=False)) is True
+        release.set()
+        flushing.join(JOIN)
+        assert not flushing.is_alive()
+        traces = {t.id: t for t in combee.queue().claim(5, holder="t")}
+        got = [traces[str(r)].feedback for r in (first, second)]
+        assert [(f.score, f.correct) for f in got if f is not None] == [(0.5, True), (0.5, False)]
+    finally:
+        release.set()
         combee.server.close(flush=False)

@@ -115,6 +115,10 @@ class Pending:
     sent: bool = False  # its trace was handed to a store write that has not returned
     written: bool = False  # the queue holds it; ``late`` feedback is still to deliver
     late: list[Feedback] = field(default_factory=list)
+    # Feedback given before the trace was built: merged in when it is, so that
+    # feedback() never waits for a build (and the user's evaluator it runs).
+    early: list[Feedback] = field(default_factory=list)
+    failed: bool = False  # its deferred build raised: there will be no trace
     # Reentrant: an evaluator (run by the build) that calls feedback() for its own
     # run finds the build in progress instead of waiting for itself.
     building: threading.RLock = field(default_factory=threading.RLock)
@@ -191,7 +195,7 @@ class CaptureBuffer:
                 if oldest is None:
                     oldest = next(iter(self._entries.values()))
                 del self._entries[oldest.seq]
-                self.stats.feedback_dropped += len(oldest.late)
+                self.stats.feedback_dropped += len(oldest.late) + len(oldest.early)
             pending.seq = next(self._seq)
             pending.sending = sending
             self._entries[pending.seq] = pending
@@ -227,26 +231,37 @@ class CaptureBuffer:
                     "cannot build the trace of run %s; it is not captured", pending.trace_id
                 )
                 with self._lock:
+                    pending.failed = True
                     self.stats.capture_errors += 1
+                    self.stats.feedback_dropped += len(pending.early)
+                    pending.early.clear()
                 return False
-            if pending.hold_seconds > 0 and trace.feedback is None:
-                pending.hold_until = pending.captured_at + pending.hold_seconds
-            pending.trace = trace
+            with self._lock:
+                for feedback in pending.early:
+                    trace = with_feedback(trace, feedback)
+                pending.early.clear()
+                if pending.hold_seconds > 0 and trace.feedback is None:
+                    pending.hold_until = pending.captured_at + pending.hold_seconds
+                pending.trace = trace
             return True
 
     # ---- feedback ----------------------------------------------------------
 
     def attach(self, trace_id: str, feedback: Feedback) -> bool:
-        """Merge ``feedback`` into a trace still in the buffer; False if none is there."""
+        """Merge ``feedback`` into a trace still in the buffer; False if none is there.
+
+        Never builds a deferred trace (nor waits for a build in progress): the
+        build runs the user's evaluator, which may be slow or hang. Feedback for
+        a trace not built yet is merged in when it is (and counted in
+        ``stats.feedback_dropped`` if that build fails).
+        """
         with self._lock:
-            candidates = [p for p in self._entries.values() if p.trace_id == trace_id]
-        for pending in candidates:
-            if not self.built(pending):
-                continue
-            with self._lock:
-                if self._entries.get(pending.seq) is not pending:
-                    continue  # written and let go meanwhile: the queue has it now
-                assert pending.trace is not None
+            for pending in self._entries.values():
+                if pending.trace_id != trace_id or pending.failed:
+                    continue
+                if pending.trace is None:
+                    pending.early.append(feedback)
+                    return True
                 pending.trace = with_feedback(pending.trace, feedback)
                 if pending.sent:
                     # The write in progress carries the trace without it.

@@ -380,8 +380,8 @@ class Server:
     ) -> None:
         """Buffer a run whose trace ``build()`` makes later, off the agent's hot path.
 
-        The worker thread builds it when it flushes (or ``attach_feedback`` does, when
-        feedback for ``trace_id`` arrives first). A ``build`` that raises loses that
+        The worker thread builds it when it flushes (feedback for ``trace_id`` that
+        arrives first is kept and merged in then). A ``build`` that raises loses that
         one trace, logged and counted in ``stats.capture_errors``. In write-through
         mode it is built and written at once.
         """
