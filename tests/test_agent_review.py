@@ -133,3 +133,35 @@ def test_feedback_never_waits_for_a_hanging_evaluator() -> None:
     finally:
         release.set()
         combee.server.close(flush=False)
+
+
+# ---------------------------------------------------------------- write-through, async
+
+
+@pytest.mark.parametrize("lean", [False, True], ids=["full", "lean"])
+def test_write_through_in_async_runs_on_an_async_store_writes_through(
+    tmp_path: Path, lean: bool
+) -> None:
+    # The async hooks wrote the store from the event loop's thread, which an
+    # AsyncSqliteStore (like AsyncPostgresStore) refuses: every run fell back to
+    # the buffer and the healthy store was reported failing.
+    import asyncio
+
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    async def main() -> tuple[dict[str, Any], str | None]:
+        async with AsyncSqliteStore.from_conn_string(str(tmp_path / "a.sqlite")) as store:
+            await store.setup()
+            combee = Combee(prompt_id="p", store=store, durability="write_through")
+            try:
+                run_id = uuid.uuid4()
+                agent = _agent(combee, lean=lean)
+                await agent.ainvoke({"messages": [HumanMessage("hello")]}, {"run_id": run_id})
+                return combee.describe()["serving"], await combee.queue().astatus(str(run_id))
+            finally:
+                await asyncio.to_thread(combee.server.close, flush=False)
+
+    serving, status = finishes(lambda: asyncio.run(main()))
+    assert status == "pending"
+    assert (serving["written_through"], serving["write_through_fallbacks"]) == (1, 0)
+    assert serving["store_failing"] is False
