@@ -37,6 +37,14 @@ logger = logging.getLogger("langgraph_combee")
 _MAX_REPORTED = 100
 
 
+def _shown(value: object) -> str:
+    """``repr(value)``, or its type's name if even that raises."""
+    try:
+        return repr(value)
+    except Exception:
+        return f"a {type(value).__name__}"
+
+
 class Evaluator(Protocol):
     """Scores a captured trace: ``(trace) -> Feedback | None``."""
 
@@ -87,11 +95,16 @@ class AgentSide:
         except Exception as exc:
             self._bad_tenant(f"scope(config) raised {exc!r}", type(exc).__name__, exc)
             return UNSCOPED
-        if tenant is None or tenant == "":
+        if tenant is None:
             return None
+        # The type first: comparing an arbitrary object (== "") runs its __eq__,
+        # which may raise outside this guard.
         if not isinstance(tenant, str):
-            self._bad_tenant(f"scope(config) returned {tenant!r}, not str | None", repr(tenant))
+            shown = _shown(tenant)
+            self._bad_tenant(f"scope(config) returned {shown}, not str | None", shown)
             return UNSCOPED
+        if tenant == "":
+            return None
         try:
             PromptSpace(self._combee().prompt_id, tenant)
         except ConfigurationError as exc:

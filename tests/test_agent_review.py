@@ -165,3 +165,35 @@ def test_write_through_in_async_runs_on_an_async_store_writes_through(
     assert status == "pending"
     assert (serving["written_through"], serving["write_through_fallbacks"]) == (1, 0)
     assert serving["store_failing"] is False
+
+
+# ---------------------------------------------------------------- scope
+
+
+class _Hostile:
+    """A tenant value whose comparison and repr raise."""
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("no comparing me")
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no printing me")
+
+
+@pytest.mark.parametrize("lean", [False, True], ids=["full", "lean"])
+def test_a_scope_returning_a_hostile_object_is_counted_and_not_captured(lean: bool) -> None:
+    # The scope's value was compared with "" before its type was checked: the
+    # object's __eq__ raised past the scope guard, the run lost its pin, and it
+    # was captured into the shared playbook, uncounted.
+    combee = Combee(prompt_id="p", scope=lambda config: _Hostile(), flush_seconds=3600)
+    try:
+        answer = finishes(lambda: _ask(_agent(combee, lean=lean), "hello", uuid.uuid4()))
+        assert answer["messages"][-1].text == "ok"
+        assert finishes(combee.server.flush) == 0
+        serving = combee.describe()["serving"]
+        assert serving["bad_tenants"] >= 1
+        assert serving["captured"] == 0
+    finally:
+        combee.server.close(flush=False)
