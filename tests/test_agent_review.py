@@ -197,3 +197,33 @@ def test_a_scope_returning_a_hostile_object_is_counted_and_not_captured(lean: bo
         assert serving["captured"] == 0
     finally:
         combee.server.close(flush=False)
+
+
+# ---------------------------------------------------------------- close() with runs in flight
+
+
+def test_a_run_finishing_after_close_is_counted_not_retried_forever(tmp_path: Path) -> None:
+    # A run in flight when close() closed the store restarted the serving thread,
+    # which then retried its write against the closed store on every flush, for
+    # good (flush_errors growing, a warning each time), reporting it "buffered".
+    combee = Combee.from_conn_string(str(tmp_path / "c.sqlite"), prompt_id="p")
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(messages: Any) -> str:
+        entered.set()
+        release.wait()
+        return "ok"
+
+    agent = create_agent(FunctionChatModel(slow), middleware=[combee.middleware()])
+    run_id = uuid.uuid4()
+    running = threading.Thread(target=lambda: _ask(agent, "hello", run_id), daemon=True)
+    running.start()
+    assert entered.wait(JOIN)
+    finishes(combee.close)
+    release.set()
+    running.join(JOIN)
+    assert not running.is_alive()
+    assert finishes(lambda: combee.feedback(run_id, correct=True)) is True
+    serving = combee.describe()["serving"]
+    assert (serving["dropped"], serving["buffered"], serving["flush_errors"]) == (1, 0, 0)
+    assert serving["feedback_dropped"] == 1
