@@ -250,7 +250,9 @@ class CombeeMiddleware(AgentMiddleware[CombeeState, Any, Any]):
         if not self.capture:
             return None
         if write_through(self.combee):
-            await asyncio.to_thread(self._guard, "after_agent", lambda: self._capture(state, runtime))
+            await asyncio.to_thread(
+                self._guard, "after_agent", lambda: self._capture(state, runtime)
+            )
         else:
             self._guard("after_agent", lambda: self._capture(state, runtime))
         return None

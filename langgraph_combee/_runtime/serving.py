@@ -502,7 +502,6 @@ class Server:
         if flush:
             self.flush()
 
-
     def retire(self) -> None:
         """Close for good (the store is about to be closed): later captures are dropped, counted."""
         self.retired = True
