@@ -18,7 +18,7 @@ from langchain_core.messages import HumanMessage
 
 from langgraph_combee import Combee, Feedback, Trace
 from langgraph_combee.testing import FunctionChatModel
-from tests.test_agent_faults import JOIN, finishes
+from tests.test_agent_faults import JOIN, GatedStore, _kind, finishes
 
 
 def _agent(combee: Combee, *, lean: bool = False) -> Any:
@@ -227,3 +227,48 @@ def test_a_run_finishing_after_close_is_counted_not_retried_forever(tmp_path: Pa
     serving = combee.describe()["serving"]
     assert (serving["dropped"], serving["buffered"], serving["flush_errors"]) == (1, 0, 0)
     assert serving["feedback_dropped"] == 1
+
+
+# ---------------------------------------------------------------- feedback after a write
+
+
+class _Countdown(GatedStore):
+    """A ``GatedStore`` whose ``queue_index`` batches fail once ``allowed`` more have run."""
+
+    allowed: int | None = None
+
+    def batch(self, ops: Any) -> Any:
+        ops = list(ops)
+        if any(_kind(op) == "queue_index" for op in ops) and self.allowed is not None:
+            if self.allowed == 0:
+                raise ConnectionError("store unavailable (_Countdown)")
+            self.allowed -= 1
+        return super().batch(ops)
+
+
+def test_feedback_for_a_written_trace_awaiting_late_delivery_reaches_the_queue() -> None:
+    # A trace written while feedback was given stays in the buffer until that late
+    # feedback is delivered. Feedback given in that state was merged into the
+    # in-memory copy only (returning True) and never reached the queue.
+    store = _Countdown()
+    combee = Combee(prompt_id="p", store=store, flush_seconds=3600)
+    try:
+        combee.capture(Trace(id="r1", input="q"))
+        store.gate("queue")  # the entry write pauses
+        flushing = threading.Thread(target=combee.server.flush, daemon=True)
+        flushing.start()
+        assert store.entered.wait(JOIN)
+        assert combee.feedback("r1", correct=False) is True  # late: during the write
+        store.allowed = 1  # the write's index put succeeds, the delivery then fails
+        store.release.set()
+        flushing.join(JOIN)
+        assert not flushing.is_alive()
+        assert combee.feedback("r1", ground_truth="FIN") is True  # written, late pending
+        store.allowed = None
+        combee.server.flush()
+        (trace,) = combee.queue().claim(5, holder="t")
+        assert trace.feedback is not None
+        assert (trace.feedback.correct, trace.feedback.ground_truth) == (False, "FIN")
+    finally:
+        store.release.set()
+        combee.server.close(flush=False)

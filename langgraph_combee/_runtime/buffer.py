@@ -263,8 +263,9 @@ class CaptureBuffer:
                     pending.early.append(feedback)
                     return True
                 pending.trace = with_feedback(pending.trace, feedback)
-                if pending.sent:
-                    # The write in progress carries the trace without it.
+                if pending.sent or pending.written:
+                    # The write in progress (or done: the queue holds the trace,
+                    # its late feedback still to deliver) carries it without this.
                     pending.late.append(feedback)
                 return True
         return False
