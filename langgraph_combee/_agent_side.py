@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from langgraph_combee._core.types import Feedback, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._runtime.buffer import storable_text
 from langgraph_combee._runtime.serving import UNSCOPED
 from langgraph_combee._storage.keys import PromptSpace
 
@@ -36,6 +37,14 @@ logger = logging.getLogger("langgraph_combee")
 
 # Distinct bad ``scope`` values logged, at most (each is still counted).
 _MAX_REPORTED = 100
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, or its type's name if even that raises."""
+    try:
+        return repr(value)
+    except Exception:
+        return f"a {type(value).__name__}"
 
 
 class Evaluator(Protocol):
@@ -90,11 +99,16 @@ class AgentSide:
         except Exception as exc:
             self._bad_tenant(f"scope(config) raised {exc!r}", type(exc).__name__, exc)
             return UNSCOPED
-        if tenant is None or tenant == "":
+        if tenant is None:
             return None
+        # The type first: comparing an arbitrary object (== "") runs its __eq__,
+        # which may raise outside this guard.
         if not isinstance(tenant, str):
-            self._bad_tenant(f"scope(config) returned {tenant!r}, not str | None", repr(tenant))
+            shown = _shown(tenant)
+            self._bad_tenant(f"scope(config) returned {shown}, not str | None", shown)
             return UNSCOPED
+        if tenant == "":
+            return None
         try:
             PromptSpace(self._combee().prompt_id, tenant)
         except ConfigurationError as exc:
@@ -183,9 +197,22 @@ class AgentSide:
         try:
             feedback = self.evaluator(trace)
         except Exception:
+            self.server.stats.evaluator_errors += 1
             logger.exception("evaluator raised on trace %s; kept without feedback", trace.id)
             return trace
-        return trace if feedback is None else trace.model_copy(update={"feedback": feedback})
+        if feedback is None:
+            return trace
+        if not isinstance(feedback, Feedback):
+            # model_copy does not validate: a dict or a str here would make the
+            # trace fail later (clipping, merging, storing) and lose the run.
+            self.server.stats.evaluator_errors += 1
+            logger.error(
+                "evaluator returned %r for trace %s, not a Feedback or None; kept without feedback",
+                feedback,
+                trace.id,
+            )
+            return trace
+        return trace.model_copy(update={"feedback": feedback})
 
     def feedback(
         self,
@@ -221,6 +248,10 @@ class AgentSide:
         )
         if self.server.attach_feedback(trace_id, fb):
             return True
+        # The queue knows a trace by the id it could store (the buffer writes an id
+        # holding NUL or a lone surrogate with U+FFFD there); asking with the raw
+        # id would fail like a store fault, forever, and stall the feedback behind it.
+        trace_id = storable_text(trace_id)
         if self.server.store_failing():
             # Do not make the app wait on a store that is failing: keep it for the worker.
             self.server.defer_feedback(tenant, trace_id, fb)
@@ -252,6 +283,10 @@ class AgentSide:
         )
         if await asyncio.to_thread(self.server.attach_feedback, trace_id, fb):
             return True
+        # The queue knows a trace by the id it could store (the buffer writes an id
+        # holding NUL or a lone surrogate with U+FFFD there); asking with the raw
+        # id would fail like a store fault, forever, and stall the feedback behind it.
+        trace_id = storable_text(trace_id)
         if self.server.store_failing():
             self.server.defer_feedback(tenant, trace_id, fb)
             return True

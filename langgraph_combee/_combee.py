@@ -776,6 +776,9 @@ class Combee(AgentSide):
         finally:
             owned, self._owned = self._owned, None
             if owned is not None:
+                # Runs still in flight must not restart the serving thread against
+                # a closed store (it would retry their writes forever).
+                self.server.retire()
                 owned.close()
 
     async def aclose(self, timeout: float | None = 30.0) -> None:

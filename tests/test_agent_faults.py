@@ -153,8 +153,12 @@ def test_feedback_for_a_run_whose_deferred_build_raises_does_not_deadlock() -> N
             raise ValueError("cannot build")
 
         combee.capture_later("bad", broken)
-        assert finishes(lambda: combee.feedback("bad", correct=True)) is False
+        # Kept without building (feedback() never runs the build); lost, and
+        # counted, when the build fails.
+        assert finishes(lambda: combee.feedback("bad", correct=True)) is True
+        assert finishes(combee.server.flush) == 0
         assert combee.server.stats.capture_errors == 1
+        assert combee.server.stats.feedback_dropped == 1
         assert finishes(lambda: combee.server.head(None)).version == 0
     finally:
         combee.server.close(flush=False)
@@ -173,6 +177,7 @@ def test_the_evaluator_runs_outside_the_serving_lock() -> None:
     try:
         combee.capture_later("r1", lambda: Trace(id="r1", input="q", output="a"))
         assert finishes(lambda: combee.feedback("r1", comment="late"))
+        assert finishes(combee.server.flush) == 1  # the build (and the evaluator) runs here
         assert seen == [0]
     finally:
         combee.server.close(flush=False)

@@ -23,11 +23,12 @@ import collections
 import contextlib
 import itertools
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from langgraph_combee._core.types import Feedback, Trace
 from langgraph_combee._errors import ConfigurationError
@@ -61,6 +62,7 @@ class ServingStats:
     feedback_errors: int = 0
     truncated: int = 0
     capture_errors: int = 0
+    evaluator_errors: int = 0
     unserializable: int = 0
     bad_tenants: int = 0
     written_through: int = 0
@@ -69,6 +71,27 @@ class ServingStats:
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict."""
         return dict(self.__dict__)
+
+
+# Characters no store can encode: lone UTF-16 surrogates (not UTF-8) and NUL
+# (refused by PostgreSQL text and jsonb).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """``text`` with every character no store can encode made U+FFFD."""
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
+def _storable(value: Any) -> Any:
+    """``value`` (plain JSON data) with every unstorable character made U+FFFD."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    return value
 
 
 def with_feedback(trace: Trace, feedback: Feedback) -> Trace:
@@ -92,6 +115,10 @@ class Pending:
     sent: bool = False  # its trace was handed to a store write that has not returned
     written: bool = False  # the queue holds it; ``late`` feedback is still to deliver
     late: list[Feedback] = field(default_factory=list)
+    # Feedback given before the trace was built: merged in when it is, so that
+    # feedback() never waits for a build (and the user's evaluator it runs).
+    early: list[Feedback] = field(default_factory=list)
+    failed: bool = False  # its deferred build raised: there will be no trace
     # Reentrant: an evaluator (run by the build) that calls feedback() for its own
     # run finds the build in progress instead of waiting for itself.
     building: threading.RLock = field(default_factory=threading.RLock)
@@ -168,7 +195,7 @@ class CaptureBuffer:
                 if oldest is None:
                     oldest = next(iter(self._entries.values()))
                 del self._entries[oldest.seq]
-                self.stats.feedback_dropped += len(oldest.late)
+                self.stats.feedback_dropped += len(oldest.late) + len(oldest.early)
             pending.seq = next(self._seq)
             pending.sending = sending
             self._entries[pending.seq] = pending
@@ -204,29 +231,41 @@ class CaptureBuffer:
                     "cannot build the trace of run %s; it is not captured", pending.trace_id
                 )
                 with self._lock:
+                    pending.failed = True
                     self.stats.capture_errors += 1
+                    self.stats.feedback_dropped += len(pending.early)
+                    pending.early.clear()
                 return False
-            if pending.hold_seconds > 0 and trace.feedback is None:
-                pending.hold_until = pending.captured_at + pending.hold_seconds
-            pending.trace = trace
+            with self._lock:
+                for feedback in pending.early:
+                    trace = with_feedback(trace, feedback)
+                pending.early.clear()
+                if pending.hold_seconds > 0 and trace.feedback is None:
+                    pending.hold_until = pending.captured_at + pending.hold_seconds
+                pending.trace = trace
             return True
 
     # ---- feedback ----------------------------------------------------------
 
     def attach(self, trace_id: str, feedback: Feedback) -> bool:
-        """Merge ``feedback`` into a trace still in the buffer; False if none is there."""
+        """Merge ``feedback`` into a trace still in the buffer; False if none is there.
+
+        Never builds a deferred trace (nor waits for a build in progress): the
+        build runs the user's evaluator, which may be slow or hang. Feedback for
+        a trace not built yet is merged in when it is (and counted in
+        ``stats.feedback_dropped`` if that build fails).
+        """
         with self._lock:
-            candidates = [p for p in self._entries.values() if p.trace_id == trace_id]
-        for pending in candidates:
-            if not self.built(pending):
-                continue
-            with self._lock:
-                if self._entries.get(pending.seq) is not pending:
-                    continue  # written and let go meanwhile: the queue has it now
-                assert pending.trace is not None
+            for pending in self._entries.values():
+                if pending.trace_id != trace_id or pending.failed:
+                    continue
+                if pending.trace is None:
+                    pending.early.append(feedback)
+                    return True
                 pending.trace = with_feedback(pending.trace, feedback)
-                if pending.sent:
-                    # The write in progress carries the trace without it.
+                if pending.sent or pending.written:
+                    # The write in progress (or done: the queue holds the trace,
+                    # its late feedback still to deliver) carries it without this.
                     pending.late.append(feedback)
                 return True
         return False
@@ -335,27 +374,35 @@ class CaptureBuffer:
         return len(ready)
 
     def _repair(self, ready: list[Pending]) -> bool:
-        """Fix or drop entries whose trace cannot be serialised; True if there were any.
+        """Fix or drop entries no store can hold; True if there were any.
 
         ``Trace`` fields typed ``Any`` (metadata, tool arguments) may hold objects
-        JSON cannot carry. Such a trace fails every write, which would hold every
-        trace behind it in the buffer for good; its odd values become their
-        ``repr`` instead (counted in ``stats.unserializable``), or, if even that
-        fails, it is dropped (``stats.capture_errors``).
+        JSON cannot carry, and any text may hold characters a store cannot encode
+        (a lone UTF-16 surrogate, which is not UTF-8; NUL, which PostgreSQL text
+        refuses). Such a trace fails every write, which would hold every trace
+        behind it in the buffer for good, and make a healthy store look failing.
+        Its odd values become their ``repr`` and its odd characters U+FFFD instead
+        (counted in ``stats.unserializable``), or, if even that fails, it is
+        dropped (``stats.capture_errors``).
         """
         found = False
         for pending in ready:
             assert pending.trace is not None
             try:
-                pending.trace.model_dump(mode="json")
-                continue
+                plain = pending.trace.model_dump(mode="json")
+                odd = False
             except Exception:
-                found = True
+                plain, odd = None, True
             try:
-                plain = pending.trace.model_dump(mode="json", fallback=repr)
-                repaired: Trace | None = Trace.model_validate(plain)
-            except Exception:
+                if plain is None:
+                    plain = pending.trace.model_dump(mode="json", fallback=repr)
+                clean = _storable(plain)
+                if not odd and clean == plain:
+                    continue
+                repaired: Trace | None = Trace.model_validate(clean)
+            except Exception:  # includes a RecursionError on absurdly nested values
                 repaired = None
+            found = True
             with self._lock:
                 if repaired is None:
                     self.stats.capture_errors += 1
@@ -364,9 +411,9 @@ class CaptureBuffer:
                     self.stats.unserializable += 1
                     pending.trace = repaired
             logger.error(
-                "the trace of run %s holds values JSON cannot carry; %s",
+                "the trace of run %s holds values no store can hold; %s",
                 pending.trace_id,
-                "dropped" if repaired is None else "stored with their repr()",
+                "dropped" if repaired is None else "stored with repr() and U+FFFD in their place",
             )
         return found
 

@@ -52,7 +52,13 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from langgraph_combee._combee import Combee
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._runtime.middleware import ModelCallResult, capture_run, guarded, serve
+from langgraph_combee._runtime.middleware import (
+    ModelCallResult,
+    capture_run,
+    guarded,
+    serve,
+    write_through,
+)
 from langgraph_combee._runtime.runs import (
     child_metadata,
     current_config,
@@ -175,7 +181,11 @@ class LeanCombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return await handler(request)
         with child_metadata(call.metadata):
             response = await handler(call.request)
-        self._end(call, response)
+        if write_through(self.combee):
+            # The capture writes the store: off the loop (see CombeeMiddleware.aafter_agent).
+            await asyncio.to_thread(self._end, call, response)
+        else:
+            self._end(call, response)
         return response
 
     # ---- pin and serve ----------------------------------------------------

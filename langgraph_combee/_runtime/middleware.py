@@ -239,8 +239,21 @@ class CombeeMiddleware(AgentMiddleware[CombeeState, Any, Any]):
     async def aafter_agent(
         self, state: CombeeState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        """Async ``after_agent``: the same memory-only work."""
-        if self.capture:
+        """Async ``after_agent``: the same work.
+
+        Memory only, on the event loop; except in ``durability="write_through"``
+        mode, where the store write runs on a worker thread: it must neither block
+        the loop nor be refused by an async-only store, which rejects synchronous
+        calls from the loop's thread (every run would then fall back to the
+        buffer, with the healthy store reported failing).
+        """
+        if not self.capture:
+            return None
+        if write_through(self.combee):
+            await asyncio.to_thread(
+                self._guard, "after_agent", lambda: self._capture(state, runtime)
+            )
+        else:
             self._guard("after_agent", lambda: self._capture(state, runtime))
         return None
 
@@ -314,6 +327,11 @@ def capture_run(
         return
     # Building the trace is most of capture's cost: the serving thread does it.
     combee.capture_later(run.id, lambda: trace_from_messages(messages, run, start=start))
+
+
+def write_through(combee: Combee) -> bool:
+    """Whether capturing a run writes the store (so async hooks must leave the loop)."""
+    return combee.server.settings.durability == "write_through"
 
 
 def guarded(combee: Combee, where: str, call: Callable[[], T]) -> T | None:

@@ -164,6 +164,7 @@ class Server:
         self._thread: threading.Thread | None = None
         self.stats = ServingStats()
         self.closed = False  # closed by its owner: the exit hook leaves it alone
+        self.retired = False  # its store is closed for good: nothing more is captured
         self.listeners: list[Callable[[PromptVersion, PromptVersion | None], None]] = []
         self._buffer = CaptureBuffer(
             queue_for=queue_for,
@@ -380,14 +381,21 @@ class Server:
     ) -> None:
         """Buffer a run whose trace ``build()`` makes later, off the agent's hot path.
 
-        The worker thread builds it when it flushes (or ``attach_feedback`` does, when
-        feedback for ``trace_id`` arrives first). A ``build`` that raises loses that
+        The worker thread builds it when it flushes (feedback for ``trace_id`` that
+        arrives first is kept and merged in then). A ``build`` that raises loses that
         one trace, logged and counted in ``stats.capture_errors``. In write-through
         mode it is built and written at once.
         """
         self._admit(self._buffer.pending(trace_id, None, build=build, hold_seconds=hold_seconds))
 
     def _admit(self, pending: Pending) -> None:
+        if self.retired:
+            # A run that was in flight when its Combee closed the store: there is
+            # nowhere to write it, and no worker must be started to retry forever.
+            with self._lock:
+                self.stats.dropped += 1
+            logger.warning("run %s finished after close(); not captured", pending.trace_id)
+            return
         through = self.settings.durability == "write_through"
         if through and self.store_failing():
             with self._lock:
@@ -421,6 +429,10 @@ class Server:
 
     def defer_feedback(self, tenant: str | None, trace_id: str, feedback: Feedback) -> None:
         """Keep feedback the store could not take; the worker retries it on every flush."""
+        if self.retired:
+            with self._lock:
+                self.stats.feedback_dropped += 1
+            return
         self._buffer.defer(tenant, trace_id, feedback)
         self._ensure_worker()
 
@@ -449,7 +461,7 @@ class Server:
 
     def _ensure_worker(self) -> None:
         with self._lock:
-            if self._thread is not None and self._thread.is_alive():
+            if self.retired or (self._thread is not None and self._thread.is_alive()):
                 return
             self._stop.clear()
             self.closed = False
@@ -489,6 +501,11 @@ class Server:
         self._thread = None
         if flush:
             self.flush()
+
+    def retire(self) -> None:
+        """Close for good (the store is about to be closed): later captures are dropped, counted."""
+        self.retired = True
+        self.close(flush=False)
 
 
 def _flush_at_exit(ref: weakref.ReferenceType[Server]) -> None:
