@@ -136,11 +136,12 @@ class AgentSide:
             return head
         return picked if isinstance(picked, PromptVersion) else head
 
-    def _bind_platform_store(self) -> None:
-        """Bind ``store="platform"`` to the store of the LangGraph run in context."""
+    def _bind_platform_store(self) -> bool:
+        """Bind ``store="platform"`` to the server's store; False while it is unknown."""
         store = self._platform_store
         if store is not None and store.bind():
             self._platform_store = None
+        return self._platform_store is None
 
     def version_for_run(self, tenant: str | None, version: int) -> PromptVersion:
         """The version a run was pinned to (from memory when possible)."""

@@ -23,7 +23,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_combee import Combee, ManualApproval
 from langgraph_combee._combee import _stop_started_at_exit
 from langgraph_combee.errors import ConfigurationError, StoreError
-from langgraph_combee.platform import PlatformStore, registered, shared_combee
+from langgraph_combee.platform import PlatformStore, _store, registered, shared_combee
 from langgraph_combee.platform._shared import DEV_LEASE_SECONDS, forget
 from langgraph_combee.testing import FunctionChatModel, fake_learner
 from tests.helpers import failing_traces
@@ -51,6 +51,7 @@ class AsyncOnlyStore(BaseStore):
 
 
 def _forget_all() -> None:
+    _store._server_store = None  # a run in one test showed "the server's store"
     for prompt_id in registered():
         combee = forget(prompt_id)
         if combee is not None:
@@ -383,3 +384,39 @@ def test_feedback_sent_while_its_trace_is_being_flushed_is_not_lost(call: str) -
     claimed = combee.queue().claim(10, holder="t", visibility_seconds=60)
     assert [t.feedback.correct for t in claimed if t.feedback is not None] == [True]
     combee.close()
+
+
+# ---- review: hand-built Combee(store="platform") objects ------------------
+
+
+def _run_once(combee: Combee, store: BaseStore, run_id: str) -> None:
+    """One agent run through ``combee``'s middleware on ``store`` (the server's run)."""
+    agent = create_agent(
+        FunctionChatModel(lambda messages: "ok"),
+        tools=[],
+        middleware=[combee.middleware()],
+        store=store,
+    )
+    agent.invoke({"messages": [{"role": "user", "content": "hi"}]}, config={"run_id": run_id})
+
+
+async def test_a_learner_started_before_the_first_run_waits_without_errors() -> None:
+    """``combee.start()`` at import runs before any run has shown the server's store."""
+    combee = Combee(prompt_id="early", model=fake_learner(), store="platform")
+    assert await combee.learner.tick() == 0  # nothing to learn from yet, and no error
+    assert combee.learner.stats.tick_errors == 0
+    server_store = InMemoryStore()
+    await asyncio.to_thread(_run_once, combee, server_store, "r-early")
+    await combee.learner.tick()  # bound now: the captured run is flushed to the server's store
+    assert combee.queue().pending_count() == 1
+
+
+def test_the_first_run_binds_every_platform_store_of_the_process() -> None:
+    """The server loads a graph file once per graph: a second copy must bind too."""
+    ran = Combee(prompt_id="copy", store="platform")
+    other = Combee(prompt_id="copy", store="platform")  # the module's second copy: no run
+    server_store = InMemoryStore()
+    _run_once(ran, server_store, "r-copy")
+    assert isinstance(other.store, PlatformStore)
+    assert other.store.bind() and other.store.inner is server_store
+    assert other.current().version == 0

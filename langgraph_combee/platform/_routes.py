@@ -39,7 +39,7 @@ from langgraph_combee._errors import (
     VersionNotFoundError,
 )
 from langgraph_combee.platform._shared import registered
-from langgraph_combee.platform._store import PlatformStore
+from langgraph_combee.platform._store import PlatformStore, remember_server_store
 
 try:
     from starlette.applications import Starlette
@@ -282,12 +282,12 @@ async def lifespan(app: object) -> AsyncIterator[None]:
     stand by); stopping releases it, so the next process learns at once.
     """
     started: list[Combee] = []
-    store = None
+    store = await _server_store()
+    if store is not None:
+        remember_server_store(store)  # for hand-built Combee(store="platform") objects too
     for combee in registered().values():
-        if isinstance(combee.store, PlatformStore) and not combee.store.bound:
-            store = store or await _server_store()
-            if store is not None:
-                combee.store.bind(store)
+        if isinstance(combee.store, PlatformStore) and store is not None:
+            combee.store.bind(store)
         if combee.model is not None:
             await combee.astart()
             started.append(combee)
