@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from langgraph_combee._core.types import Feedback, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._runtime.limits import clip_feedback
 from langgraph_combee._runtime.serving import UNSCOPED
 from langgraph_combee._storage.keys import PromptSpace
 
@@ -296,7 +297,7 @@ class AgentSide:
         if run_id is None or not str(run_id).strip():
             raise ConfigurationError("run_id", run_id, "the run's id: a UUID or a non-empty str")
         queue = self.queue(tenant)  # a bad tenant is the caller's error: it raises now
-        return str(run_id), fb, queue
+        return str(run_id), clip_feedback(fb, self.server.settings.limits), queue
 
     def _feedback_deferred(
         self, tenant: str | None, trace_id: str, fb: Feedback, exc: Exception

@@ -22,6 +22,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee import Combee, ManualApproval
 from langgraph_combee._combee import _stop_started_at_exit
+from langgraph_combee._runtime.limits import TraceLimits
 from langgraph_combee.errors import ConfigurationError, StoreError
 from langgraph_combee.platform import PlatformStore, _store, registered, shared_combee
 from langgraph_combee.platform._shared import DEV_LEASE_SECONDS, forget
@@ -420,3 +421,25 @@ def test_the_first_run_binds_every_platform_store_of_the_process() -> None:
     assert isinstance(other.store, PlatformStore)
     assert other.store.bind() and other.store.inner is server_store
     assert other.current().version == 0
+
+
+@pytest.mark.parametrize("where", ["memory", "queue"])
+async def test_late_feedback_is_cut_to_the_trace_limits_like_captured_feedback(where: str) -> None:
+    """The feedback route takes any body: a huge comment must not reach the store whole."""
+    store = InMemoryStore()
+    combee = Combee(prompt_id="huge", store=store, feedback_wait_seconds=60)
+    trace = failing_traces(1)[0]
+    combee.capture(trace)
+    if where == "queue":
+        await asyncio.to_thread(combee.server.flush)
+    huge = "x" * 1_000_000
+    assert await combee.afeedback(trace.id, comment=huge, ground_truth=huge, correct=False)
+    await asyncio.to_thread(combee.server.flush)
+    (item,) = store.search(("combee", "huge", "_", "queue"), limit=10)
+    feedback = item.value["trace"]["feedback"] if "trace" in item.value else item.value["feedback"]
+    limit = TraceLimits().max_message_chars
+    assert limit is not None
+    for text in (feedback["comment"], feedback["ground_truth"]):
+        assert len(text) <= limit and "combee: cut" in text
+    assert feedback["correct"] is False
+    await combee.aclose()
