@@ -443,3 +443,21 @@ async def test_late_feedback_is_cut_to_the_trace_limits_like_captured_feedback(w
         assert len(text) <= limit and "combee: cut" in text
     assert feedback["correct"] is False
     await combee.aclose()
+
+
+def test_the_lifespan_also_stops_hand_built_learners_on_the_servers_store() -> None:
+    """The server writes its store to disk when the lifespan ends: an exit hook is too late."""
+    pytest.importorskip("starlette")
+    combee = Combee(prompt_id="by-hand", model=fake_learner(), store="platform", poll_seconds=60)
+    assert isinstance(combee.store, PlatformStore)
+    combee.store.bind(InMemoryStore())
+    combee.start()  # at import, as a graph module without shared_combee would
+    lease = combee.learner._lease(None)
+    assert lease.acquire()
+    own = Combee(prompt_id="own-store", model=fake_learner(), poll_seconds=60)
+    own.start()  # on a store of its own: not the server's to stop
+    with _client():
+        pass
+    assert not combee.learner.running and lease.holder() is None
+    assert own.learner.running
+    own.stop(5)

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from langgraph_combee._combee import Combee
+from langgraph_combee._combee import Combee, running_combees
 from langgraph_combee._core.types import PromptVersion
 from langgraph_combee._errors import (
     CombeeError,
@@ -276,6 +276,9 @@ async def _server_store() -> Any:
 async def lifespan(app: object) -> AsyncIterator[None]:
     """Bind the shared Combees to the server's store, start their learners, stop them at the end.
 
+    At the end it also stops every other learner running on the server's store
+    (a hand-built ``Combee(store="platform")`` started at import), releasing its lease.
+
     Inside a LangGraph server the graphs are loaded before this runs, so every
     ``shared_combee()`` of the graph modules is known. Each learner that
     starts takes the writer lease if it is free (one replica learns, the others
@@ -295,6 +298,12 @@ async def lifespan(app: object) -> AsyncIterator[None]:
     try:
         yield
     finally:
+        # A hand-built Combee(store="platform") started at import is stopped here
+        # too: the server writes its store out when the lifespan ends, so a lease
+        # released later, by the exit hook, would never reach the next process.
+        started += [
+            c for c in running_combees() if c not in started and isinstance(c.store, PlatformStore)
+        ]
         for combee in started:
             try:
                 await combee.astop(STOP_TIMEOUT_SECONDS)
