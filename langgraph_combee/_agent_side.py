@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from langgraph_combee._core.types import Feedback, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._runtime.buffer import storable_text
+from langgraph_combee._runtime.limits import clip_feedback
 from langgraph_combee._runtime.serving import UNSCOPED
 from langgraph_combee._storage.keys import PromptSpace
 
@@ -150,11 +151,12 @@ class AgentSide:
             return head
         return picked if isinstance(picked, PromptVersion) else head
 
-    def _bind_platform_store(self) -> None:
-        """Bind ``store="platform"`` to the store of the LangGraph run in context."""
+    def _bind_platform_store(self) -> bool:
+        """Bind ``store="platform"`` to the server's store; False while it is unknown."""
         store = self._platform_store
         if store is not None and store.bind():
             self._platform_store = None
+        return self._platform_store is None
 
     def version_for_run(self, tenant: str | None, version: int) -> PromptVersion:
         """The version a run was pinned to (from memory when possible)."""
@@ -330,7 +332,7 @@ class AgentSide:
         if run_id is None or not str(run_id).strip():
             raise ConfigurationError("run_id", run_id, "the run's id: a UUID or a non-empty str")
         queue = self.queue(tenant)  # a bad tenant is the caller's error: it raises now
-        return str(run_id), fb, queue
+        return str(run_id), clip_feedback(fb, self.server.settings.limits), queue
 
     def _feedback_deferred(
         self, tenant: str | None, trace_id: str, fb: Feedback, exc: Exception

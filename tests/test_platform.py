@@ -22,8 +22,9 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee import Combee, ManualApproval
 from langgraph_combee._combee import _stop_started_at_exit
+from langgraph_combee._runtime.limits import TraceLimits
 from langgraph_combee.errors import ConfigurationError, StoreError
-from langgraph_combee.platform import PlatformStore, registered, shared_combee
+from langgraph_combee.platform import PlatformStore, _store, registered, shared_combee
 from langgraph_combee.platform._shared import DEV_LEASE_SECONDS, forget
 from langgraph_combee.testing import FunctionChatModel, fake_learner
 from tests.helpers import failing_traces
@@ -51,6 +52,7 @@ class AsyncOnlyStore(BaseStore):
 
 
 def _forget_all() -> None:
+    _store._server_store = None  # a run in one test showed "the server's store"
     for prompt_id in registered():
         combee = forget(prompt_id)
         if combee is not None:
@@ -383,3 +385,79 @@ def test_feedback_sent_while_its_trace_is_being_flushed_is_not_lost(call: str) -
     claimed = combee.queue().claim(10, holder="t", visibility_seconds=60)
     assert [t.feedback.correct for t in claimed if t.feedback is not None] == [True]
     combee.close()
+
+
+# ---- review: hand-built Combee(store="platform") objects ------------------
+
+
+def _run_once(combee: Combee, store: BaseStore, run_id: str) -> None:
+    """One agent run through ``combee``'s middleware on ``store`` (the server's run)."""
+    agent = create_agent(
+        FunctionChatModel(lambda messages: "ok"),
+        tools=[],
+        middleware=[combee.middleware()],
+        store=store,
+    )
+    agent.invoke({"messages": [{"role": "user", "content": "hi"}]}, config={"run_id": run_id})
+
+
+async def test_a_learner_started_before_the_first_run_waits_without_errors() -> None:
+    """``combee.start()`` at import runs before any run has shown the server's store."""
+    combee = Combee(prompt_id="early", model=fake_learner(), store="platform")
+    assert await combee.learner.tick() == 0  # nothing to learn from yet, and no error
+    assert combee.learner.stats.tick_errors == 0
+    server_store = InMemoryStore()
+    await asyncio.to_thread(_run_once, combee, server_store, "r-early")
+    await combee.learner.tick()  # bound now: the captured run is flushed to the server's store
+    assert combee.queue().pending_count() == 1
+
+
+def test_the_first_run_binds_every_platform_store_of_the_process() -> None:
+    """The server loads a graph file once per graph: a second copy must bind too."""
+    ran = Combee(prompt_id="copy", store="platform")
+    other = Combee(prompt_id="copy", store="platform")  # the module's second copy: no run
+    server_store = InMemoryStore()
+    _run_once(ran, server_store, "r-copy")
+    assert isinstance(other.store, PlatformStore)
+    assert other.store.bind() and other.store.inner is server_store
+    assert other.current().version == 0
+
+
+@pytest.mark.parametrize("where", ["memory", "queue"])
+async def test_late_feedback_is_cut_to_the_trace_limits_like_captured_feedback(where: str) -> None:
+    """The feedback route takes any body: a huge comment must not reach the store whole."""
+    store = InMemoryStore()
+    combee = Combee(prompt_id="huge", store=store, feedback_wait_seconds=60)
+    trace = failing_traces(1)[0]
+    combee.capture(trace)
+    if where == "queue":
+        await asyncio.to_thread(combee.server.flush)
+    huge = "x" * 1_000_000
+    assert await combee.afeedback(trace.id, comment=huge, ground_truth=huge, correct=False)
+    await asyncio.to_thread(combee.server.flush)
+    (item,) = store.search(("combee", "huge", "_", "queue"), limit=10)
+    feedback = item.value["trace"]["feedback"] if "trace" in item.value else item.value["feedback"]
+    limit = TraceLimits().max_message_chars
+    assert limit is not None
+    for text in (feedback["comment"], feedback["ground_truth"]):
+        assert len(text) <= limit and "combee: cut" in text
+    assert feedback["correct"] is False
+    await combee.aclose()
+
+
+def test_the_lifespan_also_stops_hand_built_learners_on_the_servers_store() -> None:
+    """The server writes its store to disk when the lifespan ends: an exit hook is too late."""
+    pytest.importorskip("starlette")
+    combee = Combee(prompt_id="by-hand", model=fake_learner(), store="platform", poll_seconds=60)
+    assert isinstance(combee.store, PlatformStore)
+    combee.store.bind(InMemoryStore())
+    combee.start()  # at import, as a graph module without shared_combee would
+    lease = combee.learner._lease(None)
+    assert lease.acquire()
+    own = Combee(prompt_id="own-store", model=fake_learner(), poll_seconds=60)
+    own.start()  # on a store of its own: not the server's to stop
+    with _client():
+        pass
+    assert not combee.learner.running and lease.holder() is None
+    assert own.learner.running
+    own.stop(5)

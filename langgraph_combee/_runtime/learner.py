@@ -234,6 +234,8 @@ class BackgroundLearner:
 
     async def tick(self) -> int:
         """Flush captures, then learn one batch per ready tenant. Returns steps run."""
+        if not self.combee._bind_platform_store():
+            return 0  # store="platform" before any run showed the server's store: nothing yet
         await asyncio.to_thread(self.combee.server.flush)
         steps = 0
         for tenant in await asyncio.to_thread(self.tenants):

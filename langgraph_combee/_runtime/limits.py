@@ -24,10 +24,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from langgraph_combee._core.types import ToolCall, Trace, TraceMessage
+from langgraph_combee._core.types import Feedback, ToolCall, Trace, TraceMessage
 from langgraph_combee._errors import ConfigurationError
 
-__all__ = ["TraceLimits", "clip_trace", "cut_marker"]
+__all__ = ["TraceLimits", "clip_feedback", "clip_trace", "cut_marker"]
 
 MARKER_ROLE = "combee"
 
@@ -126,6 +126,19 @@ def _keep_ends(sizes: list[int], room: int) -> tuple[int, int]:
         else:
             tail += 1
     return head, tail
+
+
+def clip_feedback(feedback: Feedback, limits: TraceLimits) -> Feedback:
+    """``feedback`` with its comment and ground truth within ``max_message_chars``.
+
+    Late feedback (``combee.feedback()``, the platform's feedback route) joins a
+    trace after ``clip_trace`` ran, so it is cut on its own, the same way.
+    """
+    cut = _Cutter(limits.max_message_chars)
+    comment, truth = cut.optional(feedback.comment), cut.optional(feedback.ground_truth)
+    if not cut.fields:
+        return feedback
+    return feedback.model_copy(update={"comment": comment, "ground_truth": truth})
 
 
 def clip_trace(trace: Trace, limits: TraceLimits) -> Trace:

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from langgraph_combee._combee import Combee
+from langgraph_combee._combee import Combee, running_combees
 from langgraph_combee._core.types import PromptVersion
 from langgraph_combee._errors import (
     CombeeError,
@@ -39,7 +39,7 @@ from langgraph_combee._errors import (
     VersionNotFoundError,
 )
 from langgraph_combee.platform._shared import registered
-from langgraph_combee.platform._store import PlatformStore
+from langgraph_combee.platform._store import PlatformStore, remember_server_store
 
 try:
     from starlette.applications import Starlette
@@ -276,18 +276,21 @@ async def _server_store() -> Any:
 async def lifespan(app: object) -> AsyncIterator[None]:
     """Bind the shared Combees to the server's store, start their learners, stop them at the end.
 
+    At the end it also stops every other learner running on the server's store
+    (a hand-built ``Combee(store="platform")`` started at import), releasing its lease.
+
     Inside a LangGraph server the graphs are loaded before this runs, so every
     ``shared_combee()`` of the graph modules is known. Each learner that
     starts takes the writer lease if it is free (one replica learns, the others
     stand by); stopping releases it, so the next process learns at once.
     """
     started: list[Combee] = []
-    store = None
+    store = await _server_store()
+    if store is not None:
+        remember_server_store(store)  # for hand-built Combee(store="platform") objects too
     for combee in registered().values():
-        if isinstance(combee.store, PlatformStore) and not combee.store.bound:
-            store = store or await _server_store()
-            if store is not None:
-                combee.store.bind(store)
+        if isinstance(combee.store, PlatformStore) and store is not None:
+            combee.store.bind(store)
         if combee.model is not None:
             await combee.astart()
             started.append(combee)
@@ -295,6 +298,12 @@ async def lifespan(app: object) -> AsyncIterator[None]:
     try:
         yield
     finally:
+        # A hand-built Combee(store="platform") started at import is stopped here
+        # too: the server writes its store out when the lifespan ends, so a lease
+        # released later, by the exit hook, would never reach the next process.
+        started += [
+            c for c in running_combees() if c not in started and isinstance(c.store, PlatformStore)
+        ]
         for combee in started:
             try:
                 await combee.astop(STOP_TIMEOUT_SECONDS)

@@ -20,7 +20,7 @@ from langgraph_combee._errors import ConfigurationError
 __all__ = ["DEV_LEASE_SECONDS", "registered", "shared_combee"]
 
 DEV_LEASE_SECONDS = 10.0
-"""The learner lease under ``langgraph dev`` (30 s elsewhere): a dev server that is
+"""The learner lease under ``langgraph dev`` (60 s elsewhere): a dev server that is
 killed rather than stopped (its lease not released) lets the next one learn sooner."""
 
 _combees: dict[str, Combee] = {}

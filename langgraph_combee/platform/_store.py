@@ -29,11 +29,25 @@ from langgraph.store.base.batch import AsyncBatchedBaseStore
 
 from langgraph_combee._errors import StoreError
 
-__all__ = ["PlatformStore"]
+__all__ = ["PlatformStore", "remember_server_store"]
 
 # How long a synchronous request waits for the server's loop. Far above any
 # store call; it only bounds a wait on a loop that stopped between two checks.
 _SYNC_TIMEOUT_SECONDS = 120.0
+
+
+# The server's store, once a run or the routes' lifespan has shown it. A server
+# process has one store, but loads a graph file once per graph that names it:
+# every copy's hand-built Combee(store="platform") binds to it through here,
+# not only the copy whose graph happened to run.
+_server_store: BaseStore | None = None
+
+
+def remember_server_store(store: BaseStore) -> None:
+    """Record the store of this server process, for every ``PlatformStore`` to bind to."""
+    global _server_store
+    if _server_store is None and isinstance(store, BaseStore):
+        _server_store = store
 
 
 def _context_store() -> BaseStore | None:
@@ -73,7 +87,11 @@ class PlatformStore(BaseStore):
         return self._inner
 
     def bind(self, store: BaseStore | None = None) -> bool:
-        """Bind to ``store`` (default: the store of the run in context); True when bound.
+        """Bind to ``store`` (default: the run's in context, else the server's); True when bound.
+
+        Without ``store``, the store of the LangGraph run (or lifespan) in
+        context is used and remembered for the process; outside one, the store
+        an earlier run or the routes' lifespan showed.
 
         Raises:
             StoreError: ``store`` is not a ``BaseStore`` or is this object.
@@ -83,7 +101,11 @@ class PlatformStore(BaseStore):
         if store is None:
             store = _context_store()
             if store is None:
-                return False
+                store = _server_store
+                if store is None:
+                    return False
+            else:
+                remember_server_store(store)
         if not isinstance(store, BaseStore) or store is self:
             raise StoreError(
                 "platform",
