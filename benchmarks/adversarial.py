@@ -38,12 +38,17 @@ from benchmarks._injections import (
     reached,
 )
 from benchmarks._injections_heldout import HELDOUT
+from benchmarks._injections_redteam import REDTEAM
 from langgraph_combee import BulletGuard, Combee, LearnReport
 from langgraph_combee.tasks import TicketRouting
 from langgraph_combee.testing import parrot_learner
 
 MODULE = "benchmarks.adversarial"
-CORPORA: dict[str, tuple[Injection, ...]] = {"tuning": INJECTIONS, "heldout": HELDOUT}
+CORPORA: dict[str, tuple[Injection, ...]] = {
+    "tuning": INJECTIONS,
+    "heldout": HELDOUT,
+    "redteam": REDTEAM,
+}
 _PATTERNS_OFF = {
     "secrets": False, "personal_data": False, "instruction_override": False,
     "exfiltration": False, "urls": False, "max_chars": None,
@@ -63,7 +68,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """The benchmark's options."""
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__)
     parser.add_argument(
-        "--corpus", nargs="+", choices=sorted(CORPORA), default=["tuning", "heldout"],
+        "--corpus", nargs="+", choices=sorted(CORPORA), default=["tuning", "heldout", "redteam"],
         help="injection corpora to run",
     )  # fmt: skip
     parser.add_argument("--honest", type=int, default=60, help="honest tickets in the traffic")
