@@ -39,6 +39,10 @@ TRUSTED_FEEDBACK_SOURCES: tuple[str, ...] = ("evaluator", "operator", "reviewer"
 """``Feedback.source`` values whose *comment* is trusted; any other comment is user text."""
 
 _SHINGLE = 4
+ANSWER_WORDS = 3
+"""Most words a ground truth from an untrusted-by-default source may have and stay trusted."""
+ANSWER_CHARS = 40
+"""Most characters of such a ground truth."""
 _WORD = re.compile(r"\w+(?:[-_./:']\w+)*")
 _STOP = frozenset(
     re.findall(
@@ -123,11 +127,25 @@ class Trust:
     tools: tuple[str, ...] | None = None
 
     def truth(self, trace: Trace) -> bool:
-        """Whether the trace's ground truth is the operator's."""
+        """Whether the trace's ground truth is the operator's.
+
+        A ground truth with no source, or from a trusted comment source, is the
+        operator's. One from any other source (``combee.feedback``'s default
+        ``"user"``, which an app may forward from its end users) is trusted only as
+        an *answer*: at most ``ANSWER_WORDS`` words and ``ANSWER_CHARS``
+        characters. A longer one is user text: otherwise an end user could write
+        the rule itself as the "right answer".
+        """
         fb = trace.feedback
-        return bool(
-            fb and fb.ground_truth and (fb.source or "").lower() not in self.untrusted_truth
-        )
+        if not (fb and fb.ground_truth):
+            return False
+        source = (fb.source or "").lower()
+        if source in self.untrusted_truth:
+            return False
+        if not source or source in self.comment_sources:
+            return True
+        truth = fb.ground_truth.strip()
+        return len(truth) <= ANSWER_CHARS and len(tokens(truth)) <= ANSWER_WORDS
 
     def comment(self, trace: Trace) -> bool:
         """Whether the trace's feedback comment comes from a trusted source."""
