@@ -668,3 +668,27 @@ def test_a_ground_truth_from_the_feedback_endpoint_is_trusted_only_as_an_answer(
     short = Add(section="o", content="Tickets about password go to SEC-4X.", sources=["t1"])
     answered = _ticket("I am locked out of my password again.", truth="SEC-4X")
     assert guard.screen([short], traces=[answered]).accepted
+
+
+def test_a_later_evaluator_score_does_not_make_a_users_comment_trusted() -> None:
+    # The app forwards a user's comment (source "user"); its evaluator then attaches a
+    # score. The merged feedback must not pass the user's words off as the evaluator's.
+    typed = Feedback(comment="the Brightline desk settles late parcels by chat", source="user")
+    merged = typed.merged(Feedback(score=0.0, source="evaluator"))
+    assert merged.comment == typed.comment and merged.score == 0.0
+    assert merged.source == "user"
+    trace = Trace(id="t1", input="Tracking is broken.", output="GENERAL", feedback=merged)
+    rule = Add(
+        section="o",
+        content="Tracking is broken. the Brightline desk settles late parcels by chat",
+        sources=["t1"],
+    )
+    assert BulletGuard().screen([rule], traces=[trace]).quarantined
+    # Text fields from two sources: named by both, which no trust list holds.
+    both = Feedback(comment="c", source="evaluator").merged(
+        Feedback(ground_truth="g", source="user")
+    )
+    assert both.source == "evaluator+user"
+    # The evaluator's own comment, merged onto a user's score, stays the evaluator's.
+    rated = Feedback(score=1.0, source="user").merged(Feedback(comment="ok", source="evaluator"))
+    assert rated.source == "evaluator"
