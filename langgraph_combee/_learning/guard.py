@@ -488,6 +488,11 @@ class BulletGuard:
                     " and no word from a trusted field (ground truth, evaluator comment, tool "
                     "result) of its traces"
                 )
+            if found.quoted:
+                verdict.refuse.append(
+                    f"provenance: it quotes the end user ({' '.join(found.quoted)!r}...); user "
+                    "text may describe a situation, never make the rule"
+                )
             limit = self.max_situation_words if found.answered else self.max_user_words
             if len(found.user_only) > limit:
                 shown = ", ".join(found.user_only[:8])

@@ -39,6 +39,8 @@ TRUSTED_FEEDBACK_SOURCES: tuple[str, ...] = ("evaluator", "operator", "reviewer"
 """``Feedback.source`` values whose *comment* is trusted; any other comment is user text."""
 
 _SHINGLE = 4
+QUOTE = 5
+"""A rule holding this many consecutive content words of a user's text quotes the user."""
 ANSWER_WORDS = 3
 """Most words a ground truth from an untrusted-by-default source may have and stay trusted."""
 ANSWER_CHARS = 40
@@ -80,8 +82,12 @@ def tokens(text: str) -> list[str]:
     return out
 
 
+def _runs(words: Sequence[str], n: int) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
 def _shingles(words: Sequence[str]) -> set[tuple[str, ...]]:
-    return {tuple(words[i : i + _SHINGLE]) for i in range(len(words) - _SHINGLE + 1)}
+    return _runs(words, _SHINGLE)
 
 
 def _unechoed(words: list[str], user: set[tuple[str, ...]]) -> list[str]:
@@ -102,10 +108,12 @@ class Evidence:
     Attributes:
         trusted: Field label (``"ground_truth:t1"``) to the words it supports.
         user: Words found in user-controlled text.
+        user_runs: Every run of ``QUOTE`` consecutive words of a user-controlled text.
     """
 
     trusted: dict[str, frozenset[str]] = field(default_factory=dict)
     user: frozenset[str] = frozenset()
+    user_runs: frozenset[tuple[str, ...]] = frozenset()
 
     def supporting(self, word: str) -> list[str]:
         """The trusted field labels that contain ``word``."""
@@ -203,17 +211,19 @@ def trusted_fields(trace: Trace, trust: Trust) -> dict[str, str]:
 def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
     """Split the evidence of ``traces`` into trusted fields and user words."""
     user: set[str] = set()
+    runs: set[tuple[str, ...]] = set()
     trusted: dict[str, frozenset[str]] = {}
     for trace in traces:
         said = [tokens(t) for t in user_texts(trace, trust)]
         user.update(w for words in said for w in words)
+        runs.update(run for words in said for run in _runs(words, QUOTE))
         shingles = set().union(*map(_shingles, said)) if said else set()
         for label, text in trusted_fields(trace, trust).items():
             words = tokens(text)
             if label.startswith(("tool_result:", "error:")):
                 words = _unechoed(words, shingles)
             trusted[label] = frozenset(words)
-    return Evidence(trusted=trusted, user=frozenset(user))
+    return Evidence(trusted=trusted, user=frozenset(user), user_runs=frozenset(runs))
 
 
 @dataclass(frozen=True)
@@ -230,6 +240,8 @@ class Assessment:
             guessed the team code gets an honest ground truth that agrees).
         answered: Whether it states a ground truth the user never wrote: the
             operator's answer, so the rest may describe at length when it applies.
+        quoted: A run of ``QUOTE`` consecutive words it copies from a user's text
+            (whether or not a trusted field repeats them), or ().
     """
 
     fields: tuple[str, ...]
@@ -238,6 +250,7 @@ class Assessment:
     words: int = 0
     echoed: bool = False
     answered: bool = False
+    quoted: tuple[str, ...] = ()
 
     @property
     def mostly_own(self) -> bool:
@@ -269,4 +282,13 @@ def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
         for w in words
     }
     answered = any(w in truths and w not in evidence.user for w in anchors)
-    return Assessment(tuple(fields), tuple(user_only), anchored, len(distinct), echoed, answered)
+    # A quote of the user is the user's text even where a trusted field repeats it (an
+    # LLM grader quoting the customer, a ticket summary): the run is what matters.
+    live = _runs(tokens(known), QUOTE) if known else set()
+    ordered = tokens(text)
+    quoted = next(
+        (r for r in _runs(ordered, QUOTE) if r in evidence.user_runs and r not in live), ()
+    )
+    return Assessment(
+        tuple(fields), tuple(user_only), anchored, len(distinct), echoed, answered, quoted
+    )
