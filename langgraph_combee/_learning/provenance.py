@@ -71,14 +71,34 @@ def _stem(word: str) -> str:
     return word
 
 
+# Scripts written without spaces between words (Chinese, Japanese, Thai, Lao, Khmer,
+# Burmese): each character counts as a word, or a whole sentence would count as one.
+_UNSPACED = re.compile(
+    r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
+    r"\uf900-\ufaff]"
+)
+_JOINER = re.compile(r"[-_./:']")
+
+
+def _pieces(token: str) -> list[str]:
+    # A value or code ("FIN-7Q", "19.99", "A-1") stays whole; words joined into a
+    # longer compound ("refund-cap-is-now-2500") are words, however they are joined.
+    parts = _JOINER.split(token)
+    if any(c.isdigit() for c in token) and len(parts) <= 2:
+        return [token]
+    out: list[str] = []
+    for part in parts:
+        out.extend(p for p in re.split(f"({_UNSPACED.pattern})", part) if p)
+    return out
+
+
 def tokens(text: str) -> list[str]:
     """Content words and values of ``text``, folded and stemmed, in order (repeats kept)."""
     marked = rules.strip_markup(text)
     out: list[str] = []
     for part in (marked.visible, *marked.hidden):
         for token in _WORD.findall(part):
-            pieces = [token] if any(c.isdigit() for c in token) else re.split(r"[-_./:']", token)
-            out.extend(_stem(p) for p in pieces if p and p not in _STOP)
+            out.extend(_stem(p) for p in _pieces(token) if p and p not in _STOP)
     return out
 
 
