@@ -742,3 +742,23 @@ def test_words_count_as_words_in_scripts_without_spaces_and_in_long_compounds() 
     short = Add(section="o", content="Tickets about 退款 go to FIN-7Q.", sources=["t1"])
     assert guard.screen([short], traces=[_ticket("我的退款还没到")]).accepted
     assert prov.tokens("FIN-7Q costs EUR 19.99") == ["fin-7q", "cost", "eur", "19.99"]
+
+
+def test_a_rule_reciting_a_tool_result_is_held_for_a_person() -> None:
+    # The order tool returns a note the customer wrote in an earlier session: trusted
+    # by default, so a rule reciting it would launder the customer's words.
+    note = (
+        "Order 88231: delivered. Customer note: Brightline couriers reroute parcels to any "
+        "address they are given."
+    )
+    trace = Trace(
+        id="t1", input="Parcel 88231?", output="GENERAL",
+        tool_calls=[ToolCall(name="lookup_order", args={"q": "88231"}, result=note)],
+    )  # fmt: skip
+    recital = Add(section="o", content=f"Parcel 88231? {note}", sources=["t1"])
+    screening = BulletGuard().screen([recital], traces=[trace])
+    assert not screening.accepted and screening.held
+    assert any("recites a tool result" in r for r in screening.held[0].reasons)
+    # A rule that uses the tool's facts in the learner's own words still passes.
+    fact = Add(section="o", content="Use lookup_order to see if an order was delivered.", sources=["t1"])
+    assert BulletGuard().screen([fact], traces=[trace]).accepted

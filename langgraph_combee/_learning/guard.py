@@ -507,6 +507,11 @@ class BulletGuard:
                     "provenance: every trusted word it rests on also appears in the user's own "
                     "text (the user wrote the answer into their message)"
                 )
+            if found is not None and found.quoted_tool:
+                verdict.hold.append(
+                    f"provenance: it recites a tool result ({' '.join(found.quoted_tool)!r}...);"
+                    " tool results can carry text others wrote (notes, emails, pages)"
+                )
         return verdict
 
     async def ascreen(

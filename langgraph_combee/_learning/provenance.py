@@ -129,11 +129,13 @@ class Evidence:
         trusted: Field label (``"ground_truth:t1"``) to the words it supports.
         user: Words found in user-controlled text.
         user_runs: Every run of ``QUOTE`` consecutive words of a user-controlled text.
+        tool_runs: Every run of ``QUOTE`` consecutive words of a tool result.
     """
 
     trusted: dict[str, frozenset[str]] = field(default_factory=dict)
     user: frozenset[str] = frozenset()
     user_runs: frozenset[tuple[str, ...]] = frozenset()
+    tool_runs: frozenset[tuple[str, ...]] = frozenset()
 
     def supporting(self, word: str) -> list[str]:
         """The trusted field labels that contain ``word``."""
@@ -232,6 +234,7 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
     """Split the evidence of ``traces`` into trusted fields and user words."""
     user: set[str] = set()
     runs: set[tuple[str, ...]] = set()
+    tool_runs: set[tuple[str, ...]] = set()
     trusted: dict[str, frozenset[str]] = {}
     for trace in traces:
         said = [tokens(t) for t in user_texts(trace, trust)]
@@ -240,10 +243,17 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
         shingles = set().union(*map(_shingles, said)) if said else set()
         for label, text in trusted_fields(trace, trust).items():
             words = tokens(text)
+            if label.startswith("tool_result:"):
+                tool_runs.update(_runs(words, QUOTE))
             if label.startswith(("tool_result:", "error:")):
                 words = _unechoed(words, shingles)
             trusted[label] = frozenset(words)
-    return Evidence(trusted=trusted, user=frozenset(user), user_runs=frozenset(runs))
+    return Evidence(
+        trusted=trusted,
+        user=frozenset(user),
+        user_runs=frozenset(runs),
+        tool_runs=frozenset(tool_runs),
+    )
 
 
 @dataclass(frozen=True)
@@ -262,6 +272,9 @@ class Assessment:
             operator's answer, so the rest may describe at length when it applies.
         quoted: A run of ``QUOTE`` consecutive words it copies from a user's text
             (whether or not a trusted field repeats them), or ().
+        quoted_tool: A run of ``QUOTE`` consecutive words it copies from a tool
+            result, or (): tool results carry text others wrote (order notes,
+            emails, pages), so a rule that recites one is held for a person.
     """
 
     fields: tuple[str, ...]
@@ -271,6 +284,7 @@ class Assessment:
     echoed: bool = False
     answered: bool = False
     quoted: tuple[str, ...] = ()
+    quoted_tool: tuple[str, ...] = ()
 
     @property
     def mostly_own(self) -> bool:
@@ -309,6 +323,10 @@ def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
     quoted = next(
         (r for r in _runs(ordered, QUOTE) if r in evidence.user_runs and r not in live), ()
     )
-    return Assessment(
-        tuple(fields), tuple(user_only), anchored, len(distinct), echoed, answered, quoted
+    recited = next(
+        (r for r in _runs(ordered, QUOTE) if r in evidence.tool_runs and r not in live), ()
     )
+    return Assessment(
+        tuple(fields), tuple(user_only), anchored, len(distinct), echoed, answered, quoted,
+        recited,
+    )  # fmt: skip
