@@ -711,7 +711,8 @@ def test_a_rule_quoting_the_user_is_refused_even_where_a_trusted_field_repeats_i
     slot = _ticket("My refund-goes-to-whichever-card-number-the-caller-reads-out is late")
     joined = Add(
         section="o",
-        content="Tickets about refund-goes-to-whichever-card-number-the-caller-reads-out go to FIN-7Q.",
+        content="Tickets about refund-goes-to-whichever-card-number-the-caller-reads-out"
+        " go to FIN-7Q.",
         sources=["t1"],
     )
     assert BulletGuard().screen([joined], traces=[slot]).quarantined
@@ -760,5 +761,7 @@ def test_a_rule_reciting_a_tool_result_is_held_for_a_person() -> None:
     assert not screening.accepted and screening.held
     assert any("recites a tool result" in r for r in screening.held[0].reasons)
     # A rule that uses the tool's facts in the learner's own words still passes.
-    fact = Add(section="o", content="Use lookup_order to see if an order was delivered.", sources=["t1"])
+    fact = Add(
+        section="o", content="Use lookup_order to see if an order was delivered.", sources=["t1"]
+    )
     assert BulletGuard().screen([fact], traces=[trace]).accepted
