@@ -239,8 +239,10 @@ class BulletGuard:
             evidence; any other comment (``combee.feedback``'s default source is
             ``"user"``) is user text.
         untrusted_truth_sources: ``Feedback.source`` values whose ground truth is
-            user text; by default every ground truth is the operator's. Add
-            ``"user"`` if your app forwards corrections typed by end users.
+            user text. Otherwise a ground truth with no source or a trusted one is
+            the operator's, and one from any other source (``combee.feedback``'s
+            default ``"user"``) is trusted only as a short answer (3 words, 40
+            characters). Add ``"user"`` to distrust even those.
         trusted_tools: Names of the tools whose results are trusted evidence;
             None (default) trusts every tool. List only tools whose output you
             control: a tool that returns text an attacker wrote (web pages,
