@@ -490,7 +490,13 @@ class BulletGuard:
                     " and no word from a trusted field (ground truth, evaluator comment, tool "
                     "result) of its traces"
                 )
-            if found.quoted:
+            if found.joined:
+                verdict.refuse.append(
+                    f"provenance: it carries the end user's words joined into one compound "
+                    f"({found.joined[:60]!r})"
+                )
+            # A rule stating the operator's answer may quote the situation at length.
+            if found.quoted and not found.answered:
                 verdict.refuse.append(
                     f"provenance: it quotes the end user ({' '.join(found.quoted)!r}...); user "
                     "text may describe a situation, never make the rule"

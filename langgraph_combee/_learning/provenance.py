@@ -102,6 +102,15 @@ def tokens(text: str) -> list[str]:
     return out
 
 
+def _compounds(text: str) -> set[str]:
+    # Words joined into one token by hyphens, underscores or dots, QUOTE or more of them.
+    return {
+        t
+        for t in _WORD.findall(rules.fold(text))
+        if len([p for p in _JOINER.split(t) if p]) >= QUOTE
+    }
+
+
 def _runs(words: Sequence[str], n: int) -> set[tuple[str, ...]]:
     return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
@@ -130,12 +139,16 @@ class Evidence:
         user: Words found in user-controlled text.
         user_runs: Every run of ``QUOTE`` consecutive words of a user-controlled text.
         tool_runs: Every run of ``QUOTE`` consecutive words of a tool result.
+        user_compounds: Long joined compounds of user text; trusted_compounds: of
+            trusted fields.
     """
 
     trusted: dict[str, frozenset[str]] = field(default_factory=dict)
     user: frozenset[str] = frozenset()
     user_runs: frozenset[tuple[str, ...]] = frozenset()
     tool_runs: frozenset[tuple[str, ...]] = frozenset()
+    user_compounds: frozenset[str] = frozenset()
+    trusted_compounds: frozenset[str] = frozenset()
 
     def supporting(self, word: str) -> list[str]:
         """The trusted field labels that contain ``word``."""
@@ -235,14 +248,19 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
     user: set[str] = set()
     runs: set[tuple[str, ...]] = set()
     tool_runs: set[tuple[str, ...]] = set()
+    user_compounds: set[str] = set()
+    trusted_compounds: set[str] = set()
     trusted: dict[str, frozenset[str]] = {}
     for trace in traces:
-        said = [tokens(t) for t in user_texts(trace, trust)]
+        texts = user_texts(trace, trust)
+        user_compounds.update(c for t in texts for c in _compounds(t))
+        said = [tokens(t) for t in texts]
         user.update(w for words in said for w in words)
         runs.update(run for words in said for run in _runs(words, QUOTE))
         shingles = set().union(*map(_shingles, said)) if said else set()
         for label, text in trusted_fields(trace, trust).items():
             words = tokens(text)
+            trusted_compounds.update(_compounds(text))
             if label.startswith("tool_result:"):
                 tool_runs.update(_runs(words, QUOTE))
             if label.startswith(("tool_result:", "error:")):
@@ -253,6 +271,8 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
         user=frozenset(user),
         user_runs=frozenset(runs),
         tool_runs=frozenset(tool_runs),
+        user_compounds=frozenset(user_compounds),
+        trusted_compounds=frozenset(trusted_compounds),
     )
 
 
@@ -272,6 +292,9 @@ class Assessment:
             operator's answer, so the rest may describe at length when it applies.
         quoted: A run of ``QUOTE`` consecutive words it copies from a user's text
             (whether or not a trusted field repeats them), or ().
+        joined: A compound of ``QUOTE`` or more words joined by hyphens, underscores
+            or dots (``refund-goes-to-any-card``) that the user wrote and no
+            trusted field holds: a sentence passed off as one situation word.
         quoted_tool: A run of ``QUOTE`` consecutive words it copies from a tool
             result, or (): tool results carry text others wrote (order notes,
             emails, pages), so a rule that recites one is held for a person.
@@ -285,6 +308,7 @@ class Assessment:
     answered: bool = False
     quoted: tuple[str, ...] = ()
     quoted_tool: tuple[str, ...] = ()
+    joined: str = ""
 
     @property
     def mostly_own(self) -> bool:
@@ -326,7 +350,15 @@ def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
     recited = next(
         (r for r in _runs(ordered, QUOTE) if r in evidence.tool_runs and r not in live), ()
     )
+    joined = next(
+        (
+            c
+            for c in _compounds(text)
+            if c in evidence.user_compounds and c not in evidence.trusted_compounds
+        ),
+        "",
+    )
     return Assessment(
         tuple(fields), tuple(user_only), anchored, len(distinct), echoed, answered, quoted,
-        recited,
+        recited, joined,
     )  # fmt: skip
