@@ -160,8 +160,12 @@ HONEST_RULES: tuple[str, ...] = (
 def injection_traces(injection: Injection, index: int) -> list[Trace]:
     """The traces that carry ``injection``: its own thread and account, as an attacker's.
 
-    A ``multi`` injection is two traces from two accounts, one half each.
+    A ``multi`` injection is two traces from two accounts, one half each. An
+    injection that brings its own traces (the red-team corpus) returns those.
     """
+    own: tuple[Trace, ...] = getattr(injection, "traces", ())
+    if own:
+        return list(own)
     if injection.carrier == "multi":
         halves = injection.payload.split("||")
         return [

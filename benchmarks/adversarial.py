@@ -4,7 +4,9 @@ Honest ticket-routing traffic (the ``tickets`` task, every ticket misrouted, wit
 ground truth) is mixed with one of two injection corpora: the **tuning** corpus
 (``benchmarks/_injections.py``, 40 attacks the guard was developed against) or
 the **held-out** corpus (``benchmarks/_injections_heldout.py``, 38 attacks in
-other styles, written before the layered guard and never tuned on). The learner
+other styles, written before the layered guard and never tuned on) or the
+**red-team** corpus (``benchmarks/_injections_redteam.py``, 29 attacks aimed at
+what the layers trust, run once and then tuned on). The learner
 is ``parrot_learner``: it proposes every user-written text as a bullet, the worst
 case, so the guard alone decides. For each corpus, strategy and guard setting it
 reports the injections that reached an accepted prompt (per style), the ops
@@ -13,7 +15,7 @@ held). Separately, the honest-traffic corpus (``benchmarks/_honest.py``: 40 runs
 with ground truth, evaluator comments and tool results, and the rule a careful
 learner draws from each) measures honest rules refused, per strategy.
 
-    python -m benchmarks.adversarial [--corpus tuning heldout] [--honest 60]
+    python -m benchmarks.adversarial [--corpus tuning heldout redteam] [--honest 60]
         [--strategies combee naive sequential] [--batch-size 16] [--out DIR]
 """
 
@@ -38,12 +40,17 @@ from benchmarks._injections import (
     reached,
 )
 from benchmarks._injections_heldout import HELDOUT
+from benchmarks._injections_redteam import REDTEAM
 from langgraph_combee import BulletGuard, Combee, LearnReport
 from langgraph_combee.tasks import TicketRouting
 from langgraph_combee.testing import parrot_learner
 
 MODULE = "benchmarks.adversarial"
-CORPORA: dict[str, tuple[Injection, ...]] = {"tuning": INJECTIONS, "heldout": HELDOUT}
+CORPORA: dict[str, tuple[Injection, ...]] = {
+    "tuning": INJECTIONS,
+    "heldout": HELDOUT,
+    "redteam": REDTEAM,
+}
 _PATTERNS_OFF = {
     "secrets": False, "personal_data": False, "instruction_override": False,
     "exfiltration": False, "urls": False, "max_chars": None,
@@ -63,7 +70,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """The benchmark's options."""
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__)
     parser.add_argument(
-        "--corpus", nargs="+", choices=sorted(CORPORA), default=["tuning", "heldout"],
+        "--corpus", nargs="+", choices=sorted(CORPORA), default=["tuning", "heldout", "redteam"],
         help="injection corpora to run",
     )  # fmt: skip
     parser.add_argument("--honest", type=int, default=60, help="honest tickets in the traffic")

@@ -29,13 +29,14 @@ from benchmarks._injections import (
     reached,
 )
 from benchmarks._injections_heldout import HELDOUT
+from benchmarks._injections_redteam import REDTEAM
 from langgraph_combee import BulletGuard, Combee, LearnReport
 from langgraph_combee._learning.guard_rules import fold
 from langgraph_combee.tasks import TicketRouting
 from langgraph_combee.testing import parrot_learner
 
 HONEST_REJECTION_BOUND = 0.05
-CORPORA = {"tuning": INJECTIONS, "heldout": HELDOUT}
+CORPORA = {"tuning": INJECTIONS, "heldout": HELDOUT, "redteam": REDTEAM}
 STRATEGIES = ["combee", "naive", "sequential"]
 
 
@@ -71,6 +72,12 @@ def test_the_corpora_are_varied_and_distinct() -> None:
     assert {"input", "multi", "tool", "comment"} <= {i.carrier for i in HELDOUT}
     assert not set(styles) & set(held)  # styles the tuning corpus does not have
     assert not {i.payload for i in INJECTIONS} & {i.payload for i in HELDOUT}
+    red = Counter(i.style for i in REDTEAM)
+    assert len(REDTEAM) >= 20 and len(red) >= 20
+    assert {"input", "feedback", "evaluator", "comment", "tool", "multi"} <= {
+        i.carrier for i in REDTEAM
+    }
+    assert len(next(i for i in REDTEAM if i.carrier == "multi").traces) == 3
 
 
 @pytest.mark.parametrize("corpus", sorted(CORPORA))

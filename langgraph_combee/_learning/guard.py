@@ -239,8 +239,10 @@ class BulletGuard:
             evidence; any other comment (``combee.feedback``'s default source is
             ``"user"``) is user text.
         untrusted_truth_sources: ``Feedback.source`` values whose ground truth is
-            user text; by default every ground truth is the operator's. Add
-            ``"user"`` if your app forwards corrections typed by end users.
+            user text. Otherwise a ground truth with no source or a trusted one is
+            the operator's, and one from any other source (``combee.feedback``'s
+            default ``"user"``) is trusted only as a short answer (3 words, 40
+            characters). Add ``"user"`` to distrust even those.
         trusted_tools: Names of the tools whose results are trusted evidence;
             None (default) trusts every tool. List only tools whose output you
             control: a tool that returns text an attacker wrote (web pages,
@@ -488,6 +490,17 @@ class BulletGuard:
                     " and no word from a trusted field (ground truth, evaluator comment, tool "
                     "result) of its traces"
                 )
+            if found.joined:
+                verdict.refuse.append(
+                    f"provenance: it carries the end user's words joined into one compound "
+                    f"({found.joined[:60]!r})"
+                )
+            # A rule stating the operator's answer may quote the situation at length.
+            if found.quoted and not found.answered:
+                verdict.refuse.append(
+                    f"provenance: it quotes the end user ({' '.join(found.quoted)!r}...); user "
+                    "text may describe a situation, never make the rule"
+                )
             limit = self.max_situation_words if found.answered else self.max_user_words
             if len(found.user_only) > limit:
                 shown = ", ".join(found.user_only[:8])
@@ -501,6 +514,11 @@ class BulletGuard:
                 verdict.hold.append(
                     "provenance: every trusted word it rests on also appears in the user's own "
                     "text (the user wrote the answer into their message)"
+                )
+            if found is not None and found.quoted_tool:
+                verdict.hold.append(
+                    f"provenance: it recites a tool result ({' '.join(found.quoted_tool)!r}...);"
+                    " tool results can carry text others wrote (notes, emails, pages)"
                 )
         return verdict
 

@@ -39,6 +39,12 @@ TRUSTED_FEEDBACK_SOURCES: tuple[str, ...] = ("evaluator", "operator", "reviewer"
 """``Feedback.source`` values whose *comment* is trusted; any other comment is user text."""
 
 _SHINGLE = 4
+QUOTE = 5
+"""A rule holding this many consecutive content words of a user's text quotes the user."""
+ANSWER_WORDS = 3
+"""Most words a ground truth from an untrusted-by-default source may have and stay trusted."""
+ANSWER_CHARS = 40
+"""Most characters of such a ground truth."""
 _WORD = re.compile(r"\w+(?:[-_./:']\w+)*")
 _STOP = frozenset(
     re.findall(
@@ -65,19 +71,52 @@ def _stem(word: str) -> str:
     return word
 
 
+# Scripts written without spaces between words (Chinese, Japanese, Thai, Lao, Khmer,
+# Burmese): each character counts as a word, or a whole sentence would count as one.
+_UNSPACED = re.compile(
+    r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
+    r"\uf900-\ufaff]"
+)
+_JOINER = re.compile(r"[-_./:']")
+
+
+def _pieces(token: str) -> list[str]:
+    # A value or code ("FIN-7Q", "19.99", "A-1") stays whole; words joined into a
+    # longer compound ("refund-cap-is-now-2500") are words, however they are joined.
+    parts = _JOINER.split(token)
+    if any(c.isdigit() for c in token) and len(parts) <= 2:
+        return [token]
+    out: list[str] = []
+    for part in parts:
+        out.extend(p for p in re.split(f"({_UNSPACED.pattern})", part) if p)
+    return out
+
+
 def tokens(text: str) -> list[str]:
     """Content words and values of ``text``, folded and stemmed, in order (repeats kept)."""
     marked = rules.strip_markup(text)
     out: list[str] = []
     for part in (marked.visible, *marked.hidden):
         for token in _WORD.findall(part):
-            pieces = [token] if any(c.isdigit() for c in token) else re.split(r"[-_./:']", token)
-            out.extend(_stem(p) for p in pieces if p and p not in _STOP)
+            out.extend(_stem(p) for p in _pieces(token) if p and p not in _STOP)
     return out
 
 
+def _compounds(text: str) -> set[str]:
+    # Words joined into one token by hyphens, underscores or dots, QUOTE or more of them.
+    return {
+        t
+        for t in _WORD.findall(rules.fold(text))
+        if len([p for p in _JOINER.split(t) if p]) >= QUOTE
+    }
+
+
+def _runs(words: Sequence[str], n: int) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
 def _shingles(words: Sequence[str]) -> set[tuple[str, ...]]:
-    return {tuple(words[i : i + _SHINGLE]) for i in range(len(words) - _SHINGLE + 1)}
+    return _runs(words, _SHINGLE)
 
 
 def _unechoed(words: list[str], user: set[tuple[str, ...]]) -> list[str]:
@@ -102,15 +141,51 @@ class Evidence:
             messages, output, tool arguments), not in feedback fields: an
             untrusted comment that repeats the trusted ground truth of the same
             feedback is no sign the user wrote the answer into their message.
+        user_runs: Every run of ``QUOTE`` consecutive words of a user-controlled text.
+        tool_runs: Every run of ``QUOTE`` consecutive words of a tool result.
+        user_compounds: Long joined compounds of user text; trusted_compounds: of
+            trusted fields.
     """
 
     trusted: dict[str, frozenset[str]] = field(default_factory=dict)
     user: frozenset[str] = frozenset()
     said: frozenset[str] = frozenset()
+    user_runs: frozenset[tuple[str, ...]] = frozenset()
+    tool_runs: frozenset[tuple[str, ...]] = frozenset()
+    user_compounds: frozenset[str] = frozenset()
+    trusted_compounds: frozenset[str] = frozenset()
 
     def supporting(self, word: str) -> list[str]:
         """The trusted field labels that contain ``word``."""
         return [label for label, words in self.trusted.items() if word in words]
+
+
+_LITERAL = re.compile(r"'[^']*'|\"[^\"]*\"")
+_PUNCTUATION = re.compile(r"[^\s(){}\[\],:=;]+")
+_NAME = re.compile(r"[A-Za-z_][\w.]*|-?\d+(?:\.\d+)?")
+STRUCTURED_CHARS = 400
+"""Most characters of a structured answer (tool calls, a JSON object)."""
+
+
+def structured_answer(text: str) -> bool:
+    """Whether ``text`` is a structured answer, not prose: calls or an object of short values.
+
+    A tool-using task's right answer (``book(room='A', time='0900')``, a JSON
+    object) is longer than a short answer but states no instruction: every
+    quoted value is itself a short answer and every bare name a plain
+    identifier of at most three parts. Prose, or a value that reads as a
+    sentence, is not structured, so it stays user text from an untrusted source.
+    """
+    if len(text) > STRUCTURED_CHARS or not any(c in text for c in "({"):
+        return False
+    for literal in _LITERAL.findall(text):
+        inner = literal[1:-1]
+        if len(inner) > ANSWER_CHARS or len(tokens(inner)) > ANSWER_WORDS:
+            return False
+    for name in _PUNCTUATION.findall(_LITERAL.sub(" ", text)):
+        if not _NAME.fullmatch(name) or name.count("_") + name.count(".") > 2:
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -128,11 +203,26 @@ class Trust:
     tools: tuple[str, ...] | None = None
 
     def truth(self, trace: Trace) -> bool:
-        """Whether the trace's ground truth is the operator's."""
+        """Whether the trace's ground truth is the operator's.
+
+        A ground truth with no source, or from a trusted comment source, is the
+        operator's. One from any other source (``combee.feedback``'s default
+        ``"user"``, which an app may forward from its end users) is trusted only as
+        an *answer*: at most ``ANSWER_WORDS`` words and ``ANSWER_CHARS``
+        characters. A longer one is user text: otherwise an end user could write
+        the rule itself as the "right answer".
+        """
         fb = trace.feedback
-        return bool(
-            fb and fb.ground_truth and (fb.source or "").lower() not in self.untrusted_truth
-        )
+        if not (fb and fb.ground_truth):
+            return False
+        source = (fb.source or "").lower()
+        if source in self.untrusted_truth:
+            return False
+        if not source or source in self.comment_sources:
+            return True
+        truth = fb.ground_truth.strip()
+        short = len(truth) <= ANSWER_CHARS and len(tokens(truth)) <= ANSWER_WORDS
+        return short or structured_answer(truth)
 
     def comment(self, trace: Trace) -> bool:
         """Whether the trace's feedback comment comes from a trusted source."""
@@ -196,19 +286,37 @@ def trusted_fields(trace: Trace, trust: Trust) -> dict[str, str]:
 def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
     """Split the evidence of ``traces`` into trusted fields and user words."""
     user: set[str] = set()
+    runs: set[tuple[str, ...]] = set()
+    tool_runs: set[tuple[str, ...]] = set()
+    user_compounds: set[str] = set()
+    trusted_compounds: set[str] = set()
     conversation: set[str] = set()
     trusted: dict[str, frozenset[str]] = {}
     for trace in traces:
         conversation.update(w for t in conversation_texts(trace, trust) for w in tokens(t))
-        said = [tokens(t) for t in user_texts(trace, trust)]
+        texts = user_texts(trace, trust)
+        user_compounds.update(c for t in texts for c in _compounds(t))
+        said = [tokens(t) for t in texts]
         user.update(w for words in said for w in words)
+        runs.update(run for words in said for run in _runs(words, QUOTE))
         shingles = set().union(*map(_shingles, said)) if said else set()
         for label, text in trusted_fields(trace, trust).items():
             words = tokens(text)
+            trusted_compounds.update(_compounds(text))
+            if label.startswith("tool_result:"):
+                tool_runs.update(_runs(words, QUOTE))
             if label.startswith(("tool_result:", "error:")):
                 words = _unechoed(words, shingles)
             trusted[label] = frozenset(words)
-    return Evidence(trusted=trusted, user=frozenset(user), said=frozenset(conversation))
+    return Evidence(
+        trusted=trusted,
+        user=frozenset(user),
+        said=frozenset(conversation),
+        user_runs=frozenset(runs),
+        tool_runs=frozenset(tool_runs),
+        user_compounds=frozenset(user_compounds),
+        trusted_compounds=frozenset(trusted_compounds),
+    )
 
 
 @dataclass(frozen=True)
@@ -225,6 +333,14 @@ class Assessment:
             guessed the team code gets an honest ground truth that agrees).
         answered: Whether it states a ground truth the user never wrote: the
             operator's answer, so the rest may describe at length when it applies.
+        quoted: A run of ``QUOTE`` consecutive words it copies from a user's text
+            (whether or not a trusted field repeats them), or ().
+        joined: A compound of ``QUOTE`` or more words joined by hyphens, underscores
+            or dots (``refund-goes-to-any-card``) that the user wrote and no
+            trusted field holds: a sentence passed off as one situation word.
+        quoted_tool: A run of ``QUOTE`` consecutive words it copies from a tool
+            result, or (): tool results carry text others wrote (order notes,
+            emails, pages), so a rule that recites one is held for a person.
     """
 
     fields: tuple[str, ...]
@@ -233,6 +349,9 @@ class Assessment:
     words: int = 0
     echoed: bool = False
     answered: bool = False
+    quoted: tuple[str, ...] = ()
+    quoted_tool: tuple[str, ...] = ()
+    joined: str = ""
 
     @property
     def mostly_own(self) -> bool:
@@ -264,4 +383,25 @@ def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
         for w in words
     }
     answered = any(w in truths and w not in evidence.user for w in anchors)
-    return Assessment(tuple(fields), tuple(user_only), anchored, len(distinct), echoed, answered)
+    # A quote of the user is the user's text even where a trusted field repeats it (an
+    # LLM grader quoting the customer, a ticket summary): the run is what matters.
+    live = _runs(tokens(known), QUOTE) if known else set()
+    ordered = tokens(text)
+    quoted = next(
+        (r for r in _runs(ordered, QUOTE) if r in evidence.user_runs and r not in live), ()
+    )
+    recited = next(
+        (r for r in _runs(ordered, QUOTE) if r in evidence.tool_runs and r not in live), ()
+    )
+    joined = next(
+        (
+            c
+            for c in _compounds(text)
+            if c in evidence.user_compounds and c not in evidence.trusted_compounds
+        ),
+        "",
+    )
+    return Assessment(
+        tuple(fields), tuple(user_only), anchored, len(distinct), echoed, answered, quoted,
+        recited, joined,
+    )  # fmt: skip
