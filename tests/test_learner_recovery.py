@@ -245,13 +245,19 @@ def _run_tick_in_thread(learner: BackgroundLearner) -> tuple[threading.Thread, l
     return thread, result
 
 
-def test_a_step_past_the_lease_ttl_keeps_the_lease_and_its_result() -> None:
+def _four_queued_behind_a_blocking_learner() -> tuple[InMemoryStore, BlockingLearner, Combee]:
+    """Four failing traces in the queue of a Combee whose learner model blocks."""
     store = InMemoryStore()
     llm = BlockingLearner()
     combee = Combee(prompt_id="p", model=FunctionChatModel(llm), store=store, batch_size=4)
     for trace in failing_traces(4):
         combee.capture(trace)
     combee.server.flush()
+    return store, llm, combee
+
+
+def test_a_step_past_the_lease_ttl_keeps_the_lease_and_its_result() -> None:
+    store, llm, combee = _four_queued_behind_a_blocking_learner()
     wall = FakeClock()  # the lease's clock: moved by hand, far past the TTL
     settings = LearnerSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=0.01)
     learner = BackgroundLearner(combee, settings, clock=FakeClock(), lease_clock=wall)
@@ -272,12 +278,7 @@ def test_a_step_past_the_lease_ttl_keeps_the_lease_and_its_result() -> None:
 
 
 def test_a_lease_gone_during_a_step_is_taken_back_and_the_result_kept() -> None:
-    store = InMemoryStore()
-    llm = BlockingLearner()
-    combee = Combee(prompt_id="p", model=FunctionChatModel(llm), store=store, batch_size=4)
-    for trace in failing_traces(4):
-        combee.capture(trace)
-    combee.server.flush()
+    store, llm, combee = _four_queued_behind_a_blocking_learner()
     settings = LearnerSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=3600)
     learner = BackgroundLearner(combee, settings, clock=FakeClock())
 
@@ -293,12 +294,7 @@ def test_a_lease_gone_during_a_step_is_taken_back_and_the_result_kept() -> None:
 
 
 def test_a_step_whose_lease_another_learner_took_is_discarded_without_blame() -> None:
-    store = InMemoryStore()
-    llm = BlockingLearner()
-    combee = Combee(prompt_id="p", model=FunctionChatModel(llm), store=store, batch_size=4)
-    for trace in failing_traces(4):
-        combee.capture(trace)
-    combee.server.flush()
+    store, llm, combee = _four_queued_behind_a_blocking_learner()
     wall = FakeClock()
     settings = LearnerSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=3600)
     learner = BackgroundLearner(combee, settings, clock=FakeClock(), lease_clock=wall)
