@@ -211,6 +211,22 @@ def test_a_loss_among_several_new_rules_is_blamed_on_the_rule_that_causes_it_alo
     assert replay.calls == 5
 
 
+def verify_on_two_tickets(before: Playbook, candidate: Playbook) -> tuple[Playbook, ReplayReport]:
+    """``verify`` of version 2 over a refund and a shipping ticket, both answered NONE."""
+    return asyncio.run(
+        verify(
+            before=before,
+            candidate=candidate,
+            traces=[run("t1", "refund please", "NONE"), run("t2", "ship please", "NONE")],
+            target=ReplayTarget(model=rule_follower(), system=SystemMessage(APP_PROMPT)),
+            score=make_scorer(evaluator),
+            render=with_playbook,
+            settings=ReplaySettings(),
+            version=2,
+        )
+    )
+
+
 def test_an_updated_rule_that_fails_goes_back_to_its_previous_text() -> None:
     before = Playbook().replace_bullets(
         [Bullet(id="oth-00001", section="others", content="refund: FIN", provenance=["t0"])]
@@ -226,18 +242,7 @@ def test_an_updated_rule_that_fails_goes_back_to_its_previous_text() -> None:
             )
         ]
     )
-    playbook, report = asyncio.run(
-        verify(
-            before=before,
-            candidate=candidate,
-            traces=[run("t1", "refund please", "NONE"), run("t2", "ship please", "NONE")],
-            target=ReplayTarget(model=rule_follower(), system=SystemMessage(APP_PROMPT)),
-            score=make_scorer(evaluator),
-            render=with_playbook,
-            settings=ReplaySettings(),
-            version=2,
-        )
-    )
+    playbook, report = verify_on_two_tickets(before, candidate)
     assert [b.content for b in playbook.bullets] == ["refund: FIN"]
     assert report.dropped[0].evidence.pulled == ["t2"]
 
@@ -534,18 +539,7 @@ def test_a_pending_rule_promoted_by_the_step_is_judged_like_a_new_one() -> None:
     )
     before = Playbook().replace_bullets([pending])
     candidate = before.replace_bullets([pending.model_copy(update={"pending": False})])
-    playbook, report = asyncio.run(
-        verify(
-            before=before,
-            candidate=candidate,
-            traces=[run("t1", "refund please", "NONE"), run("t2", "ship please", "NONE")],
-            target=ReplayTarget(model=rule_follower(), system=SystemMessage(APP_PROMPT)),
-            score=make_scorer(evaluator),
-            render=with_playbook,
-            settings=ReplaySettings(),
-            version=2,
-        )
-    )
+    playbook, report = verify_on_two_tickets(before, candidate)
     assert [v.evidence.status for v in report.rules] == ["rejected"]
     # Rejected, it goes back to waiting for support, as it was before the step.
     assert [(b.content, b.pending) for b in playbook.bullets] == [("please: FIN", True)]
