@@ -218,14 +218,17 @@ def test_a_failing_store_with_a_cold_cache_is_read_once_not_on_every_run(
         assert combee.server.stats.refresh_errors == 1
 
 
+def _first_read_hangs(store: GatedStore) -> Combee:
+    """A Combee whose first read of ``store`` hangs (then fails) and is bounded at 0.05 s."""
+    store.gate("meta")
+    store.failing = {"meta", "versions"}
+    return Combee(prompt_id="p", store=store, refresh_seconds=3600, first_read_seconds=0.05)
+
+
 @MODES
 def test_a_hanging_first_read_is_bounded_and_waited_for_once(store: GatedStore, lean: bool) -> None:
     # Item 2: a store whose calls take long to fail made every run wait that long.
-    store.gate("meta")
-    store.failing = {"meta", "versions"}
-    with _served(
-        Combee(prompt_id="p", store=store, refresh_seconds=3600, first_read_seconds=0.05), store
-    ) as combee:
+    with _served(_first_read_hangs(store), store) as combee:
         agent = _agent(combee, lean=lean)
         answers = finishes(lambda: [_ask(agent, f"q{i}") for i in range(4)])
         assert [a["messages"][-1].text for a in answers] == [f"answer to q{i}" for i in range(4)]
@@ -242,11 +245,7 @@ def test_a_hanging_first_read_is_bounded_in_async_runs_too(store: GatedStore, le
     # Item 2, async hooks: the first read runs on a worker thread, bounded the same way.
     import asyncio
 
-    store.gate("meta")
-    store.failing = {"meta", "versions"}
-    with _served(
-        Combee(prompt_id="p", store=store, refresh_seconds=3600, first_read_seconds=0.05), store
-    ) as combee:
+    with _served(_first_read_hangs(store), store) as combee:
         agent = _agent(combee, lean=lean)
 
         async def runs() -> list[str]:
