@@ -250,18 +250,13 @@ class AgentSide:
         )
         if self.server.attach_feedback(trace_id, fb):
             return True
-        # The queue knows a trace by the id it could store (the buffer writes an id
-        # holding NUL or a lone surrogate with U+FFFD there); asking with the raw
-        # id would fail like a store fault, forever, and stall the feedback behind it.
-        trace_id = storable_text(trace_id)
-        if self.server.store_failing():
-            # Do not make the app wait on a store that is failing: keep it for the worker.
-            self.server.defer_feedback(tenant, trace_id, fb)
+        stored_id = self._queue_id_or_defer(tenant, trace_id, fb)
+        if stored_id is None:
             return True
         try:
-            found = queue.set_feedback(trace_id, fb)
+            found = queue.set_feedback(stored_id, fb)
         except Exception as exc:  # a store fault must never reach the app
-            return self._feedback_deferred(tenant, trace_id, fb, exc)
+            return self._feedback_deferred(tenant, stored_id, fb, exc)
         return self._feedback_stored(found)
 
     async def afeedback(
@@ -285,17 +280,13 @@ class AgentSide:
         )
         if await asyncio.to_thread(self.server.attach_feedback, trace_id, fb):
             return True
-        # The queue knows a trace by the id it could store (the buffer writes an id
-        # holding NUL or a lone surrogate with U+FFFD there); asking with the raw
-        # id would fail like a store fault, forever, and stall the feedback behind it.
-        trace_id = storable_text(trace_id)
-        if self.server.store_failing():
-            self.server.defer_feedback(tenant, trace_id, fb)
+        stored_id = self._queue_id_or_defer(tenant, trace_id, fb)
+        if stored_id is None:
             return True
         try:
-            found = await queue.aset_feedback(trace_id, fb)
+            found = await queue.aset_feedback(stored_id, fb)
         except Exception as exc:  # a store fault must never reach the app
-            return self._feedback_deferred(tenant, trace_id, fb, exc)
+            return self._feedback_deferred(tenant, stored_id, fb, exc)
         return self._feedback_stored(found)
 
     def _feedback_args(
@@ -333,6 +324,21 @@ class AgentSide:
             raise ConfigurationError("run_id", run_id, "the run's id: a UUID or a non-empty str")
         queue = self.queue(tenant)  # a bad tenant is the caller's error: it raises now
         return str(run_id), clip_feedback(fb, self.server.settings.limits), queue
+
+    def _queue_id_or_defer(self, tenant: str | None, trace_id: str, fb: Feedback) -> str | None:
+        """The id the queue knows the trace by, or None when the feedback was deferred.
+
+        The queue knows a trace by the id it could store (the buffer writes an id
+        holding NUL or a lone surrogate with U+FFFD there); asking with the raw id
+        would fail like a store fault, forever, and stall the feedback behind it.
+        The app is never made to wait on a store that is failing: the feedback is
+        kept for the background worker instead.
+        """
+        stored_id = storable_text(trace_id)
+        if self.server.store_failing():
+            self.server.defer_feedback(tenant, stored_id, fb)
+            return None
+        return stored_id
 
     def _feedback_deferred(
         self, tenant: str | None, trace_id: str, fb: Feedback, exc: Exception

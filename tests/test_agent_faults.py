@@ -14,7 +14,8 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,17 @@ class GatedStore(BaseStore):
         return self.batch(ops)
 
 
+@contextmanager
+def _served(combee: Combee, gated: GatedStore | None = None) -> Iterator[Combee]:
+    """``combee`` for the block; then the gated store is let go and the server closed unflushed."""
+    try:
+        yield combee
+    finally:
+        if gated is not None:
+            gated.release.set()
+        combee.server.close(flush=False)
+
+
 def _echo(messages: list[Any]) -> str:
     return f"answer to {messages[-1].text}"
 
@@ -130,8 +142,7 @@ def store() -> GatedStore:
 @MODES
 def test_feedback_right_after_a_clipped_run_does_not_deadlock(lean: bool) -> None:
     # Item 1: _clipped took the serving lock that attach_feedback already held.
-    combee = Combee(prompt_id="p", max_message_chars=200)
-    try:
+    with _served(Combee(prompt_id="p", max_message_chars=200)) as combee:
         agent = _agent(combee, lean=lean)
         run_id = uuid.uuid4()
         _ask(agent, "x" * 1000, run_id)
@@ -140,14 +151,11 @@ def test_feedback_right_after_a_clipped_run_does_not_deadlock(lean: bool) -> Non
         (trace,) = finishes(lambda: (combee.server.flush(), combee.queue().claim(5, holder="t"))[1])
         assert trace.feedback is not None and trace.feedback.correct is True
         assert combee.server.stats.truncated == 1
-    finally:
-        combee.server.close(flush=False)
 
 
 def test_feedback_for_a_run_whose_deferred_build_raises_does_not_deadlock() -> None:
     # Item 1: the failed build was counted under the lock attach_feedback held.
-    combee = Combee(prompt_id="p")
-    try:
+    with _served(Combee(prompt_id="p")) as combee:
 
         def broken() -> Trace:
             raise ValueError("cannot build")
@@ -160,8 +168,6 @@ def test_feedback_for_a_run_whose_deferred_build_raises_does_not_deadlock() -> N
         assert combee.server.stats.capture_errors == 1
         assert combee.server.stats.feedback_dropped == 1
         assert finishes(lambda: combee.server.head(None)).version == 0
-    finally:
-        combee.server.close(flush=False)
 
 
 def test_the_evaluator_runs_outside_the_serving_lock() -> None:
@@ -173,14 +179,11 @@ def test_the_evaluator_runs_outside_the_serving_lock() -> None:
         seen.append(combee.server.head(None).version)
         return Feedback(score=1.0)
 
-    combee = Combee(prompt_id="p", evaluator=evaluator)
-    try:
+    with _served(Combee(prompt_id="p", evaluator=evaluator)) as combee:
         combee.capture_later("r1", lambda: Trace(id="r1", input="q", output="a"))
         assert finishes(lambda: combee.feedback("r1", comment="late"))
         assert finishes(combee.server.flush) == 1  # the build (and the evaluator) runs here
         assert seen == [0]
-    finally:
-        combee.server.close(flush=False)
 
 
 def test_an_evaluator_that_gives_feedback_for_its_own_run_does_not_hang() -> None:
@@ -190,13 +193,10 @@ def test_an_evaluator_that_gives_feedback_for_its_own_run_does_not_hang() -> Non
         combee.feedback(trace.id, comment="from the evaluator")
         return Feedback(score=1.0)
 
-    combee = Combee(prompt_id="p", evaluator=evaluator)
-    try:
+    with _served(Combee(prompt_id="p", evaluator=evaluator)) as combee:
         combee.capture_later("r1", lambda: Trace(id="r1", input="q", output="a"))
         assert finishes(lambda: combee.feedback("r1", correct=True))
         assert finishes(combee.server.flush) == 1
-    finally:
-        combee.server.close(flush=False)
 
 
 # ---------------------------------------------------------------- 2. cold cache, failing store
@@ -208,8 +208,7 @@ def test_a_failing_store_with_a_cold_cache_is_read_once_not_on_every_run(
 ) -> None:
     # Item 2: the failed first read was not remembered; every run read again.
     store.failing = {"meta", "versions"}
-    combee = Combee(prompt_id="p", store=store, refresh_seconds=3600)
-    try:
+    with _served(Combee(prompt_id="p", store=store, refresh_seconds=3600)) as combee:
         model = FunctionChatModel(_echo)
         agent = _agent(combee, lean=lean, model=model)
         for i in range(5):
@@ -217,17 +216,19 @@ def test_a_failing_store_with_a_cold_cache_is_read_once_not_on_every_run(
         assert store.calls["meta"] == 1
         assert all(prompt[0] == SystemMessage(APP_PROMPT) for prompt in model.prompts)
         assert combee.server.stats.refresh_errors == 1
-    finally:
-        combee.server.close(flush=False)
+
+
+def _first_read_hangs(store: GatedStore) -> Combee:
+    """A Combee whose first read of ``store`` hangs (then fails) and is bounded at 0.05 s."""
+    store.gate("meta")
+    store.failing = {"meta", "versions"}
+    return Combee(prompt_id="p", store=store, refresh_seconds=3600, first_read_seconds=0.05)
 
 
 @MODES
 def test_a_hanging_first_read_is_bounded_and_waited_for_once(store: GatedStore, lean: bool) -> None:
     # Item 2: a store whose calls take long to fail made every run wait that long.
-    store.gate("meta")
-    store.failing = {"meta", "versions"}
-    combee = Combee(prompt_id="p", store=store, refresh_seconds=3600, first_read_seconds=0.05)
-    try:
+    with _served(_first_read_hangs(store), store) as combee:
         agent = _agent(combee, lean=lean)
         answers = finishes(lambda: [_ask(agent, f"q{i}") for i in range(4)])
         assert [a["messages"][-1].text for a in answers] == [f"answer to q{i}" for i in range(4)]
@@ -237,9 +238,6 @@ def test_a_hanging_first_read_is_bounded_and_waited_for_once(store: GatedStore, 
         store.release.set()  # the read now fails; later runs still do not read
         finishes(lambda: [_ask(agent, f"r{i}") for i in range(3)])
         assert store.calls["meta"] == 1
-    finally:
-        store.release.set()
-        combee.server.close(flush=False)
 
 
 @MODES
@@ -247,10 +245,7 @@ def test_a_hanging_first_read_is_bounded_in_async_runs_too(store: GatedStore, le
     # Item 2, async hooks: the first read runs on a worker thread, bounded the same way.
     import asyncio
 
-    store.gate("meta")
-    store.failing = {"meta", "versions"}
-    combee = Combee(prompt_id="p", store=store, refresh_seconds=3600, first_read_seconds=0.05)
-    try:
+    with _served(_first_read_hangs(store), store) as combee:
         agent = _agent(combee, lean=lean)
 
         async def runs() -> list[str]:
@@ -262,9 +257,6 @@ def test_a_hanging_first_read_is_bounded_in_async_runs_too(store: GatedStore, le
 
         assert finishes(lambda: asyncio.run(runs())) == [f"answer to q{i}" for i in range(3)]
         assert store.calls["meta"] == 1
-    finally:
-        store.release.set()
-        combee.server.close(flush=False)
 
 
 # ---------------------------------------------------------------- 3. feedback in an outage
@@ -272,8 +264,7 @@ def test_a_hanging_first_read_is_bounded_in_async_runs_too(store: GatedStore, le
 
 def test_feedback_during_a_store_outage_is_kept_retried_and_counted(store: GatedStore) -> None:
     # Item 3: feedback() raised ConnectionError for a run already flushed.
-    combee = Combee(prompt_id="p", store=store)
-    try:
+    with _served(Combee(prompt_id="p", store=store)) as combee:
         combee.capture(Trace(id="r1", input="q", output="a"))
         assert combee.server.flush() == 1
         before = store.calls["queue_index"]
@@ -293,8 +284,6 @@ def test_feedback_during_a_store_outage_is_kept_retried_and_counted(store: Gated
         (trace,) = combee.queue().claim(5, holder="t")
         assert trace.feedback is not None
         assert (trace.feedback.ground_truth, trace.feedback.comment) == ("FIN", "second")
-    finally:
-        combee.server.close(flush=False)
 
 
 # ---------------------------------------------------------------- 4. the feedback race
@@ -303,8 +292,7 @@ def test_feedback_during_a_store_outage_is_kept_retried_and_counted(store: Gated
 def test_feedback_finds_a_trace_while_its_write_is_in_flight(store: GatedStore) -> None:
     # Item 4: flush took traces out of the buffer before writing them, so
     # feedback() in that window found the run nowhere and returned False.
-    combee = Combee(prompt_id="p", store=store)
-    try:
+    with _served(Combee(prompt_id="p", store=store), store) as combee:
         combee.capture(Trace(id="r1", input="q", output="a"))
         store.gate("queue")  # the entry write of the flush pauses
         flushing = threading.Thread(target=combee.server.flush, daemon=True)
@@ -318,15 +306,11 @@ def test_feedback_finds_a_trace_while_its_write_is_in_flight(store: GatedStore) 
         (trace,) = combee.queue().claim(5, holder="t")
         assert trace.feedback is not None and trace.feedback.ground_truth == "FIN"
         assert combee.server.stats.feedback_delivered == 1
-    finally:
-        store.release.set()
-        combee.server.close(flush=False)
 
 
 def test_a_failed_write_keeps_the_feedback_given_during_it(store: GatedStore) -> None:
     # Item 4: feedback attached while a write is in flight survives that write failing.
-    combee = Combee(prompt_id="p", store=store)
-    try:
+    with _served(Combee(prompt_id="p", store=store), store) as combee:
         combee.capture(Trace(id="r1", input="q", output="a"))
         store.gate("queue")
         store.failing = {"queue"}
@@ -341,9 +325,6 @@ def test_a_failed_write_keeps_the_feedback_given_during_it(store: GatedStore) ->
         assert combee.server.flush() == 1
         (trace,) = combee.queue().claim(5, holder="t")
         assert trace.feedback is not None and trace.feedback.comment == "kept"
-    finally:
-        store.release.set()
-        combee.server.close(flush=False)
 
 
 # ---------------------------------------------------------------- 10. durability
@@ -352,22 +333,20 @@ def test_a_failed_write_keeps_the_feedback_given_during_it(store: GatedStore) ->
 @MODES
 def test_write_through_queues_the_trace_before_the_run_returns(lean: bool) -> None:
     # Item 10: in buffered mode a trace lives only in memory until the next flush.
-    combee = Combee(prompt_id="p", durability="write_through", flush_seconds=3600)
-    try:
+    with _served(Combee(prompt_id="p", durability="write_through", flush_seconds=3600)) as combee:
         run_id = uuid.uuid4()
         _ask(_agent(combee, lean=lean), run_id=run_id)
         assert combee.server.buffered() == 0
         assert combee.queue().status(str(run_id)) == "pending"
         assert combee.describe()["serving"]["written_through"] == 1
         assert combee.feedback(run_id, correct=True)
-    finally:
-        combee.server.close(flush=False)
 
 
 def test_write_through_falls_back_to_the_buffer_while_the_store_fails(store: GatedStore) -> None:
     # Item 10 with item 2: a failing store is waited on once, then runs buffer.
-    combee = Combee(prompt_id="p", store=store, durability="write_through", flush_seconds=3600)
-    try:
+    with _served(
+        Combee(prompt_id="p", store=store, durability="write_through", flush_seconds=3600)
+    ) as combee:
         store.failing = {"queue", "queue_index"}
         agent = _agent(combee, lean=False)
         for i in range(3):
@@ -377,8 +356,6 @@ def test_write_through_falls_back_to_the_buffer_while_the_store_fails(store: Gat
         assert combee.server.stats.write_through_fallbacks == 3
         store.failing = set()
         assert combee.server.flush() == 3
-    finally:
-        combee.server.close(flush=False)
 
 
 def test_a_full_chunk_is_written_without_waiting_for_the_timer(store: GatedStore) -> None:
@@ -425,8 +402,7 @@ def test_a_bad_tenant_from_scope_is_counted_and_reported_once(
     lean: bool, bad: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Item 12: lean mode dropped such a run uncounted; full mode logged errors per run.
-    combee = Combee(prompt_id="p", scope=lambda config: bad)
-    try:
+    with _served(Combee(prompt_id="p", scope=lambda config: bad)) as combee:
         accept_rules(combee, "Shared rule.")
         model = FunctionChatModel(_echo)
         agent = _agent(combee, lean=lean, model=model)
@@ -442,8 +418,6 @@ def test_a_bad_tenant_from_scope_is_counted_and_reported_once(
         # Served the shared playbook, and not captured: whose run it is is not known.
         assert combee.queue().claim(10, holder="t") == []
         assert combee.server.stats.captured == 0
-    finally:
-        combee.server.close(flush=False)
 
 
 def test_a_scope_that_raises_is_counted_reported_once_and_not_captured(
@@ -452,8 +426,7 @@ def test_a_scope_that_raises_is_counted_reported_once_and_not_captured(
     def scope(config: Any) -> str:
         raise KeyError("org")
 
-    combee = Combee(prompt_id="p", scope=scope)
-    try:
+    with _served(Combee(prompt_id="p", scope=scope)) as combee:
         agent = _agent(combee, lean=False)
         with caplog.at_level(logging.WARNING, logger="langgraph_combee"):
             for i in range(3):
@@ -462,8 +435,6 @@ def test_a_scope_that_raises_is_counted_reported_once_and_not_captured(
         assert combee.describe()["serving"]["bad_tenants"] == 3
         assert combee.tenant_for({}) is None
         assert combee.server.stats.captured == 0
-    finally:
-        combee.server.close(flush=False)
 
 
 def accept_rules(combee: Combee, *rules: str) -> None:
@@ -556,16 +527,13 @@ def test_learn_refuses_two_traces_with_one_id_before_writing_anything() -> None:
 def test_feedback_refuses_bad_input_before_changing_anything(
     kwargs: dict[str, Any], named: str
 ) -> None:
-    combee = Combee(prompt_id="p")
-    try:
+    with _served(Combee(prompt_id="p")) as combee:
         combee.capture(Trace(id="r1", input="q", output="a"))
         with pytest.raises(ConfigurationError, match=named):
             combee.feedback(**kwargs)
         combee.server.flush()
         (trace,) = combee.queue().claim(5, holder="t")
         assert trace.feedback is None
-    finally:
-        combee.server.close(flush=False)
 
 
 _KILLED_AGENT = """
@@ -611,8 +579,7 @@ def test_sigkill_loses_no_run_that_returned_in_write_through_mode(tmp_path: Path
 def test_a_trace_json_cannot_carry_does_not_block_the_buffer() -> None:
     # Self-review: an object in a trace's metadata failed every write of its chunk,
     # holding every trace behind it in memory for good.
-    combee = Combee(prompt_id="p")
-    try:
+    with _served(Combee(prompt_id="p")) as combee:
         combee.capture(Trace(id="odd", input="q", metadata={"client": object()}))
         combee.capture(Trace(id="good", input="q"))
         assert combee.server.flush() == 2
@@ -620,5 +587,3 @@ def test_a_trace_json_cannot_carry_does_not_block_the_buffer() -> None:
         traces = {t.id: t for t in combee.queue().claim(5, holder="t")}
         assert traces["odd"].metadata["client"].startswith("<object object")
         assert combee.describe()["serving"]["unserializable"] == 1
-    finally:
-        combee.server.close(flush=False)

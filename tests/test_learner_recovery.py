@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_combee import Combee
+from langgraph_combee import Combee, Trace
 from langgraph_combee._learning.parsing import message_text
 from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee._runtime.recovery import StepRecovery
@@ -69,6 +69,20 @@ class PoisonCurator:
         return str(self.good.invoke(messages).content)
 
 
+def _queue(combee: Combee, traces: Sequence[Trace]) -> None:
+    """Capture ``traces`` and write them to the queue."""
+    for trace in traces:
+        combee.capture(trace)
+    combee.server.flush()
+
+
+async def _tick(learner: BackgroundLearner, clock: FakeClock, times: int) -> None:
+    """``times`` learner ticks, each followed by 100 s of learner time (past any backoff)."""
+    for _ in range(times):
+        await learner.tick()
+        clock.now += 100
+
+
 async def test_a_trace_that_breaks_every_step_is_parked_and_the_others_learned() -> None:
     llm = PoisonCurator(POISON)
     combee = Combee(
@@ -82,9 +96,7 @@ async def test_a_trace_that_breaks_every_step_is_parked_and_the_others_learned()
     clock = FakeClock()
     learner = _learner(combee, clock)
     traces = failing_traces(12)
-    for trace in traces:
-        combee.capture(trace)
-    combee.server.flush()
+    _queue(combee, traces)
 
     for _ in range(40):
         await learner.tick()
@@ -130,18 +142,12 @@ async def test_an_outage_parks_nothing_and_everything_is_learned_after_it() -> N
     combee = Combee(prompt_id="p", model=FunctionChatModel(reply), batch_size=4, max_attempts=1)
     clock = FakeClock()
     learner = _learner(combee, clock, max_trace_attempts=3)
-    for trace in failing_traces(4):
-        combee.capture(trace)
-    combee.server.flush()
-    for _ in range(30):
-        await learner.tick()
-        clock.now += 100
+    _queue(combee, failing_traces(4))
+    await _tick(learner, clock, 30)
     assert learner.stats.failed_steps >= 20
     assert combee.queue().dead_letters() == []  # never parked: nobody succeeded
     down = False
-    for _ in range(10):
-        await learner.tick()
-        clock.now += 100
+    await _tick(learner, clock, 10)
     assert _learned_ids(combee) == sorted(t.id for t in failing_traces(4))
     assert combee.queue().dead_letters() == []
 
@@ -153,11 +159,8 @@ async def test_a_lone_trace_that_always_fails_is_parked_after_max_attempts() -> 
     )
     clock = FakeClock()
     learner = _learner(combee, clock, max_trace_attempts=3)
-    combee.capture(failing_traces(6)[5])  # t5 alone: nothing to compare it with
-    combee.server.flush()
-    for _ in range(10):
-        await learner.tick()
-        clock.now += 100
+    _queue(combee, failing_traces(6)[5:])  # t5 alone: nothing to compare it with
+    await _tick(learner, clock, 10)
     [letter] = combee.queue().dead_letters()
     assert letter.trace_id == POISON and letter.attempts == 3 == learner.stats.failed_steps
     learner.stop()
@@ -186,9 +189,7 @@ async def test_repeated_failures_for_one_reason_back_off_and_describe_says_so() 
     combee = Combee(prompt_id="p", model=FunctionChatModel(reply), batch_size=2, max_attempts=1)
     clock = FakeClock()
     learner = _learner(combee, clock, max_backoff_seconds=8.0)
-    for trace in failing_traces(2):
-        combee.capture(trace)
-    combee.server.flush()
+    _queue(combee, failing_traces(2))
     seen = []
     for _ in range(5):
         await learner.tick()
@@ -245,13 +246,17 @@ def _run_tick_in_thread(learner: BackgroundLearner) -> tuple[threading.Thread, l
     return thread, result
 
 
-def test_a_step_past_the_lease_ttl_keeps_the_lease_and_its_result() -> None:
+def _four_queued_behind_a_blocking_learner() -> tuple[InMemoryStore, BlockingLearner, Combee]:
+    """Four failing traces in the queue of a Combee whose learner model blocks."""
     store = InMemoryStore()
     llm = BlockingLearner()
     combee = Combee(prompt_id="p", model=FunctionChatModel(llm), store=store, batch_size=4)
-    for trace in failing_traces(4):
-        combee.capture(trace)
-    combee.server.flush()
+    _queue(combee, failing_traces(4))
+    return store, llm, combee
+
+
+def test_a_step_past_the_lease_ttl_keeps_the_lease_and_its_result() -> None:
+    store, llm, combee = _four_queued_behind_a_blocking_learner()
     wall = FakeClock()  # the lease's clock: moved by hand, far past the TTL
     settings = LearnerSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=0.01)
     learner = BackgroundLearner(combee, settings, clock=FakeClock(), lease_clock=wall)
@@ -272,12 +277,7 @@ def test_a_step_past_the_lease_ttl_keeps_the_lease_and_its_result() -> None:
 
 
 def test_a_lease_gone_during_a_step_is_taken_back_and_the_result_kept() -> None:
-    store = InMemoryStore()
-    llm = BlockingLearner()
-    combee = Combee(prompt_id="p", model=FunctionChatModel(llm), store=store, batch_size=4)
-    for trace in failing_traces(4):
-        combee.capture(trace)
-    combee.server.flush()
+    store, llm, combee = _four_queued_behind_a_blocking_learner()
     settings = LearnerSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=3600)
     learner = BackgroundLearner(combee, settings, clock=FakeClock())
 
@@ -293,12 +293,7 @@ def test_a_lease_gone_during_a_step_is_taken_back_and_the_result_kept() -> None:
 
 
 def test_a_step_whose_lease_another_learner_took_is_discarded_without_blame() -> None:
-    store = InMemoryStore()
-    llm = BlockingLearner()
-    combee = Combee(prompt_id="p", model=FunctionChatModel(llm), store=store, batch_size=4)
-    for trace in failing_traces(4):
-        combee.capture(trace)
-    combee.server.flush()
+    store, llm, combee = _four_queued_behind_a_blocking_learner()
     wall = FakeClock()
     settings = LearnerSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=3600)
     learner = BackgroundLearner(combee, settings, clock=FakeClock(), lease_clock=wall)

@@ -15,6 +15,7 @@ from langchain_core.messages import ToolMessage as LCToolMessage
 from langgraph.store.sqlite import SqliteStore
 
 from langgraph_combee import Combee, Feedback, LearnerBudget, Trace
+from langgraph_combee._core.evidence import ReplayReport
 from langgraph_combee._core.playbook import Bullet, Playbook
 from langgraph_combee._core.types import TraceMessage
 from langgraph_combee._learning.adoption import verify
@@ -106,13 +107,20 @@ def contents(combee: Combee) -> list[str]:
     return [b.content for b in combee.current().playbook.bullets]
 
 
+def replay_of(combee: Combee, traces: list[Trace]) -> ReplayReport:
+    """The replay report of the one learning step ``combee`` takes over ``traces``."""
+    replay = combee.learn(traces).steps[0].replay
+    assert replay is not None
+    return replay
+
+
 # --------------------------------------------------------------------------- the verdicts
 
 
 def test_a_rule_that_fixes_its_failing_run_is_kept_with_its_evidence() -> None:
     agent = rule_follower()
     combee = combee_for({"refund please": "refund: FIN"}, agent)
-    report = combee.learn([run("t1", "refund please", "NONE")]).steps[0]
+    replay = replay_of(combee, [run("t1", "refund please", "NONE")])
 
     (bullet,) = combee.current().playbook.bullets
     assert bullet.content == "refund: FIN"
@@ -120,8 +128,7 @@ def test_a_rule_that_fixes_its_failing_run_is_kept_with_its_evidence() -> None:
     assert bullet.replay.status == "verified"
     assert bullet.replay.fixed == ["t1"]
     assert bullet.replay.version == 1
-    assert report.replay is not None
-    assert report.replay.turned_right == ["t1"]
+    assert replay.turned_right == ["t1"]
     # The replay was the agent's model call: its own prompt, then the candidate playbook.
     (prompt,) = agent.prompts
     assert str(prompt[0].text).startswith(APP_PROMPT)
@@ -139,13 +146,12 @@ def test_a_rule_that_breaks_a_previously_right_run_is_dropped() -> None:
         agent_prompt=f"{APP_PROMPT}\n- [app-1] shipping: SHIP",
     )
     batch = [run("t1", "refund please", "NONE"), run("r1", "refund for shipping", "SHIP")]
-    report = combee.learn(batch).steps[0]
+    replay = replay_of(combee, batch)
 
     assert contents(combee) == []
     assert combee.current().version == 0  # nothing left to write
-    assert report.replay is not None
-    assert report.replay.turned_wrong == ["r1"]
-    (verdict,) = report.replay.rules
+    assert replay.turned_wrong == ["r1"]
+    (verdict,) = replay.rules
     assert not verdict.kept
     assert verdict.evidence.status == "rejected"
     assert verdict.evidence.fixed == ["t1"]
@@ -160,11 +166,10 @@ def test_an_over_general_rule_is_dropped_and_a_precise_one_kept() -> None:
         run("t2", "ship please", "NONE"),
         run("t3", "lamp broken", "NONE"),
     ]
-    report = combee.learn(batch).steps[0]
+    replay = replay_of(combee, batch)
 
     assert contents(combee) == ["lamp: HW"]
-    assert report.replay is not None
-    verdicts = {v.content: v for v in report.replay.rules}
+    verdicts = {v.content: v for v in replay.rules}
     over = verdicts["please: FIN"]
     assert not over.kept
     assert over.evidence.pulled == ["t2"]
@@ -174,11 +179,10 @@ def test_an_over_general_rule_is_dropped_and_a_precise_one_kept() -> None:
 
 def test_a_rule_whose_failing_runs_stay_wrong_is_dropped_as_ineffective() -> None:
     combee = combee_for({"refund please": "Always read the ticket carefully."})
-    report = combee.learn([run("t1", "refund please", "NONE")]).steps[0]
+    replay = replay_of(combee, [run("t1", "refund please", "NONE")])
 
     assert contents(combee) == []
-    assert report.replay is not None
-    (verdict,) = report.replay.rules
+    (verdict,) = replay.rules
     assert verdict.evidence.still_wrong == ["t1"]
     assert verdict.evidence.reason.startswith("ineffective")
 
@@ -197,15 +201,30 @@ def test_a_loss_among_several_new_rules_is_blamed_on_the_rule_that_causes_it_alo
         run("t3", "lamp broken", "NONE"),
         run("r1", "refund for shipping", "SHIP"),
     ]
-    report = combee.learn(batch).steps[0]
+    replay = replay_of(combee, batch)
 
     assert contents(combee) == ["lamp: HW"]
-    assert report.replay is not None
-    by_content = {v.content: v for v in report.replay.rules}
+    by_content = {v.content: v for v in replay.rules}
     assert by_content["refund: FIN"].evidence.broken == ["r1"]
     assert by_content["lamp: HW"].evidence.broken == []
     # Three replays under the candidate, then the lost run under each rule alone.
-    assert report.replay.calls == 5
+    assert replay.calls == 5
+
+
+def verify_on_two_tickets(before: Playbook, candidate: Playbook) -> tuple[Playbook, ReplayReport]:
+    """``verify`` of version 2 over a refund and a shipping ticket, both answered NONE."""
+    return asyncio.run(
+        verify(
+            before=before,
+            candidate=candidate,
+            traces=[run("t1", "refund please", "NONE"), run("t2", "ship please", "NONE")],
+            target=ReplayTarget(model=rule_follower(), system=SystemMessage(APP_PROMPT)),
+            score=make_scorer(evaluator),
+            render=with_playbook,
+            settings=ReplaySettings(),
+            version=2,
+        )
+    )
 
 
 def test_an_updated_rule_that_fails_goes_back_to_its_previous_text() -> None:
@@ -223,18 +242,7 @@ def test_an_updated_rule_that_fails_goes_back_to_its_previous_text() -> None:
             )
         ]
     )
-    playbook, report = asyncio.run(
-        verify(
-            before=before,
-            candidate=candidate,
-            traces=[run("t1", "refund please", "NONE"), run("t2", "ship please", "NONE")],
-            target=ReplayTarget(model=rule_follower(), system=SystemMessage(APP_PROMPT)),
-            score=make_scorer(evaluator),
-            render=with_playbook,
-            settings=ReplaySettings(),
-            version=2,
-        )
-    )
+    playbook, report = verify_on_two_tickets(before, candidate)
     assert [b.content for b in playbook.bullets] == ["refund: FIN"]
     assert report.dropped[0].evidence.pulled == ["t2"]
 
@@ -260,11 +268,10 @@ def test_replay_is_off_when_the_agent_model_is_unknown() -> None:
     combee = Combee(
         prompt_id="routing", model=learner({"refund please": "x: FIN"}), evaluator=evaluator
     )
-    report = combee.learn([run("t1", "refund please", "NONE")]).steps[0]
+    replay = replay_of(combee, [run("t1", "refund please", "NONE")])
 
-    assert report.replay is not None
-    assert not report.replay.enabled
-    assert "model is unknown" in report.replay.reason
+    assert not replay.enabled
+    assert "model is unknown" in replay.reason
     assert contents(combee) == ["x: FIN"]
 
 
@@ -311,11 +318,10 @@ def test_the_middleware_supplies_the_agents_model_and_prompt() -> None:
     agent.invoke({"messages": [{"role": "user", "content": "refund please"}]})
     assert agent_model.calls == 1
 
-    report = combee.learn([run("t1", "refund please", "NONE")]).steps[0]
+    replay = replay_of(combee, [run("t1", "refund please", "NONE")])
 
-    assert report.replay is not None
-    assert report.replay.enabled
-    assert report.replay.turned_right == ["t1"]
+    assert replay.enabled
+    assert replay.turned_right == ["t1"]
     replayed = agent_model.prompts[-1]
     assert str(replayed[0].text).startswith(APP_PROMPT)
     assert "refund: FIN" in str(replayed[0].text)
@@ -394,19 +400,17 @@ def test_an_evaluator_that_raises_falls_back_to_the_ground_truth() -> None:
     no_truth = Trace(id="t2", input="lamp broken", output="NONE", feedback=Feedback(correct=False))
     # No guard: a rule resting on no trusted field would be refused before replay.
     combee = combee_for({"lamp broken": "lamp: HW"}, evaluator=flaky, guard=None)
-    report = combee.learn([no_truth]).steps[0]
-    assert report.replay is not None
-    assert report.replay.unscored == 1
+    replay = replay_of(combee, [no_truth])
+    assert replay.unscored == 1
     assert combee.current().playbook.bullets[0].replay.status == "unverified"  # type: ignore[union-attr]
 
 
 def test_a_spent_budget_counts_replays_as_failed_calls() -> None:
     budget = LearnerBudget(calls_per_hour=2)  # the step's reflect and curate calls take both
     combee = combee_for({"refund please": "refund: FIN"}, budget=budget)
-    report = combee.learn([run("t1", "refund please", "NONE")]).steps[0]
+    replay = replay_of(combee, [run("t1", "refund please", "NONE")])
 
-    assert report.replay is not None
-    assert report.replay.failed == 1
+    assert replay.failed == 1
     assert contents(combee) == ["refund: FIN"]
 
 
@@ -535,18 +539,7 @@ def test_a_pending_rule_promoted_by_the_step_is_judged_like_a_new_one() -> None:
     )
     before = Playbook().replace_bullets([pending])
     candidate = before.replace_bullets([pending.model_copy(update={"pending": False})])
-    playbook, report = asyncio.run(
-        verify(
-            before=before,
-            candidate=candidate,
-            traces=[run("t1", "refund please", "NONE"), run("t2", "ship please", "NONE")],
-            target=ReplayTarget(model=rule_follower(), system=SystemMessage(APP_PROMPT)),
-            score=make_scorer(evaluator),
-            render=with_playbook,
-            settings=ReplaySettings(),
-            version=2,
-        )
-    )
+    playbook, report = verify_on_two_tickets(before, candidate)
     assert [v.evidence.status for v in report.rules] == ["rejected"]
     # Rejected, it goes back to waiting for support, as it was before the step.
     assert [(b.content, b.pending) for b in playbook.bullets] == [("please: FIN", True)]

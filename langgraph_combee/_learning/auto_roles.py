@@ -40,16 +40,17 @@ SMALL_PARAMS_B = 8.0
 _LOOPBACK = ("localhost", "127.0.0.1", "::1", "0.0.0.0")
 
 
-def _model_name(model: BaseChatModel) -> str:
-    for attr in ("model_name", "model", "model_id", "deployment_name"):
-        value = getattr(model, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    return ""
+_NAME_ATTRS = ("model_name", "model", "model_id", "deployment_name")
+_URL_ATTRS = ("openai_api_base", "base_url", "api_base", "endpoint")
 
 
-def _base_url(model: BaseChatModel) -> str:
-    for attr in ("openai_api_base", "base_url", "api_base", "endpoint"):
+def _first_text(model: BaseChatModel, attrs: tuple[str, ...]) -> str:
+    """The first of ``attrs`` that ``model`` sets to a non-empty str ("" when none does).
+
+    Chat model classes name the same setting differently (``model_name`` on
+    ChatOpenAI, ``model`` on ChatAnthropic, ...).
+    """
+    for attr in attrs:
         value = getattr(model, attr, None)
         if isinstance(value, str) and value:
             return value
@@ -69,11 +70,11 @@ def known_small(model: BaseChatModel) -> str | None:
         "LocalChatOpenAI"
     ):
         return "the bundled local model"
-    name = _model_name(model)
+    name = _first_text(model, _NAME_ATTRS)
     sizes = [float(m) for m in _SIZE.findall(name)]
     if sizes and min(sizes) <= SMALL_PARAMS_B:
         return f"model name {name!r} states {min(sizes):g}B parameters"
-    host = urlparse(_base_url(model)).hostname or ""
+    host = urlparse(_first_text(model, _URL_ATTRS)).hostname or ""
     if host in _LOOPBACK and not sizes:
         return f"a server on loopback ({host}), as local llama.cpp / Ollama servers are"
     return None

@@ -224,14 +224,7 @@ class TraceQueue:
         """
         return run_sync(
             self._store,
-            self._claim_flow(
-                limit,
-                holder,
-                visibility_seconds,
-                ready_only,
-                _some_ids(trace_ids),
-                frozenset(_ids(exclude or ())),
-            ),
+            self._claim_flow(limit, holder, visibility_seconds, ready_only, trace_ids, exclude),
         )
 
     async def aclaim(
@@ -247,14 +240,7 @@ class TraceQueue:
         """Async twin of ``claim``."""
         return await run_async(
             self._store,
-            self._claim_flow(
-                limit,
-                holder,
-                visibility_seconds,
-                ready_only,
-                _some_ids(trace_ids),
-                frozenset(_ids(exclude or ())),
-            ),
+            self._claim_flow(limit, holder, visibility_seconds, ready_only, trace_ids, exclude),
         )
 
     def ack(self, trace_ids: Iterable[str]) -> int:
@@ -491,9 +477,11 @@ class TraceQueue:
         holder: str,
         visibility_seconds: float,
         ready_only: bool,
-        only: list[str] | None = None,
-        exclude: frozenset[str] = frozenset(),
+        trace_ids: Iterable[str] | None,
+        excluded: Iterable[str] | None,
     ) -> Flow[list[Trace]]:
+        only = _some_ids(trace_ids)
+        exclude = frozenset(_ids(excluded or ()))
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise ConfigurationError("limit", limit, "an int >= 0")
         if not isinstance(holder, str) or not holder.strip():

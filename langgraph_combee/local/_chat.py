@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from operator import itemgetter
@@ -353,16 +353,23 @@ def recover(
         found = _recover_from(_json_values(_DOUBLED_OPEN.sub("{", text)), table)
     if not cut_off or len(found.calls) <= 1:
         return found
-    dropped = tuple(
+    dropped = _not_run(
+        found.calls[1:], "the reply was cut off by the length limit after its first call"
+    )
+    return RecoveredCalls(calls=found.calls[:1], invalid=found.invalid + dropped)
+
+
+def _not_run(calls: Iterable[ToolCall], why: str) -> tuple[InvalidToolCall, ...]:
+    """``calls`` as invalid calls that never run, each saying ``why``."""
+    return tuple(
         invalid_tool_call(
             name=call["name"],
             args=json.dumps(call["args"], sort_keys=True, default=str),
             id=call["id"],
-            error="not run: the reply was cut off by the length limit after its first call",
+            error=f"not run: {why}",
         )
-        for call in found.calls[1:]
+        for call in calls
     )
-    return RecoveredCalls(calls=found.calls[:1], invalid=found.invalid + dropped)
 
 
 def recover_tool_calls(text: str, tools: Sequence[str] | Mapping[str, Any]) -> list[ToolCall]:
@@ -404,15 +411,7 @@ def _without_repeats(found: RecoveredCalls, earlier: set[str]) -> RecoveredCalls
     repeats = [c for c in found.calls if _call_key(c["name"], c["args"]) in earlier]
     if not repeats:
         return found
-    dropped = tuple(
-        invalid_tool_call(
-            name=call["name"],
-            args=json.dumps(call["args"], sort_keys=True, default=str),
-            id=call["id"],
-            error="not run: the same call was already made in this conversation",
-        )
-        for call in repeats
-    )
+    dropped = _not_run(repeats, "the same call was already made in this conversation")
     calls = tuple(c for c in found.calls if c not in repeats)
     return RecoveredCalls(calls=calls, invalid=found.invalid + dropped)
 
