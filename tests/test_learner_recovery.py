@@ -266,7 +266,8 @@ def test_a_step_past_the_lease_ttl_keeps_the_lease_and_its_result() -> None:
     assert llm.entered.wait(30)  # the step is running, its model call blocks the loop
     for _ in range(4):  # 200 s of lease time pass during one step
         wall.now += 50
-        assert _wait_until(lambda: _expires_at(store) > wall.now)  # renewed meanwhile
+        # Renewed at the new time (not merely unexpired): the next move stays in the TTL.
+        assert _wait_until(lambda: _expires_at(store) >= wall.now + 60.0)
         assert not rival.acquire()
     llm.release.set()
     thread.join(30)
