@@ -4,6 +4,8 @@ The public API is this module's ``__all__``; ``langgraph_combee.errors`` holds t
 error types and ``langgraph_combee.testing`` the offline chat-model doubles.
 """
 
+from langgraph_combee._agent.lean import LeanCombeeMiddleware
+from langgraph_combee._agent.middleware import CombeeMiddleware
 from langgraph_combee._combee import Combee
 from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.ops import Add, Remove, Tag, Update
@@ -18,18 +20,16 @@ from langgraph_combee._core.types import (
     Trace,
 )
 from langgraph_combee._errors import CombeeError
-from langgraph_combee._learning.budget import LearnerBudget
-from langgraph_combee._learning.controller import BatchSizeController
-from langgraph_combee._learning.guard import BulletGuard
-from langgraph_combee._runtime.acceptance import (
+from langgraph_combee._learner.acceptance import (
     AcceptAll,
     AcceptancePolicy,
     CanaryGate,
     ManualApproval,
     ValidationGate,
 )
-from langgraph_combee._runtime.lean import LeanCombeeMiddleware
-from langgraph_combee._runtime.middleware import CombeeMiddleware
+from langgraph_combee._learning.budget import LearnerBudget
+from langgraph_combee._learning.controller import BatchSizeController
+from langgraph_combee._learning.guard import BulletGuard
 
 __version__ = "0.1.0"
 

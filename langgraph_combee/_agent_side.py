@@ -15,22 +15,22 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pydantic import ValidationError
 
+from langgraph_combee._agent.buffer import storable_text
+from langgraph_combee._agent.limits import clip_feedback
+from langgraph_combee._agent.serving import UNSCOPED
 from langgraph_combee._core.types import Feedback, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._runtime.buffer import storable_text
-from langgraph_combee._runtime.limits import clip_feedback
-from langgraph_combee._runtime.serving import UNSCOPED
 from langgraph_combee._storage.keys import PromptSpace
 
 if TYPE_CHECKING:
     import threading
 
+    from langgraph_combee._agent.collector import CombeeTracer
+    from langgraph_combee._agent.lean import LeanCombeeMiddleware
+    from langgraph_combee._agent.middleware import CombeeMiddleware
+    from langgraph_combee._agent.serving import Server
     from langgraph_combee._combee import Combee
-    from langgraph_combee._runtime.acceptance import AcceptancePolicy
-    from langgraph_combee._runtime.collector import CombeeTracer
-    from langgraph_combee._runtime.lean import LeanCombeeMiddleware
-    from langgraph_combee._runtime.middleware import CombeeMiddleware
-    from langgraph_combee._runtime.serving import Server
+    from langgraph_combee._learner.acceptance import AcceptancePolicy
     from langgraph_combee._storage.queue import TraceQueue
     from langgraph_combee.platform._store import PlatformStore
 
@@ -383,39 +383,39 @@ class AgentSide:
         if not isinstance(lean, bool):
             raise ConfigurationError("lean", lean, "True or False")
         if lean:
-            from langgraph_combee._runtime.lean import LeanCombeeMiddleware
+            from langgraph_combee._agent.lean import LeanCombeeMiddleware
 
             return LeanCombeeMiddleware(self._combee(), capture=capture)
-        from langgraph_combee._runtime.middleware import CombeeMiddleware
+        from langgraph_combee._agent.middleware import CombeeMiddleware
 
         return CombeeMiddleware(self._combee(), capture=capture)
 
     def tracer(self) -> CombeeTracer:
         """A callback handler that captures every finished root run as a trace."""
-        from langgraph_combee._runtime.collector import CombeeTracer
+        from langgraph_combee._agent.collector import CombeeTracer
 
         return CombeeTracer(self._combee())
 
     def node(self) -> Any:
         """A LangGraph node putting the learned system prompt first in ``messages``."""
-        from langgraph_combee._runtime.graph import make_node
+        from langgraph_combee._agent.graph import make_node
 
         return make_node(self._combee())
 
     def system_prompt(self, base: str, *, config: Mapping[str, Any] | None = None) -> str:
         """``base`` with the learned playbook appended, for the current run."""
-        from langgraph_combee._runtime.graph import system_prompt
+        from langgraph_combee._agent.graph import system_prompt
 
         return system_prompt(self._combee(), base, config=config)
 
     def wrap_model(self, llm: Any) -> Any:
         """A runnable that injects the learned prompt into every call of ``llm``."""
-        from langgraph_combee._runtime.graph import wrap_model
+        from langgraph_combee._agent.graph import wrap_model
 
         return wrap_model(self._combee(), llm)
 
     def instrument(self, graph: Any) -> Any:
         """The compiled graph with trace capture attached to every run."""
-        from langgraph_combee._runtime.graph import instrument
+        from langgraph_combee._agent.graph import instrument
 
         return instrument(self._combee(), graph)

@@ -34,6 +34,8 @@ from langgraph.store.base import BaseStore
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph.store.memory import InMemoryStore
 
+from langgraph_combee._agent.limits import TraceLimits
+from langgraph_combee._agent.serving import DropPolicy, Durability, Server, ServingSettings
 from langgraph_combee._agent_side import AgentSide, Evaluator, ScopeFn
 from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.diff import PlaybookDiff
@@ -45,6 +47,12 @@ from langgraph_combee._core.types import (
     Trace,
 )
 from langgraph_combee._errors import ConfigurationError, EngineLoopError, LearningError
+from langgraph_combee._learner.acceptance import AcceptAll, AcceptancePolicy
+from langgraph_combee._learner.feedback_poll import FeedbackSource
+from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._learner.replaying import Replayer, ReplayMode
+from langgraph_combee._learner.step_run import learn_step_run
+from langgraph_combee._learner.versions import ApplyPipeline, VersionWriter
 from langgraph_combee._learning.budget import LearnerBudget
 from langgraph_combee._learning.calls import CallSettings
 from langgraph_combee._learning.engine import (
@@ -58,14 +66,6 @@ from langgraph_combee._learning.prompts import REFLECTOR_STYLES, ReflectorStyle
 from langgraph_combee._learning.replay import ReplaySettings
 from langgraph_combee._learning.roles import RoleProfile
 from langgraph_combee._learning.strategies import Strategy
-from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy
-from langgraph_combee._runtime.feedback_poll import FeedbackSource
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
-from langgraph_combee._runtime.limits import TraceLimits
-from langgraph_combee._runtime.replaying import Replayer, ReplayMode
-from langgraph_combee._runtime.serving import DropPolicy, Durability, Server, ServingSettings
-from langgraph_combee._runtime.step_run import learn_step_run
-from langgraph_combee._runtime.versions import ApplyPipeline, VersionWriter
 from langgraph_combee._storage.keys import validate_label
 from langgraph_combee._storage.locked import thread_safe, unwrap
 from langgraph_combee._storage.queue import TraceQueue

@@ -38,7 +38,7 @@ from langgraph_combee._core.diff import diff_playbooks
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Feedback, PromptVersion, ToolCall, Trace, TraceMessage
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._runtime.feedback_poll import validate_pacing
+from langgraph_combee._learner.feedback_poll import validate_pacing
 
 if TYPE_CHECKING:
     from langsmith import Client

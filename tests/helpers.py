@@ -13,7 +13,7 @@ from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
 from langgraph_combee import Feedback, PromptVersion, Trace
-from langgraph_combee._learning.parsing import message_text
+from langgraph_combee._core.text import message_text
 
 LABEL = re.compile(r"^\[(R\d+)\]$", re.MULTILINE)
 

@@ -15,13 +15,13 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_combee import Combee, Feedback, PromptVersion, Trace
 from langgraph_combee._core.ops import Add, Remove, Update
 from langgraph_combee._core.types import Decision
-from langgraph_combee._runtime.acceptance import (
+from langgraph_combee._learner.acceptance import (
     CanaryGate,
     ManualApproval,
     ValidationGate,
     trace_score,
 )
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee.errors import ConfigurationError, StaleCandidateError
 from langgraph_combee.testing import default_insight, fake_learner
 from tests.helpers import failing_traces

@@ -361,7 +361,7 @@ def test_write_through_falls_back_to_the_buffer_while_the_store_fails(store: Gat
 def test_a_full_chunk_is_written_without_waiting_for_the_timer(store: GatedStore) -> None:
     # Item 10: the time a trace waits before its first write is bounded by
     # flush_seconds, and by less under load: a full chunk wakes the worker.
-    from langgraph_combee._runtime.serving import FLUSH_CHUNK
+    from langgraph_combee._agent.serving import FLUSH_CHUNK
 
     combee = Combee(prompt_id="p", store=store, flush_seconds=3600)
     store.gate("queue")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from langgraph_combee import Combee, LearnerBudget, StepReport
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee.errors import BudgetExceededError, ConfigurationError, LearningError
 from langgraph_combee.testing import fake_learner
 from tests.helpers import FakeClock, failing_traces

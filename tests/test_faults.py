@@ -19,8 +19,8 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from langgraph_combee import Combee, Feedback, Trace
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
-from langgraph_combee._runtime.limits import TraceLimits, clip_trace, trace_size
+from langgraph_combee._agent.limits import TraceLimits, clip_trace, trace_size
+from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee.errors import ConfigurationError, LearningError
 from langgraph_combee.testing import FlakyStore, FunctionChatModel, fake_learner
 from tests.helpers import FakeClock, failing_traces, role_of

@@ -23,7 +23,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
 from langgraph_combee import Combee
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee.testing import fake_learner
 from tests.helpers import failing_traces
 
@@ -36,7 +36,7 @@ WORKER = textwrap.dedent(
     from pathlib import Path
     from langgraph.store.sqlite import SqliteStore
     from langgraph_combee import Combee
-    from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+    from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
     from langgraph_combee.testing import FunctionChatModel
 
     db, marker = sys.argv[1], Path(sys.argv[2])

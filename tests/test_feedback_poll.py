@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from langgraph_combee import Combee, Feedback, Trace
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import fake_learner
 

@@ -21,8 +21,8 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 
 from langgraph_combee import Add, Combee, Decision, PromptVersion
-from langgraph_combee._runtime.collector import CombeeTracer
-from langgraph_combee._runtime.graph import (
+from langgraph_combee._agent.collector import CombeeTracer
+from langgraph_combee._agent.graph import (
     SYSTEM_MESSAGE_ID,
     instrument,
     make_node,

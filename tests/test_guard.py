@@ -603,7 +603,7 @@ def test_a_policy_change_is_held_in_a_candidate_only_a_person_can_accept(tmp_pat
 
 
 async def test_no_policy_accepts_a_candidate_that_needs_approval() -> None:
-    from langgraph_combee._runtime.acceptance import AcceptAll, decide
+    from langgraph_combee._learner.acceptance import AcceptAll, decide
 
     flagged = PromptVersion(prompt_id="p", version=2, needs_approval=["policy change"])
     assert await decide(AcceptAll(), flagged, PromptVersion(prompt_id="p"), None) is None  # type: ignore[arg-type]

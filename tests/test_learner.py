@@ -8,7 +8,7 @@ import pytest
 from langgraph.store.sqlite import SqliteStore
 
 from langgraph_combee import Combee, Feedback, Trace
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee.testing import FunctionChatModel, fake_learner
 from tests.helpers import failing_traces
 

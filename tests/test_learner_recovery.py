@@ -19,9 +19,9 @@ from langchain_core.messages import BaseMessage
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee import Combee, Trace
-from langgraph_combee._learning.parsing import message_text
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
-from langgraph_combee._runtime.recovery import StepRecovery
+from langgraph_combee._core.text import message_text
+from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._learner.recovery import StepRecovery
 from langgraph_combee._storage.keys import LEASE_KEY, PromptSpace
 from langgraph_combee._storage.lease import Lease
 from langgraph_combee.testing import FunctionChatModel, fake_learner

@@ -15,8 +15,9 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from langgraph_combee import Combee, Feedback, Playbook, Trace
+from langgraph_combee._core.text import message_text
 from langgraph_combee._learning import prompts
-from langgraph_combee._learning.parsing import message_text, parse_reply
+from langgraph_combee._learning.parsing import parse_reply
 from langgraph_combee._learning.schemas import ReflectionOut
 from langgraph_combee.local import LocalModel
 from langgraph_combee.local._weights import MODELS

@@ -21,8 +21,8 @@ from langgraph.store.base import BaseStore, Op, Result
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee import Combee, ManualApproval
+from langgraph_combee._agent.limits import TraceLimits
 from langgraph_combee._combee import _stop_started_at_exit
-from langgraph_combee._runtime.limits import TraceLimits
 from langgraph_combee.errors import ConfigurationError, StoreError
 from langgraph_combee.platform import PlatformStore, _store, registered, shared_combee
 from langgraph_combee.platform._shared import DEV_LEASE_SECONDS, forget

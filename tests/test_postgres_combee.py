@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_combee import Combee, Trace
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee.testing import fake_learner
 from tests import postgres
 from tests.helpers import assert_every_step_in_head, failing_traces

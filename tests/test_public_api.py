@@ -39,5 +39,5 @@ def test_errors_share_one_root() -> None:
 
 
 def test_implementation_modules_are_private() -> None:
-    for name in ("_combee", "_core", "_learning", "_storage", "_runtime"):
+    for name in ("_combee", "_core", "_learning", "_storage", "_agent", "_learner"):
         assert importlib.import_module(f"langgraph_combee.{name}")

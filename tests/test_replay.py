@@ -17,6 +17,7 @@ from langgraph.store.sqlite import SqliteStore
 from langgraph_combee import Combee, Feedback, LearnerBudget, Trace
 from langgraph_combee._core.evidence import ReplayReport
 from langgraph_combee._core.playbook import Bullet, Playbook
+from langgraph_combee._core.prompting import with_playbook
 from langgraph_combee._core.types import TraceMessage
 from langgraph_combee._learning.adoption import verify
 from langgraph_combee._learning.replay import (
@@ -26,7 +27,6 @@ from langgraph_combee._learning.replay import (
     make_scorer,
     replay_messages,
 )
-from langgraph_combee._runtime.prompting import with_playbook
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel, fake_learner
 from tests.helpers import RunNames

@@ -18,8 +18,8 @@ from langgraph.store.base import PutOp, Result
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee import Combee, ManualApproval, PromptVersion
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
-from langgraph_combee._runtime.takeover import keep_lease, recover
+from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._learner.takeover import keep_lease, recover
 from langgraph_combee._storage.lease import Lease
 from langgraph_combee.errors import LeaseHeldError
 from langgraph_combee.testing import fake_learner

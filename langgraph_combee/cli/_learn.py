@@ -20,8 +20,8 @@ from rich.progress import (
 from langgraph_combee._combee import Combee
 from langgraph_combee._core.types import LearnReport, StepReport, Trace
 from langgraph_combee._errors import LearningError
+from langgraph_combee._learner.acceptance import AcceptAll, AcceptancePolicy, ManualApproval
 from langgraph_combee._learning.engine import BatchSize
-from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy, ManualApproval
 from langgraph_combee.cli._common import (
     DEFAULT_STORE,
     EXIT_FAILED,

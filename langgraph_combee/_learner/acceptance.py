@@ -24,8 +24,8 @@ from langgraph_combee._core.types import Decision, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from langgraph_combee._runtime.serving import Server
-    from langgraph_combee._runtime.versions import VersionWriter
+    from langgraph_combee._agent.serving import Server
+    from langgraph_combee._learner.versions import VersionWriter
     from langgraph_combee._storage.registry import PromptRegistry
 
 

@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph_combee._core.types import StepReport, Trace
 from langgraph_combee._errors import BudgetExceededError, ConfigurationError
-from langgraph_combee._runtime.feedback_poll import FeedbackPoller
-from langgraph_combee._runtime.heartbeat import LeaseHeartbeat, WriteFence
-from langgraph_combee._runtime.recovery import StepRecovery, backoff_delay, failure_reason
-from langgraph_combee._runtime.takeover import recover
+from langgraph_combee._learner.feedback_poll import FeedbackPoller
+from langgraph_combee._learner.heartbeat import LeaseHeartbeat, WriteFence
+from langgraph_combee._learner.recovery import StepRecovery, backoff_delay, failure_reason
+from langgraph_combee._learner.takeover import recover
 from langgraph_combee._storage.keys import NO_TENANT, ROOT
 from langgraph_combee._storage.lease import Lease
 from langgraph_combee._storage.locked import hold, writer_lock

@@ -35,16 +35,16 @@ from collections.abc import AsyncIterator, Sequence
 
 from langgraph.store.base import BaseStore
 
+from langgraph_combee._agent.serving import Server
 from langgraph_combee._core.dedup import Embedder, deduplicate
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Decision, PromptVersion
 from langgraph_combee._errors import StaleCandidateError
+from langgraph_combee._learner.acceptance import AcceptancePolicy, PolicyContext, decide
 from langgraph_combee._learning.guard import BulletGuard
 from langgraph_combee._learning.strategies import StepResult
 from langgraph_combee._learning.support import promote
-from langgraph_combee._runtime.acceptance import AcceptancePolicy, PolicyContext, decide
-from langgraph_combee._runtime.serving import Server
 from langgraph_combee._storage.lease import Lease, fenced, in_process
 from langgraph_combee._storage.locked import hold, writer_lock
 from langgraph_combee._storage.registry import PromptRegistry

@@ -20,13 +20,13 @@ from langchain_core.messages import SystemMessage
 
 from langgraph_combee._core.evidence import ReplayReport
 from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.prompting import with_playbook
 from langgraph_combee._core.types import Feedback, Trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._learning.adoption import record, verify
 from langgraph_combee._learning.budget import LearnerBudget
 from langgraph_combee._learning.replay import AgentCalls, ReplaySettings, ReplayTarget, make_scorer
 from langgraph_combee._learning.strategies import StepResult
-from langgraph_combee._runtime.prompting import with_playbook
 
 __all__ = ["ReplayMode", "Replayer"]
 

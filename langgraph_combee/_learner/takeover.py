@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from langgraph_combee._core.types import PromptVersion
-from langgraph_combee._runtime.acceptance import decide
+from langgraph_combee._learner.acceptance import decide
 from langgraph_combee._storage.lease import Lease
 
 if TYPE_CHECKING:
