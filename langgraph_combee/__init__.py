@@ -4,7 +4,6 @@ The public API is this module's ``__all__``; ``langgraph_combee.errors`` holds t
 error types and ``langgraph_combee.testing`` the offline chat-model doubles.
 """
 
-from langgraph_combee._agent.lean import LeanCombeeMiddleware
 from langgraph_combee._agent.middleware import CombeeMiddleware
 from langgraph_combee._combee import Combee
 from langgraph_combee._core.dedup import Embedder
@@ -47,7 +46,6 @@ __all__ = [
     "Decision",
     "Embedder",
     "Feedback",
-    "LeanCombeeMiddleware",
     "LearnReport",
     "LearnerBudget",
     "ManualApproval",

@@ -14,7 +14,6 @@ import concurrent.futures
 import contextlib
 import logging
 import math
-import threading
 import uuid
 import weakref
 from collections.abc import (
@@ -36,7 +35,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee._agent.limits import TraceLimits
 from langgraph_combee._agent.serving import DropPolicy, Durability, Server, ServingSettings
-from langgraph_combee._agent_side import AgentSide, Evaluator, ScopeFn
+from langgraph_combee._agent.side import AgentSide, Evaluator, ScopeFn
 from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.diff import PlaybookDiff
 from langgraph_combee._core.types import (
@@ -72,6 +71,9 @@ from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
 
 if TYPE_CHECKING:
+    from langgraph_combee._agent.collector import CombeeTracer
+    from langgraph_combee._agent.graph import LearnedPromptModel, PromptNode
+    from langgraph_combee._agent.middleware import CombeeMiddleware
     from langgraph_combee.platform._store import PlatformStore
 
 logger = logging.getLogger("langgraph_combee")
@@ -253,7 +255,50 @@ def _roles(roles: str | RoleProfile, reflector: object) -> str | RoleProfile:
     return "small" if reflector == "compact" else "full"
 
 
-class Combee(AgentSide):
+def _build_agent(
+    combee: Combee,
+    *,
+    serving: ServingSettings,
+    scope: ScopeFn | None,
+    evaluator: Evaluator | None,
+    feedback_wait_seconds: float,
+    on_version: Sequence[VersionListener],
+) -> AgentSide:
+    """The agent side of ``combee``: its serving cache, canary router and capture.
+
+    It gets only what it needs from the root: the per-tenant registries and
+    queues (the cache's refresh and the capture buffer's writes), the replayer's
+    record of the agent's model calls, and the platform store's binding.
+    """
+    server = Server(registry_for=combee.registry, queue_for=combee.queue, settings=serving)
+    server.listeners.extend(on_version)
+    platform = combee._platform_store
+    return AgentSide(
+        prompt_id=combee.prompt_id,
+        server=server,
+        queue_for=combee.queue,
+        scope=scope,
+        evaluator=evaluator,
+        feedback_wait_seconds=feedback_wait_seconds,
+        canary_fraction=_canary_fraction(combee.acceptance),
+        on_model_call=combee.replayer.agent_calls.remember,
+        bind_store=platform.bind if platform is not None else None,
+    )
+
+
+def _canary_fraction(acceptance: AcceptancePolicy) -> float:
+    """The share of runs the policy's canary trials serve the candidate (0: no trials).
+
+    ``AcceptancePolicy.canary_fraction``; a policy written before that attribute
+    existed states it as ``CanaryGate`` did, in ``fraction`` next to ``choose``.
+    """
+    fraction = getattr(acceptance, "canary_fraction", None)
+    if fraction is None and callable(getattr(acceptance, "choose", None)):
+        fraction = getattr(acceptance, "fraction", 0.0)
+    return float(fraction or 0.0)
+
+
+class Combee:
     """A self-improving system prompt for one LangGraph / LangChain app.
 
     Example::
@@ -474,17 +519,35 @@ class Combee(AgentSide):
             raise ConfigurationError(
                 "on_missing_feedback", on_missing_feedback, "'learn' or 'drop'"
             )
-        self.evaluator = evaluator
-        self.scope = scope
-        self.feedback_wait_seconds = float(feedback_wait_seconds)
         self.on_missing_feedback: MissingFeedback = on_missing_feedback
         self._queues: dict[str | None, TraceQueue] = {}
-        self._scope_lock = threading.Lock()
-        self._scope_reported: set[str] = set()
-        self.server = Server(
-            registry_for=self.registry,
-            queue_for=self.queue,
-            settings=ServingSettings(
+        for listener in on_version:
+            if not callable(listener):
+                raise ConfigurationError(
+                    "on_version", listener, "callables (new_version, previous_version) -> None"
+                )
+        if feedback_source is not None and not isinstance(feedback_source, FeedbackSource):
+            raise ConfigurationError(
+                "feedback_source",
+                feedback_source,
+                "a FeedbackSource (fetch(run_ids) and pacing attributes), e.g. LangSmithFeedback",
+            )
+        self.feedback_source = feedback_source
+        self.replayer = Replayer(
+            mode=replay,
+            settings=ReplaySettings(
+                max_replays=max_replays,
+                max_concurrency=max_concurrency,
+                timeout_seconds=timeout_seconds,
+                seed=seed,
+            ),
+            evaluator=lambda: self.evaluator,
+            agent_model=_resolve_agent_model(agent_model),
+            agent_prompt=agent_prompt,
+        )
+        self._agent = _build_agent(
+            self,
+            serving=ServingSettings(
                 refresh_seconds=refresh_seconds,
                 capture_limit=capture_limit,
                 drop_policy=drop_policy,
@@ -495,20 +558,11 @@ class Combee(AgentSide):
                     max_message_chars=max_message_chars, max_trace_chars=max_trace_chars
                 ),
             ),
+            scope=scope,
+            evaluator=evaluator,
+            feedback_wait_seconds=feedback_wait_seconds,
+            on_version=on_version,
         )
-        for listener in on_version:
-            if not callable(listener):
-                raise ConfigurationError(
-                    "on_version", listener, "callables (new_version, previous_version) -> None"
-                )
-        self.server.listeners.extend(on_version)
-        if feedback_source is not None and not isinstance(feedback_source, FeedbackSource):
-            raise ConfigurationError(
-                "feedback_source",
-                feedback_source,
-                "a FeedbackSource (fetch(run_ids) and pacing attributes), e.g. LangSmithFeedback",
-            )
-        self.feedback_source = feedback_source
         self._learner_settings = LearnerSettings(
             min_batch=min_batch,
             max_wait_seconds=max_wait_seconds,
@@ -535,18 +589,6 @@ class Combee(AgentSide):
                 embedder=self._engine_settings.embedder,
             ),
         )
-        self.replayer = Replayer(
-            mode=replay,
-            settings=ReplaySettings(
-                max_replays=max_replays,
-                max_concurrency=max_concurrency,
-                timeout_seconds=timeout_seconds,
-                seed=seed,
-            ),
-            evaluator=lambda: self.evaluator,
-            agent_model=_resolve_agent_model(agent_model),
-            agent_prompt=agent_prompt,
-        )
         self._engines: dict[str | None, LearningEngine] = {}
         self._registries: dict[str | None, PromptRegistry] = {}
         self._owned: contextlib.ExitStack | None = None  # a store from_conn_string opened
@@ -564,6 +606,174 @@ class Combee(AgentSide):
     def strategy_name(self) -> str:
         """The name of the learning strategy in use."""
         return self._strategy if isinstance(self._strategy, str) else self._strategy.name
+
+    # ---- the agent side (``_agent/side.py``), delegated -------------------
+
+    @property
+    def server(self) -> Server:
+        """The agent side's serving cache and capture buffer."""
+        return self._agent.server
+
+    @property
+    def evaluator(self) -> Evaluator | None:
+        """The evaluator scoring each captured trace (``Combee(evaluator=...)``)."""
+        return self._agent.evaluator
+
+    @property
+    def scope(self) -> ScopeFn | None:
+        """The tenant scope (``Combee(scope=...)``)."""
+        return self._agent.scope
+
+    @property
+    def feedback_wait_seconds(self) -> float:
+        """How long a captured trace without feedback waits for ``feedback()``."""
+        return self._agent.feedback_wait_seconds
+
+    def tenant_for(self, config: Mapping[str, Any] | None) -> str | None:
+        """The tenant of a run, from its config, via ``scope`` (see ``AgentSide.tenant_for``)."""
+        return self._agent.tenant_for(config)
+
+    def run_tenant(self, config: Mapping[str, Any] | None) -> str | None:
+        """``tenant_for``, but ``serving.UNSCOPED`` (not None) when ``scope`` failed."""
+        return self._agent.run_tenant(config)
+
+    def select_version(self, tenant: str | None, run_key: str | None = None) -> PromptVersion:
+        """The version to serve to a new run (HEAD, or a canary candidate); memory only."""
+        return self._agent.select_version(tenant, run_key)
+
+    def version_for_run(self, tenant: str | None, version: int) -> PromptVersion:
+        """The version a run was pinned to (from memory when possible)."""
+        return self._agent.version_for_run(tenant, version)
+
+    def capture(self, trace: Trace) -> None:
+        """Hand a finished run's trace to the learner side. Never raises."""
+        self._agent.capture(trace)
+
+    def capture_later(self, trace_id: str, build: Callable[[], Trace]) -> None:
+        """Like ``capture``, with the trace built (and scored) by the background thread."""
+        self._agent.capture_later(trace_id, build)
+
+    def _bind_platform_store(self) -> bool:
+        """Bind ``store="platform"`` to the server's store; False while it is unknown."""
+        return self._agent.bound()
+
+    def feedback(
+        self,
+        run_id: Any,
+        *,
+        score: float | None = None,
+        correct: bool | None = None,
+        comment: str | None = None,
+        ground_truth: str | None = None,
+        tenant: str | None = None,
+        source: str = "user",
+    ) -> bool:
+        """Attach late feedback to a captured run (keyed by its run id).
+
+        Never raises for a store fault: feedback the store cannot take now is
+        kept in memory and retried by the background thread (counted in
+        ``describe()["serving"]["feedback_deferred"]``).
+
+        Returns:
+            True when the trace was found (in memory or in the queue) or the
+            feedback was kept for a store that is failing; False when the run id
+            is unknown or its trace was already learned from.
+
+        Raises:
+            ConfigurationError: The feedback is empty or ill-typed, ``run_id`` is
+                missing, or ``tenant`` is not a valid tenant (nothing is changed).
+        """
+        return self._agent.feedback(
+            run_id,
+            score=score,
+            correct=correct,
+            comment=comment,
+            ground_truth=ground_truth,
+            tenant=tenant,
+            source=source,
+        )
+
+    async def afeedback(
+        self,
+        run_id: Any,
+        *,
+        score: float | None = None,
+        correct: bool | None = None,
+        comment: str | None = None,
+        ground_truth: str | None = None,
+        tenant: str | None = None,
+        source: str = "user",
+    ) -> bool:
+        """Async ``feedback()``, for async apps and servers that forbid blocking calls."""
+        return await self._agent.afeedback(
+            run_id,
+            score=score,
+            correct=correct,
+            comment=comment,
+            ground_truth=ground_truth,
+            tenant=tenant,
+            source=source,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """A snapshot of Combee's counters: the agent side's and the learner's.
+
+        ``"serving"`` holds the capture, refresh and feedback counters of this
+        process (``server.describe()``); ``"learner"`` the background learner's
+        (``learner.describe()``), or None when no learner was created here.
+        """
+        learner = self._learner
+        return {
+            "serving": self._agent.describe(),
+            "learner": learner.describe() if learner is not None else None,
+        }
+
+    def middleware(
+        self, *, capture: bool = True, hooks: bool | None = None, lean: bool | None = None
+    ) -> CombeeMiddleware:
+        """The ``create_agent`` middleware; put it first in ``middleware=[...]``.
+
+        Args:
+            capture: Capture each finished invocation as a ``Trace``.
+            hooks: False (default): all the work inside ``wrap_model_call``, no
+                graph node of its own. True: pin in ``before_agent`` and capture in
+                ``after_agent`` too, to capture invocations ended by other
+                middleware or a ``return_direct`` tool (``CombeeMiddleware``).
+            lean: The older name of ``not hooks`` (``lean=True`` is the default).
+
+        Raises:
+            ConfigurationError: An option is not a bool, or ``hooks`` and
+                ``lean`` contradict each other.
+        """
+        if lean is not None and not isinstance(lean, bool):
+            raise ConfigurationError("lean", lean, "None, True or False")
+        if hooks is None:
+            hooks = False if lean is None else not lean
+        elif lean is not None and hooks == lean:
+            raise ConfigurationError(
+                "lean", lean, f"omitted, or {not hooks} (the opposite of hooks={hooks})"
+            )
+        return self._agent.middleware(capture=capture, hooks=hooks)
+
+    def tracer(self) -> CombeeTracer:
+        """A callback handler that captures every finished root run as a trace."""
+        return self._agent.tracer()
+
+    def node(self) -> PromptNode:
+        """A LangGraph node putting the learned system prompt first in ``messages``."""
+        return self._agent.node()
+
+    def system_prompt(self, base: str, *, config: Mapping[str, Any] | None = None) -> str:
+        """``base`` with the learned playbook appended, for the current run."""
+        return self._agent.system_prompt(base, config=config)
+
+    def wrap_model(self, llm: Any) -> LearnedPromptModel:
+        """A runnable that injects the learned prompt into every call of ``llm``."""
+        return self._agent.wrap_model(llm)
+
+    def instrument(self, graph: Any) -> Any:
+        """The compiled graph with trace capture attached to every run."""
+        return self._agent.instrument(graph)
 
     # ---- parts, per tenant ---------------------------------------------
 

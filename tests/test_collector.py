@@ -261,7 +261,7 @@ def test_odd_or_malformed_runs_never_raise(combee: Combee, monkeypatch: pytest.M
     def boom(trace: Any) -> None:
         raise RuntimeError("capture exploded")
 
-    monkeypatch.setattr(combee, "capture", boom)
+    monkeypatch.setattr(combee._agent, "capture", boom)  # the side the tracer hands traces to
     ScriptedChatModel(["ok"]).invoke("hi", {"callbacks": [tracer]})
     assert tracer.failed == 2
 

@@ -1,8 +1,10 @@
-"""LeanCombeeMiddleware: what differs from CombeeMiddleware.
+"""``CombeeMiddleware``'s default mode (all inside ``wrap_model_call``) against ``hooks=True``.
 
-Everything they share (serving, pinning, capture in every invocation mode, run
-metadata, failure policy) runs for both in ``tests/test_middleware.py`` through
-its ``mw`` fixture; this module covers the lean mode's own contract.
+Everything the two modes share (serving, pinning, capture in every invocation
+mode, run metadata, failure policy) runs for both in ``tests/test_middleware.py``
+through its ``mw`` fixture; this module covers what differs: the options, the
+graph nodes, the in-memory pins, and what each mode captures (the table in
+``docs/integration.md``).
 """
 
 from __future__ import annotations
@@ -14,12 +16,26 @@ import pytest
 from langchain.agents import create_agent
 from langchain.agents.structured_output import ToolStrategy
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
 from pydantic import BaseModel
 
-from langgraph_combee import Combee, LeanCombeeMiddleware, Trace
+from langgraph_combee import Combee, CombeeMiddleware, Trace
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import ScriptedChatModel
 from tests.test_middleware import APP_PROMPT, accept_rules, ask, captured, lookup, tool_then_answer
+
+
+@tool(return_direct=True)
+def answer_directly(topic: str) -> str:
+    """Answer the user directly, ending the run."""
+    return f"FIN owns {topic}"
+
+
+def ends_in_a_direct_tool() -> ScriptedChatModel:
+    call = AIMessage(
+        "", tool_calls=[{"name": "answer_directly", "args": {"topic": "refund"}, "id": "d1"}]
+    )
+    return ScriptedChatModel([call], cycle=True)
 
 
 @pytest.fixture
@@ -31,31 +47,46 @@ def combee() -> Iterator[Combee]:
 
 def test_constructor_validates_eagerly(combee: Combee) -> None:
     with pytest.raises(ConfigurationError, match="'not a combee'"):
-        LeanCombeeMiddleware("not a combee")  # type: ignore[arg-type]
+        CombeeMiddleware("not a combee")
     with pytest.raises(ConfigurationError, match="capture"):
-        LeanCombeeMiddleware(combee, capture="yes")  # type: ignore[arg-type]
+        CombeeMiddleware(combee, capture="yes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="hooks"):
+        CombeeMiddleware(combee, hooks="yes")  # type: ignore[arg-type]
     for bad in (0, -1, 2.5, True):
         with pytest.raises(ConfigurationError, match="max_open_runs"):
-            LeanCombeeMiddleware(combee, max_open_runs=bad)  # type: ignore[arg-type]
+            CombeeMiddleware(combee, max_open_runs=bad)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="lean"):
         combee.middleware(lean="yes")  # type: ignore[arg-type]
-    lean = combee.middleware(lean=True)
-    assert isinstance(lean, LeanCombeeMiddleware)
-    assert "router" in repr(lean)
+    with pytest.raises(ConfigurationError, match="lean=True"):
+        combee.middleware(hooks=True, lean=True)
+    default = combee.middleware()
+    assert type(default) is CombeeMiddleware and not default.hooks
+    assert "router" in repr(default) and "hooks=False" in repr(default)
 
 
-def test_it_adds_no_node_to_the_graph(combee: Combee) -> None:
+def test_both_modes_are_the_one_public_class(combee: Combee) -> None:
+    hooked = CombeeMiddleware(combee, hooks=True)
+    assert isinstance(hooked, CombeeMiddleware) and hooked.hooks
+    assert hooked.name == CombeeMiddleware(combee).name == "CombeeMiddleware"
+    # lean= keeps its meaning: lean=False is the hook mode, lean=True the default.
+    assert combee.middleware(lean=False).hooks
+    assert not combee.middleware(lean=True).hooks
+    assert not combee.middleware(hooks=False, lean=True).hooks
+
+
+def test_the_default_adds_no_node_to_the_graph(combee: Combee) -> None:
     def nodes(*middleware: object) -> set[str]:
         agent = create_agent(tool_then_answer(), [lookup], middleware=list(middleware))  # type: ignore[arg-type]
         return set(agent.get_graph().nodes)
 
     plain = nodes()
-    assert nodes(combee.middleware(lean=True)) == plain
-    assert nodes(combee.middleware()) > plain  # before_agent and after_agent nodes
+    assert nodes(combee.middleware()) == plain
+    added = nodes(combee.middleware(hooks=True)) - plain
+    assert added == {"CombeeMiddleware.before_agent", "CombeeMiddleware.after_agent"}
 
 
 def test_a_finished_run_leaves_no_pin_behind(combee: Combee) -> None:
-    middleware = LeanCombeeMiddleware(combee)
+    middleware = CombeeMiddleware(combee)
     agent = create_agent(tool_then_answer(), [lookup], middleware=[middleware])
     for i in range(3):
         agent.invoke(ask(f"ticket {i}"))
@@ -64,16 +95,45 @@ def test_a_finished_run_leaves_no_pin_behind(combee: Combee) -> None:
 
 
 def test_runs_that_never_finish_are_forgotten_beyond_max_open_runs(combee: Combee) -> None:
-    middleware = LeanCombeeMiddleware(combee, max_open_runs=2)
-    call = AIMessage("", tool_calls=[{"name": "lookup", "args": {"topic": "x"}, "id": "c1"}])
-    # Every run calls the tool, then the model fails: the run never gets a final answer.
-    model = ScriptedChatModel([call, ValueError("down")] * 3)
-    agent = create_agent(model, [lookup], middleware=[middleware])
+    middleware = CombeeMiddleware(combee, max_open_runs=2)
+    # Every run ends in a return_direct tool: no final model response closes it.
+    agent = create_agent(ends_in_a_direct_tool(), [answer_directly], middleware=[middleware])
     for i in range(3):
-        with pytest.raises(ValueError, match="down"):
-            agent.invoke(ask(f"ticket {i}"))
+        agent.invoke(ask(f"ticket {i}"))
     assert middleware.open_runs == 2
-    assert captured(combee) == []  # a run that ends in an error is not captured (documented)
+    assert captured(combee) == []  # such a run is captured only with hooks=True (documented)
+
+
+def test_a_run_ended_by_a_model_error_is_captured_with_the_error(combee: Combee) -> None:
+    middleware = CombeeMiddleware(combee)
+    call = AIMessage("", tool_calls=[{"name": "lookup", "args": {"topic": "x"}, "id": "c1"}])
+    model = ScriptedChatModel([call, ValueError("provider down")])
+    agent = create_agent(model, [lookup], middleware=[middleware])
+    run_id = uuid.uuid4()
+    with pytest.raises(ValueError, match="provider down"):
+        agent.invoke(ask("ticket 1"), {"run_id": run_id})
+    assert middleware.open_runs == 0
+    (trace,) = captured(combee)
+    assert trace.id == str(run_id)
+    assert trace.error == "ValueError: provider down"
+    assert [m.role for m in trace.messages] == ["human", "ai", "tool"]
+
+
+def test_hooks_capture_runs_ended_by_a_direct_tool_but_not_by_an_error(combee: Combee) -> None:
+    agent = create_agent(
+        ends_in_a_direct_tool(), [answer_directly], middleware=[combee.middleware(hooks=True)]
+    )
+    direct = uuid.uuid4()
+    agent.invoke(ask("ticket 1"), {"run_id": direct})
+    failing = create_agent(
+        ScriptedChatModel([ValueError("provider down")]),
+        middleware=[combee.middleware(hooks=True)],
+    )
+    with pytest.raises(ValueError, match="provider down"):
+        failing.invoke(ask("ticket 2"), {"run_id": uuid.uuid4()})
+    (trace,) = captured(combee)
+    assert trace.id == str(direct)
+    assert trace.messages[-1].role == "tool"
 
 
 def test_a_structured_response_closes_the_run(combee: Combee) -> None:
@@ -89,7 +149,7 @@ def test_a_structured_response_closes_the_run(combee: Combee) -> None:
         model,
         system_prompt=APP_PROMPT,
         response_format=ToolStrategy(Route),
-        middleware=[combee.middleware(lean=True)],
+        middleware=[combee.middleware()],
     )
     run_id = uuid.uuid4()
     result = agent.invoke(ask(), {"run_id": run_id})
@@ -102,7 +162,7 @@ def test_a_structured_response_closes_the_run(combee: Combee) -> None:
 def test_the_trace_is_built_off_the_hot_path_and_feedback_still_finds_it(
     combee: Combee,
 ) -> None:
-    agent = create_agent(tool_then_answer(), [lookup], middleware=[combee.middleware(lean=True)])
+    agent = create_agent(tool_then_answer(), [lookup], middleware=[combee.middleware()])
     run_id = uuid.uuid4()
     agent.invoke({"messages": [HumanMessage("Where does my refund go?")]}, {"run_id": run_id})
     assert combee.server.buffered() == 1

@@ -91,11 +91,11 @@ def prompt_text(messages: list[BaseMessage]) -> str:
 Middleware = Callable[..., AgentMiddleware[Any, Any, Any]]
 
 
-@pytest.fixture(params=["full", "lean"])
+@pytest.fixture(params=["default", "hooks"])
 def mw(request: pytest.FixtureRequest) -> Middleware:
-    """Builds ``CombeeMiddleware`` or, for the "lean" run, ``LeanCombeeMiddleware``."""
-    lean = request.param == "lean"
-    return lambda combee, **kwargs: combee.middleware(lean=lean, **kwargs)
+    """Builds ``CombeeMiddleware`` in its default mode or, for the "hooks" run, ``hooks=True``."""
+    hooks = request.param == "hooks"
+    return lambda combee, **kwargs: combee.middleware(hooks=hooks, **kwargs)
 
 
 @pytest.fixture
@@ -489,14 +489,14 @@ async def test_async_runs_serve_from_an_async_only_store(mw: Middleware) -> None
             await asyncio.to_thread(combee.server.close, flush=False)
 
 
-@pytest.mark.parametrize("lean", [False, True], ids=["full", "lean"])
+@pytest.mark.parametrize("hooks", [False, True], ids=["default", "hooks"])
 @pytest.mark.parametrize(
     "broken", ["run_tenant", "select_version", "version_for_run", "capture_later"]
 )
 def test_an_exception_in_combee_code_does_not_break_the_run(
     combee: Combee,
     broken: str,
-    lean: bool,
+    hooks: bool,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -505,11 +505,12 @@ def test_an_exception_in_combee_code_does_not_break_the_run(
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(f"{broken} exploded")
 
-    monkeypatch.setattr(combee, broken, boom)
-    monkeypatch.setattr(combee, "scope", lambda config: None)  # so that run_tenant is called
+    # The middleware calls the agent side the Combee delegates to.
+    monkeypatch.setattr(combee._agent, broken, boom)
+    monkeypatch.setattr(combee._agent, "scope", lambda config: None)  # so run_tenant is called
     model = tool_then_answer()
     agent = create_agent(
-        model, [lookup], system_prompt=APP_PROMPT, middleware=[combee.middleware(lean=lean)]
+        model, [lookup], system_prompt=APP_PROMPT, middleware=[combee.middleware(hooks=hooks)]
     )
     with caplog.at_level(logging.ERROR, logger="langgraph_combee.middleware"):
         result = agent.invoke(ask())
@@ -523,8 +524,8 @@ def test_interrupts_raised_in_combee_code_propagate(
     def interrupt(*args: Any, **kwargs: Any) -> Any:
         raise GraphInterrupt(())
 
-    monkeypatch.setattr(combee, "select_version", interrupt)
-    middleware = CombeeMiddleware(combee)
+    monkeypatch.setattr(combee._agent, "select_version", interrupt)
+    middleware = CombeeMiddleware(combee, hooks=True)
     with pytest.raises(GraphInterrupt):
         state: Any = {"messages": [HumanMessage("hi")]}
         middleware.before_agent(state, None)  # type: ignore[arg-type]

@@ -40,6 +40,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
+from langgraph_combee._agent.side import AgentSide, agent_side_of
 from langgraph_combee._agent.traces import (
     RunInfo,
     invocation_start,
@@ -48,7 +49,6 @@ from langgraph_combee._agent.traces import (
     to_messages,
     trace_from_messages,
 )
-from langgraph_combee._combee import Combee
 from langgraph_combee._core.text import message_text
 from langgraph_combee._core.types import ToolCall, Trace
 from langgraph_combee._errors import ConfigurationError
@@ -236,16 +236,15 @@ class CombeeTracer(BaseTracer):
     name = "combee_tracer"
 
     def __init__(
-        self, combee: Combee, *, tenant: str | None = None, version: int | None = None
+        self, combee: object, *, tenant: str | None = None, version: int | None = None
     ) -> None:
-        if not isinstance(combee, Combee):
-            raise ConfigurationError("combee", combee, "a langgraph_combee.Combee")
+        agent = agent_side_of(combee)
         if tenant is not None and not isinstance(tenant, str):
             raise ConfigurationError("tenant", tenant, "a str or None")
         if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
             raise ConfigurationError("version", version, "an int or None")
         super().__init__(_schema_format="original+chat")
-        self.combee = combee
+        self.agent: AgentSide = agent
         self.tenant = tenant
         self.version = version
         self.captured = 0
@@ -254,7 +253,7 @@ class CombeeTracer(BaseTracer):
         self._finished: collections.deque[Run] = collections.deque()
 
     def __repr__(self) -> str:
-        return f"CombeeTracer(prompt_id={self.combee.prompt_id!r}, tenant={self.tenant!r})"
+        return f"CombeeTracer(prompt_id={self.agent.prompt_id!r}, tenant={self.tenant!r})"
 
     # The run tree is shared by callbacks from several threads: guard it.
 
@@ -286,9 +285,9 @@ class CombeeTracer(BaseTracer):
             metadata = dict((run.extra or {}).get("metadata") or {})
             tenant = self.tenant
             if tenant is None and "combee_tenant" not in metadata:
-                tenant = self.combee.run_tenant({"metadata": metadata, "configurable": {}})
+                tenant = self.agent.run_tenant({"metadata": metadata, "configurable": {}})
             trace = trace_from_run(run, tenant=tenant, version=self.version)
-            self.combee.capture(trace)
+            self.agent.capture(trace)
         except Exception:
             with self._lock:
                 self.failed += 1

@@ -24,9 +24,6 @@ LangSmith's) is attached. The helpers also label the run's root with
 from __future__ import annotations
 
 import asyncio
-import collections
-import threading
-import weakref
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -45,15 +42,9 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.pregel import Pregel
 
 from langgraph_combee._agent.collector import CombeeTracer
-from langgraph_combee._agent.runs import (
-    current_config,
-    given_run_id,
-    run_id_in_tracers,
-    run_tenant,
-    tag_runs,
-    version_metadata,
-)
-from langgraph_combee._combee import Combee
+from langgraph_combee._agent.pinning import RUN_ID
+from langgraph_combee._agent.runs import current_config, version_metadata
+from langgraph_combee._agent.side import AgentSide, agent_side_of
 from langgraph_combee._core.prompting import join_prompt, with_playbook
 from langgraph_combee._core.types import PromptVersion
 from langgraph_combee._errors import ConfigurationError
@@ -74,59 +65,19 @@ SYSTEM_MESSAGE_ID = "combee-system-prompt"
 """The fixed id of the system message ``combee.node()`` keeps first in ``messages``."""
 
 _BASE_KEY = "combee_base"  # response_metadata key holding the app's own prompt
-_PIN_LIMIT = 1024
 
 
-def _check(combee: object) -> Combee:
-    if not isinstance(combee, Combee):
-        raise ConfigurationError("combee", combee, "a langgraph_combee.Combee")
-    return combee
+def _serve(agent: AgentSide, config: Mapping[str, Any] | None) -> PromptVersion:
+    """The version for the run of ``config``: pinned per run, and labelled on the run.
 
-
-# --------------------------------------------------------------------------- serving
-
-
-class _Pins:
-    """Which version each recent run was served, so later calls in the run agree."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_combee: weakref.WeakKeyDictionary[
-            Combee, collections.OrderedDict[tuple[str | None, str], int]
-        ] = weakref.WeakKeyDictionary()
-
-    def get(self, combee: Combee, tenant: str | None, run_key: str) -> int | None:
-        with self._lock:
-            pins = self._by_combee.get(combee)
-            return pins.get((tenant, run_key)) if pins is not None else None
-
-    def put(self, combee: Combee, tenant: str | None, run_key: str, version: int) -> None:
-        with self._lock:
-            pins = self._by_combee.setdefault(combee, collections.OrderedDict())
-            pins[(tenant, run_key)] = version
-            while len(pins) > _PIN_LIMIT:
-                pins.popitem(last=False)
-
-
-_PINS = _Pins()
-
-
-def _serve(combee: Combee, config: Mapping[str, Any] | None) -> PromptVersion:
-    """The version for the run of ``config``: pinned per run, and labelled on the run."""
-    tenant = run_tenant(combee, config)
-    run_key = given_run_id(config) or run_id_in_tracers(config, level="root")
-    pinned = _PINS.get(combee, tenant, run_key) if run_key is not None else None
-    if pinned is not None:
-        version = combee.version_for_run(tenant, pinned)
-    else:
-        version = combee.select_version(tenant, run_key)
-        if run_key is not None:
-            _PINS.put(combee, tenant, run_key, version.version)
-    tag_runs(config, version_metadata(combee.prompt_id, version))
+    Pinned under the run's key (``_agent/pinning.py``); a run that cannot be
+    identified is served the router's pick on every call.
+    """
+    _, version = agent.pins.pin(config, level="root", key=RUN_ID, fresh_key=False)
     return version
 
 
-def system_prompt(combee: Combee, base: str, *, config: Mapping[str, Any] | None = None) -> str:
+def system_prompt(combee: object, base: str, *, config: Mapping[str, Any] | None = None) -> str:
     """Return ``base`` with the learned playbook appended, for the current run.
 
     Args:
@@ -139,11 +90,11 @@ def system_prompt(combee: Combee, base: str, *, config: Mapping[str, Any] | None
         ``base`` unchanged when the playbook is empty, else ``base``, a blank
         line and the rendered playbook.
     """
-    _check(combee)
+    agent = agent_side_of(combee)
     if not isinstance(base, str):
         raise ConfigurationError("base", base, "a str (the app's system prompt)")
-    version = _serve(combee, config if config is not None else current_config())
-    return join_prompt(base, combee.server.rendered(version))
+    version = _serve(agent, config if config is not None else current_config())
+    return join_prompt(base, agent.server.rendered(version))
 
 
 # --------------------------------------------------------------------------- node
@@ -203,7 +154,7 @@ class PromptNode(Protocol):
     def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]: ...
 
 
-def make_node(combee: Combee) -> PromptNode:
+def make_node(combee: object) -> PromptNode:
     """Return a node that keeps the learned system prompt first in ``messages``.
 
     Wire it before the model node; it serves the version pinned for the run::
@@ -214,7 +165,7 @@ def make_node(combee: Combee) -> PromptNode:
 
     See ``node_update`` for how the app's own system message is combined.
     """
-    _check(combee)
+    agent = agent_side_of(combee)
 
     def combee_prompt(state: Any, config: RunnableConfig) -> dict[str, Any]:
         raw = (
@@ -223,8 +174,8 @@ def make_node(combee: Combee) -> PromptNode:
             else getattr(state, "messages", None)
         )
         messages = convert_to_messages(raw or [])
-        version = _serve(combee, config)
-        return {"messages": node_update(messages, combee.server.rendered(version))}
+        version = _serve(agent, config)
+        return {"messages": node_update(messages, agent.server.rendered(version))}
 
     return combee_prompt
 
@@ -268,8 +219,8 @@ class LearnedPromptModel(Runnable[LanguageModelInput, Any]):
     tools))``); ``bind_tools`` on the wrapper does the same for convenience.
     """
 
-    def __init__(self, combee: Combee, llm: Runnable[Any, Any]) -> None:
-        self.combee = _check(combee)
+    def __init__(self, combee: object, llm: Runnable[Any, Any]) -> None:
+        self.agent = agent_side_of(combee)
         if not isinstance(llm, Runnable):
             raise ConfigurationError("llm", llm, "a chat model or Runnable")
         self.llm = llm
@@ -282,18 +233,18 @@ class LearnedPromptModel(Runnable[LanguageModelInput, Any]):
         binder = getattr(self.llm, "bind_tools", None)
         if binder is None:
             raise ConfigurationError("llm", self.llm, "a chat model with bind_tools")
-        return LearnedPromptModel(self.combee, binder(tools, **kwargs))
+        return LearnedPromptModel(self.agent, binder(tools, **kwargs))
 
     def _prepare(
         self, value: LanguageModelInput, config: RunnableConfig | None
     ) -> tuple[list[BaseMessage], RunnableConfig]:
         config = ensure_config(config)
-        version = _serve(self.combee, config)
+        version = _serve(self.agent, config)
         metadata = {
             **(config.get("metadata") or {}),
-            **version_metadata(self.combee.prompt_id, version),
+            **version_metadata(self.agent.prompt_id, version),
         }
-        return inject(_as_messages(value), self.combee.server.rendered(version)), {
+        return inject(_as_messages(value), self.agent.server.rendered(version)), {
             **config,
             "metadata": metadata,
         }
@@ -328,7 +279,7 @@ class LearnedPromptModel(Runnable[LanguageModelInput, Any]):
             yield chunk
 
 
-def wrap_model(combee: Combee, llm: Runnable[Any, Any]) -> LearnedPromptModel:
+def wrap_model(combee: object, llm: Runnable[Any, Any]) -> LearnedPromptModel:
     """Return ``llm`` wrapped so every call carries the learned prompt.
 
     Args:
@@ -345,7 +296,7 @@ def wrap_model(combee: Combee, llm: Runnable[Any, Any]) -> LearnedPromptModel:
 
 
 def instrument(
-    combee: Combee, graph: StateGraph[Any, Any, Any, Any] | Pregel[Any, Any, Any, Any]
+    combee: object, graph: StateGraph[Any, Any, Any, Any] | Pregel[Any, Any, Any, Any]
 ) -> Pregel[Any, Any, Any, Any]:
     """Return the compiled graph with a ``CombeeTracer`` attached to every run.
 
@@ -362,7 +313,7 @@ def instrument(
     Raises:
         ConfigurationError: ``graph`` is neither.
     """
-    _check(combee)
+    agent = agent_side_of(combee)
     if isinstance(graph, StateGraph):
         compiled: Pregel[Any, Any, Any, Any] = graph.compile()
     elif isinstance(graph, Pregel):
@@ -371,6 +322,6 @@ def instrument(
         raise ConfigurationError("graph", graph, "a StateGraph or a compiled graph")
     existing = (compiled.config or {}).get("callbacks")
     handlers = existing if isinstance(existing, list) else []
-    if any(isinstance(h, CombeeTracer) and h.combee is combee for h in handlers):
+    if any(isinstance(h, CombeeTracer) and h.agent is agent for h in handlers):
         return compiled
-    return compiled.with_config(callbacks=[CombeeTracer(combee)])
+    return compiled.with_config(callbacks=[CombeeTracer(agent)])

@@ -1,18 +1,33 @@
 """``CombeeMiddleware``: the one line that makes a ``create_agent`` agent learn.
 
-Per invocation of the agent:
+One class, two ways of working, chosen by ``hooks=``:
 
-1. ``before_agent`` pins the prompt version: the tenant from the run's config
-   (``Combee.scope``), the version from ``Combee.select_version`` (HEAD or a
-   canary), written to private state fields that are left out of the graph's
-   input and output schemas. Each invocation of a multi-turn thread re-pins; a
-   run resumed after an interrupt keeps its pin (the fields are checkpointed).
-2. ``wrap_model_call`` appends the pinned version's rendered playbook to the
-   app's system prompt with ``request.override(system_message=...)``, so the
-   prompt never enters graph state or checkpoints, and a version accepted while
-   the run is in flight does not change its later model calls.
-3. ``after_agent`` turns the invocation's messages into a ``Trace`` and hands it
-   to ``Combee.capture`` (memory only; a background thread writes the queue).
+**Default (``hooks=False``): everything inside ``wrap_model_call``.** Every
+``before_agent`` or ``after_agent`` hook is one more node in the agent's graph,
+and on an agent whose model answers instantly those two nodes alone cost about
+half a run (``docs/benchmarks.md``, "Hot-path overhead"); ``wrap_model_call``
+adds no node, it runs inside the model node the agent has anyway. Per model call:
+
+1. *Pin.* The first model call of an invocation picks the version (HEAD or a
+   canary, ``_agent/pinning.py``) and remembers it under the id of the human
+   message that started the invocation (LangGraph gives every message an id), so
+   later model calls of the same invocation, and a run resumed after an interrupt
+   in the same process, get the same version. The root run is labelled then.
+2. *Serve.* The pinned version's rendered playbook is appended to the app's
+   system prompt with ``request.override(system_message=...)``, so the prompt
+   never enters graph state or checkpoints.
+3. *Capture.* The model response that ends the invocation (no tool calls, or a
+   structured response) closes it: the invocation's messages plus that response
+   become the ``Trace``. A model call that raises closes it too, captured with
+   the error, and the exception goes on to the app.
+
+**``hooks=True``: pin in ``before_agent``, capture in ``after_agent``.** Two graph
+nodes more per run, for what only they can see: invocations ended by another
+middleware jumping to the end or by a ``return_direct`` tool, messages added
+after the last model call, and a pin kept in the checkpointed state (a run
+resumed in another process keeps its version). Runs that end in an exception are
+not captured in this mode (LangGraph runs no ``after_agent`` then). The table in
+``docs/integration.md`` ("What is captured") lists what each mode captures.
 
 Run metadata. Every run served carries ``combee_prompt_id``, ``combee_version``
 and (with a tenant) ``combee_tenant`` in its tracing metadata, so LangSmith and
@@ -20,19 +35,17 @@ any other tracer can filter by version. Verified mechanism (see ``_agent/runs.py
 and ``tests/test_middleware.py``): the model-call runs get it because the model
 is called inside ``child_metadata`` (the node's config context variable, patched
 for the duration of the call, which the chat model inherits); the agent's root
-run gets it because ``before_agent`` updates the metadata of the open root run
-in every ``BaseTracer`` attached to the run (``LangChainTracer`` sends that
-metadata when it patches the finished run). Intermediate node runs are not
-labelled.
+run gets it because pinning updates the metadata of the open root run in every
+``BaseTracer`` attached to the run (``LangChainTracer`` sends that metadata when
+it patches the finished run). Intermediate node runs are not labelled.
 
 Capture and ids. The trace id is the ``run_id`` the caller passed in the config
 (so ``combee.feedback(run_id, ...)`` finds it), else the agent run's id as seen
 by an attached tracer (LangSmith's), else a fresh id. A trace covers the
 invocation's messages, from the human message that started it; earlier turns
-of the thread are left out. Runs that end in an exception are not captured
-(LangGraph runs no ``after_agent`` then). To capture those as well, attach
-``combee.tracer()`` to the agent and use ``CombeeMiddleware(combee,
-capture=False)``; with both capturing, the queue keeps the first trace of a run.
+of the thread are left out. To capture every run whatever ended it, attach
+``combee.tracer()`` to the agent as well and use ``capture=False`` here; with
+both capturing, the queue keeps the first trace of a run.
 
 Python 3.10: LangGraph hands a node's config to async code through context
 variables only from Python 3.11 on, so in async runs on 3.10 the tenant scope
@@ -41,7 +54,7 @@ sees an empty config and runs are not labelled (the prompt is still served).
 Failure policy: an exception raised inside Combee's own code in any hook is
 logged and the agent goes on as if Combee were absent; interrupts
 (``GraphBubbleUp``) always propagate. Exceptions from the model or from other
-middleware are never caught.
+middleware are never caught (a model error is only recorded on its way out).
 """
 
 from __future__ import annotations
@@ -49,9 +62,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Annotated, Any, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
@@ -61,19 +74,19 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
+from langgraph_combee._agent.pinning import Pin, Pinner
 from langgraph_combee._agent.runs import (
     child_metadata,
     current_config,
     given_run_id,
     run_id_in_tracers,
-    run_tenant,
-    tag_runs,
+    run_labels,
     thread_id_of,
     version_metadata,
 )
 from langgraph_combee._agent.serving import UNSCOPED
+from langgraph_combee._agent.side import AgentSide, agent_side_of
 from langgraph_combee._agent.traces import RunInfo, invocation_start, trace_from_messages
-from langgraph_combee._combee import Combee
 from langgraph_combee._core.prompting import with_playbook
 from langgraph_combee._core.types import PromptVersion
 from langgraph_combee._errors import ConfigurationError
@@ -90,6 +103,9 @@ ModelCallResult = ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]
 class CombeeState(AgentState[Any]):
     """The agent state with Combee's private fields (never in input or output).
 
+    Used by ``CombeeMiddleware(hooks=True)`` only: the default mode keeps its pins
+    in memory and adds nothing to the state.
+
     Attributes:
         combee_version: The prompt version pinned for the current invocation.
         combee_tenant: The tenant whose playbook is served.
@@ -105,16 +121,28 @@ class CombeeState(AgentState[Any]):
     combee_started: NotRequired[Annotated[float | None, UntrackedValue, PrivateStateAttr]]
 
 
-class CombeeMiddleware(AgentMiddleware[CombeeState, Any, Any]):
+@dataclass(frozen=True)
+class _Call:
+    """One model call as prepared: the request to send, its labels, its invocation."""
+
+    request: ModelRequest[Any]
+    metadata: dict[str, Any]
+    key: str | None
+    pin: Pin | None
+    messages: list[BaseMessage]
+    start: int
+
+
+class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Serve the learned prompt to a ``create_agent`` agent and capture its runs.
 
     Put it FIRST in ``middleware=[...]``: the first middleware is the outermost.
-    Then its ``before_agent`` pins the version before any other hook runs, its
-    ``after_agent`` runs last and captures the final messages, and its
-    ``wrap_model_call`` wraps every retry or fallback made by inner middleware,
-    all of which get the same prompt and the same run metadata. The one
-    exception: middleware that *replaces* the system message (such as
-    ``@dynamic_prompt``) must come before it, or it would discard the playbook.
+    Its ``wrap_model_call`` then wraps every retry or fallback made by inner
+    middleware, all of which get the same prompt and the same run metadata (and,
+    with ``hooks=True``, its ``before_agent`` pins before any other hook runs and
+    its ``after_agent`` runs last). The one exception: middleware that *replaces*
+    the system message (such as ``@dynamic_prompt``) must come before it, or it
+    would discard the playbook.
 
     Example::
 
@@ -130,34 +158,198 @@ class CombeeMiddleware(AgentMiddleware[CombeeState, Any, Any]):
         combee: The ``Combee`` whose prompt is served and which receives traces.
         capture: Capture each finished invocation as a ``Trace`` (default True).
             With False the middleware only serves the prompt.
+        hooks: False (default): all the work inside ``wrap_model_call``, no graph
+            node of its own (the smallest overhead). True: pin in ``before_agent``
+            and capture in ``after_agent``, to also capture invocations ended by
+            other middleware or a ``return_direct`` tool and keep the pin in the
+            checkpointed state. The module docstring lists the differences.
+        max_open_runs: Invocations whose pin is remembered at once in the default
+            mode; the oldest is forgotten beyond it (an invocation that never
+            reaches a final model response must not hold memory forever).
 
     Raises:
-        ConfigurationError: ``combee`` is not a ``Combee`` or ``capture`` not a bool.
+        ConfigurationError: An argument has the wrong type or range.
     """
+
+    def __new__(
+        cls,
+        combee: object,
+        *,
+        capture: bool = True,
+        hooks: bool = False,
+        max_open_runs: int = 10_000,
+    ) -> CombeeMiddleware:
+        # create_agent adds a hook's graph node when the middleware's *class*
+        # overrides it, so the hook mode is a private subclass of this one.
+        if hooks is True and cls is CombeeMiddleware:
+            cls = _HookedCombeeMiddleware
+        return super().__new__(cls)
+
+    def __init__(
+        self,
+        combee: object,
+        *,
+        capture: bool = True,
+        hooks: bool = False,
+        max_open_runs: int = 10_000,
+    ) -> None:
+        super().__init__()
+        agent = agent_side_of(combee)
+        if not isinstance(capture, bool):
+            raise ConfigurationError("capture", capture, "True or False")
+        if not isinstance(hooks, bool):
+            raise ConfigurationError("hooks", hooks, "True or False")
+        if isinstance(max_open_runs, bool) or not isinstance(max_open_runs, int):
+            raise ConfigurationError("max_open_runs", max_open_runs, "an int >= 1")
+        if max_open_runs < 1:
+            raise ConfigurationError("max_open_runs", max_open_runs, "an int >= 1")
+        self.agent: AgentSide = agent
+        self.capture = capture
+        self.hooks = hooks
+        self.max_open_runs = max_open_runs
+        self.tools = []
+        self._pins = Pinner(agent, limit=max_open_runs)
+
+    @property
+    def name(self) -> str:
+        """The graph node prefix: the same in both modes."""
+        return "CombeeMiddleware"
+
+    def __repr__(self) -> str:
+        return (
+            f"CombeeMiddleware(prompt_id={self.agent.prompt_id!r}, capture={self.capture}, "
+            f"hooks={self.hooks})"
+        )
+
+    @property
+    def open_runs(self) -> int:
+        """Invocations pinned in memory and not yet captured or forgotten."""
+        return len(self._pins)
+
+    # ---- wrap_model_call: pin, serve, capture ------------------------------
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelCallResult:
+        """Serve the pinned playbook, call the model, capture a final response."""
+        call = self._guard(lambda: self._begin(request))
+        if call is None:
+            return handler(request)
+        with child_metadata(call.metadata):
+            try:
+                response = handler(call.request)
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                self._failed(call, exc)
+                raise
+        self._end(call, response)
+        return response
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelCallResult:
+        """Async ``wrap_model_call``; differs only in awaiting the handler.
+
+        The first run of a tenant in a process reads HEAD from the store; that
+        one call is prepared on a worker thread, so it neither blocks the event
+        loop nor fails on async-only stores (``AsyncPostgresStore``,
+        ``AsyncSqliteStore``), which refuse synchronous calls from the loop.
+        """
+        if self._guard(lambda: self._cold(request)):
+            call = await asyncio.to_thread(self._guard, lambda: self._begin(request))
+        else:
+            call = self._guard(lambda: self._begin(request))
+        if call is None:
+            return await handler(request)
+        through = write_through(self.agent)
+        with child_metadata(call.metadata):
+            try:
+                response = await handler(call.request)
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                if through:
+                    await asyncio.to_thread(self._failed, call, exc)
+                else:
+                    self._failed(call, exc)
+                raise
+        if through:
+            # The capture writes the store: off the loop (see _HookedCombeeMiddleware).
+            await asyncio.to_thread(self._end, call, response)
+        else:
+            self._end(call, response)
+        return response
+
+    def _cold(self, request: ModelRequest[Any]) -> bool:
+        """Whether preparing this call reads the store (a new run of an uncached tenant)."""
+        messages = request.state.get("messages") or []
+        key = messages[invocation_start(messages)].id if messages else None
+        return self._pins.cold(current_config(), key)
+
+    def _begin(self, request: ModelRequest[Any]) -> _Call:
+        messages = list(request.state.get("messages") or [])
+        start = invocation_start(messages)
+        key = messages[start].id if messages else None
+        pin, version = self._pins.pin(current_config(), request.runtime, level="graph", key=key)
+        served, metadata = serve(self.agent, request, version)
+        return _Call(served, metadata, key, pin, messages, start)
+
+    def _end(self, call: _Call, response: ModelCallResult) -> None:
+        """Close the invocation if ``response`` ends it (capturing it when asked)."""
+
+        def close() -> None:
+            produced = _final_messages(response)
+            if produced is not None:
+                self._close(call, produced, error=None)
+
+        self._guard(close)
+
+    def _failed(self, call: _Call, exc: BaseException) -> None:
+        """The model call raised: the invocation ends here, captured with the error."""
+        error = f"{type(exc).__name__}: {exc}"
+        self._guard(lambda: self._close(call, [], error=error))
+
+    def _close(self, call: _Call, produced: list[BaseMessage], *, error: str | None) -> None:
+        self._pins.forget(call.key)
+        if self.capture and call.pin is not None:
+            pin = call.pin
+            capture_run(
+                self.agent,
+                [*call.messages, *produced],
+                start=call.start,
+                runtime=call.request.runtime,
+                run_key=pin.run_key,
+                tenant=pin.tenant,
+                version=pin.version,
+                started=pin.started,
+                error=error,
+            )
+
+    # ---- failure policy -----------------------------------------------------
+
+    def _guard(self, call: Callable[[], T], hook: str = "wrap_model_call") -> T | None:
+        """Run Combee's own code for ``hook``; log a failure and return None."""
+        return guarded(self.agent, f"CombeeMiddleware.{hook}", call)
+
+
+class _HookedCombeeMiddleware(CombeeMiddleware):
+    """``CombeeMiddleware(hooks=True)``: pins in ``before_agent``, captures in ``after_agent``."""
 
     state_schema = CombeeState
 
-    def __init__(self, combee: Combee, *, capture: bool = True) -> None:
-        super().__init__()
-        if not isinstance(combee, Combee):
-            raise ConfigurationError("combee", combee, "a langgraph_combee.Combee")
-        if not isinstance(capture, bool):
-            raise ConfigurationError("capture", capture, "True or False")
-        self.combee = combee
-        self.capture = capture
-        self.tools = []
-
-    def __repr__(self) -> str:
-        return f"CombeeMiddleware(prompt_id={self.combee.prompt_id!r}, capture={self.capture})"
-
     # ---- before_agent: pin ------------------------------------------------
 
-    def before_agent(self, state: CombeeState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Pin the prompt version for this invocation (private state fields)."""
-        return self._guard("before_agent", lambda: self._pin(state, runtime))
+        return self._guard(lambda: self._pin_state(state, runtime), "before_agent")
 
     async def abefore_agent(
-        self, state: CombeeState, runtime: Runtime[Any]
+        self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async ``before_agent``: the same work, on a worker thread.
 
@@ -167,77 +359,53 @@ class CombeeMiddleware(AgentMiddleware[CombeeState, Any, Any]):
         which refuse synchronous calls from the loop's thread.
         """
         return await asyncio.to_thread(
-            self._guard, "before_agent", lambda: self._pin(state, runtime)
+            self._guard, lambda: self._pin_state(state, runtime), "before_agent"
         )
 
-    def _pin(self, state: CombeeState, runtime: Runtime[Any] | None) -> dict[str, Any]:
-        config = current_config()
-        tenant = run_tenant(self.combee, config)
-        run_key = (
-            given_run_id(config, runtime)
-            or run_id_in_tracers(config, level="graph")
-            or str(uuid.uuid4())
-        )
-        version = self.combee.select_version(tenant, run_key)
-        tag_runs(config, version_metadata(self.combee.prompt_id, version))
+    def _pin_state(self, state: AgentState[Any], runtime: Runtime[Any] | None) -> dict[str, Any]:
+        pin, _ = self._pins.pin(current_config(), runtime, level="graph")
         messages = state.get("messages") or []
         start = invocation_start(messages)
         return {
-            "combee_version": version.version,
-            "combee_tenant": tenant,
-            "combee_run_key": run_key,
+            "combee_version": pin.version,
+            "combee_tenant": pin.tenant,
+            "combee_run_key": pin.run_key,
             "combee_start_id": messages[start].id if messages else None,
-            "combee_started": time.monotonic(),
+            "combee_started": pin.started,
         }
 
-    # ---- wrap_model_call: serve -------------------------------------------
+    # ---- wrap_model_call: serve the state's pin ----------------------------
 
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelCallResult:
-        """Append the pinned playbook to the system prompt, label the call, call the model."""
-        request, metadata = self._prepare(request)
-        with child_metadata(metadata):
-            return handler(request)
+    def _cold(self, request: ModelRequest[Any]) -> bool:
+        return False  # pinned by before_agent, on a worker thread in async runs
 
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelCallResult:
-        """Async ``wrap_model_call``; differs only in awaiting the handler."""
-        request, metadata = self._prepare(request)
-        with child_metadata(metadata):
-            return await handler(request)
-
-    def _prepare(self, request: ModelRequest[Any]) -> tuple[ModelRequest[Any], dict[str, Any]]:
-        prepared = self._guard("wrap_model_call", lambda: self._inject(request))
-        return prepared if prepared is not None else (request, {})
-
-    def _inject(self, request: ModelRequest[Any]) -> tuple[ModelRequest[Any], dict[str, Any]]:
-        return serve(self.combee, request, self._served(request.state, request.runtime))
-
-    def _served(self, state: Mapping[str, Any], runtime: Runtime[Any] | None) -> PromptVersion:
+    def _begin(self, request: ModelRequest[Any]) -> _Call:
+        state = cast("CombeeState", request.state)
         number = state.get("combee_version")
         if isinstance(number, int):
-            return self.combee.version_for_run(state.get("combee_tenant"), number)
-        # No pin (before_agent failed, or the thread predates the middleware).
-        config = current_config()
-        tenant = run_tenant(self.combee, config)
-        return self.combee.select_version(tenant, given_run_id(config, runtime))
+            version = self.agent.version_for_run(state.get("combee_tenant"), number)
+        else:
+            # No pin (before_agent failed, or the thread predates the middleware).
+            _, version = self._pins.pin(current_config(), request.runtime, level="graph")
+        served, metadata = serve(self.agent, request, version)
+        return _Call(served, metadata, None, None, [], 0)
+
+    def _end(self, call: _Call, response: ModelCallResult) -> None:
+        return None  # captured by after_agent, with every message of the invocation
+
+    def _failed(self, call: _Call, exc: BaseException) -> None:
+        return None  # not captured in this mode: LangGraph runs no after_agent
 
     # ---- after_agent: capture ---------------------------------------------
 
-    def after_agent(self, state: CombeeState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Capture the finished invocation as a ``Trace`` (when ``capture``)."""
         if self.capture:
-            self._guard("after_agent", lambda: self._capture(state, runtime))
+            self._guard(lambda: self._capture_state(state, runtime), "after_agent")
         return None
 
     async def aafter_agent(
-        self, state: CombeeState, runtime: Runtime[Any]
+        self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async ``after_agent``: the same work.
 
@@ -249,18 +417,19 @@ class CombeeMiddleware(AgentMiddleware[CombeeState, Any, Any]):
         """
         if not self.capture:
             return None
-        if write_through(self.combee):
+        if write_through(self.agent):
             await asyncio.to_thread(
-                self._guard, "after_agent", lambda: self._capture(state, runtime)
+                self._guard, lambda: self._capture_state(state, runtime), "after_agent"
             )
         else:
-            self._guard("after_agent", lambda: self._capture(state, runtime))
+            self._guard(lambda: self._capture_state(state, runtime), "after_agent")
         return None
 
-    def _capture(self, state: CombeeState, runtime: Runtime[Any] | None) -> None:
+    def _capture_state(self, given: AgentState[Any], runtime: Runtime[Any] | None) -> None:
+        state = cast("CombeeState", given)
         messages = list(state.get("messages") or [])
         capture_run(
-            self.combee,
+            self.agent,
             messages,
             start=invocation_start(messages, anchor_id=state.get("combee_start_id")),
             runtime=runtime,
@@ -270,23 +439,18 @@ class CombeeMiddleware(AgentMiddleware[CombeeState, Any, Any]):
             started=state.get("combee_started"),
         )
 
-    # ---- failure policy -----------------------------------------------------
-
-    def _guard(self, hook: str, call: Callable[[], T]) -> T | None:
-        """Run Combee's own code for ``hook``; log a failure and return None."""
-        return guarded(self.combee, f"CombeeMiddleware.{hook}", call)
-
 
 def serve(
-    combee: Combee, request: ModelRequest[Any], version: PromptVersion
+    agent: AgentSide, request: ModelRequest[Any], version: PromptVersion
 ) -> tuple[ModelRequest[Any], dict[str, Any]]:
     """``request`` with ``version``'s playbook appended to its system prompt, and the run labels."""
-    metadata = version_metadata(combee.prompt_id, version)
-    # What verified adoption replays with: the agent's model, its own prompt, its tools.
-    combee.replayer.agent_calls.remember(
-        request.model, request.system_message, request.tools, request.tool_choice
-    )
-    playbook = combee.server.rendered(version)
+    metadata = version_metadata(agent.prompt_id, version)
+    if agent.on_model_call is not None:
+        # What verified adoption replays with: the agent's model, its own prompt, its tools.
+        agent.on_model_call(
+            request.model, request.system_message, request.tools, request.tool_choice
+        )
+    playbook = agent.server.rendered(version)
     if not playbook:
         return request, metadata
     system = with_playbook(request.system_message, playbook)
@@ -294,7 +458,7 @@ def serve(
 
 
 def capture_run(
-    combee: Combee,
+    agent: AgentSide,
     messages: Sequence[BaseMessage],
     *,
     start: int,
@@ -303,38 +467,35 @@ def capture_run(
     tenant: str | None,
     version: int | None,
     started: float | None,
+    error: str | None = None,
 ) -> None:
-    """Hand the invocation that began at ``messages[start]`` to ``combee.capture``."""
+    """Hand the invocation that began at ``messages[start]`` to ``agent.capture``."""
     if tenant == UNSCOPED:
         return  # the run's scope failed (counted when it did): not captured
     config = current_config()
     latency = max(0.0, time.monotonic() - started) if isinstance(started, float) else None
-    metadata: dict[str, Any] = {"combee_prompt_id": combee.prompt_id}
-    if version is not None:
-        metadata["combee_version"] = version
-    if tenant is not None:
-        metadata["combee_tenant"] = tenant
     run = RunInfo(
         id=given_run_id(config, runtime) or run_id_in_tracers(config, level="graph") or run_key,
         thread_id=thread_id_of(config, runtime),
         tenant=tenant,
         prompt_version=version,
         latency_seconds=latency,
-        metadata=metadata,
+        error=error,
+        metadata=run_labels(agent.prompt_id, version, tenant),
     )
     if run.id is None:
-        combee.capture(trace_from_messages(messages, run, start=start))
+        agent.capture(trace_from_messages(messages, run, start=start))
         return
     # Building the trace is most of capture's cost: the serving thread does it.
-    combee.capture_later(run.id, lambda: trace_from_messages(messages, run, start=start))
+    agent.capture_later(run.id, lambda: trace_from_messages(messages, run, start=start))
 
 
-def write_through(combee: Combee) -> bool:
+def write_through(agent: AgentSide) -> bool:
     """Whether capturing a run writes the store (so async hooks must leave the loop)."""
-    return combee.server.settings.durability == "write_through"
+    return agent.server.settings.durability == "write_through"
 
 
-def guarded(combee: Combee, where: str, call: Callable[[], T]) -> T | None:
+def guarded(agent: AgentSide, where: str, call: Callable[[], T]) -> T | None:
     """Run Combee's own code; log a failure and return None. Interrupts propagate."""
     try:
         return call()
@@ -342,6 +503,20 @@ def guarded(combee: Combee, where: str, call: Callable[[], T]) -> T | None:
         raise
     except Exception:
         logger.exception(
-            "%s failed (prompt %r); the run goes on without Combee", where, combee.prompt_id
+            "%s failed (prompt %r); the run goes on without Combee", where, agent.prompt_id
         )
         return None
+
+
+def _final_messages(response: ModelCallResult) -> list[BaseMessage] | None:
+    """The messages of a response that ends the invocation; None if the agent goes on."""
+    if isinstance(response, ExtendedModelResponse):
+        response = response.model_response
+    if isinstance(response, AIMessage):
+        return None if response.tool_calls else [response]
+    if response.structured_response is not None:
+        return list(response.result)
+    last = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
+    if last is None or last.tool_calls:
+        return None
+    return list(response.result)

@@ -36,13 +36,14 @@ from langchain_core.tracers.schemas import Run
 from langgraph_combee._core.types import PromptVersion
 
 if TYPE_CHECKING:
-    from langgraph_combee._agent_side import AgentSide
+    from langgraph_combee._agent.side import AgentSide
 
 __all__ = [
     "child_metadata",
     "current_config",
     "given_run_id",
     "run_id_in_tracers",
+    "run_labels",
     "run_tenant",
     "scope_view",
     "tag_runs",
@@ -59,12 +60,19 @@ def current_config() -> RunnableConfig | None:
     return var_child_runnable_config.get()
 
 
+def run_labels(prompt_id: str, version: int | None, tenant: str | None) -> dict[str, Any]:
+    """The ``combee_*`` metadata of a run: prompt id, and the version and tenant when known."""
+    metadata: dict[str, Any] = {"combee_prompt_id": prompt_id}
+    if version is not None:
+        metadata["combee_version"] = version
+    if tenant is not None:
+        metadata["combee_tenant"] = tenant
+    return metadata
+
+
 def version_metadata(prompt_id: str, version: PromptVersion) -> dict[str, Any]:
     """The metadata every run served by ``version`` carries."""
-    metadata: dict[str, Any] = {"combee_prompt_id": prompt_id, "combee_version": version.version}
-    if version.tenant is not None:
-        metadata["combee_tenant"] = version.tenant
-    return metadata
+    return run_labels(prompt_id, version.version, version.tenant)
 
 
 def scope_view(config: Mapping[str, Any] | None) -> dict[str, Any]:

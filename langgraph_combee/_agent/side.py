@@ -1,8 +1,12 @@
 """The agent side of ``Combee``: serving, capture, feedback, and the hooks into an app.
 
 Everything here runs on the agent's hot path or next to it, reads only the
-in-memory serving cache, and never blocks on the learner. ``Combee`` inherits
-it; it is a separate room so the facade stays readable.
+in-memory serving cache, and never blocks on the learner. ``Combee`` (the
+composition root) builds one ``AgentSide`` and delegates its agent-side methods
+to it; the middleware, the tracer and the StateGraph helpers take it, not the
+``Combee``, so nothing here imports the facade or the learner side. The learner
+reaches this side only through the callbacks the root hands it: ``publish``,
+``set_canary`` and ``flush``.
 """
 
 from __future__ import annotations
@@ -10,34 +14,33 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
 from langgraph_combee._agent.buffer import storable_text
 from langgraph_combee._agent.limits import clip_feedback
-from langgraph_combee._agent.serving import UNSCOPED
+from langgraph_combee._agent.pinning import Pinner
+from langgraph_combee._agent.routing import CanaryRouter
+from langgraph_combee._agent.serving import UNSCOPED, Server
 from langgraph_combee._core.types import Feedback, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._storage.keys import PromptSpace
+from langgraph_combee._storage.queue import TraceQueue
 
 if TYPE_CHECKING:
-    import threading
-
     from langgraph_combee._agent.collector import CombeeTracer
-    from langgraph_combee._agent.lean import LeanCombeeMiddleware
+    from langgraph_combee._agent.graph import LearnedPromptModel, PromptNode
     from langgraph_combee._agent.middleware import CombeeMiddleware
-    from langgraph_combee._agent.serving import Server
-    from langgraph_combee._combee import Combee
-    from langgraph_combee._learner.acceptance import AcceptancePolicy
-    from langgraph_combee._storage.queue import TraceQueue
-    from langgraph_combee.platform._store import PlatformStore
 
 logger = logging.getLogger("langgraph_combee")
 
 # Distinct bad ``scope`` values logged, at most (each is still counted).
 _MAX_REPORTED = 100
+# Runs of the StateGraph helpers whose pinned version is remembered at once.
+_HELPER_PINS = 1024
 
 
 def _shown(value: object) -> str:
@@ -57,25 +60,83 @@ class Evaluator(Protocol):
 ScopeFn = Callable[[Mapping[str, Any]], "str | None"]
 """Maps a run's config to its tenant (``Combee(scope=...)``)."""
 
+ModelCallListener = Callable[[Any, Any, Any, Any], None]
+"""Told of each model call served: ``(model, system_message, tools, tool_choice)``."""
+
 
 class AgentSide:
-    """Serving, capture and app hooks; mixed into ``Combee``."""
+    """Serving, capture and app hooks of one prompt: what ``Combee`` delegates to.
 
-    if TYPE_CHECKING:
-        scope: ScopeFn | None
-        server: Server
-        acceptance: AcceptancePolicy
-        evaluator: Evaluator | None
-        feedback_wait_seconds: float
-        _scope_lock: threading.Lock
-        _scope_reported: set[str]
+    Args:
+        prompt_id: The prompt served.
+        server: The HEAD / canary / version / render cache and the capture buffer.
+        queue_for: The durable trace queue of a tenant (validates the tenant).
+        scope: Maps a run's config to its tenant; None: one shared playbook.
+        evaluator: Scores each captured trace that has no feedback; None: none.
+        feedback_wait_seconds: How long a captured trace without feedback waits
+            in the queue for ``feedback()``.
+        canary_fraction: Share of new runs served a canary while one is set.
+        on_model_call: Told of every model call served (verified adoption
+            replays with the agent's own model and prompt); None: nobody.
+        bind_store: Called before serving until it returns True (binds
+            ``store="platform"`` to the server's store); None: nothing to bind.
+    """
 
-        _platform_store: PlatformStore | None
+    def __init__(
+        self,
+        *,
+        prompt_id: str,
+        server: Server,
+        queue_for: Callable[[str | None], TraceQueue],
+        scope: ScopeFn | None = None,
+        evaluator: Evaluator | None = None,
+        feedback_wait_seconds: float = 0.0,
+        canary_fraction: float = 0.0,
+        on_model_call: ModelCallListener | None = None,
+        bind_store: Callable[[], bool] | None = None,
+    ) -> None:
+        self.prompt_id = prompt_id
+        self.server = server
+        self.scope = scope
+        self.evaluator = evaluator
+        self.feedback_wait_seconds = float(feedback_wait_seconds)
+        self.router = CanaryRouter(head=server.head, canary=server.canary, fraction=canary_fraction)
+        self.on_model_call = on_model_call
+        self._queue_for = queue_for
+        self._bind_store = bind_store
+        self._scope_lock = threading.Lock()
+        self._scope_reported: set[str] = set()
+        # The StateGraph helpers' pins (the middleware keeps its own).
+        self.pins = Pinner(self, limit=_HELPER_PINS)
 
-        def queue(self, tenant: str | None = None) -> TraceQueue: ...
+    def __repr__(self) -> str:
+        return f"AgentSide(prompt_id={self.prompt_id!r})"
 
-    def _combee(self) -> Combee:
-        return cast("Combee", self)
+    # ---- what the learner side is handed (by the root) -------------------
+
+    def publish(self, tenant: str | None, version: PromptVersion) -> None:
+        """Serve ``version`` as ``tenant``'s HEAD in this process at once (``on_published``).
+
+        The cache is keyed by the version's own tenant, which the registry that
+        wrote it set; ``tenant`` is the same and is taken for the callback's shape.
+        """
+        del tenant
+        self.server.publish(version)
+
+    def set_canary(self, tenant: str | None, version: PromptVersion | None) -> None:
+        """Start (a version) or end (None) serving ``tenant``'s canary here (``on_canary``)."""
+        self.server.set_canary(tenant, version)
+
+    def flush(self) -> None:
+        """Write captured traces and deferred feedback to the queues now (before a step)."""
+        self.server.flush()
+
+    def bound(self) -> bool:
+        """Whether the store is known (``store="platform"`` binds on the first run)."""
+        bind = self._bind_store
+        if bind is not None and bind():
+            self._bind_store = None
+        return self._bind_store is None
 
     def tenant_for(self, config: Mapping[str, Any] | None) -> str | None:
         """The tenant of a run, from its config, via ``scope`` (None without one).
@@ -111,7 +172,7 @@ class AgentSide:
         if tenant == "":
             return None
         try:
-            PromptSpace(self._combee().prompt_id, tenant)
+            PromptSpace(self.prompt_id, tenant)
         except ConfigurationError as exc:
             self._bad_tenant(f"scope(config) returned an invalid tenant: {exc}", tenant)
             return UNSCOPED
@@ -136,27 +197,15 @@ class AgentSide:
 
         Reads only the in-memory cache (refreshed in the background).
         """
-        if self._platform_store is not None:
-            self._bind_platform_store()
+        if self._bind_store is not None:
+            self.bound()
         if tenant == UNSCOPED:
             tenant = None
-        head = self.server.head(tenant)
-        choose = getattr(self.acceptance, "choose", None)
-        if choose is None:
-            return head
         try:
-            picked = choose(self.server, tenant, head, run_key)
+            return self.router.route(tenant, run_key)
         except Exception:
-            logger.exception("acceptance policy failed to choose a version; serving HEAD")
-            return head
-        return picked if isinstance(picked, PromptVersion) else head
-
-    def _bind_platform_store(self) -> bool:
-        """Bind ``store="platform"`` to the server's store; False while it is unknown."""
-        store = self._platform_store
-        if store is not None and store.bind():
-            self._platform_store = None
-        return self._platform_store is None
+            logger.exception("the canary router failed to choose a version; serving HEAD")
+            return self.server.head(tenant)
 
     def version_for_run(self, tenant: str | None, version: int) -> PromptVersion:
         """The version a run was pinned to (from memory when possible)."""
@@ -322,7 +371,7 @@ class AgentSide:
             )
         if run_id is None or not str(run_id).strip():
             raise ConfigurationError("run_id", run_id, "the run's id: a UUID or a non-empty str")
-        queue = self.queue(tenant)  # a bad tenant is the caller's error: it raises now
+        queue = self._queue_for(tenant)  # a bad tenant is the caller's error: it raises now
         return str(run_id), clip_feedback(fb, self.server.settings.limits), queue
 
     def _queue_id_or_defer(self, tenant: str | None, trace_id: str, fb: Feedback) -> str | None:
@@ -354,68 +403,60 @@ class AgentSide:
             self.server.stats.feedback_unknown += 1
         return found
 
-    def describe(self) -> dict[str, Any]:
-        """A snapshot of Combee's counters: the agent side's and the learner's.
-
-        ``"serving"`` holds the capture, refresh and feedback counters of this
-        process (``server.describe()``); ``"learner"`` the background learner's
-        (``learner.describe()``), or None when no learner was created here.
-        """
-        learner = self._combee()._learner
-        return {
-            "serving": self.server.describe(),
-            "learner": learner.describe() if learner is not None else None,
-        }
+    def describe(self) -> dict[str, object]:
+        """The serving counters of this process (``describe()["serving"]``)."""
+        return self.server.describe()
 
     # ---- the agent side: one line for create_agent, helpers for StateGraph --
 
     def middleware(
-        self, *, capture: bool = True, lean: bool = False
-    ) -> CombeeMiddleware | LeanCombeeMiddleware:
-        """The ``create_agent`` middleware; put it first in ``middleware=[...]``.
-
-        Args:
-            capture: Capture each finished invocation as a ``Trace``.
-            lean: Do everything inside ``wrap_model_call``, adding no graph node
-                (``LeanCombeeMiddleware``): the smallest overhead per run, but
-                only invocations that end in a final model response are captured.
-        """
-        if not isinstance(lean, bool):
-            raise ConfigurationError("lean", lean, "True or False")
-        if lean:
-            from langgraph_combee._agent.lean import LeanCombeeMiddleware
-
-            return LeanCombeeMiddleware(self._combee(), capture=capture)
+        self, *, capture: bool = True, hooks: bool = False, max_open_runs: int = 10_000
+    ) -> CombeeMiddleware:
+        """The ``create_agent`` middleware (``CombeeMiddleware``); see its options."""
         from langgraph_combee._agent.middleware import CombeeMiddleware
 
-        return CombeeMiddleware(self._combee(), capture=capture)
+        return CombeeMiddleware(self, capture=capture, hooks=hooks, max_open_runs=max_open_runs)
 
     def tracer(self) -> CombeeTracer:
         """A callback handler that captures every finished root run as a trace."""
         from langgraph_combee._agent.collector import CombeeTracer
 
-        return CombeeTracer(self._combee())
+        return CombeeTracer(self)
 
-    def node(self) -> Any:
+    def node(self) -> PromptNode:
         """A LangGraph node putting the learned system prompt first in ``messages``."""
         from langgraph_combee._agent.graph import make_node
 
-        return make_node(self._combee())
+        return make_node(self)
 
     def system_prompt(self, base: str, *, config: Mapping[str, Any] | None = None) -> str:
         """``base`` with the learned playbook appended, for the current run."""
         from langgraph_combee._agent.graph import system_prompt
 
-        return system_prompt(self._combee(), base, config=config)
+        return system_prompt(self, base, config=config)
 
-    def wrap_model(self, llm: Any) -> Any:
+    def wrap_model(self, llm: Any) -> LearnedPromptModel:
         """A runnable that injects the learned prompt into every call of ``llm``."""
         from langgraph_combee._agent.graph import wrap_model
 
-        return wrap_model(self._combee(), llm)
+        return wrap_model(self, llm)
 
     def instrument(self, graph: Any) -> Any:
         """The compiled graph with trace capture attached to every run."""
         from langgraph_combee._agent.graph import instrument
 
-        return instrument(self._combee(), graph)
+        return instrument(self, graph)
+
+
+def agent_side_of(value: object, name: str = "combee") -> AgentSide:
+    """The agent side of a ``Combee`` (or the agent side itself), for the app hooks.
+
+    Raises:
+        ConfigurationError: ``value`` is neither (``name`` is the argument's name).
+    """
+    if isinstance(value, AgentSide):
+        return value
+    side = getattr(value, "_agent", None)
+    if isinstance(side, AgentSide):
+        return side
+    raise ConfigurationError(name, value, "a langgraph_combee.Combee")
