@@ -217,7 +217,7 @@ def test_overhead_benchmark_writes_well_formed_json(tmp_path: Path) -> None:
     assert data == json.loads(json.dumps(record))
     assert data["command"].startswith("python -m benchmarks.overhead --runs 6")
     phases = {p["phase"]: p for p in data["phases"]}
-    combee_arms = ["combee", "combee+playbook", "lean", "lean+playbook"]
+    combee_arms = ["combee", "combee+playbook", "hooks", "hooks+playbook"]
     assert [a["arm"] for a in phases["hot-path"]["arms"]] == [
         "plain",
         "noop-hooks",
@@ -237,8 +237,14 @@ def test_overhead_benchmark_writes_well_formed_json(tmp_path: Path) -> None:
         assert by_name["combee+playbook"]["playbook"]["bullets"] >= 1
         # warm-up + timed runs are captured; the serve-only arm captures nothing
         assert by_name["combee"]["serving"]["captured"] == 7
-        assert by_name["lean"]["serving"]["captured"] == 7
+        assert by_name["hooks"]["serving"]["captured"] == 7
     hot = {a["arm"]: a for a in phases["hot-path"]["arms"]}
+    assert hot["noop-wrap"]["over_noop_wrap_us_p50"] == 0
+    assert hot["combee"]["over_noop_wrap_us_p50"] == pytest.approx(
+        hot["combee"]["p50_us"] - hot["noop-wrap"]["p50_us"]
+    )
+    assert "over_noop_wrap_us_p50" not in phases["learning"]["arms"][0]  # no floor arm there
+    assert set(data["targets_met"]["hot-path"]) == {"combee", "combee+playbook"}
     assert hot["combee-serve"]["serving"]["captured"] == 0
     for durable in ("durable", "durable-sqlite"):  # every run written before it returned
         assert hot[durable]["serving"]["written_through"] == 7

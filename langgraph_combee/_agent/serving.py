@@ -460,6 +460,9 @@ class Server:
     # ---- worker ----------------------------------------------------------
 
     def _ensure_worker(self) -> None:
+        thread = self._thread
+        if thread is not None and thread.is_alive() and not self.retired:
+            return  # every capture passes here: the common case takes no lock
         with self._lock:
             if self.retired or (self._thread is not None and self._thread.is_alive()):
                 return
