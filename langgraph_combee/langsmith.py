@@ -34,9 +34,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from langgraph_combee._agent.collector import trace_from_run as run_trace
 from langgraph_combee._core.diff import diff_playbooks
 from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._core.types import Feedback, PromptVersion, ToolCall, Trace, TraceMessage
+from langgraph_combee._core.types import Feedback, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._learner.feedback_poll import validate_pacing
 
@@ -78,80 +79,15 @@ def _text(value: Any) -> str:
     return json.dumps(value, default=str, ensure_ascii=False)
 
 
-def _messages(payload: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
-    if not payload:
-        return []
-    raw = payload.get("messages")
-    if isinstance(raw, list):
-        # Chat model runs nest the message list once more.
-        if raw and isinstance(raw[0], list):
-            raw = raw[0]
-        return [m for m in raw if isinstance(m, Mapping)]
-    return []
-
-
-def _role(message: Mapping[str, Any]) -> str:
-    role = message.get("role") or message.get("type")
-    if role is None and isinstance(message.get("id"), list):
-        role = str(message["id"][-1]).removesuffix("Message").lower()
-    kwargs = message.get("kwargs")
-    if role is None and isinstance(kwargs, Mapping):
-        role = kwargs.get("type")
-    return {"human": "user", "ai": "assistant"}.get(str(role), str(role or "unknown"))
-
-
-def _content(message: Mapping[str, Any]) -> Any:
-    kwargs = message.get("kwargs")
-    if "content" not in message and isinstance(kwargs, Mapping):
-        return kwargs.get("content")
-    return message.get("content")
-
-
 def trace_from_run(run: Run, feedback: Feedback | None = None) -> Trace:
-    """Turn a LangSmith root run into a ``Trace`` (its id stays the run id)."""
-    inputs = dict(run.inputs or {})
-    outputs = dict(run.outputs or {})
-    in_messages = _messages(inputs)
-    out_messages = _messages(outputs)
-    messages = [
-        TraceMessage(role=_role(m), content=_text(_content(m)))
-        for m in [*in_messages, *out_messages[len(in_messages) :]]
-    ]
-    humans = [m.content for m in messages if m.role == "user"] or [
-        _text(inputs.get("input", inputs) if inputs else "")
-    ]
-    answers = [m.content for m in messages if m.role == "assistant"] or [
-        _text(outputs.get("output", outputs) if outputs else "")
-    ]
-    task_input, output = humans[-1], answers[-1]
-    tool_calls = [
-        ToolCall(name=m.get("name") or "tool", result=_text(_content(m)))
-        for m in out_messages[len(in_messages) :]
-        if _role(m) == "tool"
-    ]
+    """Turn a LangSmith root run into a ``Trace`` (its id stays the run id).
+
+    The same conversion as ``combee.tracer()``'s (``CombeeTracer``), so a run
+    learned from LangSmith and the same run captured live give the same trace;
+    the run's name and metadata are kept in the trace's metadata.
+    """
     metadata = dict((run.extra or {}).get("metadata") or {})
-    version = metadata.get("combee_version")
-    latency = None
-    if isinstance(run.start_time, datetime) and isinstance(run.end_time, datetime):
-        latency = (run.end_time - run.start_time).total_seconds()
-    return Trace(
-        id=str(run.id),
-        input=task_input,
-        messages=messages,
-        output=output,
-        tool_calls=tool_calls,
-        error=run.error,
-        feedback=feedback,
-        metadata={"langsmith_run_name": run.name, **metadata},
-        prompt_version=int(version)
-        if isinstance(version, int | str) and str(version).isdigit()
-        else None,
-        thread_id=metadata.get("thread_id"),
-        tenant=metadata.get("combee_tenant"),
-        latency_seconds=latency,
-        input_tokens=getattr(run, "prompt_tokens", None),
-        output_tokens=getattr(run, "completion_tokens", None),
-    )
+    return run_trace(run, metadata={"langsmith_run_name": run.name, **metadata}, feedback=feedback)
 
 
 def _truth(correction: Any) -> str | None:

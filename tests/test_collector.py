@@ -252,7 +252,7 @@ def _odd_run(**fields: Any) -> Run:
 def test_odd_or_malformed_runs_never_raise(combee: Combee, monkeypatch: pytest.MonkeyPatch) -> None:
     tracer = CombeeTracer(combee)
     tracer._persist_run(_odd_run())  # odd shapes: read as text
-    tracer._persist_run(_odd_run(child_runs=None, extra=None))  # broken: skipped
+    tracer._persist_run(_odd_run(child_runs=[object()], extra=None))  # broken: skipped
     tracer._drain()
     assert (tracer.captured, tracer.failed) == (1, 1)
     (trace,) = captured(combee)

@@ -192,3 +192,17 @@ def test_rendered_playbooks_are_cached_per_version(combee: Combee) -> None:
     second = accept_rules(combee, "Rule two.")
     assert "Rule two." in combee.server.rendered(second)
     assert "Rule two." not in combee.server.rendered(first)
+
+
+def test_the_combined_system_message_is_built_once_per_playbook(combee: Combee) -> None:
+    accept_rules(combee, "Rule one.")
+    model = ScriptedChatModel(["a"], cycle=True)
+    agent = create_agent(model, system_prompt=APP_PROMPT, middleware=[combee.middleware()])
+    agent.invoke(ask("first"))
+    agent.invoke(ask("second"))
+    accept_rules(combee, "Rule two.")
+    agent.invoke(ask("third"))
+    first, second, third = (prompt[0] for prompt in model.prompts)
+    assert first is second  # the same app message and playbook: built once
+    assert "Rule one." in first.text and "Rule two." not in first.text
+    assert third is not first and "Rule two." in third.text and third.text.startswith(APP_PROMPT)

@@ -39,6 +39,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
+from langsmith.schemas import RunBase
 
 from langgraph_combee._agent.side import AgentSide, agent_side_of
 from langgraph_combee._agent.traces import (
@@ -50,7 +51,7 @@ from langgraph_combee._agent.traces import (
     trace_from_messages,
 )
 from langgraph_combee._core.text import message_text
-from langgraph_combee._core.types import ToolCall, Trace
+from langgraph_combee._core.types import Feedback, ToolCall, Trace
 from langgraph_combee._errors import ConfigurationError
 
 __all__ = ["CombeeTracer", "trace_from_messages", "trace_from_run"]
@@ -70,17 +71,40 @@ def _short_error(error: str | None) -> str | None:
     return head or error.strip().splitlines()[-1]
 
 
-def _flatten(root: Run) -> list[Run]:
-    runs, stack = [], [root]
+def _flatten(root: RunBase) -> list[RunBase]:
+    # A run read back from LangSmith has no child runs loaded (``child_runs`` None).
+    runs: list[RunBase] = []
+    stack = [root]
     while stack:
         run = stack.pop()
         runs.append(run)
-        stack.extend(run.child_runs)
-    runs.sort(key=lambda r: (r.dotted_order or "", r.start_time))
+        stack.extend(getattr(run, "child_runs", None) or [])
+    runs.sort(key=lambda r: (getattr(r, "dotted_order", None) or "", r.start_time))
     return runs
 
 
-def _model_messages(run: Run) -> list[BaseMessage]:
+def _version(value: object) -> int | None:
+    """A served version number from run metadata (LangSmith may hand it back as text)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def _root_usage(root: RunBase) -> tuple[int | None, int | None]:
+    """The token counts LangSmith keeps on a root run it read back (None elsewhere)."""
+    prompt = getattr(root, "prompt_tokens", None)
+    completion = getattr(root, "completion_tokens", None)
+    return (
+        prompt if isinstance(prompt, int) else None,
+        completion if isinstance(completion, int) else None,
+    )
+
+
+def _model_messages(run: RunBase) -> list[BaseMessage]:
     """The conversation of one model call: its prompt and its reply."""
     batches = (run.inputs or {}).get("messages") or [[]]
     prompt = to_messages(batches[0] if batches else [])
@@ -90,7 +114,7 @@ def _model_messages(run: Run) -> list[BaseMessage]:
     return [*prompt, reply] if reply is not None else prompt
 
 
-def _model_usage(runs: Iterable[Run]) -> tuple[int | None, int | None]:
+def _model_usage(runs: Iterable[RunBase]) -> tuple[int | None, int | None]:
     prompt_tokens = completion_tokens = 0
     seen = False
     for run in runs:
@@ -109,7 +133,7 @@ def _model_usage(runs: Iterable[Run]) -> tuple[int | None, int | None]:
     return (prompt_tokens, completion_tokens) if seen else (None, None)
 
 
-def _tool_call(run: Run) -> ToolCall:
+def _tool_call(run: RunBase) -> ToolCall:
     inputs = dict(run.inputs or {})
     output = (run.outputs or {}).get("output")
     return ToolCall(
@@ -148,19 +172,26 @@ def _merge_calls(from_messages: list[ToolCall], from_runs: list[ToolCall]) -> li
 
 
 def trace_from_run(
-    root: Run,
+    root: RunBase,
     *,
     tenant: str | None = None,
     version: int | None = None,
     metadata: Mapping[str, Any] | None = None,
+    feedback: Feedback | None = None,
 ) -> Trace:
     """Build the ``Trace`` of a finished root run and its nested child runs.
 
+    The one conversion of a run into a trace: the tracer's run trees and the
+    runs ``langsmith.traces_from_project`` reads back from LangSmith (which come
+    without child runs, and with token counts on the root) both go through it.
+
     Args:
-        root: The root run, with ``child_runs`` filled in (as ``_persist_run`` gets it).
+        root: The root run, with ``child_runs`` filled in (as ``_persist_run`` gets
+            it) or without them (a LangSmith run read back).
         tenant: The run's tenant (None: from the run's ``combee_tenant`` metadata).
         version: The version served (None: from the run's ``combee_version`` metadata).
         metadata: Extra metadata stored on the trace.
+        feedback: Feedback to attach (a LangSmith run's folded feedback).
 
     Returns:
         The trace; see the module docstring for what it holds.
@@ -169,8 +200,10 @@ def trace_from_run(
     model_runs = [r for r in runs if r.run_type in _MODEL_RUNS]
     tool_runs = [r for r in runs if r.run_type == "tool"]
     run_metadata = dict((root.extra or {}).get("metadata") or {})
-    served = version if version is not None else run_metadata.get("combee_version")
+    served = version if version is not None else _version(run_metadata.get("combee_version"))
     input_tokens, output_tokens = _model_usage(model_runs)
+    if input_tokens is None and output_tokens is None:
+        input_tokens, output_tokens = _root_usage(root)
     latency = (root.end_time - root.start_time).total_seconds() if root.end_time else None
     trace_metadata = {
         k: v for k, v in run_metadata.items() if k.startswith("combee_") or k == "thread_id"
@@ -180,7 +213,7 @@ def trace_from_run(
         id=str(root.id),
         thread_id=str(run_metadata["thread_id"]) if run_metadata.get("thread_id") else None,
         tenant=tenant if tenant is not None else run_metadata.get("combee_tenant"),
-        prompt_version=served if isinstance(served, int) else None,
+        prompt_version=served,
         latency_seconds=max(0.0, latency) if latency is not None else None,
         error=_short_error(root.error),
         metadata=trace_metadata,
@@ -190,6 +223,7 @@ def trace_from_run(
     outputs = root.outputs if isinstance(root.outputs, Mapping) else {}
     state_messages = to_messages(outputs.get("messages"))
     ran = [_tool_call(r) for r in tool_runs]
+    update: dict[str, Any] = {"feedback": feedback} if feedback is not None else {}
     if state_messages:
         asked = [m for m in to_messages((root.inputs or {}).get("messages")) if m.type == "human"]
         start = invocation_start(
@@ -197,10 +231,11 @@ def trace_from_run(
         )
         trace = trace_from_messages(state_messages, info, start=start)
         # Tool runs of earlier turns are not in this tree, so every run belongs here.
-        return trace.model_copy(update={"tool_calls": _merge_calls(trace.tool_calls, ran)})
+        update["tool_calls"] = _merge_calls(trace.tool_calls, ran)
+        return trace.model_copy(update=update)
     conversation = _model_messages(model_runs[-1]) if model_runs else []
     trace = trace_from_messages(conversation, info)
-    update: dict[str, Any] = {"tool_calls": _merge_calls(trace.tool_calls, ran)}
+    update["tool_calls"] = _merge_calls(trace.tool_calls, ran)
     if root.run_type not in _MODEL_RUNS and root.inputs:
         update["input"] = _pick(root.inputs, _INPUT_KEYS) or trace.input
         if root.outputs:

@@ -61,14 +61,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
@@ -79,6 +81,7 @@ from langgraph_combee._agent.runs import (
     child_metadata,
     current_config,
     given_run_id,
+    observed,
     run_id_in_tracers,
     run_labels,
     thread_id_of,
@@ -98,6 +101,8 @@ logger = logging.getLogger("langgraph_combee.middleware")
 T = TypeVar("T")
 
 ModelCallResult = ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]
+
+_PROMPT_CACHE = 64  # combined system messages kept per middleware
 
 
 class CombeeState(AgentState[Any]):
@@ -209,6 +214,10 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.max_open_runs = max_open_runs
         self.tools = []
         self._pins = Pinner(agent, limit=max_open_runs)
+        self._prompts: OrderedDict[
+            tuple[int, str], tuple[SystemMessage | None, SystemMessage | None]
+        ] = OrderedDict()
+        self._prompts_lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -295,9 +304,42 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         messages = list(request.state.get("messages") or [])
         start = invocation_start(messages)
         key = messages[start].id if messages else None
-        pin, version = self._pins.pin(current_config(), request.runtime, level="graph", key=key)
-        served, metadata = serve(self.agent, request, version)
+        config = current_config()
+        pin, version = self._pins.pin(config, request.runtime, level="graph", key=key)
+        served, metadata = self._serve(request, version, config)
         return _Call(served, metadata, key, pin, messages, start)
+
+    def _serve(
+        self, request: ModelRequest[Any], version: PromptVersion, config: Mapping[str, Any] | None
+    ) -> tuple[ModelRequest[Any], dict[str, Any]]:
+        """``serve``, with the combined system message kept for the next run.
+
+        Every run of an agent sends the same system message object and, between
+        two learning steps, the same playbook: the combined message is built once
+        (a cache per middleware, keyed by the message's identity, which it keeps
+        alive, and the rendered text). Run labels are built only when a callback
+        handler is attached to the run: otherwise nobody could read them.
+        """
+        if self.agent.on_model_call is not None:
+            # What verified adoption replays with: the agent's model, its own prompt, its tools.
+            self.agent.on_model_call(
+                request.model, request.system_message, request.tools, request.tool_choice
+            )
+        metadata = version_metadata(self.agent.prompt_id, version) if observed(config) else {}
+        playbook = self.agent.server.rendered(version)
+        if not playbook:
+            return request, metadata
+        system = request.system_message
+        cache_key = (id(system), playbook)
+        cached = self._prompts.get(cache_key)
+        if cached is not None and cached[0] is system:
+            return request.override(system_message=cached[1]), metadata
+        combined = with_playbook(system, playbook)
+        with self._prompts_lock:
+            self._prompts[cache_key] = (system, combined)
+            while len(self._prompts) > _PROMPT_CACHE:
+                self._prompts.popitem(last=False)
+        return request.override(system_message=combined), metadata
 
     def _end(self, call: _Call, response: ModelCallResult) -> None:
         """Close the invocation if ``response`` ends it (capturing it when asked)."""
@@ -387,7 +429,7 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
         else:
             # No pin (before_agent failed, or the thread predates the middleware).
             _, version = self._pins.pin(current_config(), request.runtime, level="graph")
-        served, metadata = serve(self.agent, request, version)
+        served, metadata = self._serve(request, version, current_config())
         return _Call(served, metadata, None, None, [], 0)
 
     def _end(self, call: _Call, response: ModelCallResult) -> None:
@@ -438,23 +480,6 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
             version=state.get("combee_version"),
             started=state.get("combee_started"),
         )
-
-
-def serve(
-    agent: AgentSide, request: ModelRequest[Any], version: PromptVersion
-) -> tuple[ModelRequest[Any], dict[str, Any]]:
-    """``request`` with ``version``'s playbook appended to its system prompt, and the run labels."""
-    metadata = version_metadata(agent.prompt_id, version)
-    if agent.on_model_call is not None:
-        # What verified adoption replays with: the agent's model, its own prompt, its tools.
-        agent.on_model_call(
-            request.model, request.system_message, request.tools, request.tool_choice
-        )
-    playbook = agent.server.rendered(version)
-    if not playbook:
-        return request, metadata
-    system = with_playbook(request.system_message, playbook)
-    return request.override(system_message=system), metadata
 
 
 def capture_run(

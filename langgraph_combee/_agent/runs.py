@@ -42,6 +42,7 @@ __all__ = [
     "child_metadata",
     "current_config",
     "given_run_id",
+    "observed",
     "run_id_in_tracers",
     "run_labels",
     "run_tenant",
@@ -120,6 +121,18 @@ def thread_id_of(config: Mapping[str, Any] | None, runtime: object = None) -> st
     if thread_id is None and config:
         thread_id = (config.get("configurable") or {}).get("thread_id")
     return str(thread_id) if thread_id is not None else None
+
+
+def observed(config: Mapping[str, Any] | None) -> bool:
+    """Whether any callback handler is attached to the run: someone who could read its metadata.
+
+    Tracing switched on by environment (``LANGSMITH_TRACING``) counts: LangChain
+    adds its tracer to the graph's callbacks when the run starts.
+    """
+    callbacks = config.get("callbacks") if config else None
+    if isinstance(callbacks, BaseCallbackManager):
+        return bool(callbacks.handlers or callbacks.inheritable_handlers)
+    return bool(callbacks)
 
 
 def _tracers(config: Mapping[str, Any] | None) -> tuple[list[BaseTracer], str | None]:
