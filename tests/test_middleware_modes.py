@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
 from langchain.agents.structured_output import ToolStrategy
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
+from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
 from langgraph_combee import Combee, CombeeMiddleware, Trace
@@ -206,3 +209,98 @@ def test_the_combined_system_message_is_built_once_per_playbook(combee: Combee) 
     assert first is second  # the same app message and playbook: built once
     assert "Rule one." in first.text and "Rule two." not in first.text
     assert third is not first and "Rule two." in third.text and third.text.startswith(APP_PROMPT)
+
+
+# ---------------------------------------------------------------- what is captured
+# The table "What is captured" in docs/integration.md, row by row: for each way a
+# run can end, whether the default middleware, the hook mode and the tracer
+# (with the middleware serving only) capture it.
+
+CAPTURED = {
+    "final model response": {"default": True, "hooks": True, "tracer": True},
+    "model error": {"default": True, "hooks": False, "tracer": True},
+    "return_direct tool": {"default": False, "hooks": True, "tracer": True},
+    "other middleware jumps to the end": {"default": False, "hooks": True, "tracer": True},
+    "exception outside the model call": {"default": False, "hooks": False, "tracer": True},
+}
+
+
+@tool
+def broken_tool(topic: str) -> str:
+    """A tool that fails, ending the run with its exception."""
+    raise RuntimeError("tool down")
+
+
+class StopAfterToolCall(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Ends the run as soon as the model asks for a tool (a guardrail, say)."""
+
+    @hook_config(can_jump_to=["end"])
+    def after_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        last = state["messages"][-1]
+        return {"jump_to": "end"} if isinstance(last, AIMessage) and last.tool_calls else None
+
+
+def _call(name: str) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": {"topic": "refund"}, "id": "t1"}])
+
+
+def _ending(ending: str) -> tuple[ScriptedChatModel, list[Any], list[Any], type[Exception] | None]:
+    """(model, tools, middleware after Combee's, the exception the run ends in)."""
+    if ending == "final model response":
+        return tool_then_answer(), [lookup], [], None
+    if ending == "model error":
+        return ScriptedChatModel([_call("lookup"), ValueError("down")]), [lookup], [], ValueError
+    if ending == "return_direct tool":
+        return ends_in_a_direct_tool(), [answer_directly], [], None
+    if ending == "other middleware jumps to the end":
+        return ScriptedChatModel([_call("lookup")]), [lookup], [StopAfterToolCall()], None
+    return ScriptedChatModel([_call("broken_tool")]), [broken_tool], [], RuntimeError
+
+
+@pytest.mark.parametrize("way", ["default", "hooks", "tracer"])
+@pytest.mark.parametrize("ending", list(CAPTURED))
+def test_what_each_way_captures(combee: Combee, ending: str, way: str) -> None:
+    model, tools, others, raises = _ending(ending)
+    if way == "tracer":
+        ours = combee.middleware(capture=False)
+    else:
+        ours = combee.middleware(hooks=way == "hooks")
+    agent: Any = create_agent(model, tools, middleware=[ours, *others])
+    if way == "tracer":
+        agent = agent.with_config(callbacks=[combee.tracer()])
+    run_id = uuid.uuid4()
+    if raises is None:
+        agent.invoke(ask(), {"run_id": run_id})
+    else:
+        with pytest.raises(raises):
+            agent.invoke(ask(), {"run_id": run_id})
+    traces = captured(combee)
+    if CAPTURED[ending][way]:
+        assert [t.id for t in traces] == [str(run_id)]
+        assert traces[0].input == "Where does my refund go?"
+    else:
+        assert traces == []
+
+
+def test_messages_added_after_the_last_model_call_are_in_the_trace_only_with_hooks(
+    combee: Combee,
+) -> None:
+    class Note(AgentMiddleware[AgentState[Any], Any, Any]):
+        def after_model(
+            self, state: AgentState[Any], runtime: Runtime[Any]
+        ) -> dict[str, Any] | None:
+            last = state["messages"][-1]
+            if isinstance(last, AIMessage) and not last.tool_calls:
+                return {"messages": [AIMessage("(reviewed)")]}
+            return None
+
+    for hooks in (False, True):
+        agent = create_agent(
+            ScriptedChatModel(["FIN-REFUNDS"]),
+            middleware=[combee.middleware(hooks=hooks), Note()],
+        )
+        agent.invoke(ask(), {"run_id": uuid.uuid4()})
+        (trace,) = captured(combee)
+        combee.queue().ack([trace.id])
+        texts = [m.content for m in trace.messages]
+        assert ("(reviewed)" in texts) is hooks
