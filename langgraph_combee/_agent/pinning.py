@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph_combee._agent.runs import (
     given_run_id,
+    observed,
     run_id_in_tracers,
     run_tenant,
     tag_runs,
@@ -119,16 +120,21 @@ class Pinner:
             if found is not None:
                 version = self.side.version_for_run(found.tenant, found.version)
                 # A nested graph has a run of its own to label.
-                tag_runs(config, version_metadata(self.side.prompt_id, version))
+                self._label(config, version)
                 return found, version
         if run_key is None and fresh_key:
             run_key = str(uuid.uuid4())
         version = self.side.select_version(tenant, run_key)
-        tag_runs(config, version_metadata(self.side.prompt_id, version))
+        self._label(config, version)
         pin = Pin(tenant, version.version, run_key, time.monotonic())
         if key is not None:
             self._remember(key, pin)
         return pin, version
+
+    def _label(self, config: Mapping[str, Any] | None, version: PromptVersion) -> None:
+        # Only a callback handler could read the labels: without one, none are built.
+        if observed(config):
+            tag_runs(config, version_metadata(self.side.prompt_id, version))
 
     def recall(self, key: Hashable | None) -> Pin | None:
         """The pin remembered under ``key``, if any."""
