@@ -15,9 +15,10 @@ serve the prompt:
 
 ``combee.instrument(graph)`` attaches a ``CombeeTracer`` so every run becomes a
 trace. Within one graph run the version served is pinned (a version accepted
-mid-run is served from the next run) when the run is identifiable: the caller
-passed ``config["run_id"]``, or a tracer (the one ``instrument`` attaches,
-LangSmith's) is attached. The helpers also label the run's root with
+mid-run is served from the next run; ``_agent/pinning.py``, the same pinning as
+the middleware's, with the pins kept by the agent side) when the run is
+identifiable: the caller passed ``config["run_id"]``, or a tracer (the one
+``instrument`` attaches, LangSmith's) is attached. The helpers also label the run's root with
 ``combee_version`` metadata, which is how the tracer learns the version served.
 """
 

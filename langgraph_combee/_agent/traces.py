@@ -1,6 +1,6 @@
 """Turning a run's messages into a ``Trace``: pure functions, no I/O, no callbacks.
 
-Shared by the middleware's ``after_agent`` capture and the ``CombeeTracer``: both
+Shared by the middleware's capture and the ``CombeeTracer``: both
 reduce a conversation (``messages``) plus a few run-level facts (``RunInfo``) to
 the ``Trace`` the learner reads. Inputs arrive in every shape LangChain uses for
 messages (message objects, ``("user", "hi")`` tuples, role dicts, the ``lc``
