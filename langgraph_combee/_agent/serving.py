@@ -254,6 +254,8 @@ class Server:
         Versions are never changed once written (learning makes new ones), so the
         key is the version's identity: tenant, number, creation time and size.
         """
+        if not version.playbook.bullets:
+            return ""  # what render() gives: most runs before any learning take no lock here
         key = (version.tenant, version.version, version.created_at, len(version.playbook.bullets))
         with self._lock:
             text = self._rendered.get(key)
