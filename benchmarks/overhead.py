@@ -2,8 +2,8 @@
 
 The agent's model answers instantly (``FunctionChatModel(lambda m: "ok")``, no tools),
 so everything measured is framework and middleware time: the worst case for a
-relative overhead. Arms run in interleaved blocks (the order rotates every round)
-so that drift and noise hit every arm alike.
+relative overhead. Arms run in interleaved blocks (in a new, seeded order every
+round) so that drift and noise hit every arm alike.
 
 Phase "hot path": the learners are not started, so only the agent's own thread
 and Combee's serving thread (which writes captured traces to the queue) run.
@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import random
 import sys
 import time
 import uuid
@@ -61,6 +62,7 @@ from langgraph_combee.testing import FunctionChatModel, fake_learner
 MODULE = "benchmarks.overhead"
 TARGET_OVER_WRAP_US = 100.0  # the default middleware, p50, over a no-op wrap_model_call
 TARGET_ARMS = ("combee", "combee+playbook")
+SHUFFLE_SEED = 12  # the order of the arms in each round
 SYSTEM_PROMPT = "You route support tickets. Answer with the desk code only."
 
 
@@ -207,15 +209,22 @@ def _invoke(agent: Any, text: str) -> float:
 def measure(
     arms: Sequence[Arm], inputs: Sequence[str], *, runs: int, block: int, warmup: int
 ) -> None:
-    """Warm up, then run every arm ``runs`` times in interleaved, rotating blocks."""
+    """Warm up, then run every arm ``runs`` times in interleaved blocks, in a new order each round.
+
+    The order of each round is a fresh shuffle (seeded, so a rerun repeats it):
+    an arm that leaves work behind (garbage, a slow store's threads) must not
+    always slow down the same neighbour, as a fixed cyclic order would make it.
+    """
     for arm in arms:
         for i in range(warmup):
             _invoke(arm.agent, inputs[i % len(inputs)])
     rounds = max(1, -(-runs // block))
+    order = random.Random(SHUFFLE_SEED)
     counter = 0
-    for r in range(rounds):
-        shift = r % len(arms)
-        for arm in [*arms[shift:], *arms[:shift]]:
+    for _ in range(rounds):
+        shuffled = list(arms)
+        order.shuffle(shuffled)
+        for arm in shuffled:
             size = min(block, runs - len(arm.times_us))
             times = []
             for _ in range(size):
