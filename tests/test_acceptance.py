@@ -124,7 +124,9 @@ async def _canary_setup(min_runs: int = 3) -> tuple[Combee, CanaryGate, Backgrou
     combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=gate)
     report = await combee.alearn(failing_traces(2))
     assert report.steps[0].accepted is None
-    learner = BackgroundLearner(combee, LearnerSettings(min_batch=1, max_wait_seconds=0.001))
+    learner = BackgroundLearner(
+        combee._learner_parts, LearnerSettings(min_batch=1, max_wait_seconds=0.001)
+    )
     return combee, gate, learner
 
 
