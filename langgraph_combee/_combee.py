@@ -617,8 +617,10 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
         """Put ``version``'s playbook back in force as a new version (history is kept)."""
-        restored = self._writer.rollback(self.registry(tenant), version, reason=_reason(reason))
-        return _run_blocking(restored, self.store, "rollback")
+        _reason(reason)
+        return _run_blocking(
+            self.arollback(version, reason=reason, tenant=tenant), self.store, "rollback"
+        )
 
     async def arollback(
         self, version: int, *, reason: str = "", tenant: str | None = None
@@ -641,9 +643,9 @@ class Combee(AgentSide):
             StaleCandidateError: It is stale and stores no ops to re-apply.
             RegistryError: It is not a candidate.
         """
-        decision = Decision(accepted=True, policy="manual", reason=_reason(reason))
+        _reason(reason)
         return _run_blocking(
-            self._writer.accept(self.registry(tenant), version, decision), self.store, "approve"
+            self.aapprove(version, reason=reason, tenant=tenant), self.store, "approve"
         )
 
     async def aapprove(
@@ -657,9 +659,9 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "rejected", tenant: str | None = None
     ) -> PromptVersion:
         """Reject a pending candidate; HEAD does not move."""
-        decision = Decision(accepted=False, policy="manual", reason=_reason(reason))
+        _reason(reason)
         return _run_blocking(
-            self._writer.reject(self.registry(tenant), version, decision), self.store, "reject"
+            self.areject(version, reason=reason, tenant=tenant), self.store, "reject"
         )
 
     async def areject(
