@@ -617,6 +617,11 @@ class _OldStyleWithHooks(_OldStyle):
         return True
 
 
+class _Chooser(_OldStyle):
+    def choose(self, *args: object) -> PromptVersion:
+        raise AssertionError("never called")
+
+
 class _NoDecide(AcceptancePolicy):
     name = "no_decide"
 
@@ -635,6 +640,7 @@ class _BadFraction(AcceptancePolicy):
     [
         (_OldStyleWithHooks(), r"acceptance=<.*_OldStyleWithHooks.*blocking would not be called"),
         (_NoDecide(), r"acceptance=<.*_NoDecide.*implementing decide"),
+        (_Chooser(), r"acceptance=<.*_Chooser.*set canary_fraction instead"),
         (_BadFraction(), r"acceptance.canary_fraction=1.5"),
         (AcceptAll, r"acceptance=<class .*AcceptAll"),  # the class, not an instance
         (object(), r"acceptance=<object"),

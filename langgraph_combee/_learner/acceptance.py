@@ -155,8 +155,18 @@ def as_policy(value: object, name: str = "acceptance") -> AcceptancePolicy:
         ConfigurationError: ``value`` is neither a subclass instance nor an object
             with a ``name`` and a callable ``decide``; or it is such an object with
             hooks (``observe``, ``review``, ``blocking``), which only a subclass
-            gets called; or its ``canary_fraction`` is not a number in [0, 1).
+            gets called; or its ``canary_fraction`` is not a number in [0, 1); or
+            it has a ``choose`` (the agent side routes runs by ``canary_fraction``).
     """
+    if callable(getattr(value, "choose", None)):
+        # A policy that picked each run's version itself: that is the agent
+        # side's router now, and a choose() left in place would silently stop routing.
+        raise ConfigurationError(
+            name,
+            value,
+            "a policy without choose(): set canary_fraction instead (the agent side "
+            "serves the registry's canary candidate to that share of runs)",
+        )
     if isinstance(value, AcceptancePolicy):
         if not overrides(value, "decide"):
             raise ConfigurationError(
@@ -177,7 +187,7 @@ def as_policy(value: object, name: str = "acceptance") -> AcceptancePolicy:
         raise ConfigurationError(name, value, allowed)
     if not isinstance(getattr(value, "name", None), str):
         raise ConfigurationError(name, value, allowed + ": it has no str name")
-    hooks = [hook for hook in (*HOOKS, "choose") if hasattr(value, hook)]
+    hooks = [hook for hook in HOOKS if hasattr(value, hook)]
     if hooks:
         raise ConfigurationError(
             name,
