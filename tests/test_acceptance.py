@@ -639,7 +639,6 @@ class _BadFraction(AcceptancePolicy):
     ("policy", "match"),
     [
         (_OldStyleWithHooks(), r"acceptance=<.*_OldStyleWithHooks.*blocking would not be called"),
-        (_NoDecide(), r"acceptance=<.*_NoDecide.*implementing decide"),
         (_Chooser(), r"acceptance=<.*_Chooser.*set canary_fraction instead"),
         (_BadFraction(), r"acceptance.canary_fraction=1.5"),
         (AcceptAll, r"acceptance=<class .*AcceptAll"),  # the class, not an instance
@@ -691,6 +690,11 @@ async def test_the_learner_calls_the_hooks_a_subclass_overrides() -> None:
     assert await learner.tick() == 1
     assert policy.reviews == 2
     assert combee.current().version == 1
+
+
+def test_a_policy_without_decide_cannot_be_made() -> None:
+    with pytest.raises(TypeError, match="_NoDecide.*decide"):
+        _NoDecide()  # type: ignore[abstract]
 
 
 def test_a_policy_runs_no_trial_unless_it_says_so() -> None:
