@@ -22,7 +22,7 @@ from tests.helpers import failing_traces
 
 @pytest.mark.parametrize("other", ["langgraph_combee._combee", "langgraph_combee._agent"])
 def test_the_learner_side_imports_neither_the_facade_nor_the_agent_side(other: str) -> None:
-    graph = grimp.build_graph("langgraph_combee")
+    graph = grimp.build_graph("langgraph_combee", cache_dir=None)
     chain = graph.find_shortest_chain(
         importer="langgraph_combee._learner", imported=other, as_packages=True
     )
