@@ -8,6 +8,7 @@ it; it is a separate room so the facade stays readable.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import math
 from collections.abc import Callable, Mapping
@@ -141,15 +142,15 @@ class AgentSide:
         if tenant == UNSCOPED:
             tenant = None
         head = self.server.head(tenant)
-        choose = getattr(self.acceptance, "choose", None)
-        if choose is None:
+        # The canary route (to move to the agent side's router): a trial's
+        # candidate for ``canary_fraction`` of runs, stable per run key.
+        fraction = self.acceptance.canary_fraction
+        canary = self.server.canary(tenant) if fraction > 0 else None
+        if canary is None or run_key is None:
             return head
-        try:
-            picked = choose(self.server, tenant, head, run_key)
-        except Exception:
-            logger.exception("acceptance policy failed to choose a version; serving HEAD")
-            return head
-        return picked if isinstance(picked, PromptVersion) else head
+        digest = hashlib.sha256(run_key.encode()).digest()
+        bucket = int.from_bytes(digest[:8], "big") / 2**64
+        return canary if bucket < fraction else head
 
     def _bind_platform_store(self) -> bool:
         """Bind ``store="platform"`` to the server's store; False while it is unknown."""

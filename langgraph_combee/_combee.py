@@ -18,7 +18,6 @@ import threading
 import uuid
 import weakref
 from collections.abc import (
-    Awaitable,
     Callable,
     Coroutine,
     Iterable,
@@ -46,12 +45,13 @@ from langgraph_combee._core.types import (
     StepReport,
     Trace,
 )
-from langgraph_combee._errors import ConfigurationError, EngineLoopError, LearningError
-from langgraph_combee._learner.acceptance import AcceptAll, AcceptancePolicy
+from langgraph_combee._errors import ConfigurationError, EngineLoopError
+from langgraph_combee._learner.acceptance import AcceptAll, AcceptancePolicy, as_policy
 from langgraph_combee._learner.feedback_poll import FeedbackSource
 from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._learner.parts import LearnerParts
 from langgraph_combee._learner.replaying import Replayer, ReplayMode
-from langgraph_combee._learner.step_run import learn_step_run
+from langgraph_combee._learner.step import Stepper, refuse_duplicates
 from langgraph_combee._learner.versions import ApplyPipeline, VersionWriter
 from langgraph_combee._learning.budget import LearnerBudget
 from langgraph_combee._learning.calls import CallSettings
@@ -226,22 +226,8 @@ def _as_traces(traces: Iterable[Trace | Mapping[str, Any]]) -> list[Trace]:
                 raise ConfigurationError(f"traces[{i}]", item, f"a valid Trace ({exc})") from exc
         else:
             raise ConfigurationError(f"traces[{i}]", item, "a Trace or a dict of Trace fields")
-    _refuse_duplicates(out, "traces")
+    refuse_duplicates(out, "traces")
     return out
-
-
-def _refuse_duplicates(traces: Sequence[Trace], name: str) -> None:
-    # One run learned twice would count its evidence twice; the caller most
-    # likely concatenated two exports. Refused rather than silently de-duplicated.
-    seen: dict[str, int] = {}
-    for i, trace in enumerate(traces):
-        if trace.id in seen:
-            raise ConfigurationError(
-                f"{name}[{i}].id",
-                trace.id,
-                f"an id not already used by {name}[{seen[trace.id]}] (trace ids must be unique)",
-            )
-        seen[trace.id] = i
 
 
 def _roles(roles: str | RoleProfile, reflector: object) -> str | RoleProfile:
@@ -431,17 +417,15 @@ class Combee(AgentSide):
             )
         if store is not None and store != "platform" and not isinstance(store, BaseStore):
             raise ConfigurationError("store", store, "a langgraph BaseStore, 'platform' or None")
-        if acceptance is not None and not isinstance(acceptance, AcceptancePolicy):
-            raise ConfigurationError(
-                "acceptance", acceptance, "an AcceptancePolicy (name + async decide())"
-            )
         self.prompt_id = prompt_id
         self.model = _resolve_model(model)
         resolved = _resolve_store(store)
         self.store: BaseStore = thread_safe(resolved)
         # Combee(store="platform"): bound by the first run that sees the server's store.
         self._platform_store = cast("PlatformStore", resolved) if store == "platform" else None
-        self.acceptance: AcceptancePolicy = acceptance or AcceptAll()
+        self.acceptance: AcceptancePolicy = (
+            AcceptAll() if acceptance is None else as_policy(acceptance)
+        )
         self._batch_size = validate_batch_size(batch_size)
         self._strategy = strategy
         self._engine_settings = EngineSettings(
@@ -520,21 +504,6 @@ class Combee(AgentSide):
         # One lease holder name per Combee, shared by its background learner and
         # its offline writers (learn, approve, ...), which a process lock serialises.
         self._holder = f"combee-{uuid.uuid4().hex[:12]}"
-        self._writer = VersionWriter(
-            prompt_id=prompt_id,
-            acceptance=self.acceptance,
-            server=self.server,
-            store=self.store,
-            holder=self._holder,
-            lease_seconds=lease_seconds,
-            pipeline=ApplyPipeline(
-                guard=self._engine_settings.guard,
-                token_budget=self._engine_settings.token_budget,
-                dedup=self._engine_settings.dedup,
-                dedup_threshold=self._engine_settings.dedup_threshold,
-                embedder=self._engine_settings.embedder,
-            ),
-        )
         self.replayer = Replayer(
             mode=replay,
             settings=ReplaySettings(
@@ -550,6 +519,8 @@ class Combee(AgentSide):
         self._engines: dict[str | None, LearningEngine] = {}
         self._registries: dict[str | None, PromptRegistry] = {}
         self._owned: contextlib.ExitStack | None = None  # a store from_conn_string opened
+        self._stepper, self._learner_parts = _build_learner(self, lease_seconds=lease_seconds)
+        self._writer = self._learner_parts.writer
         # Build one engine now so that bad strategy settings fail at construction.
         if self.model is not None:
             self._engine(None)
@@ -646,8 +617,10 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
         """Put ``version``'s playbook back in force as a new version (history is kept)."""
-        restored = self._writer.rollback(self.registry(tenant), version, reason=_reason(reason))
-        return _run_blocking(restored, self.store, "rollback")
+        _reason(reason)
+        return _run_blocking(
+            self.arollback(version, reason=reason, tenant=tenant), self.store, "rollback"
+        )
 
     async def arollback(
         self, version: int, *, reason: str = "", tenant: str | None = None
@@ -670,9 +643,9 @@ class Combee(AgentSide):
             StaleCandidateError: It is stale and stores no ops to re-apply.
             RegistryError: It is not a candidate.
         """
-        decision = Decision(accepted=True, policy="manual", reason=_reason(reason))
+        _reason(reason)
         return _run_blocking(
-            self._writer.accept(self.registry(tenant), version, decision), self.store, "approve"
+            self.aapprove(version, reason=reason, tenant=tenant), self.store, "approve"
         )
 
     async def aapprove(
@@ -686,9 +659,9 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "rejected", tenant: str | None = None
     ) -> PromptVersion:
         """Reject a pending candidate; HEAD does not move."""
-        decision = Decision(accepted=False, policy="manual", reason=_reason(reason))
+        _reason(reason)
         return _run_blocking(
-            self._writer.reject(self.registry(tenant), version, decision), self.store, "reject"
+            self.areject(version, reason=reason, tenant=tenant), self.store, "reject"
         )
 
     async def areject(
@@ -704,7 +677,9 @@ class Combee(AgentSide):
     def learner(self) -> BackgroundLearner:
         """The background learner (created on first use, started by ``start()``)."""
         if self._learner is None:
-            self._learner = BackgroundLearner(self, self._learner_settings, holder=self._holder)
+            self._learner = BackgroundLearner(
+                self._learner_parts, self._learner_settings, holder=self._holder
+            )
         return self._learner
 
     def start(self) -> None:
@@ -842,69 +817,66 @@ class Combee(AgentSide):
         if on_step is not None and not callable(on_step):
             raise ConfigurationError("on_step", on_step, "None or a callable (StepReport) -> None")
         items = _as_traces(traces)
-        engine = self._engine(tenant)
-        registry = self.registry(tenant)
-        steps: list[StepReport] = []
-        for _ in range(epochs):
-            start = 0
-            while start < len(items):
-                size = engine.next_batch_size()
-                batch = items[start : start + size]
-                start += len(batch)
-                report = await self.alearn_batch(batch, tenant=tenant, _registry=registry)
-                steps.append(report)
-                if on_step is not None:
-                    on_step(report)
-        return LearnReport(version=await registry.ahead(), steps=steps)
+        return await self._stepper.learn(items, epochs=epochs, tenant=tenant, on_step=on_step)
 
-    async def alearn_batch(
-        self,
-        batch: list[Trace],
-        *,
-        tenant: str | None = None,
-        _registry: PromptRegistry | None = None,
-        before_submit: Callable[[], Awaitable[bool]] | None = None,
-    ) -> StepReport:
+    async def alearn_batch(self, batch: list[Trace], *, tenant: str | None = None) -> StepReport:
         """Run one learning step on ``batch`` and submit its candidate for acceptance.
 
         Args:
-            batch: The traces to learn from.
+            batch: The traces to learn from (distinct ids).
             tenant: Whose playbook learns.
-            before_submit: Optional check run after the step and before anything is
-                written (the background learner renews its lease here); when it
-                returns False the step's result is discarded.
 
         Raises:
             LearningError: The step failed; nothing was written.
         """
-        if not isinstance(batch, list) or not all(isinstance(t, Trace) for t in batch):
-            raise ConfigurationError("batch", batch, "a list of Trace objects")
-        _refuse_duplicates(batch, "batch")
-        registry = _registry or self.registry(tenant)
-        engine = self._engine(tenant)
-        head = await registry.ahead()
-        next_version = await registry.alatest_version() + 1
-        metadata = {
-            "combee_prompt_id": self.prompt_id,
-            "combee_tenant": tenant,
-            "combee_strategy": engine.strategy.name,
-            "combee_batch_size": len(batch),
-            "combee_version_before": head.version,
-        }
-        inputs = {"trace_ids": [t.id for t in batch], "version_before": head.version}
-        async with learn_step_run(self._callbacks, metadata=metadata, inputs=inputs) as run:
-            result = await engine.step(head.playbook, batch, version=next_version)
-            result = await self.replayer(
-                head.playbook,
-                result,
-                batch,
-                version=next_version,
-                callbacks=run.manager.get_child(),
-                budget=self.budget,
-            )
-            if before_submit is not None and not await before_submit():
-                raise LearningError("the writer lease was lost during the step; result discarded")
-            stored = await self._writer.submit(registry, head, result, version=next_version)
-            result.report.run_id = str(run.run_id)
-            run.finish(head, stored, result.report)
-        return result.report
+        return await self._stepper.step(batch, tenant=tenant)
+
+
+def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, LearnerParts]:
+    """The learner side's parts, each given only what it needs from the root.
+
+    The version writer publishes what it puts in force to this process's agent
+    side through two callbacks; the learner flushes its captures before a pass.
+    """
+    server = combee.server
+    settings = combee._engine_settings
+    writer = VersionWriter(
+        prompt_id=combee.prompt_id,
+        acceptance=combee.acceptance,
+        store=combee.store,
+        holder=combee._holder,
+        lease_seconds=lease_seconds,
+        pipeline=ApplyPipeline(
+            guard=settings.guard,
+            token_budget=settings.token_budget,
+            dedup=settings.dedup,
+            dedup_threshold=settings.dedup_threshold,
+            embedder=settings.embedder,
+        ),
+        on_published=lambda tenant, version: server.publish(version),
+        on_canary=server.set_canary,
+    )
+    stepper = Stepper(
+        prompt_id=combee.prompt_id,
+        registry=combee.registry,
+        engine=combee._engine,
+        writer=writer,
+        replayer=combee.replayer,
+        callbacks=combee._callbacks,
+        budget=combee.budget,
+    )
+    parts = LearnerParts(
+        prompt_id=combee.prompt_id,
+        store=combee.store,
+        queue=combee.queue,
+        registry=combee.registry,
+        engine=combee._engine,
+        step=stepper.step,
+        writer=writer,
+        budget=combee.budget,
+        feedback_source=combee.feedback_source,
+        on_missing_feedback=combee.on_missing_feedback,
+        flush=server.flush,
+        ready=combee._bind_platform_store,
+    )
+    return stepper, parts

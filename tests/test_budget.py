@@ -18,7 +18,7 @@ from tests.helpers import FakeClock, failing_traces
 
 def _learner(combee: Combee, clock: FakeClock, **kw: Any) -> BackgroundLearner:
     settings = LearnerSettings(**{"min_batch": 1, **kw})
-    return BackgroundLearner(combee, settings, clock=clock)
+    return BackgroundLearner(combee._learner_parts, settings, clock=clock)
 
 
 # ---------------------------------------------------------------- the meter

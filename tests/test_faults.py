@@ -31,7 +31,7 @@ def _learner(combee: Combee, clock: FakeClock, **kw: Any) -> BackgroundLearner:
     settings = LearnerSettings(
         **{"min_batch": 1, "backoff_seconds": 5.0, "backoff_jitter": 0, **kw}
     )
-    return BackgroundLearner(combee, settings, clock=clock)
+    return BackgroundLearner(combee._learner_parts, settings, clock=clock)
 
 
 def _queue(combee: Combee, traces: Sequence[Trace]) -> None:

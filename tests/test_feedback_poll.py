@@ -54,7 +54,7 @@ def _setup(source: ScriptedSource, n: int) -> tuple[Combee, BackgroundLearner, C
     for i in range(n):
         combee.capture(Trace(id=f"r{i}", input=f"ticket {i}", output="WRONG"))
     clock = Clock()
-    learner = BackgroundLearner(combee, LearnerSettings(min_batch=2), clock=clock)
+    learner = BackgroundLearner(combee._learner_parts, LearnerSettings(min_batch=2), clock=clock)
     return combee, learner, clock
 
 

@@ -265,7 +265,7 @@ def _learner(combee: Combee, clock: _Clock) -> Any:
     from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
 
     return BackgroundLearner(
-        combee, LearnerSettings(min_batch=2, max_wait_seconds=10.0), clock=clock
+        combee._learner_parts, LearnerSettings(min_batch=2, max_wait_seconds=10.0), clock=clock
     )
 
 

@@ -26,7 +26,7 @@ def _learner(combee: Combee, clock: FakeClock | None = None, **kw: object) -> Ba
     settings = LearnerSettings(
         **{"min_batch": 2, "max_wait_seconds": 10.0, "backoff_jitter": 0, **kw}
     )  # type: ignore[arg-type]
-    return BackgroundLearner(combee, settings, clock=clock or FakeClock())
+    return BackgroundLearner(combee._learner_parts, settings, clock=clock or FakeClock())
 
 
 def _capture_all(combee: Combee, traces: list[Trace]) -> None:

@@ -39,7 +39,7 @@ def _learner(combee: Combee, clock: FakeClock, **kw: Any) -> BackgroundLearner:
     settings = LearnerSettings(
         **{"min_batch": 1, "backoff_seconds": 1.0, "backoff_jitter": 0, **kw}
     )
-    return BackgroundLearner(combee, settings, clock=clock)
+    return BackgroundLearner(combee._learner_parts, settings, clock=clock)
 
 
 def _learned_ids(combee: Combee) -> list[str]:
@@ -259,7 +259,9 @@ def test_a_step_past_the_lease_ttl_keeps_the_lease_and_its_result() -> None:
     store, llm, combee = _four_queued_behind_a_blocking_learner()
     wall = FakeClock()  # the lease's clock: moved by hand, far past the TTL
     settings = LearnerSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=0.01)
-    learner = BackgroundLearner(combee, settings, clock=FakeClock(), lease_clock=wall)
+    learner = BackgroundLearner(
+        combee._learner_parts, settings, clock=FakeClock(), lease_clock=wall
+    )
     rival = Lease(store, "p", holder="rival", ttl_seconds=60.0, clock=wall)
 
     thread, result = _run_tick_in_thread(learner)
@@ -280,7 +282,7 @@ def test_a_step_past_the_lease_ttl_keeps_the_lease_and_its_result() -> None:
 def test_a_lease_gone_during_a_step_is_taken_back_and_the_result_kept() -> None:
     store, llm, combee = _four_queued_behind_a_blocking_learner()
     settings = LearnerSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=3600)
-    learner = BackgroundLearner(combee, settings, clock=FakeClock())
+    learner = BackgroundLearner(combee._learner_parts, settings, clock=FakeClock())
 
     thread, result = _run_tick_in_thread(learner)
     assert llm.entered.wait(30)
@@ -297,7 +299,9 @@ def test_a_step_whose_lease_another_learner_took_is_discarded_without_blame() ->
     store, llm, combee = _four_queued_behind_a_blocking_learner()
     wall = FakeClock()
     settings = LearnerSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=3600)
-    learner = BackgroundLearner(combee, settings, clock=FakeClock(), lease_clock=wall)
+    learner = BackgroundLearner(
+        combee._learner_parts, settings, clock=FakeClock(), lease_clock=wall
+    )
 
     thread, result = _run_tick_in_thread(learner)
     assert llm.entered.wait(30)
@@ -362,7 +366,7 @@ async def test_the_heartbeat_renews_an_async_postgres_lease_from_its_thread(
         for trace in failing_traces(2, prefix="pg"):
             combee.capture(trace)
         settings = LearnerSettings(min_batch=1, heartbeat_seconds=0.05)
-        learner = BackgroundLearner(combee, settings, clock=FakeClock())
+        learner = BackgroundLearner(combee._learner_parts, settings, clock=FakeClock())
         assert await learner.tick() == 1
         assert learner.stats.lease_renewals >= 1 and learner.stats.lease_retakes == 0
         assert (await combee.acurrent()).version == 1

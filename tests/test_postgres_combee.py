@@ -40,7 +40,7 @@ class FakeClock:
 
 def _learner(combee: Combee) -> BackgroundLearner:
     settings = LearnerSettings(min_batch=2, max_wait_seconds=10.0)
-    return BackgroundLearner(combee, settings, clock=FakeClock())
+    return BackgroundLearner(combee._learner_parts, settings, clock=FakeClock())
 
 
 def _capture_all(combee: Combee, traces: list[Trace]) -> None:
