@@ -14,13 +14,14 @@ from collections.abc import Iterator
 import pytest
 from langchain_core.messages import AIMessage
 
-from langgraph_combee import Combee, Feedback, Playbook, Trace
+from langgraph_combee import Combee, Feedback, LearnerSettings, Trace
 from langgraph_combee._core.text import message_text
 from langgraph_combee._learning import prompts
 from langgraph_combee._learning.parsing import parse_reply
 from langgraph_combee._learning.schemas import ReflectionOut
 from langgraph_combee.local import LocalModel
 from langgraph_combee.local._weights import MODELS
+from langgraph_combee.types import Playbook
 
 pytestmark = pytest.mark.local_llm
 
@@ -87,10 +88,8 @@ def _learner(local: LocalModel, **style: str) -> Combee:
         model=local.chat_model,
         strategy="combee",
         batch_size=4,
-        max_concurrency=4,
-        timeout_seconds=900,
-        max_attempts=2,
         **style,
+        learner=LearnerSettings(max_concurrency=4, timeout_seconds=900, max_attempts=2),
     )
 
 

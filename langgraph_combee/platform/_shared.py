@@ -16,6 +16,7 @@ from typing import Any
 
 from langgraph_combee._combee import Combee
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._settings import LearnerSettings
 
 __all__ = ["DEV_LEASE_SECONDS", "registered", "shared_combee"]
 
@@ -38,8 +39,8 @@ def shared_combee(*, prompt_id: str, **kwargs: Any) -> Combee:
     The first call builds ``Combee(prompt_id=prompt_id, store="platform", **kwargs)``
     (a ``store=`` of your own overrides ``"platform"``); every later call with
     the same ``prompt_id``, from any module or any copy of one, returns that same
-    object and ignores its other arguments. Under ``langgraph dev`` the learner
-    lease defaults to ``DEV_LEASE_SECONDS``.
+    object and ignores its other arguments. Under ``langgraph dev``, without a
+    ``learner=``, the learner lease is ``DEV_LEASE_SECONDS``.
 
     Example::
 
@@ -58,8 +59,8 @@ def shared_combee(*, prompt_id: str, **kwargs: Any) -> Combee:
         if existing is not None:
             return existing
         kwargs.setdefault("store", "platform")
-        if in_dev_server():
-            kwargs.setdefault("lease_seconds", DEV_LEASE_SECONDS)
+        if in_dev_server() and kwargs.get("learner") is None:
+            kwargs["learner"] = LearnerSettings(lease_seconds=DEV_LEASE_SECONDS)
         combee = Combee(prompt_id=prompt_id, **kwargs)
         _combees[prompt_id] = combee
     return combee
