@@ -400,8 +400,10 @@ def test_a_normal_exit_flushes_what_is_buffered(tmp_path: Path) -> None:
     # Item 10: a process that exits without stop() lost its buffered traces.
     path = tmp_path / "combee.sqlite"
     script = f"""
-from langgraph_combee import Combee, Trace
-combee = Combee.from_conn_string({str(path)!r}, prompt_id="p", flush_seconds=3600)
+from langgraph_combee import CaptureSettings, Combee, Trace
+combee = Combee.from_conn_string(
+    {str(path)!r}, prompt_id="p", capture=CaptureSettings(flush_seconds=3600)
+)
 combee.capture(Trace(id="kept", input="q", output="a"))
 """
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
@@ -563,11 +565,14 @@ _KILLED_AGENT = """
 import sys, uuid
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
-from langgraph_combee import Combee
+from langgraph_combee import CaptureSettings, Combee
 from langgraph_combee.testing import FunctionChatModel
 
-combee = Combee.from_conn_string(sys.argv[1], prompt_id="p", durability="write_through",
-                                 flush_seconds=3600)
+combee = Combee.from_conn_string(
+    sys.argv[1],
+    prompt_id="p",
+    capture=CaptureSettings(durability="write_through", flush_seconds=3600),
+)
 agent = create_agent(FunctionChatModel(lambda m: "ok"), middleware=[combee.middleware()])
 for i in range(10_000):
     run_id = uuid.uuid4()

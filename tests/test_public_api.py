@@ -290,7 +290,7 @@ def test_every_settings_field_reaches_the_part_that_uses_it() -> None:
     assert (engine.copies, engine.fan_in, engine.seed, engine.token_budget) == (3, 2, 11, 800)
     assert combee.describe_roles()["profile"] == "small"
     assert combee.replayer.settings.max_replays == 5
-    assert combee.replayer.agent_prompt == "app prompt"
+    assert combee.replayer._prompt == "app prompt"
 
 
 # ---- batch_size= takes a BatchSizeController --------------------------------
