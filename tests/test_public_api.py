@@ -309,3 +309,12 @@ def test_batch_size_takes_a_controller_and_each_tenant_measures_its_own() -> Non
 def test_batch_size_refuses_anything_else() -> None:
     with pytest.raises(ConfigurationError, match="BatchSizeController"):
         Combee(prompt_id="p", batch_size=2.5)  # type: ignore[arg-type]
+
+
+def test_the_api_reference_documents_every_public_name() -> None:
+    from pathlib import Path
+
+    reference = (Path(__file__).parent.parent / "docs" / "api.md").read_text()
+    for module in (langgraph_combee, langgraph_combee.types):
+        for name in module.__all__:
+            assert f"::: {module.__name__}.{name}\n" in reference, name
