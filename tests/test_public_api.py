@@ -170,7 +170,7 @@ def test_an_old_keyword_names_the_settings_object_that_holds_it(old: str) -> Non
     assert field in {f.name for f in dataclasses.fields(settings)}
 
 
-def test_an_old_keyword_is_refused_by_from_conn_string_and_the_store_is_closed() -> None:
+def test_an_old_keyword_is_refused_by_from_conn_string() -> None:
     with pytest.raises(ConfigurationError, match=r"serving=ServingSettings\(refresh_seconds"):
         Combee.from_conn_string("memory", prompt_id="p", refresh_seconds=1.0)
 
