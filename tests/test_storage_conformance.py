@@ -866,8 +866,7 @@ def test_parked_traces_leave_the_queue_until_retried_or_dropped(
 
 async def test_dead_letter_async_twins(store: BaseStore, clock: FakeClock) -> None:
     queue = TraceQueue(store, PROMPT, clock=clock)
-    for trace in traces("a", "b"):
-        await queue.aput(trace)
+    await queue.aput_many(traces("a", "b"))
     await queue.aclaim(2, holder="l", trace_ids=["a", "b"])
     assert await queue.afail(["a"], reason="r") == {"a": 1}
     assert await queue.apark(["a", "b"], reason="r") == 2

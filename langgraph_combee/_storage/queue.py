@@ -106,8 +106,7 @@ def _some_ids(trace_ids: Iterable[str] | None) -> list[str] | None:
 class TraceQueue:
     """A durable, idempotent queue of ``Trace``s for one prompt (per tenant).
 
-    Every method has an async twin prefixed with ``a`` (``aput``, ``aclaim``, ...),
-    except ``put_many``, the capture buffer's batched write from its worker thread.
+    Every method has an async twin prefixed with ``a`` (``aput``, ``aclaim``, ...).
 
     Example::
 
@@ -188,6 +187,12 @@ class TraceQueue:
             Per trace, whether it was queued (False: a duplicate).
         """
         return run_sync(self._store, self._put_many_flow(traces, hold_until))
+
+    async def aput_many(
+        self, traces: Sequence[Trace], *, hold_until: Sequence[float | None] | None = None
+    ) -> list[bool]:
+        """Async twin of ``put_many``."""
+        return await run_async(self._store, self._put_many_flow(traces, hold_until))
 
     def claim(
         self,
