@@ -12,7 +12,7 @@ import pytest
 from langgraph.store.base import BaseStore, Op, PutOp, Result
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_combee import Combee, Feedback, PromptVersion, Trace
+from langgraph_combee import Combee, Feedback, LearnerSettings, Trace
 from langgraph_combee._core.ops import Add, Remove, Update
 from langgraph_combee._core.types import Decision
 from langgraph_combee._learner.acceptance import (
@@ -24,9 +24,11 @@ from langgraph_combee._learner.acceptance import (
     ValidationGate,
     trace_score,
 )
-from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._learner.learner import BackgroundLearner
+from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee.errors import ConfigurationError, StaleCandidateError
 from langgraph_combee.testing import default_insight, fake_learner
+from langgraph_combee.types import PromptVersion
 from tests.helpers import failing_traces
 
 
@@ -128,7 +130,7 @@ async def _canary_setup(min_runs: int = 3) -> tuple[Combee, CanaryGate, Backgrou
     report = await combee.alearn(failing_traces(2))
     assert report.steps[0].accepted is None
     learner = BackgroundLearner(
-        combee._learner_parts, LearnerSettings(min_batch=1, max_wait_seconds=0.001)
+        combee._learner_parts, LoopSettings(min_batch=1, max_wait_seconds=0.001)
     )
     return combee, gate, learner
 
@@ -397,14 +399,15 @@ def test_another_process_approves_while_a_learner_runs(tmp_path: Path) -> None:
         model=fake_learner(),
         batch_size=2,
         acceptance=ManualApproval(),
-        poll_seconds=0.02,
-        lease_seconds=600.0,
+        learner=LearnerSettings(poll_seconds=0.02, lease_seconds=600.0),
     ) as deployed:
         deployed.learn(failing_traces(2))
         with deployed.running():
             lease = deployed.learner._lease(None)
             _eventually(lease.is_held)  # the learner's first pass takes the lease
-            with Combee.from_conn_string(db, prompt_id="p", lease_seconds=5.0) as operator:
+            with Combee.from_conn_string(
+                db, prompt_id="p", learner=LearnerSettings(lease_seconds=5.0)
+            ) as operator:
                 approved = operator.approve(1, reason="reviewed")
             assert approved.status == "accepted"
             _eventually(lease.is_held)  # and the learner takes it back afterwards
@@ -479,8 +482,8 @@ def test_an_approval_while_the_learner_takes_its_lease_leaves_the_learner_its_le
         model=fake_learner(),
         store=store,
         batch_size=2,
-        min_batch=2,
         acceptance=ManualApproval(),
+        learner=LearnerSettings(min_batch=2),
     )
     combee.learn(failing_traces(2))
     for trace in failing_traces(2, prefix="late"):
@@ -517,8 +520,8 @@ def test_an_approval_during_a_learner_step_does_not_throw_the_step_away() -> Non
         prompt_id="p",
         model=fake_learner(insight=insight),
         batch_size=2,
-        min_batch=2,
         acceptance=ManualApproval(),
+        learner=LearnerSettings(min_batch=2),
     )
     combee.learn(failing_traces(2))
     first = _texts(combee.get(1))
@@ -680,7 +683,7 @@ async def test_the_learner_calls_the_hooks_a_subclass_overrides() -> None:
     policy = _Watching()
     combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=policy)
     learner = BackgroundLearner(
-        combee._learner_parts, LearnerSettings(min_batch=2, max_wait_seconds=0.001)
+        combee._learner_parts, LoopSettings(min_batch=2, max_wait_seconds=0.001)
     )
     for trace in failing_traces(2):
         combee.capture(trace)

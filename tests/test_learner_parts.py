@@ -8,15 +8,17 @@ import grimp
 import pytest
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_combee import Combee, PromptVersion, Trace
+from langgraph_combee import Combee, LearnerSettings, Trace
 from langgraph_combee._core.ops import Add
 from langgraph_combee._core.types import Decision, StepReport
 from langgraph_combee._learner.acceptance import AcceptAll, CanaryGate
-from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._learner.learner import BackgroundLearner
+from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee._learner.step import BeforeSubmit
 from langgraph_combee._learner.versions import VersionWriter
 from langgraph_combee._storage.registry import PromptRegistry
 from langgraph_combee.testing import fake_learner
+from langgraph_combee.types import PromptVersion
 from tests.helpers import failing_traces
 
 
@@ -78,7 +80,12 @@ async def test_a_failing_on_published_leaves_the_accepted_version_in_force() -> 
 
 
 async def test_the_background_learner_runs_the_step_function_it_is_given() -> None:
-    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, min_batch=2)
+    combee = Combee(
+        prompt_id="p",
+        model=fake_learner(),
+        batch_size=2,
+        learner=LearnerSettings(min_batch=2),
+    )
     calls: list[tuple[list[str], str | None]] = []
 
     async def step(
@@ -89,7 +96,7 @@ async def test_the_background_learner_runs_the_step_function_it_is_given() -> No
         return StepReport(strategy="fake", batch_size=len(batch))
 
     parts = dataclasses.replace(combee._learner_parts, step=step)
-    learner = BackgroundLearner(parts, LearnerSettings(min_batch=2))
+    learner = BackgroundLearner(parts, LoopSettings(min_batch=2))
     for trace in failing_traces(2):
         combee.capture(trace)
     assert await learner.tick() == 1
@@ -110,7 +117,7 @@ async def test_a_trial_started_by_another_process_holds_this_learner_back() -> N
         prompt_id="p", model=fake_learner(), store=store, batch_size=2, acceptance=CanaryGate()
     )
     learner = BackgroundLearner(
-        other._learner_parts, LearnerSettings(min_batch=1, max_wait_seconds=0.001)
+        other._learner_parts, LoopSettings(min_batch=1, max_wait_seconds=0.001)
     )
     for trace in failing_traces(2, prefix="late"):
         other.capture(trace)
