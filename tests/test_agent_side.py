@@ -6,10 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from langgraph_combee import CanaryGate, Combee, PromptVersion, Trace
+from langgraph_combee import CanaryGate, Combee, Trace
 from langgraph_combee._agent.routing import CanaryRouter, bucket
 from langgraph_combee._agent.side import AgentSide, agent_side_of
 from langgraph_combee.errors import ConfigurationError
+from langgraph_combee.types import PromptVersion
 from tests.test_middleware import accept_rules
 
 

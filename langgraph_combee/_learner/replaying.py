@@ -3,7 +3,7 @@
 ``Combee`` holds one ``Replayer``. The middleware tells it about each of the
 agent's model calls (``agent_calls``), so in the agent's own process replay
 knows the agent's model, system prompt and tools with no setting; a learner
-elsewhere is given them (``Combee(agent_model=..., agent_prompt=...)``). The
+elsewhere is given them (``AlgorithmSettings(agent_model=..., agent_prompt=...)``). The
 pure logic is in ``_learning/adoption.py`` and ``_learning/replay.py``; this
 room decides whether it runs and makes sure it can never fail a step.
 """
