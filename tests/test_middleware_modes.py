@@ -19,6 +19,7 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
 from langchain.agents.structured_output import ToolStrategy
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
@@ -304,3 +305,19 @@ def test_messages_added_after_the_last_model_call_are_in_the_trace_only_with_hoo
         combee.queue().ack([trace.id])
         texts = [m.content for m in trace.messages]
         assert ("(reviewed)" in texts) is hooks
+
+
+def test_only_the_hook_mode_checkpoints_its_pin_in_the_thread_state(combee: Combee) -> None:
+    private = {"combee_version", "combee_tenant", "combee_run_key", "combee_start_id"}
+    for hooks in (False, True):
+        agent = create_agent(
+            tool_then_answer(),
+            [lookup],
+            middleware=[combee.middleware(hooks=hooks)],
+            checkpointer=InMemorySaver(),
+        )
+        config: Any = {"configurable": {"thread_id": f"t-{hooks}"}}
+        agent.invoke(ask(), config)
+        values = agent.get_state(config).values
+        assert (private <= set(values)) is hooks
+        assert hooks or not private & set(values)
