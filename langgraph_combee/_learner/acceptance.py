@@ -31,6 +31,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import inspect
+import logging
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ from langgraph_combee._errors import ConfigurationError
 if TYPE_CHECKING:
     from langgraph_combee._learner.versions import VersionWriter
     from langgraph_combee._storage.registry import PromptRegistry
+
+logger = logging.getLogger("langgraph_combee.learner")
 
 HOOKS = ("observe", "review", "blocking")
 
@@ -126,6 +129,12 @@ class AcceptancePolicy(abc.ABC):
         """True while new learning for ``tenant`` must wait (default: never)."""
         return False
 
+    def _bind(self, prompt_id: str) -> None:  # noqa: B027 (likewise)
+        """Told by each version writer built on the policy which prompt it decides.
+
+        A no-op: a policy without state of its own may decide for many prompts.
+        """
+
 
 def overrides(policy: AcceptancePolicy, hook: str) -> bool:
     """Whether ``policy``'s class overrides the base class's no-op ``hook``."""
@@ -171,6 +180,7 @@ def as_policy(value: object, name: str = "acceptance") -> AcceptancePolicy:
             "serves the registry's canary candidate to that share of runs)",
         )
     if isinstance(value, AcceptancePolicy):
+        _refuse_mismatched_hooks(value, name)
         fraction = value.canary_fraction
         if (
             isinstance(fraction, bool)
@@ -197,6 +207,26 @@ def as_policy(value: object, name: str = "acceptance") -> AcceptancePolicy:
     return _Wrapped(value)
 
 
+def _refuse_mismatched_hooks(policy: AcceptancePolicy, name: str) -> None:
+    """Refuse a hook written ``async`` where it is called plainly, or the other way round.
+
+    The learner calls ``observe`` and ``blocking`` plainly: an ``async def`` one
+    would return a coroutine that never runs (and that, as ``blocking``'s answer,
+    is true: learning would wait for ever). It awaits ``review``: a plain one
+    would fail every pass. ``decide`` may be either (its verdict is awaited when
+    it is awaitable), as for a policy that does not derive from the base class.
+    """
+    for hook in HOOKS:
+        if not overrides(policy, hook):
+            continue
+        is_async = inspect.iscoroutinefunction(getattr(type(policy), hook))
+        if is_async != (hook == "review"):
+            wanted = "an async def" if hook == "review" else "a plain def (not async)"
+            raise ConfigurationError(
+                f"{name}.{hook}", getattr(policy, hook), f"{wanted}: the learner calls it so"
+            )
+
+
 async def decide(
     policy: AcceptancePolicy,
     candidate: PromptVersion,
@@ -207,10 +237,37 @@ async def decide(
 
     Such a candidate carries rules the guard held as policy changes: only a person
     (``combee approve``) may accept it, whatever the policy.
+
+    A policy that raises, or answers anything but a ``Decision`` or None, leaves
+    the candidate pending (logged): it is stored already, its traces are learned,
+    and a step failing for it would only be learned again into one more
+    candidate the policy fails on, pass after pass. A person decides it instead.
     """
     if candidate.needs_approval:
         return None
-    return await policy.decide(candidate, current, context)
+    try:
+        verdict = policy.decide(candidate, current, context)
+        answer = await verdict if inspect.isawaitable(verdict) else verdict
+    except Exception:
+        logger.exception(
+            "acceptance policy %r failed on v%d of prompt %r; it stays pending "
+            "(combee approve / reject)",
+            policy,
+            candidate.version,
+            candidate.prompt_id,
+        )
+        return None
+    if answer is not None and not isinstance(answer, Decision):
+        logger.error(
+            "acceptance policy %r answered %r for v%d of prompt %r, not a Decision or None; "
+            "it stays pending (combee approve / reject)",
+            policy,
+            answer,
+            candidate.version,
+            candidate.prompt_id,
+        )
+        return None
+    return answer
 
 
 class AcceptAll(AcceptancePolicy):
@@ -416,6 +473,24 @@ class CanaryGate(AcceptancePolicy):
         self.rollback = rollback
         self._lock = threading.Lock()
         self._tenants: dict[str | None, _TenantState] = {}
+        self._bound: str | None = None  # the prompt it decides (see _bind)
+
+    def _bind(self, prompt_id: str) -> None:
+        """Refuse a second prompt: the trial state is kept per tenant, not per prompt.
+
+        ``observe`` and ``blocking`` are told a tenant, not a prompt; a gate shared
+        by two prompts would count one prompt's runs for the other's versions and
+        answer ``blocking`` from whichever registry its last ``review`` read.
+        """
+        with self._lock:
+            bound = self._bound = self._bound or prompt_id
+        if bound != prompt_id:
+            raise ConfigurationError(
+                "acceptance",
+                self,
+                f"a CanaryGate of its own: this one already decides prompt {bound!r} "
+                "(its trial state is per tenant, not per prompt)",
+            )
 
     def _state(self, tenant: str | None) -> _TenantState:
         with self._lock:

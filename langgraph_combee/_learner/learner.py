@@ -109,6 +109,7 @@ class LearnerStats:
     budget_waits: int = 0
     budget_stops: int = 0
     tick_errors: int = 0
+    policy_errors: int = 0
     stale_steps: int = 0
     traces_parked: int = 0
     split_batches: int = 0
@@ -300,12 +301,19 @@ class BackgroundLearner:
             # A policy that watches live feedback sees every ready trace each pass
             # (claimed and released: only for one that does watch).
             seen = await self._claim(tenant, ready)
-            for trace in seen:
-                policy.observe(trace)
-            await queue.arelease([t.id for t in seen])
-        await policy.review(parts.writer.context(parts.registry(tenant)))
-        if policy.blocking(tenant):
-            return False  # a trial is running: learning waits for its decision
+            try:
+                for trace in seen:
+                    self._policy_call(policy.observe, tenant, trace)
+            finally:
+                await queue.arelease([t.id for t in seen])
+        # A user's hook that raises is logged and counted, and spoils only its own
+        # part of this tenant's pass: not the other tenants' passes, nor the claims.
+        try:
+            await policy.review(parts.writer.context(parts.registry(tenant)))
+        except Exception as exc:
+            self._policy_failed("review", tenant, exc)
+        if self._policy_call(policy.blocking, tenant, tenant, failed=True):
+            return False  # a trial is running (or cannot say): learning waits for its decision
         recovery = self._recovery
         while (part := recovery.next_part(tenant, ready=ready, steps=self.stats.steps)) is not None:
             # A failing batch is being split: its parts go before any new batch.
@@ -333,6 +341,27 @@ class BackgroundLearner:
             return False
         self._ready[tenant] = total - len(batch)
         return await self._learn(tenant, batch, split=False)
+
+    def _policy_call(
+        self, hook: Callable[[Any], Any], tenant: str | None, arg: Any, *, failed: bool = False
+    ) -> Any:
+        """``hook(arg)``, or ``failed`` (logged and counted) when the policy raises."""
+        try:
+            return hook(arg)
+        except Exception as exc:
+            self._policy_failed(getattr(hook, "__name__", "hook"), tenant, exc)
+            return failed
+
+    def _policy_failed(self, hook: str, tenant: str | None, exc: Exception) -> None:
+        self.stats.policy_errors += 1
+        self.stats.last_error = repr(exc)
+        logger.error(
+            "acceptance policy %r failed in %s (tenant %r)",
+            self.parts.writer.acceptance,
+            hook,
+            tenant,
+            exc_info=exc,
+        )
 
     async def _settle(self, tenant: str | None) -> None:
         """Retry releases and acks that failed while the store was down."""
@@ -514,6 +543,7 @@ class BackgroundLearner:
             "budget_stops": self.stats.budget_stops,
             "budget": None if self.parts.budget is None else self.parts.budget.snapshot(),
             "tick_errors": self.stats.tick_errors,
+            "policy_errors": self.stats.policy_errors,
             "stale_steps": self.stats.stale_steps,
             "traces_parked": self.stats.traces_parked,
             "split_batches": self.stats.split_batches,

@@ -189,6 +189,8 @@ class VersionWriter:
         on_published: Published = _ignore,
         on_canary: CanaryChanged = _ignore,
     ) -> None:
+        # A policy with state of its own refuses a second prompt now, not mid-trial.
+        acceptance._bind(prompt_id)
         self.prompt_id = prompt_id
         self.acceptance = acceptance
         self.on_published = on_published
