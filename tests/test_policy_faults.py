@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_combee import Combee, PromptVersion, Trace
+from langgraph_combee import Combee, Feedback, PromptVersion, Trace
 from langgraph_combee._core.ops import Add
 from langgraph_combee._core.types import Decision
 from langgraph_combee._learner.acceptance import AcceptancePolicy, CanaryGate, PolicyContext
@@ -204,3 +204,69 @@ async def test_a_canary_gate_shared_by_two_prompts_is_refused() -> None:
         Combee(prompt_id="b", model=fake_learner(), batch_size=2, acceptance=gate)
     again = Combee(prompt_id="a", model=fake_learner(), batch_size=2, acceptance=gate)
     assert again.acceptance is gate  # the same prompt (a replica) may share it
+
+
+def _scored(version: int, n: int, correct: bool, tag: str) -> list[Trace]:
+    return [
+        Trace(
+            id=f"{tag}-{i}", input="x", prompt_version=version, feedback=Feedback(correct=correct)
+        )
+        for i in range(n)
+    ]
+
+
+def _fail_once(monkeypatch: pytest.MonkeyPatch, combee: Combee, method: str) -> list[int]:
+    """Make the writer's ``method`` raise a store error once (a blip at the worst moment)."""
+    writer, real, calls = combee._writer, getattr(combee._writer, method), []
+
+    async def flaky(*args: Any, **kwargs: Any) -> PromptVersion:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionError("the store blinked")
+        result: PromptVersion = await real(*args, **kwargs)
+        return result
+
+    monkeypatch.setattr(writer, method, flaky)
+    return calls
+
+
+async def test_a_canary_verdict_whose_write_fails_is_decided_again_not_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gate = CanaryGate(fraction=0.5, min_runs=2)
+    combee = _combee(gate)
+    await combee.alearn(failing_traces(2))
+    learner = _learner(combee)
+    calls = _fail_once(monkeypatch, combee, "accept")
+    for trace in _scored(1, 2, True, "cand") + _scored(0, 2, True, "head"):
+        combee.capture(trace)
+    await learner.tick()
+    assert calls and combee.get(1).status == "candidate"
+    # The trial still stands in the registry (so learning still waits) ...
+    assert combee.registry().canary() is not None and gate.blocking(None)
+    await learner.tick()
+    # ... and the next pass decides it.
+    assert combee.get(1).status == "accepted" and combee.current().version == 1
+    assert combee.registry().canary() is None
+
+
+async def test_a_regression_rollback_whose_write_fails_is_tried_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gate = CanaryGate(fraction=0.5, min_runs=2)
+    combee = _combee(gate)
+    await combee.alearn(failing_traces(2))
+    learner = _learner(combee)
+    for trace in _scored(1, 2, True, "cand") + _scored(0, 2, True, "head"):
+        combee.capture(trace)
+    await learner.tick()
+    assert combee.current().version == 1
+    calls = _fail_once(monkeypatch, combee, "rollback")
+    for trace in _scored(1, 2, False, "live"):
+        combee.capture(trace)
+    await learner.tick()
+    assert calls and combee.current().version == 1  # the rollback's write failed
+    await learner.tick()
+    current = combee.current()
+    assert current.decision is not None and current.decision.policy == "rollback"
+    assert current.playbook.bullets == []  # v0's playbook back in force

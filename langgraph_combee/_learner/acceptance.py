@@ -551,21 +551,25 @@ class CanaryGate(AcceptancePolicy):
             return
         if runs < self.min_runs:
             return
-        state.watch = None
         if mean >= watch.baseline - self.margin:
+            state.watch = None
             return
         reason = (
             f"live score of v{watch.version} fell to {mean:.3f} over {runs} runs "
             f"from {watch.baseline:.3f} (margin {self.margin})"
         )
+        # Each write comes before the state that says it is done is dropped: one
+        # that fails (a store blip) leaves the watch and the trial standing, and
+        # the next pass tries again.
         canary = await registry.acanary()
         if canary is not None:  # built on the version that regressed: drop it too
-            await self._end_trial(context)
             await context.reject(
                 canary.version,
                 Decision(accepted=False, policy=self.name, reason=f"superseded: {reason}"),
             )
+            await self._end_trial(context)
         await context.rollback(watch.previous, reason=reason)
+        state.watch = None
 
     async def _decide_trial(self, context: PolicyContext) -> None:
         registry, tenant = context.registry, context.tenant
@@ -595,14 +599,18 @@ class CanaryGate(AcceptancePolicy):
                 "current_runs": float(h_runs),
             },
         )
-        await self._end_trial(context)
+        # The verdict is written before the trial ends: a write that fails leaves
+        # the registry's canary standing, decided again next pass (a canary that is
+        # decided is no longer one, whether or not the trial was ended).
         if not accepted:
             await context.reject(canary.version, decision)
+            await self._end_trial(context)
             return
         # HEAD may have moved during the trial (a rollback, an approval): the
         # writer then rebases the canary's edits onto it, and the watch compares
         # with the version it actually replaced.
         accepted_version = await context.accept(canary.version, decision)
+        await self._end_trial(context)
         previous = accepted_version.parent if accepted_version.parent is not None else head.version
         state = self._state(tenant)
         with self._lock:
