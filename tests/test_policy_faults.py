@@ -270,3 +270,15 @@ async def test_a_regression_rollback_whose_write_fails_is_tried_again(
     current = combee.current()
     assert current.decision is not None and current.decision.policy == "rollback"
     assert current.playbook.bullets == []  # v0's playbook back in force
+
+
+@pytest.mark.parametrize("verdict", ["approve", "reject"])
+async def test_an_operator_deciding_the_canary_stops_this_process_serving_it(verdict: str) -> None:
+    combee = _combee(CanaryGate(fraction=0.5, min_runs=20))
+    await combee.alearn(failing_traces(2))
+    assert {combee.select_version(None, f"run-{i}").version for i in range(100)} == {0, 1}
+    decided = await (combee.aapprove(1) if verdict == "approve" else combee.areject(1))
+    served = [combee.select_version(None, f"run-{i}") for i in range(100)]
+    # Every run gets the version in force, not the decided candidate as it was.
+    assert {(v.version, v.status) for v in served} == {(combee.current().version, "accepted")}
+    assert decided.status != "candidate" and combee.registry().canary() is None
