@@ -232,8 +232,16 @@ class VersionWriter:
             logger.exception("publishing v%s of prompt %r failed", version.version, self.prompt_id)
 
     async def set_canary(self, registry: PromptRegistry, version: PromptVersion | None) -> None:
-        """Start (a candidate) or end (None) a canary trial, and tell ``on_canary``."""
-        await registry.aset_canary(None if version is None else version.version)
+        """Start (a candidate) or end (None) a canary trial, and tell ``on_canary``.
+
+        Written in a writer session, as every registry write: a writer whose lease
+        was taken meanwhile must not start or end a trial over the new holder's.
+
+        Raises:
+            LeaseHeldError: Another process held the lease for longer than its TTL.
+        """
+        async with self.session(registry) as fenced:
+            await fenced.aset_canary(None if version is None else version.version)
         self._tell_canary(registry.tenant, version)
 
     def _tell_canary(self, tenant: str | None, version: PromptVersion | None) -> None:
