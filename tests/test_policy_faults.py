@@ -282,3 +282,22 @@ async def test_an_operator_deciding_the_canary_stops_this_process_serving_it(ver
     # Every run gets the version in force, not the decided candidate as it was.
     assert {(v.version, v.status) for v in served} == {(combee.current().version, "accepted")}
     assert decided.status != "candidate" and combee.registry().canary() is None
+
+
+class _DuckCanary:
+    """A policy not derived from the base class that means to run trials."""
+
+    name = "duck_canary"
+    canary_fraction = 0.3
+
+    async def decide(
+        self, candidate: PromptVersion, current: PromptVersion, context: PolicyContext
+    ) -> Decision | None:
+        await context.set_canary(candidate)
+        return None
+
+
+def test_a_canary_fraction_on_a_policy_not_derived_from_the_base_class_is_refused() -> None:
+    # Wrapped, its share of runs would silently be the base class's 0.
+    with pytest.raises(ConfigurationError, match=r"acceptance=.*_DuckCanary.*canary_fraction"):
+        _combee(_DuckCanary())

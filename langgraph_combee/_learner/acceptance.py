@@ -166,9 +166,10 @@ def as_policy(value: object, name: str = "acceptance") -> AcceptancePolicy:
     Raises:
         ConfigurationError: ``value`` is neither a subclass instance nor an object
             with a ``name`` and a callable ``decide``; or it is such an object with
-            hooks (``observe``, ``review``, ``blocking``), which only a subclass
-            gets called; or its ``canary_fraction`` is not a number in [0, 1); or
-            it has a ``choose`` (the agent side routes runs by ``canary_fraction``).
+            hooks (``observe``, ``review``, ``blocking``) or a ``canary_fraction``,
+            which only a subclass gets used; or its ``canary_fraction`` is not a
+            number in [0, 1); or it has a ``choose`` (the agent side routes runs by
+            ``canary_fraction``).
     """
     if callable(getattr(value, "choose", None)):
         # A policy that picked each run's version itself: that is the agent
@@ -196,12 +197,14 @@ def as_policy(value: object, name: str = "acceptance") -> AcceptancePolicy:
         raise ConfigurationError(name, value, allowed)
     if not isinstance(getattr(value, "name", None), str):
         raise ConfigurationError(name, value, allowed + ": it has no str name")
-    hooks = [hook for hook in HOOKS if hasattr(value, hook)]
+    # canary_fraction too: the wrapper's is the base class's 0, so a trial the
+    # policy starts would silently be served to no run.
+    hooks = [hook for hook in (*HOOKS, "canary_fraction") if hasattr(value, hook)]
     if hooks:
         raise ConfigurationError(
             name,
             value,
-            f"an AcceptancePolicy subclass: its {', '.join(hooks)} would not be called "
+            f"an AcceptancePolicy subclass: its {', '.join(hooks)} would not be used "
             "on an object that does not derive from it",
         )
     return _Wrapped(value)
