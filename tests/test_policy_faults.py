@@ -301,3 +301,27 @@ def test_a_canary_fraction_on_a_policy_not_derived_from_the_base_class_is_refuse
     # Wrapped, its share of runs would silently be the base class's 0.
     with pytest.raises(ConfigurationError, match=r"acceptance=.*_DuckCanary.*canary_fraction"):
         _combee(_DuckCanary())
+
+
+class _ChokesOn(_Accepting):
+    """Observes every trace but one, on which it raises."""
+
+    def __init__(self, bad: str) -> None:
+        self.bad = bad
+        self.observed: list[str] = []
+
+    def observe(self, trace: Trace) -> None:
+        if trace.id == self.bad:
+            raise ValueError(f"cannot score {trace.id}")
+        self.observed.append(trace.id)
+
+
+async def test_a_trace_observe_fails_on_costs_only_itself() -> None:
+    policy = _ChokesOn("t0")
+    combee = _combee(policy)
+    learner = _learner(combee)
+    for trace in failing_traces(3):
+        combee.capture(trace)
+    await learner.tick()
+    assert sorted(policy.observed) == ["t1", "t2"]
+    assert learner.stats.policy_errors == 1

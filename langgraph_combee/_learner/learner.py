@@ -38,7 +38,7 @@ from typing import Any
 
 from langgraph_combee._core.types import StepReport, Trace
 from langgraph_combee._errors import BudgetExceededError, ConfigurationError
-from langgraph_combee._learner.acceptance import overrides
+from langgraph_combee._learner.acceptance import AcceptancePolicy, overrides
 from langgraph_combee._learner.feedback_poll import FeedbackPoller
 from langgraph_combee._learner.heartbeat import LeaseHeartbeat, WriteFence
 from langgraph_combee._learner.parts import LearnerParts
@@ -297,22 +297,21 @@ class BackgroundLearner:
         stats = await queue.abacklog()  # not astats(): that reads every done record
         ready = stats["pending"] - stats["waiting"]
         size = parts.engine(tenant).next_batch_size()
+        # A user's hook that raises is logged and counted, and spoils only its own
+        # part of this tenant's pass: not the other tenants' passes, nor the claims.
         if ready > 0 and overrides(policy, "observe"):
             # A policy that watches live feedback sees every ready trace each pass
             # (claimed and released: only for one that does watch).
             seen = await self._claim(tenant, ready)
             try:
-                for trace in seen:
-                    self._policy_call(policy.observe, tenant, trace)
+                self._observe(policy.observe, tenant, seen)
             finally:
                 await queue.arelease([t.id for t in seen])
-        # A user's hook that raises is logged and counted, and spoils only its own
-        # part of this tenant's pass: not the other tenants' passes, nor the claims.
         try:
             await policy.review(parts.writer.context(parts.registry(tenant)))
         except Exception as exc:
             self._policy_failed("review", tenant, exc)
-        if self._policy_call(policy.blocking, tenant, tenant, failed=True):
+        if self._blocking(policy, tenant):
             return False  # a trial is running (or cannot say): learning waits for its decision
         recovery = self._recovery
         while (part := recovery.next_part(tenant, ready=ready, steps=self.stats.steps)) is not None:
@@ -342,24 +341,38 @@ class BackgroundLearner:
         self._ready[tenant] = total - len(batch)
         return await self._learn(tenant, batch, split=False)
 
-    def _policy_call(
-        self, hook: Callable[[Any], Any], tenant: str | None, arg: Any, *, failed: bool = False
-    ) -> Any:
-        """``hook(arg)``, or ``failed`` (logged and counted) when the policy raises."""
-        try:
-            return hook(arg)
-        except Exception as exc:
-            self._policy_failed(getattr(hook, "__name__", "hook"), tenant, exc)
-            return failed
+    def _observe(
+        self, observe: Callable[[Trace], None], tenant: str | None, traces: list[Trace]
+    ) -> None:
+        """Show each trace to the policy; one it fails on costs only itself (logged once)."""
+        failures: list[Exception] = []
+        for trace in traces:
+            try:
+                observe(trace)
+            except Exception as exc:
+                failures.append(exc)
+        if failures:
+            self._policy_failed("observe", tenant, failures[0], times=len(failures))
 
-    def _policy_failed(self, hook: str, tenant: str | None, exc: Exception) -> None:
-        self.stats.policy_errors += 1
+    def _blocking(self, policy: AcceptancePolicy, tenant: str | None) -> bool:
+        """``policy.blocking``; one that raises cannot say a trial is over, so it holds."""
+        try:
+            return bool(policy.blocking(tenant))
+        except Exception as exc:
+            self._policy_failed("blocking", tenant, exc)
+            return True
+
+    def _policy_failed(
+        self, hook: str, tenant: str | None, exc: Exception, *, times: int = 1
+    ) -> None:
+        self.stats.policy_errors += times
         self.stats.last_error = repr(exc)
         logger.error(
-            "acceptance policy %r failed in %s (tenant %r)",
+            "acceptance policy %r failed in %s (tenant %r, %d time(s) this pass)",
             self.parts.writer.acceptance,
             hook,
             tenant,
+            times,
             exc_info=exc,
         )
 
