@@ -9,6 +9,7 @@ real processes and SIGKILL.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import time
 from collections import Counter
@@ -250,7 +251,8 @@ async def test_claims_that_lapsed_while_the_learner_was_dead_are_settled_not_rel
     )
     survivor = _combee(store)
     learner = BackgroundLearner(
-        survivor._learner_parts, LearnerSettings(min_batch=1, max_wait_seconds=0.01)
+        survivor._learner_parts,
+        dataclasses.replace(survivor._learner_settings, min_batch=1, max_wait_seconds=0.01),
     )
     while await learner.tick():
         pass
