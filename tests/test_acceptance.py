@@ -641,7 +641,7 @@ class _BadFraction(AcceptancePolicy):
 @pytest.mark.parametrize(
     ("policy", "match"),
     [
-        (_OldStyleWithHooks(), r"acceptance=<.*_OldStyleWithHooks.*blocking would not be called"),
+        (_OldStyleWithHooks(), r"acceptance=<.*_OldStyleWithHooks.*blocking would not be used"),
         (_Chooser(), r"acceptance=<.*_Chooser.*set canary_fraction instead"),
         (_BadFraction(), r"acceptance.canary_fraction=1.5"),
         (AcceptAll, r"acceptance=<class .*AcceptAll"),  # the class, not an instance

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 
 import grimp
 import pytest
@@ -16,7 +17,9 @@ from langgraph_combee._learner.learner import BackgroundLearner
 from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee._learner.step import BeforeSubmit
 from langgraph_combee._learner.versions import VersionWriter
+from langgraph_combee._storage.lease import Lease
 from langgraph_combee._storage.registry import PromptRegistry
+from langgraph_combee.errors import LeaseHeldError
 from langgraph_combee.testing import fake_learner
 from langgraph_combee.types import PromptVersion
 from tests.helpers import failing_traces
@@ -124,3 +127,18 @@ async def test_a_trial_started_by_another_process_holds_this_learner_back() -> N
     await learner.tick()
     assert learner.stats.steps == 0
     assert other.queue().pending_count() == 2
+
+
+async def test_a_writer_without_the_lease_does_not_start_a_trial_over_the_holders_head() -> None:
+    store = InMemoryStore()
+    registry = PromptRegistry(store, "p")
+    candidate = _candidate(registry, "Greet the customer by name.")
+    # Held by a learner of another process: no Lease object of this one holds it.
+    assert Lease(store, "p", holder="the-learner", ttl_seconds=600).acquire()
+    gc.collect()
+    intruder = VersionWriter(
+        prompt_id="p", acceptance=CanaryGate(), store=store, holder="h", lease_seconds=0.05
+    )
+    with pytest.raises(LeaseHeldError, match="the-learner"):
+        await intruder.set_canary(registry, candidate)
+    assert registry.canary() is None  # the canary record is the lease holder's to write

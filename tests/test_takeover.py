@@ -9,7 +9,9 @@ real processes and SIGKILL.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
+import time
 from collections import Counter
 from typing import Any
 
@@ -22,6 +24,7 @@ from langgraph_combee._learner.learner import BackgroundLearner
 from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee._learner.takeover import keep_lease, recover
 from langgraph_combee._storage.lease import Lease
+from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee.errors import LeaseHeldError
 from langgraph_combee.testing import fake_learner
 from langgraph_combee.types import PromptVersion
@@ -234,3 +237,36 @@ def test_head_repair_finds_a_rebased_version_numbered_below_head() -> None:
 
     assert combee.current().version == orphan.version
     assert combee.get(3).parent == orphan.version  # the new candidate builds on it
+
+
+async def test_claims_that_lapsed_while_the_learner_was_dead_are_settled_not_relearned() -> None:
+    # The dead learner claimed an hour ago, its claims (600 s) lapsed long since:
+    # a learner restarted after a long outage must still find what it wrote.
+    store = InMemoryStore()
+    dead = _combee(store)
+    for trace in failing_traces(8):
+        dead.capture(trace)
+    dead.server.flush()
+    past = TraceQueue(store, PROMPT, clock=lambda: time.time() - 3600)
+    batch = await past.aclaim(4, holder="dead", visibility_seconds=600)
+    result = await dead._engine(None).step(dead.current().playbook, batch, version=1)
+    await dead.registry().aadd_candidate(  # written, never decided nor acked
+        PromptVersion(
+            prompt_id=PROMPT, playbook=result.playbook, source_trace_ids=[t.id for t in batch]
+        )
+    )
+    survivor = _combee(store)
+    learner = BackgroundLearner(
+        survivor._learner_parts,
+        dataclasses.replace(survivor._learner_settings, min_batch=1, max_wait_seconds=0.01),
+    )
+    while await learner.tick():
+        pass
+    await asyncio.sleep(0.02)  # past max_wait: the last partial batch goes too
+    while await learner.tick():
+        pass
+    history = survivor.history()
+    assert {v.status for v in history} == {"accepted"}
+    learned = Counter(t for v in history for t in v.source_trace_ids)
+    assert learned == Counter(t.id for t in failing_traces(8))  # each trace once
+    learner.stop()

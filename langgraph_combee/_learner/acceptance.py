@@ -31,6 +31,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import inspect
+import logging
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ from langgraph_combee._errors import ConfigurationError
 if TYPE_CHECKING:
     from langgraph_combee._learner.versions import VersionWriter
     from langgraph_combee._storage.registry import PromptRegistry
+
+logger = logging.getLogger("langgraph_combee.learner")
 
 HOOKS = ("observe", "review", "blocking")
 
@@ -126,6 +129,12 @@ class AcceptancePolicy(abc.ABC):
         """True while new learning for ``tenant`` must wait (default: never)."""
         return False
 
+    def _bind(self, prompt_id: str) -> None:  # noqa: B027 (likewise)
+        """Told by each version writer built on the policy which prompt it decides.
+
+        A no-op: a policy without state of its own may decide for many prompts.
+        """
+
 
 def overrides(policy: AcceptancePolicy, hook: str) -> bool:
     """Whether ``policy``'s class overrides the base class's no-op ``hook``."""
@@ -157,9 +166,10 @@ def as_policy(value: object, name: str = "acceptance") -> AcceptancePolicy:
     Raises:
         ConfigurationError: ``value`` is neither a subclass instance nor an object
             with a ``name`` and a callable ``decide``; or it is such an object with
-            hooks (``observe``, ``review``, ``blocking``), which only a subclass
-            gets called; or its ``canary_fraction`` is not a number in [0, 1); or
-            it has a ``choose`` (the agent side routes runs by ``canary_fraction``).
+            hooks (``observe``, ``review``, ``blocking``) or a ``canary_fraction``,
+            which only a subclass gets used; or its ``canary_fraction`` is not a
+            number in [0, 1); or it has a ``choose`` (the agent side routes runs by
+            ``canary_fraction``).
     """
     if callable(getattr(value, "choose", None)):
         # A policy that picked each run's version itself: that is the agent
@@ -171,6 +181,7 @@ def as_policy(value: object, name: str = "acceptance") -> AcceptancePolicy:
             "serves the registry's canary candidate to that share of runs)",
         )
     if isinstance(value, AcceptancePolicy):
+        _refuse_mismatched_hooks(value, name)
         fraction = value.canary_fraction
         if (
             isinstance(fraction, bool)
@@ -186,15 +197,37 @@ def as_policy(value: object, name: str = "acceptance") -> AcceptancePolicy:
         raise ConfigurationError(name, value, allowed)
     if not isinstance(getattr(value, "name", None), str):
         raise ConfigurationError(name, value, allowed + ": it has no str name")
-    hooks = [hook for hook in HOOKS if hasattr(value, hook)]
+    # canary_fraction too: the wrapper's is the base class's 0, so a trial the
+    # policy starts would silently be served to no run.
+    hooks = [hook for hook in (*HOOKS, "canary_fraction") if hasattr(value, hook)]
     if hooks:
         raise ConfigurationError(
             name,
             value,
-            f"an AcceptancePolicy subclass: its {', '.join(hooks)} would not be called "
+            f"an AcceptancePolicy subclass: its {', '.join(hooks)} would not be used "
             "on an object that does not derive from it",
         )
     return _Wrapped(value)
+
+
+def _refuse_mismatched_hooks(policy: AcceptancePolicy, name: str) -> None:
+    """Refuse a hook written ``async`` where it is called plainly, or the other way round.
+
+    The learner calls ``observe`` and ``blocking`` plainly: an ``async def`` one
+    would return a coroutine that never runs (and that, as ``blocking``'s answer,
+    is true: learning would wait for ever). It awaits ``review``: a plain one
+    would fail every pass. ``decide`` may be either (its verdict is awaited when
+    it is awaitable), as for a policy that does not derive from the base class.
+    """
+    for hook in HOOKS:
+        if not overrides(policy, hook):
+            continue
+        is_async = inspect.iscoroutinefunction(getattr(type(policy), hook))
+        if is_async != (hook == "review"):
+            wanted = "an async def" if hook == "review" else "a plain def (not async)"
+            raise ConfigurationError(
+                f"{name}.{hook}", getattr(policy, hook), f"{wanted}: the learner calls it so"
+            )
 
 
 async def decide(
@@ -207,10 +240,37 @@ async def decide(
 
     Such a candidate carries rules the guard held as policy changes: only a person
     (``combee approve``) may accept it, whatever the policy.
+
+    A policy that raises, or answers anything but a ``Decision`` or None, leaves
+    the candidate pending (logged): it is stored already, its traces are learned,
+    and a step failing for it would only be learned again into one more
+    candidate the policy fails on, pass after pass. A person decides it instead.
     """
     if candidate.needs_approval:
         return None
-    return await policy.decide(candidate, current, context)
+    try:
+        verdict = policy.decide(candidate, current, context)
+        answer = await verdict if inspect.isawaitable(verdict) else verdict
+    except Exception:
+        logger.exception(
+            "acceptance policy %r failed on v%d of prompt %r; it stays pending "
+            "(combee approve / reject)",
+            policy,
+            candidate.version,
+            candidate.prompt_id,
+        )
+        return None
+    if answer is not None and not isinstance(answer, Decision):
+        logger.error(
+            "acceptance policy %r answered %r for v%d of prompt %r, not a Decision or None; "
+            "it stays pending (combee approve / reject)",
+            policy,
+            answer,
+            candidate.version,
+            candidate.prompt_id,
+        )
+        return None
+    return answer
 
 
 class AcceptAll(AcceptancePolicy):
@@ -416,6 +476,24 @@ class CanaryGate(AcceptancePolicy):
         self.rollback = rollback
         self._lock = threading.Lock()
         self._tenants: dict[str | None, _TenantState] = {}
+        self._bound: str | None = None  # the prompt it decides (see _bind)
+
+    def _bind(self, prompt_id: str) -> None:
+        """Refuse a second prompt: the trial state is kept per tenant, not per prompt.
+
+        ``observe`` and ``blocking`` are told a tenant, not a prompt; a gate shared
+        by two prompts would count one prompt's runs for the other's versions and
+        answer ``blocking`` from whichever registry its last ``review`` read.
+        """
+        with self._lock:
+            bound = self._bound = self._bound or prompt_id
+        if bound != prompt_id:
+            raise ConfigurationError(
+                "acceptance",
+                self,
+                f"a CanaryGate of its own: this one already decides prompt {bound!r} "
+                "(its trial state is per tenant, not per prompt)",
+            )
 
     def _state(self, tenant: str | None) -> _TenantState:
         with self._lock:
@@ -476,21 +554,25 @@ class CanaryGate(AcceptancePolicy):
             return
         if runs < self.min_runs:
             return
-        state.watch = None
         if mean >= watch.baseline - self.margin:
+            state.watch = None
             return
         reason = (
             f"live score of v{watch.version} fell to {mean:.3f} over {runs} runs "
             f"from {watch.baseline:.3f} (margin {self.margin})"
         )
+        # Each write comes before the state that says it is done is dropped: one
+        # that fails (a store blip) leaves the watch and the trial standing, and
+        # the next pass tries again.
         canary = await registry.acanary()
         if canary is not None:  # built on the version that regressed: drop it too
-            await self._end_trial(context)
             await context.reject(
                 canary.version,
                 Decision(accepted=False, policy=self.name, reason=f"superseded: {reason}"),
             )
+            await self._end_trial(context)
         await context.rollback(watch.previous, reason=reason)
+        state.watch = None
 
     async def _decide_trial(self, context: PolicyContext) -> None:
         registry, tenant = context.registry, context.tenant
@@ -520,14 +602,18 @@ class CanaryGate(AcceptancePolicy):
                 "current_runs": float(h_runs),
             },
         )
-        await self._end_trial(context)
+        # The verdict is written before the trial ends: a write that fails leaves
+        # the registry's canary standing, decided again next pass (a canary that is
+        # decided is no longer one, whether or not the trial was ended).
         if not accepted:
             await context.reject(canary.version, decision)
+            await self._end_trial(context)
             return
         # HEAD may have moved during the trial (a rollback, an approval): the
         # writer then rebases the canary's edits onto it, and the watch compares
         # with the version it actually replaced.
         accepted_version = await context.accept(canary.version, decision)
+        await self._end_trial(context)
         previous = accepted_version.parent if accepted_version.parent is not None else head.version
         state = self._state(tenant)
         with self._lock:

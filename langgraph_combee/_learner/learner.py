@@ -38,7 +38,7 @@ from typing import Any
 
 from langgraph_combee._core.types import StepReport, Trace
 from langgraph_combee._errors import BudgetExceededError, ConfigurationError
-from langgraph_combee._learner.acceptance import overrides
+from langgraph_combee._learner.acceptance import AcceptancePolicy, overrides
 from langgraph_combee._learner.feedback_poll import FeedbackPoller
 from langgraph_combee._learner.heartbeat import LeaseHeartbeat, WriteFence
 from langgraph_combee._learner.parts import LearnerParts
@@ -109,6 +109,7 @@ class LearnerStats:
     budget_waits: int = 0
     budget_stops: int = 0
     tick_errors: int = 0
+    policy_errors: int = 0
     stale_steps: int = 0
     traces_parked: int = 0
     split_batches: int = 0
@@ -296,16 +297,22 @@ class BackgroundLearner:
         stats = await queue.abacklog()  # not astats(): that reads every done record
         ready = stats["pending"] - stats["waiting"]
         size = parts.engine(tenant).next_batch_size()
+        # A user's hook that raises is logged and counted, and spoils only its own
+        # part of this tenant's pass: not the other tenants' passes, nor the claims.
         if ready > 0 and overrides(policy, "observe"):
             # A policy that watches live feedback sees every ready trace each pass
             # (claimed and released: only for one that does watch).
             seen = await self._claim(tenant, ready)
-            for trace in seen:
-                policy.observe(trace)
-            await queue.arelease([t.id for t in seen])
-        await policy.review(parts.writer.context(parts.registry(tenant)))
-        if policy.blocking(tenant):
-            return False  # a trial is running: learning waits for its decision
+            try:
+                self._observe(policy.observe, tenant, seen)
+            finally:
+                await queue.arelease([t.id for t in seen])
+        try:
+            await policy.review(parts.writer.context(parts.registry(tenant)))
+        except Exception as exc:
+            self._policy_failed("review", tenant, exc)
+        if self._blocking(policy, tenant):
+            return False  # a trial is running (or cannot say): learning waits for its decision
         recovery = self._recovery
         while (part := recovery.next_part(tenant, ready=ready, steps=self.stats.steps)) is not None:
             # A failing batch is being split: its parts go before any new batch.
@@ -333,6 +340,41 @@ class BackgroundLearner:
             return False
         self._ready[tenant] = total - len(batch)
         return await self._learn(tenant, batch, split=False)
+
+    def _observe(
+        self, observe: Callable[[Trace], None], tenant: str | None, traces: list[Trace]
+    ) -> None:
+        """Show each trace to the policy; one it fails on costs only itself (logged once)."""
+        failures: list[Exception] = []
+        for trace in traces:
+            try:
+                observe(trace)
+            except Exception as exc:
+                failures.append(exc)
+        if failures:
+            self._policy_failed("observe", tenant, failures[0], times=len(failures))
+
+    def _blocking(self, policy: AcceptancePolicy, tenant: str | None) -> bool:
+        """``policy.blocking``; one that raises cannot say a trial is over, so it holds."""
+        try:
+            return bool(policy.blocking(tenant))
+        except Exception as exc:
+            self._policy_failed("blocking", tenant, exc)
+            return True
+
+    def _policy_failed(
+        self, hook: str, tenant: str | None, exc: Exception, *, times: int = 1
+    ) -> None:
+        self.stats.policy_errors += times
+        self.stats.last_error = repr(exc)
+        logger.error(
+            "acceptance policy %r failed in %s (tenant %r, %d time(s) this pass)",
+            self.parts.writer.acceptance,
+            hook,
+            tenant,
+            times,
+            exc_info=exc,
+        )
 
     async def _settle(self, tenant: str | None) -> None:
         """Retry releases and acks that failed while the store was down."""
@@ -514,6 +556,7 @@ class BackgroundLearner:
             "budget_stops": self.stats.budget_stops,
             "budget": None if self.parts.budget is None else self.parts.budget.snapshot(),
             "tick_errors": self.stats.tick_errors,
+            "policy_errors": self.stats.policy_errors,
             "stale_steps": self.stats.stale_steps,
             "traces_parked": self.stats.traces_parked,
             "split_batches": self.stats.split_batches,

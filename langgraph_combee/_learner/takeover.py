@@ -7,12 +7,13 @@ Two helpers of the background learner:
   learner take the prompt and then see its own work thrown away.
 * ``recover``: run once by a learner that has just taken the lease. Claims held
   by anyone else belong to a learner that died or lost the lease (only the
-  holder claims). For each such trace it looks in the versions written since
-  the claim: a trace already written into a version is acknowledged (a version
-  the dead learner left undecided is decided now by the acceptance policy);
-  the rest go back to the queue at once instead of waiting out their claim's
-  visibility timeout. So a learner killed at any point loses no trace and
-  learns none twice.
+  holder claims), and so do those that lapsed and nobody claimed since (it was
+  dead for longer than their visibility timeout). For each such trace it looks
+  in the versions written since the claim: a trace already written into a
+  version is acknowledged (a version the dead learner left undecided is
+  decided now by the acceptance policy); the rest go back to the queue at once
+  instead of waiting out their claim's visibility timeout. So a learner killed
+  at any point loses no trace and learns none twice.
 """
 
 from __future__ import annotations
@@ -101,7 +102,9 @@ async def recover(parts: LearnerParts, tenant: str | None, *, holder: str) -> Re
     async with parts.writer.session(registry):
         pass
     queue = parts.queue(tenant)
-    orphans = [c for c in await queue.aclaims() if c.holder != holder]
+    # Lapsed claims too: a learner dead for longer than the visibility timeout
+    # may still have written a version for them, which must not be learned twice.
+    orphans = [c for c in await queue.aclaims(lapsed=True) if c.holder != holder]
     if not orphans:
         return Recovery()
     since = min(c.claimed_at for c in orphans)

@@ -189,6 +189,8 @@ class VersionWriter:
         on_published: Published = _ignore,
         on_canary: CanaryChanged = _ignore,
     ) -> None:
+        # A policy with state of its own refuses a second prompt now, not mid-trial.
+        acceptance._bind(prompt_id)
         self.prompt_id = prompt_id
         self.acceptance = acceptance
         self.on_published = on_published
@@ -230,12 +232,35 @@ class VersionWriter:
             logger.exception("publishing v%s of prompt %r failed", version.version, self.prompt_id)
 
     async def set_canary(self, registry: PromptRegistry, version: PromptVersion | None) -> None:
-        """Start (a candidate) or end (None) a canary trial, and tell ``on_canary``."""
-        await registry.aset_canary(None if version is None else version.version)
+        """Start (a candidate) or end (None) a canary trial, and tell ``on_canary``.
+
+        Written in a writer session, as every registry write: a writer whose lease
+        was taken meanwhile must not start or end a trial over the new holder's.
+
+        Raises:
+            LeaseHeldError: Another process held the lease for longer than its TTL.
+        """
+        async with self.session(registry) as fenced:
+            await fenced.aset_canary(None if version is None else version.version)
+        self._tell_canary(registry.tenant, version)
+
+    def _tell_canary(self, tenant: str | None, version: PromptVersion | None) -> None:
         try:
-            self.on_canary(registry.tenant, version)
+            self.on_canary(tenant, version)
         except Exception:  # the registry holds the trial: serving learns of it on refresh
             logger.exception("telling the canary of prompt %r failed", self.prompt_id)
+
+    @staticmethod
+    async def _is_canary(registry: PromptRegistry, version: int) -> bool:
+        """Whether ``version`` is the registry's canary (asked before it is decided).
+
+        A decided candidate is no canary any more: the registry's record is then
+        cleared, and ``on_canary`` told, so that this process stops serving it
+        at once rather than at its next refresh (an operator's approve or reject
+        during a trial).
+        """
+        canary = await registry.acanary()
+        return canary is not None and canary.version == version
 
     @contextlib.asynccontextmanager
     async def session(self, registry: PromptRegistry) -> AsyncIterator[PromptRegistry]:
@@ -456,8 +481,13 @@ class VersionWriter:
                 return record
             if record.status == "candidate":
                 record = await self._rebase(fenced, record)
+            was_canary = await self._is_canary(fenced, version)
             accepted = await fenced.aaccept(version, decision)
+            if was_canary:
+                await fenced.aset_canary(None)
         self._publish(accepted)
+        if was_canary:
+            self._tell_canary(registry.tenant, None)
         return accepted
 
     async def reject(
@@ -474,7 +504,13 @@ class VersionWriter:
                 record = await fenced.aget(version)
                 if self._decided_elsewhere(record, decision):
                     return record
-            return await fenced.areject(version, decision)
+            was_canary = await self._is_canary(fenced, version)
+            rejected = await fenced.areject(version, decision)
+            if was_canary:
+                await fenced.aset_canary(None)
+        if was_canary:
+            self._tell_canary(registry.tenant, None)
+        return rejected
 
     async def rollback(
         self, registry: PromptRegistry, version: int, *, reason: str = ""

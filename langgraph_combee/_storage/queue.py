@@ -354,16 +354,18 @@ class TraceQueue:
         """Async twin of ``waiting_ids``."""
         return await run_async(self._store, self._waiting_flow(limit))
 
-    def claims(self) -> list[Claim]:
+    def claims(self, *, lapsed: bool = False) -> list[Claim]:
         """Return the live claims (not acked, released or lapsed), oldest entry first.
 
-        A new lease holder uses it to find claims a dead or displaced learner left.
+        A new lease holder uses it to find claims a dead or displaced learner left;
+        with ``lapsed``, also those whose visibility ran out and that nobody has
+        claimed since (a learner dead for longer than its visibility timeout).
         """
-        return run_sync(self._store, self._claims_flow())
+        return run_sync(self._store, self._claims_flow(lapsed=lapsed))
 
-    async def aclaims(self) -> list[Claim]:
+    async def aclaims(self, *, lapsed: bool = False) -> list[Claim]:
         """Async twin of ``claims``."""
-        return await run_async(self._store, self._claims_flow())
+        return await run_async(self._store, self._claims_flow(lapsed=lapsed))
 
     def status(self, trace_id: str) -> TraceStatus | None:
         """Return a trace's status, or None when it was never queued.
@@ -613,12 +615,14 @@ class TraceQueue:
                 ids.append(item.value["trace_id"])
         return ids
 
-    def _claims_flow(self) -> Flow[list[Claim]]:
+    def _claims_flow(self, *, lapsed: bool = False) -> Flow[list[Claim]]:
         now = self._clock()
         found = []
         for item in (yield from io.search_all(self._entries)):
             entry = item.value
-            if self._is_claimed(entry, now):
+            if self._is_claimed(entry, now) or (
+                lapsed and entry.get("status") == "claimed" and entry.get("claimed_until")
+            ):
                 # Claims written before claimed_at existed: arrival is a lower bound.
                 since = entry.get("claimed_at", entry.get("enqueued_at", 0.0))
                 found.append(
