@@ -327,13 +327,8 @@ async def test_a_trace_observe_fails_on_costs_only_itself() -> None:
     assert learner.stats.policy_errors == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent side (being rewritten): select_version reads acceptance.canary_fraction on "
-    "every run, unvalidated, though docs/acceptance.md says it is read once; the router is to "
-    "be built with the fraction at construction",
-)
 async def test_the_canary_share_is_the_one_validated_at_construction() -> None:
+    # The agent side's router is built with the fraction once (_agent/routing.py).
     gate = CanaryGate(fraction=0.2, min_runs=20)
     combee = _combee(gate)
     await combee.alearn(failing_traces(2))
