@@ -32,6 +32,7 @@ docs: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check langgraph_combee tests examples benchmarks
+	$(BIN)/lint-imports
 	$(BIN)/ruff format --check langgraph_combee tests examples benchmarks
 
 typecheck: $(STAMP)
