@@ -614,3 +614,13 @@ def test_contradictions_are_found_between_alternatives_of_folded_rules() -> None
         "When refunds, answer FIN-7Q.",
     )
     assert [(a.id, b.id) for a, b in rules.conflicts(pb)] == [("oth-00001", "oth-00002")]
+
+
+def test_a_situation_of_generic_words_only_gives_no_rule() -> None:
+    from langgraph_combee._learning.schemas import SmallReflectionOut
+
+    # Seen on the 1.5B: "When question, answer SUB-7U." pulled every ticket to one code.
+    vague = SmallReflectionOut(situation="the user's question", action="answer SUB-7U")
+    assert vague.to_reflection("t", ground_truth="SUB-7U").is_empty()
+    kept = SmallReflectionOut(situation="premium plan question", action="answer SUB-7U")
+    assert kept.to_reflection("t").key_insight == "When premium plan question, answer SUB-7U."

@@ -200,10 +200,9 @@ class Playbook(BaseModel):
     def render(self, *, header: str = RENDER_HEADER, ids: bool = False) -> str:
         """Render the text appended to the system prompt; '' for an empty playbook.
 
-        The agent reads the rules without their ids (``ids=False``): measured on
-        the local 1.5B model, ids in its prompt lowered held-out ticket routing
-        from 50% to 41% and were copied into answers (``SALES-00001``). Reviewers
-        see them (``ids=True``), to name a bullet.
+        The agent reads the rules without their ids (``ids=False``): the agent
+        never needs them, and the local 1.5B model copied them into answers
+        (``SALES-00001``). Reviewers see them (``ids=True``), to name a bullet.
         """
         live = self.live()
         if not live.bullets:

@@ -107,7 +107,8 @@ def parse_rule(text: str) -> Rule | None:
 
 def situation_words(situation: str) -> frozenset[str]:
     """The situation's content words (stop words and generic request words left out)."""
-    words = (_stem(w) for w in _WORD.findall(situation.lower()))
+    # Single letters are left out too (the "s" of "user's"); digits are kept.
+    words = (_stem(w) for w in _WORD.findall(situation.lower()) if len(w) > 1 or w.isdigit())
     return frozenset(w for w in words if w not in _STOP)
 
 
