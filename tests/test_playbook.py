@@ -99,7 +99,8 @@ def test_render_groups_by_section_and_is_empty_for_empty_playbook() -> None:
     )
     text = pb.render()
     assert text.index("### Strategies and insights") < text.index("### Common mistakes to avoid")
-    assert "- [mis-00001] Do not guess codes." in text
+    assert "- Do not guess codes." in text and "[mis-00001]" not in text  # the agent's view
+    assert "- [mis-00001] Do not guess codes." in pb.render(ids=True)  # a reviewer's
     assert DEFAULT_SECTIONS[0] == "strategies_and_insights"
 
 

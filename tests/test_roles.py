@@ -570,3 +570,84 @@ def test_the_small_reflector_skips_runs_with_no_feedback_and_no_error() -> None:
     assert not small.needs_reflection(bare)
     assert small.needs_reflection(failed) and small.needs_reflection(labelled)
     assert FullRoles().needs_reflection(bare)  # ACE's reflector judges from the transcript
+
+
+# ---------------------------------------------------------------- one rule per action
+
+
+def _add(content: str, *sources: str) -> Add:
+    return Add(section="others", content=content, sources=list(sources))
+
+
+def test_new_rules_with_one_action_fold_into_one_rule_listing_every_situation() -> None:
+    ops = rules.fold_actions(
+        [
+            _add("When refund not arrived, answer FIN-7Q.", "a"),
+            _add("When late parcels, answer LOG-5T.", "b"),
+            _add("When money back request, answer FIN-7Q.", "c"),
+            _add("When refunds not arrived, answer FIN-7Q.", "d"),  # covered: no new wording
+        ]
+    )
+    assert [(op.content, op.sources) for op in ops if isinstance(op, Add)] == [
+        ("When refund not arrived or money back request, answer FIN-7Q.", ["a", "c", "d"]),
+        ("When late parcels, answer LOG-5T.", ["b"]),
+    ]
+
+
+def test_a_new_situation_for_a_known_action_widens_the_rule_that_has_it() -> None:
+    old = _playbook("When lost parcels, answer LOG-5T.", "When refunds, answer FIN-7Q.")
+    ops, found = rules.reconcile(old, [_add("When tracking not moving, answer LOG-5T.", "t")])
+    assert [(op.type, op.content) for op in ops] == [  # type: ignore[union-attr]
+        ("UPDATE", "When lost parcels or tracking not moving, answer LOG-5T.")
+    ]
+    assert found == []
+    # A situation the rule already covers changes nothing.
+    assert rules.reconcile(old, [_add("When lost parcel, answer LOG-5T.")]) == ([], [])
+
+
+def test_a_correction_narrows_a_folded_rule_to_the_situations_evidence_left_it() -> None:
+    old = _playbook("When refunds or lost parcels, answer FIN-7Q.")
+    ops, found = rules.reconcile(old, [_add("When lost parcels, answer LOG-5T.", "t")])
+    assert [(op.type, op.content) for op in ops] == [  # type: ignore[union-attr]
+        ("ADD", "When lost parcels, answer LOG-5T."),
+        ("UPDATE", "When refunds, answer FIN-7Q."),
+    ]
+    assert [c.reason for c in found] == ["corrected by new evidence"]
+    assert rules.conflicts(old.apply(ops, version=2).playbook) == []
+
+
+def test_a_proven_rule_keeps_its_situation_and_the_new_rule_keeps_the_rest() -> None:
+    old = _playbook("When lost parcels, answer LOG-5T.", helpful=3)
+    ops, found = rules.reconcile(
+        old, [_add("When lost parcels or broken items, answer RET-3H.", "t")]
+    )
+    assert [(op.type, op.content) for op in ops] == [  # type: ignore[union-attr]
+        ("ADD", "When broken items, answer RET-3H.")
+    ]
+    assert [c.reason for c in found] == ["contradicts a proven rule"]
+
+
+def test_a_folded_situation_keeps_at_most_its_latest_alternatives() -> None:
+    many = ["refunds", "parcels", "invoices", "passwords", "vouchers", "crashes", "jobs", "press"]
+    joined = rules.join_situations(*many)
+    assert rules.alternatives(joined) == many[-rules.MAX_ALTERNATIVES :]
+    assert rules.join_situations("late parcels or refunds", "refund") == "late parcels or refunds"
+
+
+def test_contradictions_are_found_between_alternatives_of_folded_rules() -> None:
+    pb = _playbook(
+        "When password resets or late parcels, answer SEC-4X.",
+        "When parcels late, answer LOG-5T.",
+        "When refunds, answer FIN-7Q.",
+    )
+    assert [(a.id, b.id) for a, b in rules.conflicts(pb)] == [("oth-00001", "oth-00002")]
+
+
+def test_a_situation_of_generic_words_only_gives_no_rule() -> None:
+    from langgraph_combee._learning.schemas import SmallReflectionOut
+
+    # Seen on the 1.5B: "When question, answer SUB-7U." pulled every ticket to one code.
+    vague = SmallReflectionOut(situation="the user's question", action="answer SUB-7U")
+    assert vague.to_reflection("t", ground_truth="SUB-7U").is_empty()
+    kept = SmallReflectionOut(situation="premium plan question", action="answer SUB-7U")
+    assert kept.to_reflection("t").key_insight == "When premium plan question, answer SUB-7U."

@@ -103,9 +103,9 @@ class Bullet(BaseModel):
         """Helpful minus harmful: the counter-based worth of the bullet."""
         return self.helpful - self.harmful
 
-    def render(self) -> str:
-        """Return the bullet as one line of the rendered playbook."""
-        return f"- [{self.id}] {self.content}"
+    def render(self, *, ids: bool = False) -> str:
+        """Return the bullet as one line of the rendered playbook (with its id if ``ids``)."""
+        return f"- [{self.id}] {self.content}" if ids else f"- {self.content}"
 
 
 @dataclass(frozen=True)
@@ -197,15 +197,20 @@ class Playbook(BaseModel):
                 grouped[section] = members
         return grouped
 
-    def render(self, *, header: str = RENDER_HEADER) -> str:
-        """Render the text appended to the system prompt; '' for an empty playbook."""
+    def render(self, *, header: str = RENDER_HEADER, ids: bool = False) -> str:
+        """Render the text appended to the system prompt; '' for an empty playbook.
+
+        The agent reads the rules without their ids (``ids=False``): the agent
+        never needs them, and the local 1.5B model copied them into answers
+        (``SALES-00001``). Reviewers see them (``ids=True``), to name a bullet.
+        """
         live = self.live()
         if not live.bullets:
             return ""
         parts = [header]
         for section, members in live.by_section().items():
             parts.append(f"### {_title(section)}")
-            parts.extend(b.render() for b in members)
+            parts.extend(b.render(ids=ids) for b in members)
         return "\n".join(parts)
 
     def live(self) -> Playbook:

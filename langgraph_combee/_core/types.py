@@ -219,9 +219,12 @@ class PromptVersion(BaseModel):
         ),
     )
 
-    def render(self) -> str:
-        """Return the text appended to the app's system prompt ('' when empty)."""
-        return self.playbook.render()
+    def render(self, *, ids: bool = False) -> str:
+        """Return the text appended to the app's system prompt ('' when empty).
+
+        ``ids=True`` shows each bullet's id, for people reviewing the version.
+        """
+        return self.playbook.render(ids=ids)
 
 
 class StepReport(BaseModel):

@@ -27,7 +27,7 @@ from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Reflection, Trace
 from langgraph_combee._learning import aggregate, prompts
 from langgraph_combee._learning.calls import CallStats, LLMCaller
-from langgraph_combee._learning.rules import parse_rule, same_situation
+from langgraph_combee._learning.rules import overlaps, parse_rule
 from langgraph_combee._learning.schemas import (
     AggregateOut,
     CuratorOut,
@@ -135,7 +135,7 @@ def _overlaps(proposed: Mapping[str, DeltaOp]) -> list[list[str]]:
     groups: list[list[tuple[str, str]]] = []
     for label, situation in rules:
         for group in groups:
-            if same_situation(group[0][1], situation):
+            if overlaps(group[0][1], situation):
                 group.append((label, situation))
                 break
         else:

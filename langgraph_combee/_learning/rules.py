@@ -107,7 +107,8 @@ def parse_rule(text: str) -> Rule | None:
 
 def situation_words(situation: str) -> frozenset[str]:
     """The situation's content words (stop words and generic request words left out)."""
-    words = (_stem(w) for w in _WORD.findall(situation.lower()))
+    # Single letters are left out too (the "s" of "user's"); digits are kept.
+    words = (_stem(w) for w in _WORD.findall(situation.lower()) if len(w) > 1 or w.isdigit())
     return frozenset(w for w in words if w not in _STOP)
 
 
@@ -135,6 +136,36 @@ def same_situation(a: str, b: str) -> bool:
     if len(small) >= 2 and small <= large:
         return True
     return len(wa & wb) / len(wa | wb) >= SAME_SITUATION
+
+
+MAX_ALTERNATIVES = 6
+"""Most alternatives one rule's situation keeps when rules with one action are folded."""
+_ALTERNATIVE = re.compile(r"\s+or\s+|\s*;\s*", re.I)
+
+
+def alternatives(situation: str) -> list[str]:
+    """The alternatives of a situation: ``"A or B; C"`` -> ``["A", "B", "C"]``."""
+    parts = [p.strip() for p in _ALTERNATIVE.split(situation)]
+    return [p for p in parts if p] or [situation.strip()]
+
+
+def overlaps(a: str, b: str) -> bool:
+    """Whether some alternative of one situation is the same as some alternative of the other."""
+    return any(same_situation(x, y) for x in alternatives(a) for y in alternatives(b))
+
+
+def join_situations(*situations: str) -> str:
+    """The situations as one: their alternatives, each once, at most ``MAX_ALTERNATIVES``.
+
+    An alternative the joined situation already covers is left out; past the
+    limit the oldest alternatives go (the latest evidence is kept).
+    """
+    kept: list[str] = []
+    for situation in situations:
+        for alternative in alternatives(situation):
+            if not any(same_situation(alternative, k) for k in kept):
+                kept.append(alternative)
+    return " or ".join(kept[-MAX_ALTERNATIVES:])
 
 
 def _norm(text: str) -> str:
@@ -185,45 +216,123 @@ def _proven(bullet: Bullet) -> bool:
 
 
 def reconcile(playbook: Playbook, ops: Sequence[DeltaOp]) -> tuple[list[DeltaOp], list[Conflict]]:
-    """Turn new rules that speak about an existing rule's situation into edits of it.
+    """Fold new rules into the live rules they speak about, correcting or widening them.
 
-    An ADD whose situation matches a live bullet's: the same action is dropped
-    (the playbook has it); another action replaces the bullet's (an UPDATE),
-    unless the bullet has more helpful than harmful verdicts from service, in
-    which case the ADD is dropped and the conflict reported either way.
+    For each ADD, in order, against the playbook as this step has changed it so far:
+
+    * a live rule that gives another action for an overlapping situation is
+      corrected: the situations the new rule covers leave it (an UPDATE that
+      narrows it), or, when nothing else is left, it becomes the new rule;
+      unless it has more helpful than harmful verdicts from service (the ADD
+      is dropped) or was already corrected in this step. Each case is reported;
+    * a live rule with the same action takes the new situation as one more
+      alternative (``When A or B, <action>.``, an UPDATE), so the agent reads one
+      rule per action whose situation covers every wording seen; a situation it
+      already covers changes nothing;
+    * any other ADD is kept.
+
+    Each changed bullet gets one UPDATE (or a REMOVE) with its final content.
     """
     live = [(b, parse_rule(b.content)) for b in playbook.live().bullets]
-    parsed = [(b, r) for b, r in live if r is not None]
+    bullets = {b.id: b for b, r in live if r is not None}
+    original = {b.id: r for b, r in live if r is not None}
+    current: dict[str, Rule] = dict(original)
+    backing: dict[str, list[str]] = {}
+    corrected: set[str] = set()
     out: list[DeltaOp] = []
     conflicts: list[Conflict] = []
-    updated: dict[str, str] = {}  # bullet id -> the action this step gave it
     for op in ops:
         rule = parse_rule(op.content) if isinstance(op, Add) else None
-        match = None
-        if rule is not None:
-            match = next(
-                ((b, r) for b, r in parsed if same_situation(r.situation, rule.situation)), None
-            )
-        if rule is None or match is None:
+        if rule is None:
             out.append(op)
             continue
-        bullet, old = match
-        current = updated.get(bullet.id, old.action)
-        if same_action(current, rule.action):
-            continue  # the playbook has it (or this step already corrected it to it)
         assert isinstance(op, Add)
-        if bullet.id in updated:
-            conflicts.append(
-                Conflict(bullet.content, op.content, "a second correction in one step")
-            )
+        placed = False
+        for bid in [bid for bid, old in current.items() if _contradicts(old, rule)]:
+            bullet, old = bullets[bid], current[bid]
+            if bid in corrected or _proven(bullet):
+                why = (
+                    "a second correction in one step"
+                    if bid in corrected
+                    else ("contradicts a proven rule")
+                )
+                conflicts.append(Conflict(old.text(), op.content, why))
+                # The new rule keeps only the situations the standing rule does not cover.
+                rest = [a for a in alternatives(rule.situation) if not _covers(old.situation, a)]
+                if not rest:
+                    rule = None
+                    break
+                rule = Rule(" or ".join(rest), rule.action)
+            else:
+                corrected.add(bid)
+                conflicts.append(Conflict(op.content, old.text(), "corrected by new evidence"))
+                rest = [a for a in alternatives(old.situation) if not _covers(rule.situation, a)]
+                if rest:
+                    current[bid] = Rule(" or ".join(rest), old.action)
+                elif not placed:
+                    current[bid] = rule
+                    placed = True
+                else:
+                    del current[bid]
+                backing.setdefault(bid, []).extend(op.sources)
+        if rule is None or placed:
             continue
-        if _proven(bullet):
-            conflicts.append(Conflict(bullet.content, op.content, "contradicts a proven rule"))
+        if rule.text() != op.content:
+            op = Add(section=op.section, content=rule.text(), sources=list(op.sources))
+        same = next(
+            (bid for bid, old in current.items() if same_action(old.action, rule.action)), None
+        )
+        if same is None:
+            out.append(op)
             continue
-        updated[bullet.id] = rule.action
-        conflicts.append(Conflict(op.content, bullet.content, "corrected by new evidence"))
-        out.append(Update(id=bullet.id, content=op.content, sources=list(op.sources)))
+        joined = join_situations(current[same].situation, rule.situation)
+        if joined != current[same].situation:
+            current[same] = Rule(joined, current[same].action)
+            backing.setdefault(same, []).extend(op.sources)
+    for bid, rule in original.items():
+        if bid not in current:
+            out.append(Remove(id=bid, reason="every situation it covered was corrected"))
+        elif current[bid] != rule:
+            sources = list(dict.fromkeys(backing.get(bid, [])))
+            out.append(Update(id=bid, content=current[bid].text(), sources=sources))
     return out, conflicts
+
+
+def _contradicts(old: Rule, new: Rule) -> bool:
+    return overlaps(old.situation, new.situation) and not same_action(old.action, new.action)
+
+
+def _covers(situation: str, alternative: str) -> bool:
+    return any(same_situation(alternative, other) for other in alternatives(situation))
+
+
+def fold_actions(ops: Sequence[DeltaOp]) -> list[DeltaOp]:
+    """New rules of one step that give the same action folded into one rule.
+
+    ``When A, X.`` and ``When B, X.`` become ``When A or B, X.``, backed by the
+    sources of both: one rule per action, whose situation names every kind of
+    input seen to need it, is what a small agent applies to new wordings.
+    """
+    out: list[DeltaOp] = []
+    folded: dict[int, tuple[Add, Rule]] = {}  # position in out -> the rule it holds
+    for op in ops:
+        rule = parse_rule(op.content) if isinstance(op, Add) else None
+        if rule is None:
+            out.append(op)
+            continue
+        assert isinstance(op, Add)
+        at = next((i for i, (_, r) in folded.items() if same_action(r.action, rule.action)), None)
+        if at is None:
+            folded[len(out)] = (op, rule)
+            out.append(op)
+            continue
+        first, held = folded[at]
+        merged = Rule(join_situations(held.situation, rule.situation), held.action)
+        sources = list(dict.fromkeys([*first.sources, *op.sources]))
+        joined = Add(section=first.section, content=merged.text(), sources=sources)
+        folded[at] = (joined, merged)
+        out[at] = joined
+    return out
 
 
 def settle_batch(ops: Sequence[DeltaOp]) -> tuple[list[DeltaOp], list[Conflict]]:
@@ -241,7 +350,7 @@ def settle_batch(ops: Sequence[DeltaOp]) -> tuple[list[DeltaOp], list[Conflict]]
             continue
         assert isinstance(op, Add)
         for group in groups:
-            if same_situation(group[0][2].situation, rule.situation):
+            if overlaps(group[0][2].situation, rule.situation):
                 group.append((i, op, rule))
                 break
         else:
@@ -335,7 +444,7 @@ def conflicts(playbook: Playbook) -> list[tuple[Bullet, Bullet]]:
     pairs = []
     for i, (a, ra) in enumerate(parsed):
         for b, rb in parsed[i + 1 :]:
-            if same_situation(ra.situation, rb.situation) and not same_action(ra.action, rb.action):
+            if _contradicts(ra, rb):
                 pairs.append((a, b))
     return pairs
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
 from langgraph_combee._core.types import BulletTag, Reflection
-from langgraph_combee._learning.rules import Rule
+from langgraph_combee._learning.rules import Rule, situation_words
 
 
 def _loose_str(value: Any) -> Any:
@@ -117,9 +117,10 @@ class SmallReflectionOut(BaseModel):
         """Convert to a Reflection whose insight reads ``"When <situation>, <action>."``.
 
         Quotes and brackets a small model wraps around either part are dropped,
-        commas in the situation become semicolons (the first comma ends it), and
-        an action that leaves out a short known ground truth becomes
-        ``"answer <ground truth>"``.
+        commas in the situation become semicolons (the first comma ends it), an
+        action that leaves out a short known ground truth becomes
+        ``"answer <ground truth>"``, and a situation with no content word (only
+        generic request words) gives no rule.
         """
         situation = _unwrap(self.situation).rstrip(" :.,")
         situation = re.sub(r"^(?:when|if|for)\s+", "", situation, flags=re.I).replace(",", ";")
@@ -131,7 +132,9 @@ class SmallReflectionOut(BaseModel):
         short = len(truth) <= SHORT_ANSWER_CHARS and "\n" not in truth
         if truth and short and truth.lower() not in action.lower():
             action = f"answer {truth}"
-        if not (situation and action):
+        # A situation of generic words only ("question", "the user's request") fits
+        # every input: such a rule cannot tell one case from another.
+        if not (situation and action and situation_words(situation)):
             return Reflection(trace_id=trace_id)
         insight = Rule(situation, action).text()
         return Reflection(trace_id=trace_id, correct_approach=action, key_insight=insight)

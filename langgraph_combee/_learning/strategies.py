@@ -157,15 +157,16 @@ async def curate(
 def _weigh(
     playbook: Playbook, ops: Sequence[DeltaOp], traces: Sequence[Trace], report: StepReport
 ) -> list[DeltaOp]:
-    """Served-outcome verdicts first, then the new rules settled among themselves and
-    against the playbook (``rules``), conflicts recorded in the report."""
+    """Served-outcome verdicts first, then the new rules settled among themselves, those
+    with one action folded into one rule, and all reconciled with the playbook
+    (``rules``), conflicts recorded in the report."""
     served = rules.served_tags(playbook, traces)
     for tag in served:
         assert isinstance(tag, Tag)
         report.served_helpful += tag.helpful
         report.served_harmful += tag.harmful
     settled, batch_conflicts = rules.settle_batch(list(ops))
-    reconciled, playbook_conflicts = rules.reconcile(playbook, settled)
+    reconciled, playbook_conflicts = rules.reconcile(playbook, rules.fold_actions(settled))
     report.conflicts.extend(c.describe() for c in [*batch_conflicts, *playbook_conflicts])
     return [*served, *reconciled]
 

@@ -140,5 +140,5 @@ def markdown(record: PromptVersion, head: int) -> str:
     lines = [f"# Prompt `{record.prompt_id}`{tenant}, version {record.version}", ""]
     lines.extend(f"- **{key}**: {value}" for key, value in metadata(record, head))
     lines.append("")
-    lines.append(record.render() or f"_{EMPTY_PLAYBOOK}_")
+    lines.append(record.render(ids=True) or f"_{EMPTY_PLAYBOOK}_")
     return "\n".join(lines) + "\n"

@@ -127,7 +127,7 @@ def show(
     console = stdout()
     console.print(metadata_table(record, head.version))
     console.print()
-    console.print(record.render() or EMPTY_PLAYBOOK)
+    console.print(record.render(ids=True) or EMPTY_PLAYBOOK)
     if record.quarantined:
         console.print()
         console.print(f"Quarantined ops ({len(record.quarantined)}), never applied:")
