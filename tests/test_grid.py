@@ -175,9 +175,8 @@ def test_the_full_plan_puts_the_informative_configurations_first() -> None:
 
 def test_the_lock_is_held_around_the_block(tmp_path: Path) -> None:
     lock = tmp_path / "llm.lock"
-    with grid.locked(lock), lock.open("a") as other:
-        with pytest.raises(BlockingIOError):
-            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with grid.locked(lock), lock.open("a") as other, pytest.raises(BlockingIOError):
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
     with lock.open("a") as other:
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released: no error
 
