@@ -65,12 +65,15 @@ from langchain_core.outputs import LLMResult
 from benchmarks._common import RESULTS, command, machine_info, write_json
 from benchmarks.quality import replay_evaluator, summarise
 from langgraph_combee import Combee, Trace
+from langgraph_combee._agent_side import Evaluator
+from langgraph_combee._learning.engine import BatchSize
 from langgraph_combee._learning.parsing import message_text
 from langgraph_combee._learning.rules import conflicts
 from langgraph_combee._runtime.traces import RunInfo, trace_from_messages
 from langgraph_combee._tokens import estimate_tokens
 from langgraph_combee.errors import CombeeError
 from langgraph_combee.tasks import (
+    Evaluation,
     Example,
     Models,
     Task,
@@ -83,8 +86,10 @@ from langgraph_combee.tasks import (
 )
 
 MODULE = "benchmarks.grid"
+# A tool-task run needs at most 3 model calls (7 graph steps); a small model that keeps
+# calling tools would otherwise run to LangGraph's default of 25 and cost minutes.
+RECURSION_LIMIT = 16
 GRID_FILE = "grid.json"
-STAGES = ("reflect", "curate", "propose", "aggregate", "replay")
 ABLATIONS = {
     "corrections": "rule corrections off (ADD only, no counters, age eviction)",
     "union": "level 2 = plain union of the level-1 proposals",
@@ -129,7 +134,7 @@ class GridConfig:
     task: str
     seed: int
     strategy: str
-    batch_size: int | str
+    batch_size: BatchSize
     replay: bool = True
     corrections: bool = True
     merge: bool = True
@@ -282,7 +287,12 @@ def collect(task: Task, models: Models, train: Sequence[Example]) -> tuple[list[
     """Version 0 serves every training example; each run becomes a trace with its feedback."""
     agent = task.build_agent(models.agent)
     configs: list[Any] = [
-        {"run_id": uuid.uuid4(), "max_concurrency": models.concurrency} for _ in train
+        {
+            "run_id": uuid.uuid4(),
+            "max_concurrency": models.concurrency,
+            "recursion_limit": RECURSION_LIMIT,
+        }
+        for _ in train
     ]
     results = agent.batch([ticket_input(e) for e in train], configs, return_exceptions=True)
     traces: list[Trace] = []
@@ -303,6 +313,16 @@ def collect(task: Task, models: Models, train: Sequence[Example]) -> tuple[list[
     return traces, right / len(train) if train else 0.0
 
 
+def _evaluate(task: Task, agent: Any, test: Sequence[Example], models: Models) -> Evaluation:
+    return evaluate(
+        task,
+        agent,
+        test,
+        max_concurrency=models.concurrency,
+        config={"recursion_limit": RECURSION_LIMIT},
+    )
+
+
 def shared_baseline(task: Task, models: Models, size: Size, seed: int) -> dict[str, Any]:
     """The traces, v0 and ceiling of one task and seed (what its configurations share)."""
     train = task.examples(size.train, seed, "train")
@@ -313,7 +333,7 @@ def shared_baseline(task: Task, models: Models, size: Size, seed: int) -> dict[s
     references: dict[str, float] = {}
     for name, with_rules in (("v0", False), ("ceiling", True)):
         agent = task.build_agent(models.agent, with_rules=with_rules)
-        references[name] = evaluate(task, agent, test, max_concurrency=models.concurrency).accuracy
+        references[name] = _evaluate(task, agent, test, models).accuracy
     return {
         "task": task.name,
         "seed": seed,
@@ -338,7 +358,7 @@ async def _learn(combee: Combee, traces: list[Trace], config: GridConfig) -> dic
     sizes: list[int] = []
     start = 0
     while start < len(traces):
-        size = combee.next_batch_size() if config.batch_size == "auto" else int(config.batch_size)
+        size = combee.next_batch_size() if config.batch_size == "auto" else config.batch_size
         batch = traces[start : start + size]
         start += len(batch)
         sizes.append(len(batch))
@@ -377,12 +397,14 @@ def run_config(
     traces = [Trace.model_validate(t) for t in shared["traces"]]
     test = task.examples(shared["test"], config.seed, "test")
     usage = StageUsage()
-    evaluator = task.evaluator() if isinstance(task, ToolCalls) else replay_evaluator(task)
+    evaluator: Evaluator = (
+        task.evaluator() if isinstance(task, ToolCalls) else replay_evaluator(task)  # type: ignore[assignment]
+    )
     combee = Combee(
         prompt_id=f"grid-{config.task}-{config.seed}",
         model=models.learner,
         strategy=config.strategy,
-        batch_size=config.batch_size if config.batch_size == "auto" else int(config.batch_size),
+        batch_size=config.batch_size,
         max_concurrency=models.concurrency,
         timeout_seconds=models.timeout_seconds,
         reflector=models.reflector,
@@ -401,7 +423,7 @@ def run_config(
     learn_seconds = time.perf_counter() - started
     head = combee.current()
     agent = task.build_agent(models.agent, middleware=[combee.middleware(capture=False)])
-    held_out = evaluate(task, agent, test, max_concurrency=models.concurrency)
+    held_out = _evaluate(task, agent, test, models)
     ceiling = shared["ceiling"]
     return {
         "key": config.key,
@@ -666,18 +688,22 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--fresh", action="store_true", help="discard a record at OUT")
     parser.add_argument("--only", nargs="+", default=None, help="run only these keys")
     parser.add_argument("--max-configs", type=int, default=None, help="stop after N new ones")
-    parser.add_argument("--train", type=int, default=None)
-    parser.add_argument("--test", type=int, default=None)
+    parser.add_argument("--train", type=int, default=None, help="training examples per task")
+    parser.add_argument("--test", type=int, default=None, help="held-out examples per task")
+    parser.add_argument("--seeds", type=int, default=None, help="ticket-routing seeds (3)")
+    parser.add_argument("--tool-seeds", type=int, default=None, help="tool-task seeds (1)")
     parser.add_argument("--report", type=Path, default=None, help="only print a record's results")
     args = parser.parse_args(list(argv))
     try:
         check_model_spec(args.model)
     except CombeeError as exc:
         parser.error(str(exc))
-    for name in ("train", "test", "max_configs"):
+    for name in ("train", "test", "max_configs", "seeds"):
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, not {value!r}")
+    if args.tool_seeds is not None and args.tool_seeds < 0:
+        parser.error(f"--tool-seeds must be >= 0, not {args.tool_seeds!r}")
     return args
 
 
@@ -697,28 +723,33 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     if args.report is not None:
-        record = json.loads(args.report.read_text())
+        record: dict[str, Any] = json.loads(args.report.read_text())
         report(record, Path(args.plot) if args.plot else args.report.with_suffix(".png"))
         return record
     base = QUICK if args.quick else FULL
-    size = dataclasses.replace(base, train=args.train or base.train, test=args.test or base.test)
+    size = dataclasses.replace(
+        base,
+        train=args.train or base.train,
+        test=args.test or base.test,
+        seeds=args.seeds or base.seeds,
+        tool_seeds=base.tool_seeds if args.tool_seeds is None else args.tool_seeds,
+    )
     params = parameters(args, size)
     path = args.out / GRID_FILE
     plot_path = None if args.plot == "" else Path(args.plot or args.out / "grid.png")
     cmd = command(MODULE, argv)
     print(f"reproduce: {cmd}", flush=True)
-    record = None if args.fresh else load_record(path, params)
-    if record is None:
-        record = {
-            "benchmark": "grid",
-            "command": cmd,
-            "parameters": params,
-            "machine": machine_info(),
-            "shared": {},
-            "configs": [],
-            "errors": [],
-            "complete": False,
-        }
+    resumed = None if args.fresh else load_record(path, params)
+    record = resumed or {
+        "benchmark": "grid",
+        "command": cmd,
+        "parameters": params,
+        "machine": machine_info(),
+        "shared": {},
+        "configs": [],
+        "errors": [],
+        "complete": False,
+    }
     record["run_seconds_before"] = record.get("run_seconds", 0.0)
     record.setdefault("restarts", []).append(machine_info()["date"])
     started = time.perf_counter()
