@@ -29,7 +29,7 @@ and a restart skips what it holds, so the grid can run in the background and be
 cut at any moment. The most informative configurations come first.
 
     python -m benchmarks.grid --out /work/grid --lock /tmp/llm.lock   # the 1.5B, about 7 h
-    python -m benchmarks.grid --quick --out /tmp/grid-quick           # 3 configurations, < 15 min
+    python -m benchmarks.grid --quick --out /tmp/grid-quick           # 2 configurations, < 15 min
     python -m benchmarks.grid --model test --quick --out /tmp/g       # offline doubles, seconds
     python -m benchmarks.grid --report /work/grid/grid.json           # table, plot, speed-up again
 
@@ -111,7 +111,7 @@ class Size:
 
 
 FULL = Size(train=96, test=32, seeds=3, tool_seeds=1, batch_sizes=(16, 48), ablations=True)
-# Three configurations on 24 training tickets: the speed-up pair and naive.
+# Two configurations on 24 training tickets, the speed-up pair (sequential is the slow one).
 QUICK = Size(
     train=24, test=16, seeds=1, tool_seeds=0, batch_sizes=(24,), ablations=False, quick=True
 )
@@ -187,7 +187,6 @@ def plan(size: Size) -> list[GridConfig]:
         return [
             GridConfig("tickets", 0, "combee", large),
             GridConfig("tickets", 0, "sequential", large),
-            GridConfig("tickets", 0, "naive", large),
         ]
     out = _main_rows("tickets", 0, size.batch_sizes)
     if size.ablations:
@@ -681,7 +680,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         prog=f"python -m {MODULE}", description=(__doc__ or "").splitlines()[0]
     )
     parser.add_argument("--model", default="local:1.5b", help="local:1.5b, local:0.5b or test")
-    parser.add_argument("--quick", action="store_true", help="3 configurations on 24 tickets")
+    parser.add_argument(
+        "--quick", action="store_true", help="combee@24 and sequential on 24 tickets"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "grid", help="folder of grid.json")
     parser.add_argument("--lock", type=Path, default=None, help="flock file, per configuration")
     parser.add_argument("--plot", default=None, help="PNG (default: OUT/grid.png; '' for none)")
