@@ -764,7 +764,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             break
         task = get_task(config.task)
         shared_key = f"{config.task}/s{config.seed}"
+        print(f"{config.key}: waiting for the lock" if args.lock else config.key, flush=True)
         with locked(args.lock):
+            print(f"{config.key}: started {machine_info()['date']}", flush=True)
             mark = time.perf_counter()
             models = load_models(args.model, task)
             try:
@@ -780,7 +782,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         f"({shared['seconds']:.0f} s)",
                         flush=True,
                     )
-                record["shared"][shared_key] = {k: v for k, v in shared.items() if k != "traces"}
+                if shared_key not in record["shared"]:
+                    record["shared"][shared_key] = {
+                        k: v for k, v in shared.items() if k != "traces"
+                    }
+                    _save(path, record, started)
                 try:
                     row = run_config(config, task, models, shared)
                 except Exception as exc:  # one broken configuration never stops the grid
