@@ -632,19 +632,27 @@ def plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
                 [s["of_ceiling_max"] - s["of_ceiling"] for s in points],
             ]
             ax.errorbar(
-                x, y, yerr=err, color=colours[strategy], marker="o", capsize=4, label=strategy
+                x,
+                y,
+                yerr=err,
+                color=colours[strategy],
+                marker="o",
+                ls="none",
+                capsize=4,
+                label=strategy,
             )
         for s in mine:
             if s["strategy"] == "sequential" and not s["ablation"]:
                 ax.axhline(s["of_ceiling"], color=colours["sequential"], label="sequential")
                 ax.axhspan(s["of_ceiling_min"], s["of_ceiling_max"], color="grey", alpha=0.15)
-        markers = {"corrections": "v", "union": "s", "noreplay": "D"}
+        markers = {"corrections": ("v", 0.18), "union": ("s", 0.26), "noreplay": ("D", 0.34)}
         for s in mine:
             if s["ablation"] and str(s["batch_size"]) in xs:
+                marker, shift = markers[s["ablation"]]
                 ax.plot(
-                    xs[str(s["batch_size"])] + 0.2,
+                    xs[str(s["batch_size"])] + shift,
                     s["of_ceiling"],
-                    markers[s["ablation"]],
+                    marker,
                     color="tab:purple",
                     label=f"combee, {ABLATIONS[s['ablation']]}",
                 )
