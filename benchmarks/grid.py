@@ -217,11 +217,12 @@ class StageUsage(BaseCallbackHandler):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._open: dict[uuid.UUID, tuple[str, int]] = {}
+        self._open: dict[uuid.UUID, tuple[str, int, float]] = {}
         self.calls: Counter[str] = Counter()
         self.failed: Counter[str] = Counter()
         self.input_tokens: Counter[str] = Counter()
         self.output_tokens: Counter[str] = Counter()
+        self.call_seconds: dict[str, float] = {}
 
     def on_chat_model_start(
         self,
@@ -238,12 +239,12 @@ class StageUsage(BaseCallbackHandler):
             estimate_tokens(message_text(m.content)) for batch in messages for m in batch
         )
         with self._lock:
-            self._open[run_id] = (stage, estimate)
+            self._open[run_id] = (stage, estimate, time.perf_counter())
 
     def on_llm_end(self, response: LLMResult, *, run_id: uuid.UUID, **kwargs: Any) -> None:
         """Add the call's tokens to its stage."""
         with self._lock:
-            stage, estimate = self._open.pop(run_id, ("other", 0))
+            stage, estimate, began = self._open.pop(run_id, ("other", 0, time.perf_counter()))
         spent_in, spent_out = estimate, 0
         for generations in response.generations:
             for generation in generations:
@@ -258,15 +259,22 @@ class StageUsage(BaseCallbackHandler):
             self.calls[stage] += 1
             self.input_tokens[stage] += spent_in
             self.output_tokens[stage] += spent_out
+            self.call_seconds[stage] = (
+                self.call_seconds.get(stage, 0.0) + time.perf_counter() - began
+            )
 
     def on_llm_error(self, error: BaseException, *, run_id: uuid.UUID, **kwargs: Any) -> None:
         """Count a call that raised (timeouts, server errors) under its stage."""
         with self._lock:
-            stage, _ = self._open.pop(run_id, ("other", 0))
+            stage, _, _ = self._open.pop(run_id, ("other", 0, 0.0))
             self.failed[stage] += 1
 
     def by_stage(self) -> dict[str, dict[str, int]]:
-        """``{stage: {"calls", "failed", "input_tokens", "output_tokens"}}``."""
+        """``{stage: {"calls", "failed", "input_tokens", "output_tokens", "call_seconds"}}``.
+
+        ``call_seconds`` sums the calls' durations: calls in parallel overlap, so it
+        is where the model's time went, not the wall-clock.
+        """
         stages = sorted(set(self.calls) | set(self.failed))
         return {
             stage: {
@@ -274,6 +282,7 @@ class StageUsage(BaseCallbackHandler):
                 "failed": self.failed[stage],
                 "input_tokens": self.input_tokens[stage],
                 "output_tokens": self.output_tokens[stage],
+                "call_seconds": round(self.call_seconds.get(stage, 0.0), 2),
             }
             for stage in stages
         }
