@@ -269,7 +269,7 @@ class StageUsage(BaseCallbackHandler):
             stage, _, _ = self._open.pop(run_id, ("other", 0, 0.0))
             self.failed[stage] += 1
 
-    def by_stage(self) -> dict[str, dict[str, int]]:
+    def by_stage(self) -> dict[str, dict[str, float]]:
         """``{stage: {"calls", "failed", "input_tokens", "output_tokens", "call_seconds"}}``.
 
         ``call_seconds`` sums the calls' durations: calls in parallel overlap, so it
