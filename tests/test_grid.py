@@ -222,3 +222,52 @@ async def test_merge_off_takes_the_union_without_an_aggregator_call() -> None:
     union = await step(dataclasses.replace(_context(), merge=False))
     assert "aggregate" not in union.calls and union.aggregation == "union"
     assert union.calls["propose"] == merged.calls["propose"]
+
+
+def _row(
+    task: str, seed: int, strategy: str, size: object, learn: float, **kw: Any
+) -> dict[str, Any]:
+    name = "sequential" if strategy == "sequential" else f"{strategy}@{size}"
+    return {
+        "task": task,
+        "seed": seed,
+        "name": name,
+        "strategy": strategy,
+        "batch_size": size,
+        "ablation": kw.get("ablation"),
+        "accuracy": kw.get("accuracy", 0.5),
+        "of_ceiling": kw.get("of_ceiling", 0.5),
+        "bullets": 10,
+        "contradictions_left": 0,
+        "learn_seconds": learn,
+        "strategy_seconds": learn / 2,
+        "total_calls": 1,
+        "tokens": 1,
+    }
+
+
+def test_speedup_is_sequential_over_combee_per_seed_both_ran() -> None:
+    rows = [
+        _row("tickets", 0, "sequential", 16, 600.0),
+        _row("tickets", 0, "combee", 48, 200.0),
+        _row("tickets", 1, "sequential", 16, 800.0),
+        _row("tickets", 1, "combee", 48, 200.0),
+        _row("tickets", 2, "combee", 48, 1.0),  # no sequential on seed 2: left out
+        _row("tickets", 0, "combee", 48, 1.0, ablation="union"),  # ablations left out
+    ]
+    result = grid.speedup(rows)
+    assert set(result) == {"tickets/combee@48"}
+    assert result["tickets/combee@48"]["seeds"] == [0, 1]
+    assert result["tickets/combee@48"]["learn_wall_clock_ratio"] == 3.5  # mean of 3 and 4
+
+
+def test_summary_gives_the_mean_and_range_over_seeds() -> None:
+    rows = [
+        _row("tickets", seed, "combee", 48, 1.0, accuracy=acc, of_ceiling=acc / 0.8)
+        for seed, acc in enumerate((0.4, 0.6, 0.8))
+    ]
+    [entry] = grid.summary([*rows, {"key": "tickets/s0/naive@48", "error": "boom"}])
+    assert entry["seeds"] == [0, 1, 2]
+    assert entry["accuracy"] == pytest.approx(0.6)
+    assert (entry["accuracy_min"], entry["accuracy_max"]) == (0.4, 0.8)
+    assert entry["of_ceiling_max"] == pytest.approx(1.0)
