@@ -588,6 +588,19 @@ def speedup(rows: Sequence[dict[str, Any]], simulated: Path | None = None) -> di
     return result
 
 
+def progress(rows: Sequence[dict[str, Any]], configs: Sequence[GridConfig]) -> str:
+    """How many configurations are done, and a projection of the rest from the mean so far."""
+    done = {row["key"] for row in rows}
+    left = [c for c in configs if c.key not in done]
+    units = [row["unit_seconds"] for row in rows if "unit_seconds" in row]
+    mean = statistics.fmean(units) if units else 0.0
+    return (
+        f"progress: {len(configs) - len(left)} of {len(configs)} configurations done; "
+        f"about {len(left) * mean / 3600:.1f} h left at {mean / 60:.0f} min each "
+        "(lock waits not counted)"
+    )
+
+
 def table(rows: Sequence[dict[str, Any]], shared: dict[str, dict[str, Any]]) -> str:
     """Means over seeds as a fixed-width text table, references first."""
     lines = [
@@ -825,6 +838,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             flush=True,
         )
         print(table(record["configs"], record["shared"]), flush=True)
+        print(progress(record["configs"], plan(size)), flush=True)
     done = {row["key"] for row in record["configs"]}
     record["complete"] = all(c.key in done for c in plan(size))
     _save(path, record, started)
