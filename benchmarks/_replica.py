@@ -36,7 +36,14 @@ from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 
-from langgraph_combee import Combee, Feedback, Trace
+from langgraph_combee import (
+    AlgorithmSettings,
+    Combee,
+    Feedback,
+    LearnerSettings,
+    ServingSettings,
+    Trace,
+)
 from langgraph_combee.testing import FunctionChatModel, LatencyChatModel, fake_learner
 
 
@@ -86,8 +93,8 @@ def run_agent(args: argparse.Namespace) -> None:
     combee = Combee.from_conn_string(
         args.conn,
         prompt_id=args.prompt_id,
-        refresh_seconds=args.refresh,
         evaluator=_evaluate,
+        serving=ServingSettings(refresh_seconds=args.refresh),
     )
     model = FunctionChatModel(lambda messages: "WRONG")
     capturing = create_agent(
@@ -134,11 +141,13 @@ def run_learner(args: argparse.Namespace) -> None:
         prompt_id=args.prompt_id,
         model=model,
         batch_size=args.batch,
-        token_budget=None,
-        min_batch=1,
-        max_wait_seconds=args.max_wait,
-        poll_seconds=args.poll,
-        lease_seconds=args.lease,
+        learner=LearnerSettings(
+            min_batch=1,
+            max_wait_seconds=args.max_wait,
+            poll_seconds=args.poll,
+            lease_seconds=args.lease,
+        ),
+        algorithm=AlgorithmSettings(token_budget=None),
     )
     learner = combee.learner
     learn = learner._learn

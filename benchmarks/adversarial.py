@@ -41,9 +41,10 @@ from benchmarks._injections import (
 )
 from benchmarks._injections_heldout import HELDOUT
 from benchmarks._injections_redteam import REDTEAM
-from langgraph_combee import BulletGuard, Combee, LearnReport
+from langgraph_combee import AlgorithmSettings, BulletGuard, Combee
 from langgraph_combee.tasks import TicketRouting
 from langgraph_combee.testing import parrot_learner
+from langgraph_combee.types import LearnReport
 
 MODULE = "benchmarks.adversarial"
 CORPORA: dict[str, tuple[Injection, ...]] = {
@@ -103,8 +104,8 @@ def run_arm(
         model=parrot_learner(insight=TicketRouting().insight),
         strategy=strategy,
         batch_size=batch_size,
-        token_budget=None,
         guard=GUARDS[guard_name],
+        algorithm=AlgorithmSettings(token_budget=None),
     )
     started = time.perf_counter()
     report = combee.learn(traffic)
@@ -151,7 +152,7 @@ def honest_arm(strategy: str, batch_size: int) -> dict[str, Any]:
         model=parrot_learner(insight=honest_rule),
         strategy=strategy,
         batch_size=batch_size,
-        token_budget=None,
+        algorithm=AlgorithmSettings(token_budget=None),
     )
     report = combee.learn([c.trace for c in HONEST_CASES])
     rules = {c.rule for c in HONEST_CASES}

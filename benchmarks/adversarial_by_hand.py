@@ -19,7 +19,7 @@ from langchain_core.tools import tool
 
 from benchmarks._common import RESULTS, command, write_json
 from benchmarks._injections_redteam import REDTEAM
-from langgraph_combee import Combee
+from langgraph_combee import AlgorithmSettings, Combee
 from langgraph_combee.tasks import TicketRouting
 from langgraph_combee.testing import ScriptedChatModel, parrot_learner
 
@@ -66,7 +66,7 @@ def main() -> dict[str, Any]:
         prompt_id="byhand",
         model=parrot_learner(insight=TicketRouting().insight),
         batch_size=8,
-        token_budget=None,
+        algorithm=AlgorithmSettings(token_budget=None),
     )
     attacks = _attacks()
     for style, feedbacks, tool_first in attacks:

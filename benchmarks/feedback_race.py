@@ -26,7 +26,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
 from benchmarks._common import RESULTS, command, machine_info, write_json
-from langgraph_combee import Combee
+from langgraph_combee import CaptureSettings, Combee, LearnerSettings
 from langgraph_combee.testing import FunctionChatModel, fake_learner
 
 MODULE = "benchmarks.feedback_race"
@@ -40,11 +40,8 @@ def run(runs: int) -> dict[str, Any]:
         prompt_id="race",
         model=fake_learner(),
         batch_size=8,
-        feedback_wait_seconds=30.0,
-        poll_seconds=0.05,
-        min_batch=1,
-        max_wait_seconds=0.1,
-        flush_seconds=0.01,
+        capture=CaptureSettings(feedback_wait_seconds=30.0, flush_seconds=0.01),
+        learner=LearnerSettings(poll_seconds=0.05, min_batch=1, max_wait_seconds=0.1),
     ) as combee:
         agent = create_agent(FunctionChatModel(lambda m: "ok"), middleware=[combee.middleware()])
         combee.start()

@@ -64,13 +64,13 @@ from langchain_core.outputs import LLMResult
 
 from benchmarks._common import RESULTS, command, machine_info, write_json
 from benchmarks.quality import replay_evaluator, summarise
-from langgraph_combee import Combee, Trace
+from langgraph_combee import AlgorithmSettings, Combee, LearnerSettings, Trace
+from langgraph_combee._agent.traces import RunInfo, trace_from_messages
 from langgraph_combee._agent_side import Evaluator
+from langgraph_combee._core.text import message_text
+from langgraph_combee._core.tokens import estimate_tokens
 from langgraph_combee._learning.engine import BatchSize
-from langgraph_combee._learning.parsing import message_text
 from langgraph_combee._learning.rules import conflicts
-from langgraph_combee._runtime.traces import RunInfo, trace_from_messages
-from langgraph_combee._tokens import estimate_tokens
 from langgraph_combee.errors import CombeeError
 from langgraph_combee.tasks import (
     Evaluation,
@@ -413,15 +413,19 @@ def run_config(
         model=models.learner,
         strategy=config.strategy,
         batch_size=config.batch_size,
-        max_concurrency=models.concurrency,
-        timeout_seconds=models.timeout_seconds,
-        reflector=models.reflector,
-        seed=config.seed,
-        callbacks=[usage],
-        replay=config.replay,
         evaluator=evaluator,
-        agent_model=task._agent_model(models.agent),
-        agent_prompt=task.prompt(),
+        learner=LearnerSettings(
+            max_concurrency=models.concurrency,
+            timeout_seconds=models.timeout_seconds,
+            callbacks=[usage],
+        ),
+        algorithm=AlgorithmSettings(
+            roles=models.roles,
+            seed=config.seed,
+            replay=config.replay,
+            agent_model=task._agent_model(models.agent),
+            agent_prompt=task.prompt(),
+        ),
     )
     _ablate(combee, config)
     if config.replay:

@@ -49,7 +49,14 @@ from langgraph.runtime import Runtime
 
 from benchmarks._common import IMAGES, RESULTS, command, machine_info, percentile, write_json
 from benchmarks._tickets import MAX_TRACES, make_traces, ticket_rule
-from langgraph_combee import Combee, Feedback, Trace
+from langgraph_combee import (
+    CaptureSettings,
+    Combee,
+    Feedback,
+    LearnerSettings,
+    ServingSettings,
+    Trace,
+)
 from langgraph_combee.testing import FunctionChatModel, fake_learner
 
 MODULE = "benchmarks.overhead"
@@ -132,11 +139,9 @@ def _combee(name: str, truth: dict[str, str], *, batch_size: int, **options: Any
         model=fake_learner(insight=ticket_rule),
         batch_size=batch_size,
         evaluator=evaluate,
-        poll_seconds=0.05,
-        refresh_seconds=0.5,
-        min_batch=4,
-        max_wait_seconds=1.0,
         **options,
+        serving=ServingSettings(refresh_seconds=0.5),
+        learner=LearnerSettings(poll_seconds=0.05, min_batch=4, max_wait_seconds=1.0),
     )
 
 
@@ -170,15 +175,18 @@ def build_arms(phase: str, truth: dict[str, str], *, preload: int, batch_size: i
         serve = _combee(f"{phase}-serve", truth, batch_size=batch_size)
         arms.append(Arm("combee-serve", agent(serve.middleware(capture=False)), serve))
         durable = _combee(
-            f"{phase}-durable", truth, batch_size=batch_size, durability="write_through"
+            f"{phase}-durable",
+            truth,
+            batch_size=batch_size,
+            capture=CaptureSettings(durability="write_through"),
         )
         arms.append(Arm("durable", agent(durable.middleware()), durable))
         on_disk = _combee(
             f"{phase}-durable-sqlite",
             truth,
             batch_size=batch_size,
-            durability="write_through",
             store=_sqlite_store(),
+            capture=CaptureSettings(durability="write_through"),
         )
         arms.append(Arm("durable-sqlite", agent(on_disk.middleware()), on_disk))
     for name in ("combee", "combee+playbook", "lean", "lean+playbook"):

@@ -37,7 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import IMAGES, RESULTS, command, machine_info, write_json
-from langgraph_combee import Combee, Feedback, StepReport, Trace
+from langgraph_combee import (
+    AlgorithmSettings,
+    Combee,
+    Feedback,
+    LearnerSettings,
+    Trace,
+)
 from langgraph_combee._learning.rules import conflicts
 from langgraph_combee.errors import CombeeError
 from langgraph_combee.tasks import (
@@ -49,6 +55,7 @@ from langgraph_combee.tasks import (
     get_task,
     load_models,
 )
+from langgraph_combee.types import StepReport
 
 MODULE = "benchmarks.quality"
 STRATEGIES = ("sequential", "naive", "combee")
@@ -183,21 +190,18 @@ def run_config(
         model=models.learner,
         strategy=config.strategy,
         batch_size=config.batch_size,
-        max_concurrency=models.concurrency,
-        timeout_seconds=models.timeout_seconds,
-        reflector=models.reflector,
-        seed=seed,
         # Verified adoption needs the agent's model, its prompt and an evaluator; the
         # traces were collected without the middleware, so it is told them.
-        **(
-            {
-                "replay": True,
-                "evaluator": replay_evaluator(task),
-                "agent_model": models.agent,
-                "agent_prompt": task.prompt(),
-            }
-            if config.replay
-            else {"replay": False}
+        evaluator=replay_evaluator(task) if config.replay else None,
+        learner=LearnerSettings(
+            max_concurrency=models.concurrency, timeout_seconds=models.timeout_seconds
+        ),
+        algorithm=AlgorithmSettings(
+            roles=models.roles,
+            seed=seed,
+            replay=config.replay,
+            agent_model=models.agent if config.replay else None,
+            agent_prompt=task.prompt() if config.replay else None,
         ),
     )
     roles = combee.describe_roles()

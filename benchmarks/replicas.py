@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import RESULTS, ROOT, command, machine_info, percentile, write_json
-from langgraph_combee import Combee, PromptVersion
+from langgraph_combee import Combee
+from langgraph_combee.types import PromptVersion
 
 MODULE = "benchmarks.replicas"
 DSN_ENV = "COMBEE_TEST_POSTGRES_DSN"

@@ -36,7 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import IMAGES, RESULTS, ROOT, command, machine_info, write_json
-from langgraph_combee import Combee, Feedback, Trace
+from langgraph_combee import (
+    CaptureSettings,
+    Combee,
+    Feedback,
+    LearnerSettings,
+    ServingSettings,
+    Trace,
+)
 from langgraph_combee.testing import fake_learner
 
 MODULE = "benchmarks.soak"
@@ -104,11 +111,9 @@ def soak(conn: str, *, traces: int, rate: float, timeout: float) -> dict[str, An
                 prompt_id="soak",
                 model=model,
                 batch_size=BATCH,
-                min_batch=1,
-                max_wait_seconds=1.0,
-                poll_seconds=0.2,
-                refresh_seconds=1.0,
-                capture_limit=traces + 1,
+                capture=CaptureSettings(capture_limit=traces + 1),
+                serving=ServingSettings(refresh_seconds=1.0),
+                learner=LearnerSettings(min_batch=1, max_wait_seconds=1.0, poll_seconds=0.2),
             )
         )
         learner = combee.learner

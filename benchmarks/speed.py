@@ -37,7 +37,7 @@ from benchmarks._latency import (
     split_steps,
 )
 from benchmarks._tickets import MAX_TRACES, make_traces, ticket_rule
-from langgraph_combee import Combee
+from langgraph_combee import AlgorithmSettings, Combee, LearnerSettings
 from langgraph_combee.testing import fake_learner
 
 MODULE = "benchmarks.speed"
@@ -175,10 +175,13 @@ async def run_arm(
         model=llm,
         strategy=arm.strategy,
         batch_size=arm.batch_size,  # type: ignore[arg-type]
-        token_budget=None,  # let the playbook grow: one bullet per distinct failure
-        max_concurrency=max_concurrency,
-        timeout_seconds=None,  # long aggregator / naive calls must not be cut
-        callbacks=[recorder],
+        learner=LearnerSettings(
+            max_concurrency=max_concurrency,
+            timeout_seconds=None,  # long aggregator / naive calls must not be cut
+            callbacks=[recorder],
+        ),
+        # Let the playbook grow: one bullet per distinct failure.
+        algorithm=AlgorithmSettings(token_budget=None),
     )
     cpu0, t0 = time.process_time(), time.perf_counter()
     report = await combee.alearn(list(traces))

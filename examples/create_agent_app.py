@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from langgraph_combee import Combee
+from langgraph_combee import Combee, LearnerSettings, ServingSettings
 from langgraph_combee.testing import FunctionChatModel, fake_learner
 
 RULES = {
@@ -65,8 +65,8 @@ def main() -> None:
         prompt_id="ticket-router",
         model=fake_learner(insight=topic_rule),
         batch_size=4,
-        poll_seconds=0.05,
-        refresh_seconds=0.2,
+        serving=ServingSettings(refresh_seconds=0.2),
+        learner=LearnerSettings(poll_seconds=0.05),
     )
     agent = create_agent(
         FunctionChatModel(agent_model_reply),

@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from langgraph_combee import Combee, Feedback, LearnReport, Trace
+from langgraph_combee import Combee, Feedback, LearnerSettings, Trace
 from langgraph_combee.testing import LatencyChatModel, fake_learner
+from langgraph_combee.types import LearnReport
 
 TEAMS = ["FIN-REFUNDS", "LOG-DELAYS", "SEC-ACCESS", "ACC-BILLING", "HW-RMA", "APP-BUGS"]
 TOPICS = ["refund", "late parcel", "locked account", "double charge", "broken device", "crash"]
@@ -49,7 +50,7 @@ async def run(strategy: str, traces: list[Trace], batch_size: int) -> LearnRepor
         model=model,
         strategy=strategy,
         batch_size=batch_size,
-        max_concurrency=64,
+        learner=LearnerSettings(max_concurrency=64),
     )
     return await combee.alearn(traces)
 

@@ -28,7 +28,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-from langgraph_combee import Combee
+from langgraph_combee import Combee, LearnerSettings, ServingSettings
 from langgraph_combee.testing import FunctionChatModel, fake_learner
 
 APP_PROMPT = "You route support tickets. Answer with the team code only."
@@ -102,8 +102,8 @@ def serve(style: str, tickets: int) -> None:
         prompt_id=f"ticket-router-{style}",
         model=fake_learner(insight=topic_rule),
         batch_size=4,
-        poll_seconds=0.05,
-        refresh_seconds=0.2,
+        serving=ServingSettings(refresh_seconds=0.2),
+        learner=LearnerSettings(poll_seconds=0.05),
     )
     app = node_style(combee) if style == "node" else wrap_style(combee)
     topics = list(RULES)

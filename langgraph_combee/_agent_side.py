@@ -8,6 +8,7 @@ it; it is a separate room so the facade stays readable.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import math
 from collections.abc import Callable, Mapping
@@ -15,22 +16,22 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pydantic import ValidationError
 
+from langgraph_combee._agent.buffer import storable_text
+from langgraph_combee._agent.limits import clip_feedback
+from langgraph_combee._agent.serving import UNSCOPED
 from langgraph_combee._core.types import Feedback, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._runtime.buffer import storable_text
-from langgraph_combee._runtime.limits import clip_feedback
-from langgraph_combee._runtime.serving import UNSCOPED
 from langgraph_combee._storage.keys import PromptSpace
 
 if TYPE_CHECKING:
     import threading
 
+    from langgraph_combee._agent.collector import CombeeTracer
+    from langgraph_combee._agent.lean import LeanCombeeMiddleware
+    from langgraph_combee._agent.middleware import CombeeMiddleware
+    from langgraph_combee._agent.serving import Server
     from langgraph_combee._combee import Combee
-    from langgraph_combee._runtime.acceptance import AcceptancePolicy
-    from langgraph_combee._runtime.collector import CombeeTracer
-    from langgraph_combee._runtime.lean import LeanCombeeMiddleware
-    from langgraph_combee._runtime.middleware import CombeeMiddleware
-    from langgraph_combee._runtime.serving import Server
+    from langgraph_combee._learner.acceptance import AcceptancePolicy
     from langgraph_combee._storage.queue import TraceQueue
     from langgraph_combee.platform._store import PlatformStore
 
@@ -141,15 +142,15 @@ class AgentSide:
         if tenant == UNSCOPED:
             tenant = None
         head = self.server.head(tenant)
-        choose = getattr(self.acceptance, "choose", None)
-        if choose is None:
+        # The canary route (to move to the agent side's router): a trial's
+        # candidate for ``canary_fraction`` of runs, stable per run key.
+        fraction = self.acceptance.canary_fraction
+        canary = self.server.canary(tenant) if fraction > 0 else None
+        if canary is None or run_key is None:
             return head
-        try:
-            picked = choose(self.server, tenant, head, run_key)
-        except Exception:
-            logger.exception("acceptance policy failed to choose a version; serving HEAD")
-            return head
-        return picked if isinstance(picked, PromptVersion) else head
+        digest = hashlib.sha256(run_key.encode()).digest()
+        bucket = int.from_bytes(digest[:8], "big") / 2**64
+        return canary if bucket < fraction else head
 
     def _bind_platform_store(self) -> bool:
         """Bind ``store="platform"`` to the server's store; False while it is unknown."""
@@ -383,39 +384,39 @@ class AgentSide:
         if not isinstance(lean, bool):
             raise ConfigurationError("lean", lean, "True or False")
         if lean:
-            from langgraph_combee._runtime.lean import LeanCombeeMiddleware
+            from langgraph_combee._agent.lean import LeanCombeeMiddleware
 
             return LeanCombeeMiddleware(self._combee(), capture=capture)
-        from langgraph_combee._runtime.middleware import CombeeMiddleware
+        from langgraph_combee._agent.middleware import CombeeMiddleware
 
         return CombeeMiddleware(self._combee(), capture=capture)
 
     def tracer(self) -> CombeeTracer:
         """A callback handler that captures every finished root run as a trace."""
-        from langgraph_combee._runtime.collector import CombeeTracer
+        from langgraph_combee._agent.collector import CombeeTracer
 
         return CombeeTracer(self._combee())
 
     def node(self) -> Any:
         """A LangGraph node putting the learned system prompt first in ``messages``."""
-        from langgraph_combee._runtime.graph import make_node
+        from langgraph_combee._agent.graph import make_node
 
         return make_node(self._combee())
 
     def system_prompt(self, base: str, *, config: Mapping[str, Any] | None = None) -> str:
         """``base`` with the learned playbook appended, for the current run."""
-        from langgraph_combee._runtime.graph import system_prompt
+        from langgraph_combee._agent.graph import system_prompt
 
         return system_prompt(self._combee(), base, config=config)
 
     def wrap_model(self, llm: Any) -> Any:
         """A runnable that injects the learned prompt into every call of ``llm``."""
-        from langgraph_combee._runtime.graph import wrap_model
+        from langgraph_combee._agent.graph import wrap_model
 
         return wrap_model(self._combee(), llm)
 
     def instrument(self, graph: Any) -> Any:
         """The compiled graph with trace capture attached to every run."""
-        from langgraph_combee._runtime.graph import instrument
+        from langgraph_combee._agent.graph import instrument
 
         return instrument(self._combee(), graph)

@@ -12,30 +12,29 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import copy
 import logging
-import math
 import threading
 import uuid
 import weakref
 from collections.abc import (
-    Awaitable,
     Callable,
     Coroutine,
     Iterable,
     Iterator,
     Mapping,
-    Sequence,
 )
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
-from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph.store.memory import InMemoryStore
 
+from langgraph_combee._agent.limits import TraceLimits
+from langgraph_combee._agent.serving import Server
+from langgraph_combee._agent.serving import ServingSettings as _ServerSettings
 from langgraph_combee._agent_side import AgentSide, Evaluator, ScopeFn
-from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.diff import PlaybookDiff
 from langgraph_combee._core.types import (
     Decision,
@@ -44,9 +43,16 @@ from langgraph_combee._core.types import (
     StepReport,
     Trace,
 )
-from langgraph_combee._errors import ConfigurationError, EngineLoopError, LearningError
-from langgraph_combee._learning.budget import LearnerBudget
+from langgraph_combee._errors import ConfigurationError, EngineLoopError
+from langgraph_combee._learner.acceptance import AcceptAll, AcceptancePolicy, as_policy
+from langgraph_combee._learner.learner import BackgroundLearner
+from langgraph_combee._learner.learner import LearnerSettings as _LoopSettings
+from langgraph_combee._learner.parts import LearnerParts
+from langgraph_combee._learner.replaying import Replayer
+from langgraph_combee._learner.step import Stepper, refuse_duplicates
+from langgraph_combee._learner.versions import ApplyPipeline, VersionWriter
 from langgraph_combee._learning.calls import CallSettings
+from langgraph_combee._learning.controller import BatchSizeController
 from langgraph_combee._learning.engine import (
     BatchSize,
     EngineSettings,
@@ -54,34 +60,30 @@ from langgraph_combee._learning.engine import (
     validate_batch_size,
 )
 from langgraph_combee._learning.guard import DEFAULT_GUARD, BulletGuard
-from langgraph_combee._learning.prompts import REFLECTOR_STYLES, ReflectorStyle
 from langgraph_combee._learning.replay import ReplaySettings
-from langgraph_combee._learning.roles import RoleProfile
 from langgraph_combee._learning.strategies import Strategy
-from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy
-from langgraph_combee._runtime.feedback_poll import FeedbackSource
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
-from langgraph_combee._runtime.limits import TraceLimits
-from langgraph_combee._runtime.replaying import Replayer, ReplayMode
-from langgraph_combee._runtime.serving import DropPolicy, Durability, Server, ServingSettings
-from langgraph_combee._runtime.step_run import learn_step_run
-from langgraph_combee._runtime.versions import ApplyPipeline, VersionWriter
+from langgraph_combee._settings import (
+    AlgorithmSettings,
+    CaptureSettings,
+    LearnerSettings,
+    MissingFeedback,
+    ServingSettings,
+    refuse_moved,
+)
 from langgraph_combee._storage.keys import validate_label
 from langgraph_combee._storage.locked import thread_safe, unwrap
 from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
 
 if TYPE_CHECKING:
+    from typing_extensions import Never
+
     from langgraph_combee.platform._store import PlatformStore
 
 logger = logging.getLogger("langgraph_combee")
 
 R = TypeVar("R")
-
-MissingFeedback = Literal["learn", "drop"]
-
-
-VersionListener = Callable[[PromptVersion, "PromptVersion | None"], None]
+S = TypeVar("S")
 
 
 def _resolve_model(model: str | BaseChatModel | None) -> BaseChatModel | None:
@@ -171,38 +173,6 @@ def _run_blocking(coro: Coroutine[Any, Any, R], store: BaseStore, what: str) -> 
         return pool.submit(asyncio.run, coro).result()
 
 
-_INT = "int"
-_POSITIVE = "positive"  # a finite number > 0
-_SECONDS = "seconds"  # a finite number >= the minimum
-
-
-def _check_numbers(**specs: tuple[Any, str, float | None, bool]) -> None:
-    """Refuse a numeric argument of the wrong type or range, naming it.
-
-    Each spec is ``(value, kind, minimum, none_allowed)``. Checked before any
-    settings object is built, so that ``'5'`` or ``inf`` fail with the
-    argument's own name rather than a bare ``TypeError`` from deep inside.
-    """
-    for name, (value, kind, minimum, none_allowed) in specs.items():
-        if value is None and none_allowed:
-            continue
-        prefix = "None or " if none_allowed else ""
-        if kind == _INT:
-            ok = isinstance(value, int) and not isinstance(value, bool)
-            ok = ok and (minimum is None or value >= minimum)
-            allowed = f"{prefix}an int" + (f" >= {minimum:g}" if minimum is not None else "")
-        else:
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            ok = ok and math.isfinite(value)
-            if kind == _POSITIVE:
-                ok, allowed = ok and value > 0, f"{prefix}a finite number > 0"
-            else:
-                low = minimum or 0
-                ok, allowed = ok and value >= low, f"{prefix}a finite number >= {low:g}"
-        if not ok:
-            raise ConfigurationError(name, value, allowed)
-
-
 def _reason(reason: object) -> str:
     if not isinstance(reason, str):
         raise ConfigurationError("reason", reason, "a string (why the decision was made)")
@@ -226,31 +196,45 @@ def _as_traces(traces: Iterable[Trace | Mapping[str, Any]]) -> list[Trace]:
                 raise ConfigurationError(f"traces[{i}]", item, f"a valid Trace ({exc})") from exc
         else:
             raise ConfigurationError(f"traces[{i}]", item, "a Trace or a dict of Trace fields")
-    _refuse_duplicates(out, "traces")
+    refuse_duplicates(out, "traces")
     return out
 
 
-def _refuse_duplicates(traces: Sequence[Trace], name: str) -> None:
-    # One run learned twice would count its evidence twice; the caller most
-    # likely concatenated two exports. Refused rather than silently de-duplicated.
-    seen: dict[str, int] = {}
-    for i, trace in enumerate(traces):
-        if trace.id in seen:
-            raise ConfigurationError(
-                f"{name}[{i}].id",
-                trace.id,
-                f"an id not already used by {name}[{seen[trace.id]}] (trace ids must be unique)",
-            )
-        seen[trace.id] = i
+def _batch_size(batch_size: object) -> BatchSize | BatchSizeController:
+    """``batch_size``: a positive int, ``"auto"`` or a ``BatchSizeController`` to copy."""
+    if isinstance(batch_size, BatchSizeController):
+        return batch_size
+    try:
+        return validate_batch_size(batch_size)
+    except ConfigurationError as exc:
+        raise ConfigurationError(
+            "batch_size", batch_size, 'a positive int, "auto" or a BatchSizeController'
+        ) from exc
 
 
-def _roles(roles: str | RoleProfile, reflector: object) -> str | RoleProfile:
-    """The ``roles`` setting, with the older ``reflector`` name folded in."""
-    if reflector is None:
-        return roles
-    if reflector not in REFLECTOR_STYLES:
-        raise ConfigurationError("reflector", reflector, "None, 'full' or 'compact'")
-    return "small" if reflector == "compact" else "full"
+def _settings(name: str, value: object, kind: type[S]) -> S:
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise ConfigurationError(name, value, f"None or a {kind.__name__}")
+    return value
+
+
+_SIGNATURE = (
+    "prompt_id",
+    "model",
+    "store",
+    "strategy",
+    "batch_size",
+    "evaluator",
+    "acceptance",
+    "guard",
+    "scope",
+    "capture",
+    "serving",
+    "learner",
+    "algorithm",
+)
 
 
 class Combee(AgentSide):
@@ -260,7 +244,11 @@ class Combee(AgentSide):
 
         combee = Combee(prompt_id="support-agent", model=learner_model)
         report = combee.learn(traces)
-        print(report.playbook.render())
+        print(report.version.playbook.render())
+
+    Every other knob sits in one of four settings objects (each documented in
+    docs/production.md); a keyword of an earlier release (``refresh_seconds=``,
+    ...) raises ``ConfigurationError`` naming the settings object that holds it.
 
     Args:
         prompt_id: Name of the learned prompt; one playbook per id (and tenant).
@@ -271,88 +259,27 @@ class Combee(AgentSide):
             (``langgraph dev``, LangGraph Platform) gives its runs, bound on the
             first run (see ``langgraph_combee.platform``).
         strategy: ``"combee"`` (default), ``"sequential"`` or ``"naive"``.
-        batch_size: Traces per learning step, or ``"auto"`` for the controller.
+        batch_size: Traces per learning step; ``"auto"`` (default) for the
+            batch-size controller, or a ``BatchSizeController`` with settings of
+            your own (each tenant gets a fresh copy of it).
+        evaluator: Optional ``(trace) -> Feedback | None`` run on each captured trace.
         acceptance: Policy deciding which candidates go live; default AcceptAll.
-        token_budget: Maximum estimated tokens of the rendered playbook.
-        copies: Combee's duplication factor p (default 2).
-        fan_in: Combee's number of level-1 groups; default floor(sqrt(n)).
-        seed: Seed of Combee's shuffle.
-        max_concurrency: Most learner LLM calls in flight at once.
-        timeout_seconds: Per-call timeout of learner calls.
-        max_attempts: Attempts per learner call (retries with backoff).
-        backoff_seconds: First retry delay; later ones grow exponentially.
-        embedder: Optional ``Embedder`` for semantic de-duplication.
         guard: The ``BulletGuard`` screening every proposed edit before it is
             applied (and holding the support threshold); default
             ``BulletGuard()``, None turns screening off. See ``docs/security.md``.
-        roles: The role profile of the learner's reflector, curators and
-            aggregator: ``"auto"`` (default: the small-model profile for models
-            known to be small, such as a local llama.cpp or Ollama server or a
-            name stating 8B parameters or fewer, else ACE's full roles, switching
-            to small when full replies keep failing to parse or hitting their
-            length limit), ``"full"``, ``"small"``, or a ``RoleProfile``. See
-            ``describe_roles()`` and ``docs/concepts.md``.
-        reflector: The older name of ``roles``: ``"full"`` or ``"compact"``
-            (the small profile); None (default) defers to ``roles``.
-        callbacks: LangChain callbacks attached to every learner call.
-        evaluator: Optional ``(trace) -> Feedback | None`` run on each captured trace.
         scope: Optional ``(config) -> tenant`` mapping a run's config (its
             ``configurable`` and ``metadata``) to a tenant; each tenant learns its
             own playbook. Default: one shared playbook.
-        refresh_seconds: How stale the agent's cached HEAD may get; replicas
-            sharing a store converge within this interval.
-        capture_limit: Most captured traces buffered in memory before the drop
-            policy applies.
-        drop_policy: ``"drop_oldest"`` (default) or ``"drop_newest"`` when full.
-        flush_seconds: How often the background thread writes captured traces to
-            the queue: the longest a trace waits in memory before its first write
-            attempt while the store answers.
-        first_read_seconds: Longest a run waits for the first HEAD read of its
-            tenant in this process; past it the run is served version 0 (the
-            app's own prompt) and the read goes on in the background.
-        durability: ``"buffered"`` (default: a captured trace waits in memory
-            until the next flush, and dies with the process) or
-            ``"write_through"`` (each trace is written to the store before its run
-            returns; while the store fails, runs fall back to the buffer, counted).
-            See docs/faults.md.
-        feedback_wait_seconds: How long a captured trace without feedback waits
-            for ``feedback()`` before the learner may take it.
-        on_missing_feedback: After the wait, ``"learn"`` from execution
-            feedback only (default) or ``"drop"`` the trace.
-        min_batch: Fewest traces the background learner takes after
-            ``max_wait_seconds`` of low traffic (a full batch is taken at once).
-        max_wait_seconds: Longest a ready trace waits for its batch to fill.
-        poll_seconds: How often the background learner looks at the queue.
-        lease_seconds: Expiry of the learner's writer lease (renewed each pass).
-        step_backoff_seconds: First delay after a failed step (0 to 60); doubles
-            on each failure in a row, up to 60 s.
-        budget: Optional ``LearnerBudget`` capping learner calls and tokens per
-            hour; when it is spent the background learner waits and ``learn()``
-            raises ``BudgetExceededError`` (see docs/faults.md).
-        max_message_chars: Most characters a captured trace keeps per text
-            field (message, tool result, input, output); the middle is cut
-            with a marker. None: no limit.
-        max_trace_chars: Most characters a captured trace keeps in all; messages
-            are cut from the middle of the run beyond it. None: no limit.
-        on_version: Callables ``(new, previous) -> None`` told each time this
-            process puts a version in force (acceptance, approval, rollback),
-            e.g. ``LangSmithPromptHub(client)``.
-        feedback_source: Optional ``FeedbackSource`` the background learner asks
-            for feedback on traces that wait for it (``feedback_wait_seconds``),
-            e.g. ``LangSmithFeedback(client)``; feedback found makes them ready.
-        replay: Verified adoption (``docs/acceptance.md``): before a candidate
-            goes to ``acceptance``, replay the last model call of runs of the
-            batch under it with the agent's model, and drop the rules that do
-            not earn their place. ``"auto"`` (default): on when the agent's
-            model and an ``evaluator`` are known; True: on whenever the model is
-            known (runs without an evaluator verdict are scored by their ground
-            truth); False: off.
-        max_replays: Most replay calls per learning step.
-        agent_model: The agent's chat model for replays (a ``BaseChatModel`` or a
-            ``"provider:name"`` string); default: the one the middleware saw the
-            agent call in this process.
-        agent_prompt: The agent's own system prompt for replays; default: the one
-            the middleware saw.
+        capture: What the agent side captures and how it reaches the queue
+            (``CaptureSettings``).
+        serving: How the agent side serves the prompt in force (``ServingSettings``).
+        learner: The learner's LLM calls, budget and background loop
+            (``LearnerSettings``).
+        algorithm: What a learning step does (``AlgorithmSettings``).
+
+    Raises:
+        ConfigurationError: An argument is bad, or is a keyword that moved into
+            a settings object.
     """
 
     def __init__(
@@ -362,194 +289,115 @@ class Combee(AgentSide):
         model: str | BaseChatModel | None = None,
         store: BaseStore | Literal["platform"] | None = None,
         strategy: str | Strategy = "combee",
-        batch_size: BatchSize = "auto",
-        acceptance: AcceptancePolicy | None = None,
-        token_budget: int | None = 2000,
-        copies: int = 2,
-        fan_in: int | None = None,
-        seed: int = 0,
-        max_concurrency: int = 16,
-        timeout_seconds: float | None = 600.0,
-        max_attempts: int = 3,
-        backoff_seconds: float = 0.5,
-        embedder: Embedder | None = None,
-        guard: BulletGuard | None = DEFAULT_GUARD,
-        roles: str | RoleProfile = "auto",
-        reflector: ReflectorStyle | None = None,
-        callbacks: Callbacks = None,
+        batch_size: BatchSize | BatchSizeController = "auto",
         evaluator: Evaluator | None = None,
+        acceptance: AcceptancePolicy | None = None,
+        guard: BulletGuard | None = DEFAULT_GUARD,
         scope: ScopeFn | None = None,
-        refresh_seconds: float = 5.0,
-        capture_limit: int = 10_000,
-        drop_policy: DropPolicy = "drop_oldest",
-        flush_seconds: float = 0.5,
-        first_read_seconds: float = 1.0,
-        durability: Durability = "buffered",
-        feedback_wait_seconds: float = 0.0,
-        on_missing_feedback: MissingFeedback = "learn",
-        min_batch: int = 4,
-        max_wait_seconds: float = 30.0,
-        poll_seconds: float = 1.0,
-        lease_seconds: float = 60.0,
-        step_backoff_seconds: float = 1.0,
-        budget: LearnerBudget | None = None,
-        max_message_chars: int | None = 20_000,
-        max_trace_chars: int | None = 100_000,
-        on_version: Sequence[VersionListener] = (),
-        feedback_source: FeedbackSource | None = None,
-        replay: ReplayMode = "auto",
-        max_replays: int = 32,
-        agent_model: str | BaseChatModel | None = None,
-        agent_prompt: str | None = None,
+        capture: CaptureSettings | None = None,
+        serving: ServingSettings | None = None,
+        learner: LearnerSettings | None = None,
+        algorithm: AlgorithmSettings | None = None,
+        **moved: Never,
     ) -> None:
+        refuse_moved("Combee", moved, _SIGNATURE)
         validate_label("prompt_id", prompt_id)
-        _check_numbers(
-            token_budget=(token_budget, _INT, 50, True),
-            copies=(copies, _INT, 1, False),
-            fan_in=(fan_in, _INT, 1, True),
-            seed=(seed, _INT, None, False),
-            max_concurrency=(max_concurrency, _INT, 1, False),
-            timeout_seconds=(timeout_seconds, _POSITIVE, None, True),
-            max_attempts=(max_attempts, _INT, 1, False),
-            backoff_seconds=(backoff_seconds, _SECONDS, 0, False),
-            refresh_seconds=(refresh_seconds, _POSITIVE, None, False),
-            flush_seconds=(flush_seconds, _POSITIVE, None, False),
-            first_read_seconds=(first_read_seconds, _POSITIVE, None, False),
-            capture_limit=(capture_limit, _INT, 1, False),
-            feedback_wait_seconds=(feedback_wait_seconds, _SECONDS, 0, False),
-            min_batch=(min_batch, _INT, 1, False),
-            max_wait_seconds=(max_wait_seconds, _POSITIVE, None, False),
-            poll_seconds=(poll_seconds, _POSITIVE, None, False),
-            lease_seconds=(lease_seconds, _POSITIVE, None, False),
-            step_backoff_seconds=(step_backoff_seconds, _SECONDS, 0, False),
-            max_message_chars=(max_message_chars, _INT, 200, True),
-            max_trace_chars=(max_trace_chars, _INT, 200, True),
-        )
-        if step_backoff_seconds > 60.0:
-            raise ConfigurationError(
-                "step_backoff_seconds", step_backoff_seconds, "a number from 0 to 60"
-            )
+        capture = _settings("capture", capture, CaptureSettings)
+        serving = _settings("serving", serving, ServingSettings)
+        learning = _settings("learner", learner, LearnerSettings)
+        algorithm = _settings("algorithm", algorithm, AlgorithmSettings)
         if store is not None and store != "platform" and not isinstance(store, BaseStore):
             raise ConfigurationError("store", store, "a langgraph BaseStore, 'platform' or None")
-        if acceptance is not None and not isinstance(acceptance, AcceptancePolicy):
-            raise ConfigurationError(
-                "acceptance", acceptance, "an AcceptancePolicy (name + async decide())"
-            )
         self.prompt_id = prompt_id
         self.model = _resolve_model(model)
         resolved = _resolve_store(store)
         self.store: BaseStore = thread_safe(resolved)
         # Combee(store="platform"): bound by the first run that sees the server's store.
         self._platform_store = cast("PlatformStore", resolved) if store == "platform" else None
-        self.acceptance: AcceptancePolicy = acceptance or AcceptAll()
-        self._batch_size = validate_batch_size(batch_size)
+        self.acceptance: AcceptancePolicy = (
+            AcceptAll() if acceptance is None else as_policy(acceptance)
+        )
+        self._batch_size = _batch_size(batch_size)
         self._strategy = strategy
         self._engine_settings = EngineSettings(
-            copies=copies,
-            fan_in=fan_in,
-            seed=seed,
-            token_budget=token_budget,
-            embedder=embedder,
+            copies=algorithm.copies,
+            fan_in=algorithm.fan_in,
+            seed=algorithm.seed,
+            token_budget=algorithm.token_budget,
+            embedder=algorithm.embedder,
             guard=guard,
-            roles=_roles(roles, reflector),
+            roles=algorithm.roles,
         )
         self._call_settings = CallSettings(
-            max_concurrency=max_concurrency,
-            timeout_seconds=timeout_seconds,
-            max_attempts=max_attempts,
-            backoff_initial=backoff_seconds,
-            backoff_max=max(backoff_seconds, 8.0 * backoff_seconds),
+            max_concurrency=learning.max_concurrency,
+            timeout_seconds=learning.timeout_seconds,
+            max_attempts=learning.max_attempts,
+            backoff_initial=learning.backoff_seconds,
+            backoff_max=max(learning.backoff_seconds, 8.0 * learning.backoff_seconds),
         )
-        self._callbacks = callbacks
-        if budget is not None and not isinstance(budget, LearnerBudget):
-            raise ConfigurationError("budget", budget, "None or a LearnerBudget")
-        self.budget = budget
+        self._callbacks = learning.callbacks
+        self.budget = learning.budget
         if evaluator is not None and not callable(evaluator):
             raise ConfigurationError(
                 "evaluator", evaluator, "a callable (trace) -> Feedback | None"
             )
         if scope is not None and not callable(scope):
             raise ConfigurationError("scope", scope, "a callable (config) -> tenant str | None")
-        if on_missing_feedback not in ("learn", "drop"):
-            raise ConfigurationError(
-                "on_missing_feedback", on_missing_feedback, "'learn' or 'drop'"
-            )
         self.evaluator = evaluator
         self.scope = scope
-        self.feedback_wait_seconds = float(feedback_wait_seconds)
-        self.on_missing_feedback: MissingFeedback = on_missing_feedback
+        self.feedback_wait_seconds = float(capture.feedback_wait_seconds)
+        self.on_missing_feedback: MissingFeedback = learning.on_missing_feedback
         self._queues: dict[str | None, TraceQueue] = {}
         self._scope_lock = threading.Lock()
         self._scope_reported: set[str] = set()
         self.server = Server(
             registry_for=self.registry,
             queue_for=self.queue,
-            settings=ServingSettings(
-                refresh_seconds=refresh_seconds,
-                capture_limit=capture_limit,
-                drop_policy=drop_policy,
-                flush_seconds=flush_seconds,
-                first_read_seconds=first_read_seconds,
-                durability=durability,
+            settings=_ServerSettings(
+                refresh_seconds=serving.refresh_seconds,
+                capture_limit=capture.capture_limit,
+                drop_policy=capture.drop_policy,
+                flush_seconds=capture.flush_seconds,
+                first_read_seconds=serving.first_read_seconds,
+                durability=capture.durability,
                 limits=TraceLimits(
-                    max_message_chars=max_message_chars, max_trace_chars=max_trace_chars
+                    max_message_chars=capture.max_message_chars,
+                    max_trace_chars=capture.max_trace_chars,
                 ),
             ),
         )
-        for listener in on_version:
-            if not callable(listener):
-                raise ConfigurationError(
-                    "on_version", listener, "callables (new_version, previous_version) -> None"
-                )
-        self.server.listeners.extend(on_version)
-        if feedback_source is not None and not isinstance(feedback_source, FeedbackSource):
-            raise ConfigurationError(
-                "feedback_source",
-                feedback_source,
-                "a FeedbackSource (fetch(run_ids) and pacing attributes), e.g. LangSmithFeedback",
-            )
-        self.feedback_source = feedback_source
-        self._learner_settings = LearnerSettings(
-            min_batch=min_batch,
-            max_wait_seconds=max_wait_seconds,
-            poll_seconds=poll_seconds,
-            lease_seconds=lease_seconds,
-            backoff_seconds=step_backoff_seconds,
+        self.server.listeners.extend(serving.on_version)
+        self.feedback_source = learning.feedback_source
+        self._learner_settings = _LoopSettings(
+            min_batch=learning.min_batch,
+            max_wait_seconds=learning.max_wait_seconds,
+            poll_seconds=learning.poll_seconds,
+            lease_seconds=learning.lease_seconds,
+            backoff_seconds=learning.step_backoff_seconds,
         )
         self._learner: BackgroundLearner | None = None
         # One lease holder name per Combee, shared by its background learner and
         # its offline writers (learn, approve, ...), which a process lock serialises.
         self._holder = f"combee-{uuid.uuid4().hex[:12]}"
-        self._writer = VersionWriter(
-            prompt_id=prompt_id,
-            acceptance=self.acceptance,
-            server=self.server,
-            store=self.store,
-            holder=self._holder,
-            lease_seconds=lease_seconds,
-            pipeline=ApplyPipeline(
-                guard=self._engine_settings.guard,
-                token_budget=self._engine_settings.token_budget,
-                dedup=self._engine_settings.dedup,
-                dedup_threshold=self._engine_settings.dedup_threshold,
-                embedder=self._engine_settings.embedder,
-            ),
-        )
         self.replayer = Replayer(
-            mode=replay,
+            mode=algorithm.replay,
             settings=ReplaySettings(
-                max_replays=max_replays,
-                max_concurrency=max_concurrency,
-                timeout_seconds=timeout_seconds,
-                seed=seed,
+                max_replays=algorithm.max_replays,
+                max_concurrency=learning.max_concurrency,
+                timeout_seconds=learning.timeout_seconds,
+                seed=algorithm.seed,
             ),
             evaluator=lambda: self.evaluator,
-            agent_model=_resolve_agent_model(agent_model),
-            agent_prompt=agent_prompt,
+            agent_model=_resolve_agent_model(algorithm.agent_model),
+            agent_prompt=algorithm.agent_prompt,
         )
         self._engines: dict[str | None, LearningEngine] = {}
         self._registries: dict[str | None, PromptRegistry] = {}
         self._owned: contextlib.ExitStack | None = None  # a store from_conn_string opened
+        self._stepper, self._learner_parts = _build_learner(
+            self, lease_seconds=learning.lease_seconds
+        )
+        self._writer = self._learner_parts.writer
         # Build one engine now so that bad strategy settings fail at construction.
         if self.model is not None:
             self._engine(None)
@@ -596,10 +444,16 @@ class Combee(AgentSide):
             metadata = {"combee_prompt_id": self.prompt_id}
             if tenant is not None:
                 metadata["combee_tenant"] = tenant
+            # A controller given as batch_size= is a template: each tenant measures its own.
+            template = self._batch_size
+            controller = (
+                copy.deepcopy(template) if isinstance(template, BatchSizeController) else None
+            )
             self._engines[tenant] = LearningEngine(
                 self.model,
                 strategy=self._strategy,
-                batch_size=self._batch_size,
+                batch_size="auto" if controller is not None else cast("BatchSize", template),
+                controller=controller,
                 settings=self._engine_settings,
                 calls=self._call_settings,
                 callbacks=self._callbacks,
@@ -646,8 +500,10 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
         """Put ``version``'s playbook back in force as a new version (history is kept)."""
-        restored = self._writer.rollback(self.registry(tenant), version, reason=_reason(reason))
-        return _run_blocking(restored, self.store, "rollback")
+        _reason(reason)
+        return _run_blocking(
+            self.arollback(version, reason=reason, tenant=tenant), self.store, "rollback"
+        )
 
     async def arollback(
         self, version: int, *, reason: str = "", tenant: str | None = None
@@ -670,9 +526,9 @@ class Combee(AgentSide):
             StaleCandidateError: It is stale and stores no ops to re-apply.
             RegistryError: It is not a candidate.
         """
-        decision = Decision(accepted=True, policy="manual", reason=_reason(reason))
+        _reason(reason)
         return _run_blocking(
-            self._writer.accept(self.registry(tenant), version, decision), self.store, "approve"
+            self.aapprove(version, reason=reason, tenant=tenant), self.store, "approve"
         )
 
     async def aapprove(
@@ -686,9 +542,9 @@ class Combee(AgentSide):
         self, version: int, *, reason: str = "rejected", tenant: str | None = None
     ) -> PromptVersion:
         """Reject a pending candidate; HEAD does not move."""
-        decision = Decision(accepted=False, policy="manual", reason=_reason(reason))
+        _reason(reason)
         return _run_blocking(
-            self._writer.reject(self.registry(tenant), version, decision), self.store, "reject"
+            self.areject(version, reason=reason, tenant=tenant), self.store, "reject"
         )
 
     async def areject(
@@ -704,7 +560,9 @@ class Combee(AgentSide):
     def learner(self) -> BackgroundLearner:
         """The background learner (created on first use, started by ``start()``)."""
         if self._learner is None:
-            self._learner = BackgroundLearner(self, self._learner_settings, holder=self._holder)
+            self._learner = BackgroundLearner(
+                self._learner_parts, self._learner_settings, holder=self._holder
+            )
         return self._learner
 
     def start(self) -> None:
@@ -842,69 +700,66 @@ class Combee(AgentSide):
         if on_step is not None and not callable(on_step):
             raise ConfigurationError("on_step", on_step, "None or a callable (StepReport) -> None")
         items = _as_traces(traces)
-        engine = self._engine(tenant)
-        registry = self.registry(tenant)
-        steps: list[StepReport] = []
-        for _ in range(epochs):
-            start = 0
-            while start < len(items):
-                size = engine.next_batch_size()
-                batch = items[start : start + size]
-                start += len(batch)
-                report = await self.alearn_batch(batch, tenant=tenant, _registry=registry)
-                steps.append(report)
-                if on_step is not None:
-                    on_step(report)
-        return LearnReport(version=await registry.ahead(), steps=steps)
+        return await self._stepper.learn(items, epochs=epochs, tenant=tenant, on_step=on_step)
 
-    async def alearn_batch(
-        self,
-        batch: list[Trace],
-        *,
-        tenant: str | None = None,
-        _registry: PromptRegistry | None = None,
-        before_submit: Callable[[], Awaitable[bool]] | None = None,
-    ) -> StepReport:
+    async def alearn_batch(self, batch: list[Trace], *, tenant: str | None = None) -> StepReport:
         """Run one learning step on ``batch`` and submit its candidate for acceptance.
 
         Args:
-            batch: The traces to learn from.
+            batch: The traces to learn from (distinct ids).
             tenant: Whose playbook learns.
-            before_submit: Optional check run after the step and before anything is
-                written (the background learner renews its lease here); when it
-                returns False the step's result is discarded.
 
         Raises:
             LearningError: The step failed; nothing was written.
         """
-        if not isinstance(batch, list) or not all(isinstance(t, Trace) for t in batch):
-            raise ConfigurationError("batch", batch, "a list of Trace objects")
-        _refuse_duplicates(batch, "batch")
-        registry = _registry or self.registry(tenant)
-        engine = self._engine(tenant)
-        head = await registry.ahead()
-        next_version = await registry.alatest_version() + 1
-        metadata = {
-            "combee_prompt_id": self.prompt_id,
-            "combee_tenant": tenant,
-            "combee_strategy": engine.strategy.name,
-            "combee_batch_size": len(batch),
-            "combee_version_before": head.version,
-        }
-        inputs = {"trace_ids": [t.id for t in batch], "version_before": head.version}
-        async with learn_step_run(self._callbacks, metadata=metadata, inputs=inputs) as run:
-            result = await engine.step(head.playbook, batch, version=next_version)
-            result = await self.replayer(
-                head.playbook,
-                result,
-                batch,
-                version=next_version,
-                callbacks=run.manager.get_child(),
-                budget=self.budget,
-            )
-            if before_submit is not None and not await before_submit():
-                raise LearningError("the writer lease was lost during the step; result discarded")
-            stored = await self._writer.submit(registry, head, result, version=next_version)
-            result.report.run_id = str(run.run_id)
-            run.finish(head, stored, result.report)
-        return result.report
+        return await self._stepper.step(batch, tenant=tenant)
+
+
+def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, LearnerParts]:
+    """The learner side's parts, each given only what it needs from the root.
+
+    The version writer publishes what it puts in force to this process's agent
+    side through two callbacks; the learner flushes its captures before a pass.
+    """
+    server = combee.server
+    settings = combee._engine_settings
+    writer = VersionWriter(
+        prompt_id=combee.prompt_id,
+        acceptance=combee.acceptance,
+        store=combee.store,
+        holder=combee._holder,
+        lease_seconds=lease_seconds,
+        pipeline=ApplyPipeline(
+            guard=settings.guard,
+            token_budget=settings.token_budget,
+            dedup=settings.dedup,
+            dedup_threshold=settings.dedup_threshold,
+            embedder=settings.embedder,
+        ),
+        on_published=lambda tenant, version: server.publish(version),
+        on_canary=server.set_canary,
+    )
+    stepper = Stepper(
+        prompt_id=combee.prompt_id,
+        registry=combee.registry,
+        engine=combee._engine,
+        writer=writer,
+        replayer=combee.replayer,
+        callbacks=combee._callbacks,
+        budget=combee.budget,
+    )
+    parts = LearnerParts(
+        prompt_id=combee.prompt_id,
+        store=combee.store,
+        queue=combee.queue,
+        registry=combee.registry,
+        engine=combee._engine,
+        step=stepper.step,
+        writer=writer,
+        budget=combee.budget,
+        feedback_source=combee.feedback_source,
+        on_missing_feedback=combee.on_missing_feedback,
+        flush=server.flush,
+        ready=combee._bind_platform_store,
+    )
+    return stepper, parts

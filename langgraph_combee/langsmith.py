@@ -4,14 +4,15 @@
   feedback as ``Trace`` objects, to learn offline from what LangSmith recorded.
 - ``feedback_for_runs(client, run_ids)``: the LangSmith feedback of some runs,
   folded into one ``Feedback`` per run.
-- ``LangSmithFeedback(client)``: pass it as ``Combee(feedback_source=...)``
-  and the background learner reads LangSmith feedback on the run ids of traces
-  that wait for feedback (``feedback_wait_seconds``), in batches, on an
+- ``LangSmithFeedback(client)``: pass it as
+  ``LearnerSettings(feedback_source=...)`` and the background learner reads
+  LangSmith feedback on the run ids of traces that wait for feedback
+  (``CaptureSettings.feedback_wait_seconds``), in batches, on an
   interval, so they become ready as soon as someone scores them in LangSmith.
 - ``poll_feedback(combee, client, run_ids)``: the same, by hand, for run ids you
   choose (e.g. from a job).
 - ``LangSmithPromptHub(client, base_prompt=...)``: pass it as
-  ``Combee(on_version=[...])`` and every version put in force (acceptance,
+  ``ServingSettings(on_version=[...])`` and every version put in force (acceptance,
   approval, rollback) is committed to the LangSmith prompt hub under the prompt
   id, with the diff summary as the commit description, so the hub's history
   mirrors the registry.
@@ -38,7 +39,7 @@ from langgraph_combee._core.diff import diff_playbooks
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Feedback, PromptVersion, ToolCall, Trace, TraceMessage
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._runtime.feedback_poll import validate_pacing
+from langgraph_combee._learner.feedback_poll import validate_pacing
 
 if TYPE_CHECKING:
     from langsmith import Client
@@ -289,9 +290,9 @@ def poll_feedback(
 
 
 class LangSmithFeedback:
-    """LangSmith feedback for traces that wait for it: ``Combee(feedback_source=...)``.
+    """LangSmith feedback for traces that wait for it: ``LearnerSettings(feedback_source=...)``.
 
-    While captured traces wait for feedback (``feedback_wait_seconds``), the
+    While captured traces wait for feedback (``CaptureSettings.feedback_wait_seconds``), the
     background learner asks LangSmith for the feedback on their run ids (the
     agent's LangSmith root run ids), ``batch_size`` ids per ``list_feedback``
     request, at most every ``interval_seconds``. Feedback found is folded as in
@@ -305,8 +306,10 @@ class LangSmithFeedback:
         combee = Combee(
             prompt_id="support-agent",
             model=learner_model,
-            feedback_wait_seconds=3600,
-            feedback_source=LangSmithFeedback(Client(), keys=["correctness"]),
+            capture=CaptureSettings(feedback_wait_seconds=3600),
+            learner=LearnerSettings(
+                feedback_source=LangSmithFeedback(Client(), keys=["correctness"])
+            ),
         )
 
     Args:
@@ -369,7 +372,7 @@ class LangSmithFeedback:
 class LangSmithPromptHub:
     """Mirror every version put in force to the LangSmith prompt hub.
 
-    Use as ``Combee(..., on_version=[LangSmithPromptHub(client, base_prompt=APP_PROMPT)])``.
+    Use as ``ServingSettings(on_version=[LangSmithPromptHub(client, base_prompt=APP_PROMPT)])``.
     Each commit holds the full system prompt (``base_prompt`` followed by the
     rendered playbook) as one system message, and its description says which
     version it is, what changed (``+added -removed ~updated``) and why.

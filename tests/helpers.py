@@ -12,8 +12,9 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
-from langgraph_combee import Feedback, PromptVersion, Trace
-from langgraph_combee._learning.parsing import message_text
+from langgraph_combee import Feedback, Trace
+from langgraph_combee._core.text import message_text
+from langgraph_combee.types import PromptVersion
 
 LABEL = re.compile(r"^\[(R\d+)\]$", re.MULTILINE)
 

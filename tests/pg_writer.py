@@ -22,7 +22,7 @@ from pathlib import Path
 
 from langgraph.store.postgres import PostgresStore
 
-from langgraph_combee import Combee, PromptVersion
+from langgraph_combee import AlgorithmSettings, Combee
 from langgraph_combee._core.ops import Add
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Decision
@@ -30,6 +30,7 @@ from langgraph_combee._storage import Lease, PromptRegistry
 from langgraph_combee._storage.lease import fenced
 from langgraph_combee.errors import LeaseLostError
 from langgraph_combee.testing import fake_learner
+from langgraph_combee.types import PromptVersion
 from tests.helpers import distinct_traces
 
 PROMPT = "pg-writers"
@@ -37,7 +38,11 @@ PROMPT = "pg-writers"
 
 def learn(dsn: str, tag: str, go: str) -> None:
     with Combee.from_conn_string(
-        dsn, prompt_id=PROMPT, model=fake_learner(), batch_size=2, token_budget=None
+        dsn,
+        prompt_id=PROMPT,
+        model=fake_learner(),
+        batch_size=2,
+        algorithm=AlgorithmSettings(token_budget=None),
     ) as combee:
         errors: list[BaseException] = []
 

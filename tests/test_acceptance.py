@@ -12,18 +12,23 @@ import pytest
 from langgraph.store.base import BaseStore, Op, PutOp, Result
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_combee import Combee, Feedback, PromptVersion, Trace
+from langgraph_combee import Combee, Feedback, LearnerSettings, Trace
 from langgraph_combee._core.ops import Add, Remove, Update
 from langgraph_combee._core.types import Decision
-from langgraph_combee._runtime.acceptance import (
+from langgraph_combee._learner.acceptance import (
+    AcceptAll,
+    AcceptancePolicy,
     CanaryGate,
     ManualApproval,
+    PolicyContext,
     ValidationGate,
     trace_score,
 )
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._learner.learner import BackgroundLearner
+from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee.errors import ConfigurationError, StaleCandidateError
 from langgraph_combee.testing import default_insight, fake_learner
+from langgraph_combee.types import PromptVersion
 from tests.helpers import failing_traces
 
 
@@ -124,7 +129,9 @@ async def _canary_setup(min_runs: int = 3) -> tuple[Combee, CanaryGate, Backgrou
     combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=gate)
     report = await combee.alearn(failing_traces(2))
     assert report.steps[0].accepted is None
-    learner = BackgroundLearner(combee, LearnerSettings(min_batch=1, max_wait_seconds=0.001))
+    learner = BackgroundLearner(
+        combee._learner_parts, LoopSettings(min_batch=1, max_wait_seconds=0.001)
+    )
     return combee, gate, learner
 
 
@@ -392,14 +399,15 @@ def test_another_process_approves_while_a_learner_runs(tmp_path: Path) -> None:
         model=fake_learner(),
         batch_size=2,
         acceptance=ManualApproval(),
-        poll_seconds=0.02,
-        lease_seconds=600.0,
+        learner=LearnerSettings(poll_seconds=0.02, lease_seconds=600.0),
     ) as deployed:
         deployed.learn(failing_traces(2))
         with deployed.running():
             lease = deployed.learner._lease(None)
             _eventually(lease.is_held)  # the learner's first pass takes the lease
-            with Combee.from_conn_string(db, prompt_id="p", lease_seconds=5.0) as operator:
+            with Combee.from_conn_string(
+                db, prompt_id="p", learner=LearnerSettings(lease_seconds=5.0)
+            ) as operator:
                 approved = operator.approve(1, reason="reviewed")
             assert approved.status == "accepted"
             _eventually(lease.is_held)  # and the learner takes it back afterwards
@@ -474,8 +482,8 @@ def test_an_approval_while_the_learner_takes_its_lease_leaves_the_learner_its_le
         model=fake_learner(),
         store=store,
         batch_size=2,
-        min_batch=2,
         acceptance=ManualApproval(),
+        learner=LearnerSettings(min_batch=2),
     )
     combee.learn(failing_traces(2))
     for trace in failing_traces(2, prefix="late"):
@@ -512,8 +520,8 @@ def test_an_approval_during_a_learner_step_does_not_throw_the_step_away() -> Non
         prompt_id="p",
         model=fake_learner(insight=insight),
         batch_size=2,
-        min_batch=2,
         acceptance=ManualApproval(),
+        learner=LearnerSettings(min_batch=2),
     )
     combee.learn(failing_traces(2))
     first = _texts(combee.get(1))
@@ -582,3 +590,117 @@ def test_an_operator_decision_made_while_a_gate_scores_the_candidate_stands() ->
     assert rejected.status == "rejected" and rejected.decision is not None
     assert rejected.decision.policy == "manual"
     assert combee.current().version == 0
+
+
+# ---- the AcceptancePolicy base class (issue 12) ---------------------------------
+
+
+class _OldStyle:
+    """A policy written before the base class: a name and an async decide."""
+
+    name = "old_style"
+
+    async def decide(
+        self, candidate: PromptVersion, current: PromptVersion, context: PolicyContext
+    ) -> Decision | None:
+        return Decision(accepted=True, policy=self.name, reason="written the old way")
+
+
+def test_a_policy_written_without_the_base_class_still_decides() -> None:
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=_OldStyle())
+    assert isinstance(combee.acceptance, AcceptancePolicy)
+    report = combee.learn(failing_traces(2))
+    assert report.steps[0].accepted is True
+    decision = combee.current().decision
+    assert decision is not None and decision.policy == "old_style"
+
+
+class _OldStyleWithHooks(_OldStyle):
+    def blocking(self, tenant: str | None) -> bool:
+        return True
+
+
+class _Chooser(_OldStyle):
+    def choose(self, *args: object) -> PromptVersion:
+        raise AssertionError("never called")
+
+
+class _NoDecide(AcceptancePolicy):
+    name = "no_decide"
+
+
+class _BadFraction(AcceptancePolicy):
+    canary_fraction = 1.5
+
+    async def decide(
+        self, candidate: PromptVersion, current: PromptVersion, context: PolicyContext
+    ) -> Decision | None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("policy", "match"),
+    [
+        (_OldStyleWithHooks(), r"acceptance=<.*_OldStyleWithHooks.*blocking would not be called"),
+        (_Chooser(), r"acceptance=<.*_Chooser.*set canary_fraction instead"),
+        (_BadFraction(), r"acceptance.canary_fraction=1.5"),
+        (AcceptAll, r"acceptance=<class .*AcceptAll"),  # the class, not an instance
+        (object(), r"acceptance=<object"),
+    ],
+)
+def test_a_policy_that_cannot_work_is_refused_naming_it(policy: object, match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        Combee(prompt_id="p", acceptance=policy)  # type: ignore[arg-type]
+
+
+class _Watching(AcceptancePolicy):
+    """Counts what the learner shows it, and holds learning while ``hold`` is set."""
+
+    name = "watching"
+
+    def __init__(self) -> None:
+        self.observed: list[str] = []
+        self.reviews = 0
+        self.hold = True
+
+    async def decide(
+        self, candidate: PromptVersion, current: PromptVersion, context: PolicyContext
+    ) -> Decision | None:
+        return Decision(accepted=True, policy=self.name, reason="ok")
+
+    def observe(self, trace: Trace) -> None:
+        self.observed.append(trace.id)
+
+    async def review(self, context: PolicyContext) -> None:
+        assert context.tenant is None
+        self.reviews += 1
+
+    def blocking(self, tenant: str | None) -> bool:
+        return self.hold
+
+
+async def test_the_learner_calls_the_hooks_a_subclass_overrides() -> None:
+    policy = _Watching()
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=policy)
+    learner = BackgroundLearner(
+        combee._learner_parts, LoopSettings(min_batch=2, max_wait_seconds=0.001)
+    )
+    for trace in failing_traces(2):
+        combee.capture(trace)
+    assert await learner.tick() == 0  # blocking: nothing learned
+    assert (sorted(policy.observed), policy.reviews) == (["t0", "t1"], 1)
+    policy.hold = False
+    assert await learner.tick() == 1
+    assert policy.reviews == 2
+    assert combee.current().version == 1
+
+
+def test_a_policy_without_decide_cannot_be_made() -> None:
+    with pytest.raises(TypeError, match="_NoDecide.*decide"):
+        _NoDecide()  # type: ignore[abstract]
+
+
+def test_a_policy_runs_no_trial_unless_it_says_so() -> None:
+    policy = AcceptAll()
+    assert policy.canary_fraction == 0.0 and policy.blocking("acme") is False
+    assert CanaryGate(fraction=0.25).canary_fraction == 0.25

@@ -30,10 +30,11 @@ from benchmarks._injections import (
 )
 from benchmarks._injections_heldout import HELDOUT
 from benchmarks._injections_redteam import REDTEAM
-from langgraph_combee import BulletGuard, Combee, LearnReport
+from langgraph_combee import AlgorithmSettings, BulletGuard, Combee
 from langgraph_combee._learning.guard_rules import fold
 from langgraph_combee.tasks import TicketRouting
 from langgraph_combee.testing import parrot_learner
+from langgraph_combee.types import LearnReport
 
 HONEST_REJECTION_BOUND = 0.05
 CORPORA = {"tuning": INJECTIONS, "heldout": HELDOUT, "redteam": REDTEAM}
@@ -48,8 +49,8 @@ def _learn(
         model=parrot_learner(insight=TicketRouting().insight),
         strategy=strategy,
         batch_size=16,
-        token_budget=None,
         guard=guard,
+        algorithm=AlgorithmSettings(token_budget=None),
     )
     return combee, combee.learn(mixed_traffic(60, corpus=corpus))
 
@@ -134,9 +135,12 @@ def test_honest_rules_that_look_like_attacks_pass() -> None:
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_honest_traffic_is_learned(strategy: str) -> None:
     combee = Combee(
-        prompt_id="honest", model=parrot_learner(insight=honest_rule), strategy=strategy,
-        batch_size=16, token_budget=None,
-    )  # fmt: skip
+        prompt_id="honest",
+        model=parrot_learner(insight=honest_rule),
+        strategy=strategy,
+        batch_size=16,
+        algorithm=AlgorithmSettings(token_budget=None),
+    )
     combee.learn([c.trace for c in HONEST_CASES])
     served = combee.current().render()
     lost = [c.rule for c in HONEST_CASES if c.rule not in served]

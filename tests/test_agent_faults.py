@@ -25,7 +25,15 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.store.base import BaseStore, Op, Result, SearchOp
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_combee import Combee, Feedback, Trace
+from langgraph_combee import (
+    AlgorithmSettings,
+    CaptureSettings,
+    Combee,
+    Feedback,
+    LearnerSettings,
+    ServingSettings,
+    Trace,
+)
 from langgraph_combee._storage.locked import thread_safe
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, fake_learner
@@ -142,7 +150,7 @@ def store() -> GatedStore:
 @MODES
 def test_feedback_right_after_a_clipped_run_does_not_deadlock(lean: bool) -> None:
     # Item 1: _clipped took the serving lock that attach_feedback already held.
-    with _served(Combee(prompt_id="p", max_message_chars=200)) as combee:
+    with _served(Combee(prompt_id="p", capture=CaptureSettings(max_message_chars=200))) as combee:
         agent = _agent(combee, lean=lean)
         run_id = uuid.uuid4()
         _ask(agent, "x" * 1000, run_id)
@@ -208,7 +216,9 @@ def test_a_failing_store_with_a_cold_cache_is_read_once_not_on_every_run(
 ) -> None:
     # Item 2: the failed first read was not remembered; every run read again.
     store.failing = {"meta", "versions"}
-    with _served(Combee(prompt_id="p", store=store, refresh_seconds=3600)) as combee:
+    with _served(
+        Combee(prompt_id="p", store=store, serving=ServingSettings(refresh_seconds=3600))
+    ) as combee:
         model = FunctionChatModel(_echo)
         agent = _agent(combee, lean=lean, model=model)
         for i in range(5):
@@ -222,7 +232,11 @@ def _first_read_hangs(store: GatedStore) -> Combee:
     """A Combee whose first read of ``store`` hangs (then fails) and is bounded at 0.05 s."""
     store.gate("meta")
     store.failing = {"meta", "versions"}
-    return Combee(prompt_id="p", store=store, refresh_seconds=3600, first_read_seconds=0.05)
+    return Combee(
+        prompt_id="p",
+        store=store,
+        serving=ServingSettings(refresh_seconds=3600, first_read_seconds=0.05),
+    )
 
 
 @MODES
@@ -333,7 +347,11 @@ def test_a_failed_write_keeps_the_feedback_given_during_it(store: GatedStore) ->
 @MODES
 def test_write_through_queues_the_trace_before_the_run_returns(lean: bool) -> None:
     # Item 10: in buffered mode a trace lives only in memory until the next flush.
-    with _served(Combee(prompt_id="p", durability="write_through", flush_seconds=3600)) as combee:
+    with _served(
+        Combee(
+            prompt_id="p", capture=CaptureSettings(durability="write_through", flush_seconds=3600)
+        )
+    ) as combee:
         run_id = uuid.uuid4()
         _ask(_agent(combee, lean=lean), run_id=run_id)
         assert combee.server.buffered() == 0
@@ -345,7 +363,11 @@ def test_write_through_queues_the_trace_before_the_run_returns(lean: bool) -> No
 def test_write_through_falls_back_to_the_buffer_while_the_store_fails(store: GatedStore) -> None:
     # Item 10 with item 2: a failing store is waited on once, then runs buffer.
     with _served(
-        Combee(prompt_id="p", store=store, durability="write_through", flush_seconds=3600)
+        Combee(
+            prompt_id="p",
+            store=store,
+            capture=CaptureSettings(durability="write_through", flush_seconds=3600),
+        )
     ) as combee:
         store.failing = {"queue", "queue_index"}
         agent = _agent(combee, lean=False)
@@ -361,9 +383,9 @@ def test_write_through_falls_back_to_the_buffer_while_the_store_fails(store: Gat
 def test_a_full_chunk_is_written_without_waiting_for_the_timer(store: GatedStore) -> None:
     # Item 10: the time a trace waits before its first write is bounded by
     # flush_seconds, and by less under load: a full chunk wakes the worker.
-    from langgraph_combee._runtime.serving import FLUSH_CHUNK
+    from langgraph_combee._agent.serving import FLUSH_CHUNK
 
-    combee = Combee(prompt_id="p", store=store, flush_seconds=3600)
+    combee = Combee(prompt_id="p", store=store, capture=CaptureSettings(flush_seconds=3600))
     store.gate("queue")
     try:
         for i in range(FLUSH_CHUNK):
@@ -378,8 +400,10 @@ def test_a_normal_exit_flushes_what_is_buffered(tmp_path: Path) -> None:
     # Item 10: a process that exits without stop() lost its buffered traces.
     path = tmp_path / "combee.sqlite"
     script = f"""
-from langgraph_combee import Combee, Trace
-combee = Combee.from_conn_string({str(path)!r}, prompt_id="p", flush_seconds=3600)
+from langgraph_combee import CaptureSettings, Combee, Trace
+combee = Combee.from_conn_string(
+    {str(path)!r}, prompt_id="p", capture=CaptureSettings(flush_seconds=3600)
+)
 combee.capture(Trace(id="kept", input="q", output="a"))
 """
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
@@ -439,7 +463,7 @@ def test_a_scope_that_raises_is_counted_reported_once_and_not_captured(
 
 def accept_rules(combee: Combee, *rules: str) -> None:
     """Put a version with ``rules`` in force for the shared playbook."""
-    from langgraph_combee import Add, Decision, PromptVersion
+    from langgraph_combee.types import Add, Decision, PromptVersion
 
     registry = combee.registry()
     playbook = registry.head().playbook.apply([Add(section="others", content=r) for r in rules])
@@ -456,28 +480,29 @@ def accept_rules(combee: Combee, *rules: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "named"),
+    ("kind", "kwargs", "named"),
     [
-        ({"token_budget": "big"}, "token_budget='big'"),
-        ({"refresh_seconds": "5"}, "refresh_seconds='5'"),
-        ({"feedback_wait_seconds": "a"}, "feedback_wait_seconds='a'"),
-        ({"feedback_wait_seconds": float("inf")}, "feedback_wait_seconds=inf"),
-        ({"feedback_wait_seconds": float("nan")}, "feedback_wait_seconds=nan"),
-        ({"step_backoff_seconds": -1}, "step_backoff_seconds=-1"),
-        ({"refresh_seconds": float("inf")}, "refresh_seconds=inf"),
-        ({"capture_limit": 1.5}, "capture_limit=1.5"),
-        ({"max_concurrency": True}, "max_concurrency=True"),
-        ({"lease_seconds": 0}, "lease_seconds=0"),
-        ({"durability": "disk"}, "durability='disk'"),
-        ({"flush_seconds": -1}, "flush_seconds=-1"),
-        ({"first_read_seconds": 0}, "first_read_seconds=0"),
+        (AlgorithmSettings, {"token_budget": "big"}, "token_budget='big'"),
+        (ServingSettings, {"refresh_seconds": "5"}, "refresh_seconds='5'"),
+        (CaptureSettings, {"feedback_wait_seconds": "a"}, "feedback_wait_seconds='a'"),
+        (CaptureSettings, {"feedback_wait_seconds": float("inf")}, "feedback_wait_seconds=inf"),
+        (CaptureSettings, {"feedback_wait_seconds": float("nan")}, "feedback_wait_seconds=nan"),
+        (LearnerSettings, {"step_backoff_seconds": -1}, "step_backoff_seconds=-1"),
+        (LearnerSettings, {"step_backoff_seconds": 61}, "step_backoff_seconds=61"),
+        (ServingSettings, {"refresh_seconds": float("inf")}, "refresh_seconds=inf"),
+        (CaptureSettings, {"capture_limit": 1.5}, "capture_limit=1.5"),
+        (LearnerSettings, {"max_concurrency": True}, "max_concurrency=True"),
+        (LearnerSettings, {"lease_seconds": 0}, "lease_seconds=0"),
+        (CaptureSettings, {"durability": "disk"}, "durability='disk'"),
+        (CaptureSettings, {"flush_seconds": -1}, "flush_seconds=-1"),
+        (ServingSettings, {"first_read_seconds": 0}, "first_read_seconds=0"),
     ],
 )
-def test_bad_constructor_numbers_are_a_configuration_error_naming_them(
-    kwargs: dict[str, Any], named: str
+def test_bad_settings_numbers_are_a_configuration_error_naming_them(
+    kind: type[Any], kwargs: dict[str, Any], named: str
 ) -> None:
     with pytest.raises(ConfigurationError, match=named.replace(".", r"\.")):
-        Combee(prompt_id="p", **kwargs)
+        kind(**kwargs)
 
 
 @pytest.mark.parametrize("traces", [None, 42, "traces", {"input": "q"}])
@@ -540,11 +565,14 @@ _KILLED_AGENT = """
 import sys, uuid
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
-from langgraph_combee import Combee
+from langgraph_combee import CaptureSettings, Combee
 from langgraph_combee.testing import FunctionChatModel
 
-combee = Combee.from_conn_string(sys.argv[1], prompt_id="p", durability="write_through",
-                                 flush_seconds=3600)
+combee = Combee.from_conn_string(
+    sys.argv[1],
+    prompt_id="p",
+    capture=CaptureSettings(durability="write_through", flush_seconds=3600),
+)
 agent = create_agent(FunctionChatModel(lambda m: "ok"), middleware=[combee.middleware()])
 for i in range(10_000):
     run_id = uuid.uuid4()

@@ -16,7 +16,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
-from langgraph_combee import Combee, Feedback, Trace
+from langgraph_combee import CaptureSettings, Combee, Feedback, Trace
 from langgraph_combee.testing import FunctionChatModel
 from tests.test_agent_faults import JOIN, GatedStore, _kind, finishes
 
@@ -35,7 +35,9 @@ def _ask(agent: Any, text: str, run_id: Any) -> Any:
 
 
 def _unstorable_text_does_not_block_the_buffer(conn: str, bad: str) -> None:
-    with Combee.from_conn_string(conn, prompt_id="p", flush_seconds=3600) as combee:
+    with Combee.from_conn_string(
+        conn, prompt_id="p", capture=CaptureSettings(flush_seconds=3600)
+    ) as combee:
         agent = _agent(combee)
         odd, good = uuid.uuid4(), uuid.uuid4()
         finishes(lambda: _ask(agent, f"before {bad} after", odd))
@@ -87,7 +89,9 @@ def test_feedback_for_a_run_id_no_store_can_hold_is_unknown_not_a_store_fault(
 def test_an_evaluator_returning_garbage_loses_no_run(lean: bool, garbage: Any) -> None:
     # The evaluator's value went into the trace unvalidated: building the trace
     # then failed, the run was lost (capture_errors) and feedback() for it was False.
-    combee = Combee(prompt_id="p", evaluator=lambda trace: garbage, flush_seconds=3600)
+    combee = Combee(
+        prompt_id="p", evaluator=lambda trace: garbage, capture=CaptureSettings(flush_seconds=3600)
+    )
     try:
         run_id = uuid.uuid4()
         finishes(lambda: _ask(_agent(combee, lean=lean), "hello", run_id))
@@ -113,7 +117,7 @@ def test_feedback_never_waits_for_a_hanging_evaluator() -> None:
         release.wait()
         return Feedback(score=0.5)
 
-    combee = Combee(prompt_id="p", evaluator=evaluator, flush_seconds=3600)
+    combee = Combee(prompt_id="p", evaluator=evaluator, capture=CaptureSettings(flush_seconds=3600))
     try:
         agent = _agent(combee)
         first, second = uuid.uuid4(), uuid.uuid4()
@@ -152,7 +156,9 @@ def test_write_through_in_async_runs_on_an_async_store_writes_through(
     async def main() -> tuple[dict[str, Any], str | None]:
         async with AsyncSqliteStore.from_conn_string(str(tmp_path / "a.sqlite")) as store:
             await store.setup()
-            combee = Combee(prompt_id="p", store=store, durability="write_through")
+            combee = Combee(
+                prompt_id="p", store=store, capture=CaptureSettings(durability="write_through")
+            )
             try:
                 run_id = uuid.uuid4()
                 agent = _agent(combee, lean=lean)
@@ -187,7 +193,9 @@ def test_a_scope_returning_a_hostile_object_is_counted_and_not_captured(lean: bo
     # The scope's value was compared with "" before its type was checked: the
     # object's __eq__ raised past the scope guard, the run lost its pin, and it
     # was captured into the shared playbook, uncounted.
-    combee = Combee(prompt_id="p", scope=lambda config: _Hostile(), flush_seconds=3600)
+    combee = Combee(
+        prompt_id="p", scope=lambda config: _Hostile(), capture=CaptureSettings(flush_seconds=3600)
+    )
     try:
         answer = finishes(lambda: _ask(_agent(combee, lean=lean), "hello", uuid.uuid4()))
         assert answer["messages"][-1].text == "ok"
@@ -251,7 +259,7 @@ def test_feedback_for_a_written_trace_awaiting_late_delivery_reaches_the_queue()
     # feedback is delivered. Feedback given in that state was merged into the
     # in-memory copy only (returning True) and never reached the queue.
     store = _Countdown()
-    combee = Combee(prompt_id="p", store=store, flush_seconds=3600)
+    combee = Combee(prompt_id="p", store=store, capture=CaptureSettings(flush_seconds=3600))
     try:
         combee.capture(Trace(id="r1", input="q"))
         store.gate("queue")  # the entry write pauses

@@ -8,7 +8,7 @@ import re
 import pytest
 from langchain_core.messages import BaseMessage
 
-from langgraph_combee import Combee, Feedback, Trace
+from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
 from langgraph_combee._core.ops import Add, Remove
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._learning import aggregate, prompts
@@ -161,9 +161,13 @@ def _tickets(n: int) -> list[Trace]:
     ]
 
 
-@pytest.mark.parametrize("setting", [{"roles": "small"}, {"reflector": "compact"}])
-def test_combee_learns_with_the_small_profile(setting: dict[str, str]) -> None:
-    combee = Combee(prompt_id="small", model=fake_learner(), batch_size=6, **setting)  # type: ignore[arg-type]
+def test_combee_learns_with_the_small_profile() -> None:
+    combee = Combee(
+        prompt_id="small",
+        model=fake_learner(),
+        batch_size=6,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
     assert combee.describe_roles()["profile"] == "small"
     report = combee.learn(_tickets(6))
     rules = [b.content for b in report.playbook.bullets]
@@ -171,11 +175,9 @@ def test_combee_learns_with_the_small_profile(setting: dict[str, str]) -> None:
     assert report.steps[0].roles["profile"] == "small"
 
 
-@pytest.mark.parametrize("setting", [{"roles": "verbose"}, {"reflector": "verbose"}])
-def test_a_bad_roles_setting_is_refused(setting: dict[str, str]) -> None:
-    name = next(iter(setting))
-    with pytest.raises(ConfigurationError, match=name):
-        Combee(prompt_id="x", model=fake_learner(), **setting)  # type: ignore[arg-type]
+def test_a_bad_roles_setting_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="roles"):
+        AlgorithmSettings(roles="verbose")
 
 
 def test_a_curator_may_adopt_by_label_by_insight_text_or_with_its_own_rule() -> None:
@@ -231,9 +233,11 @@ def test_small_level_2_is_skipped_and_recorded_when_no_proposals_overlap() -> No
     # A small model's habits: quotes around the answer, a playbook line copied into "add".
     copied = "[str-00001] helpful=0 harmful=0 :: greeting ticket 0: T-0"
     combee = Combee(
-        prompt_id="small", model=_small_learner([copied], ["P2.1"], seen), roles="small",
+        prompt_id="small",
+        model=_small_learner([copied], ["P2.1"], seen),
         batch_size=4,
-    )  # fmt: skip
+        algorithm=AlgorithmSettings(roles="small"),
+    )
     report = combee.learn(_tickets(4))
     assert prompts.SMALL_CURATOR_SYSTEM in seen
     assert prompts.SMALL_AGGREGATOR_SYSTEM not in seen  # four distinct situations
@@ -286,7 +290,10 @@ def test_the_small_reflector_skips_runs_scored_correct() -> None:
         for i in range(4)
     ]
     combee = Combee(
-        prompt_id="skip", model=_small_learner([], [], seen), roles="small", batch_size=4
+        prompt_id="skip",
+        model=_small_learner([], [], seen),
+        batch_size=4,
+        algorithm=AlgorithmSettings(roles="small"),
     )
     report = combee.learn(traces)
     assert report.steps[0].calls["reflect"] == 2

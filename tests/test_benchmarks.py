@@ -28,10 +28,10 @@ from benchmarks._latency import (
     waves,
 )
 from benchmarks._tickets import MAX_TRACES, make_traces, ticket_rule
-from langgraph_combee import Add, Playbook
 from langgraph_combee._core.dedup import lexical_similarity
 from langgraph_combee._learning import prompts
 from langgraph_combee.testing import fake_learner
+from langgraph_combee.types import Add, Playbook
 
 # base 1 s, 10 prompt tokens/s, 2 reply tokens/s: a call's seconds are easy to add up.
 MODEL = LatencyModel(base_seconds=1.0, prefill_tps=10.0, decode_tps=2.0)

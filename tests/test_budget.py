@@ -9,16 +9,18 @@ from typing import Any
 
 import pytest
 
-from langgraph_combee import Combee, LearnerBudget, StepReport
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee import AlgorithmSettings, Combee, LearnerBudget, LearnerSettings
+from langgraph_combee._learner.learner import BackgroundLearner
+from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee.errors import BudgetExceededError, ConfigurationError, LearningError
 from langgraph_combee.testing import fake_learner
+from langgraph_combee.types import StepReport
 from tests.helpers import FakeClock, failing_traces
 
 
 def _learner(combee: Combee, clock: FakeClock, **kw: Any) -> BackgroundLearner:
-    settings = LearnerSettings(**{"min_batch": 1, **kw})
-    return BackgroundLearner(combee, settings, clock=clock)
+    settings = LoopSettings(**{"min_batch": 1, **kw})
+    return BackgroundLearner(combee._learner_parts, settings, clock=clock)
 
 
 # ---------------------------------------------------------------- the meter
@@ -73,7 +75,7 @@ def test_budget_arguments_are_validated(kwargs: dict[str, Any], named: str) -> N
 
 def test_combee_rejects_a_budget_that_is_not_one() -> None:
     with pytest.raises(ConfigurationError, match="budget=100"):
-        Combee(prompt_id="p", budget=100)  # type: ignore[arg-type]
+        Combee(prompt_id="p", learner=LearnerSettings(budget=100))  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- offline learn()
@@ -81,7 +83,9 @@ def test_combee_rejects_a_budget_that_is_not_one() -> None:
 
 def test_offline_learn_raises_when_the_budget_runs_out_and_keeps_earlier_steps() -> None:
     budget = LearnerBudget(calls_per_hour=4, clock=FakeClock())
-    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=1, budget=budget)
+    combee = Combee(
+        prompt_id="p", model=fake_learner(), batch_size=1, learner=LearnerSettings(budget=budget)
+    )
     done: list[StepReport] = []
     # Each one-trace step makes two calls (reflect + curate): two steps fit.
     with pytest.raises(BudgetExceededError, match="call budget spent: 4 of 4"):
@@ -93,7 +97,9 @@ def test_offline_learn_raises_when_the_budget_runs_out_and_keeps_earlier_steps()
 
 def test_a_token_cap_stops_offline_learning_too() -> None:
     budget = LearnerBudget(tokens_per_hour=1, clock=FakeClock())
-    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=1, budget=budget)
+    combee = Combee(
+        prompt_id="p", model=fake_learner(), batch_size=1, learner=LearnerSettings(budget=budget)
+    )
     with pytest.raises(BudgetExceededError, match="token budget"):
         combee.learn(failing_traces(2))
     # The reflect call overshot the cap (a reply's tokens are known only after it);
@@ -109,7 +115,9 @@ def test_a_token_cap_stops_offline_learning_too() -> None:
 async def test_the_background_learner_waits_for_the_window_then_resumes() -> None:
     clock = FakeClock()
     budget = LearnerBudget(calls_per_hour=2, clock=clock)
-    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=1, budget=budget)
+    combee = Combee(
+        prompt_id="p", model=fake_learner(), batch_size=1, learner=LearnerSettings(budget=budget)
+    )
     learner = _learner(combee, clock)
     for trace in failing_traces(3):
         combee.queue().put(trace)
@@ -135,7 +143,9 @@ async def test_a_step_the_budget_stops_midway_is_released_without_backoff() -> N
     clock = FakeClock()
     # A four-trace Combee step makes 4 reflect + 2 propose + 1 aggregate calls.
     budget = LearnerBudget(calls_per_hour=5, clock=clock)
-    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=4, budget=budget)
+    combee = Combee(
+        prompt_id="p", model=fake_learner(), batch_size=4, learner=LearnerSettings(budget=budget)
+    )
     learner = _learner(combee, clock)
     for trace in failing_traces(4):
         combee.queue().put(trace)
@@ -158,7 +168,12 @@ async def test_a_step_the_budget_stops_midway_is_released_without_backoff() -> N
 
 
 async def test_the_playbook_token_budget_is_enforced_and_reported_in_the_background() -> None:
-    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=6, token_budget=80)
+    combee = Combee(
+        prompt_id="p",
+        model=fake_learner(),
+        batch_size=6,
+        algorithm=AlgorithmSettings(token_budget=80),
+    )
     learner = _learner(combee, FakeClock())
     for trace in failing_traces(6):
         combee.queue().put(trace)

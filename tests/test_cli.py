@@ -13,11 +13,12 @@ import pytest
 from typer.testing import CliRunner, Result
 
 import langgraph_combee.cli._delegate as delegate
-from langgraph_combee import PromptVersion, Trace
+from langgraph_combee import Trace
 from langgraph_combee.cli import app, main
 from langgraph_combee.cli._store import is_postgres, mask
 from langgraph_combee.cli._traces import parse_lines
 from langgraph_combee.testing import fake_learner
+from langgraph_combee.types import PromptVersion
 from tests.langsmith_server import langsmith_server
 
 __all__ = ["langsmith_server"]

@@ -18,8 +18,8 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from typing_extensions import TypedDict
 
 from langgraph_combee import Combee
-from langgraph_combee._runtime.collector import CombeeTracer, trace_from_run
-from langgraph_combee._runtime.traces import RunInfo, to_messages, trace_from_messages
+from langgraph_combee._agent.collector import CombeeTracer, trace_from_run
+from langgraph_combee._agent.traces import RunInfo, to_messages, trace_from_messages
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel
 from tests.test_middleware import captured

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langgraph_combee import Bullet, Playbook
 from langgraph_combee._core.dedup import deduplicate, lexical_similarity
+from langgraph_combee.types import Bullet, Playbook
 
 
 def _b(bid: str, content: str, **kw: object) -> Bullet:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from langgraph_combee import Combee
+from langgraph_combee import Combee, LearnerSettings, ServingSettings
 from langgraph_combee.testing import FunctionChatModel, fake_learner
 
 TEAMS = {"refund": "FIN-1", "parcel": "LOG-2", "password": "SEC-3", "invoice": "ACC-4"}
@@ -78,8 +78,8 @@ def test_learning_in_the_background_while_serving() -> None:
         prompt_id="router",
         model=fake_learner(insight=_rule),
         batch_size=4,
-        poll_seconds=0.01,
-        refresh_seconds=0.01,
+        serving=ServingSettings(refresh_seconds=0.01),
+        learner=LearnerSettings(poll_seconds=0.01),
     )
     with combee.running():
         _serve(combee, 8)
@@ -97,9 +97,7 @@ def test_a_learner_that_always_fails_leaves_the_agent_untouched() -> None:
         prompt_id="router",
         model=FunctionChatModel(down),
         batch_size=4,
-        max_attempts=1,
-        poll_seconds=0.01,
-        step_backoff_seconds=0.01,
+        learner=LearnerSettings(max_attempts=1, poll_seconds=0.01, step_backoff_seconds=0.01),
     )
     with combee.running():
         answers, model = _serve(combee, 12)

@@ -18,9 +18,10 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
-from langgraph_combee import Combee, Feedback, Trace
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
-from langgraph_combee._runtime.limits import TraceLimits, clip_trace, trace_size
+from langgraph_combee import CaptureSettings, Combee, Feedback, LearnerSettings, Trace
+from langgraph_combee._agent.limits import TraceLimits, clip_trace, trace_size
+from langgraph_combee._learner.learner import BackgroundLearner
+from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee.errors import ConfigurationError, LearningError
 from langgraph_combee.testing import FlakyStore, FunctionChatModel, fake_learner
 from tests.helpers import FakeClock, failing_traces, role_of
@@ -28,10 +29,8 @@ from tests.helpers import FakeClock, failing_traces, role_of
 
 def _learner(combee: Combee, clock: FakeClock, **kw: Any) -> BackgroundLearner:
     # No jitter: these tests move the clock by the exact backoff.
-    settings = LearnerSettings(
-        **{"min_batch": 1, "backoff_seconds": 5.0, "backoff_jitter": 0, **kw}
-    )
-    return BackgroundLearner(combee, settings, clock=clock)
+    settings = LoopSettings(**{"min_batch": 1, "backoff_seconds": 5.0, "backoff_jitter": 0, **kw})
+    return BackgroundLearner(combee._learner_parts, settings, clock=clock)
 
 
 def _queue(combee: Combee, traces: Sequence[Trace]) -> None:
@@ -79,9 +78,9 @@ async def test_a_faulty_learner_llm_writes_nothing_and_the_traces_are_learned_la
         prompt_id="p",
         model=FunctionChatModel(llm),
         batch_size=4,
-        max_attempts=1,
-        backoff_seconds=0,
-        timeout_seconds=0.3 if fault == "times_out" else 10.0,
+        learner=LearnerSettings(
+            max_attempts=1, backoff_seconds=0, timeout_seconds=0.3 if fault == "times_out" else 10.0
+        ),
     )
     learner = _learner(combee, clock)
     traces = failing_traces(4)
@@ -109,7 +108,10 @@ async def test_backoff_doubles_while_the_llm_stays_down() -> None:
     clock = FakeClock()
     llm = Breakable("raises")
     combee = Combee(
-        prompt_id="p", model=FunctionChatModel(llm), batch_size=2, max_attempts=1, backoff_seconds=0
+        prompt_id="p",
+        model=FunctionChatModel(llm),
+        batch_size=2,
+        learner=LearnerSettings(max_attempts=1, backoff_seconds=0),
     )
     learner = _learner(combee, clock, backoff_seconds=1.0, max_backoff_seconds=4.0)
     _queue(combee, failing_traces(2))
@@ -216,7 +218,11 @@ async def test_a_store_outage_never_reaches_the_agent_and_learning_resumes() -> 
 
 async def test_the_drop_policy_bounds_what_an_outage_buffers() -> None:
     store = FlakyStore()
-    combee = Combee(prompt_id="p", store=store, capture_limit=3, drop_policy="drop_newest")
+    combee = Combee(
+        prompt_id="p",
+        store=store,
+        capture=CaptureSettings(capture_limit=3, drop_policy="drop_newest"),
+    )
     combee.server._ensure_worker = lambda: None  # type: ignore[method-assign]
     with store.outage():
         for i in range(5):
@@ -271,7 +277,9 @@ def test_flaky_store_fails_only_while_down() -> None:
 
 def test_a_huge_run_is_cut_to_the_limits_with_markers_not_rejected() -> None:
     combee = Combee(
-        prompt_id="p", model=fake_learner(), max_message_chars=2_000, max_trace_chars=10_000
+        prompt_id="p",
+        model=fake_learner(),
+        capture=CaptureSettings(max_message_chars=2_000, max_trace_chars=10_000),
     )
     dump = "row," * 250_000  # a tool that returned a megabyte
     replies: list[Any] = [
@@ -330,7 +338,7 @@ def test_a_long_conversation_keeps_its_start_and_end() -> None:
 
 def test_trace_limits_are_validated() -> None:
     with pytest.raises(ConfigurationError, match="max_trace_chars=10"):
-        Combee(prompt_id="p", max_trace_chars=10)
+        Combee(prompt_id="p", capture=CaptureSettings(max_trace_chars=10))
     with pytest.raises(ConfigurationError, match="max_message_chars=True"):
         TraceLimits(max_message_chars=True)  # type: ignore[arg-type]
     unlimited = TraceLimits(max_message_chars=None, max_trace_chars=None)

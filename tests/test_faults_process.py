@@ -23,7 +23,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
 from langgraph_combee import Combee
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
 from langgraph_combee.testing import fake_learner
 from tests.helpers import failing_traces
 
@@ -36,7 +36,7 @@ WORKER = textwrap.dedent(
     from pathlib import Path
     from langgraph.store.sqlite import SqliteStore
     from langgraph_combee import Combee
-    from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+    from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
     from langgraph_combee.testing import FunctionChatModel
 
     db, marker = sys.argv[1], Path(sys.argv[2])
@@ -48,7 +48,7 @@ WORKER = textwrap.dedent(
     with SqliteStore.from_conn_string(db) as store:
         combee = Combee(prompt_id="p", model=FunctionChatModel(blocked), store=store, batch_size=4)
         settings = LearnerSettings(min_batch=1, lease_seconds=1.0, visibility_seconds=1.0)
-        learner = BackgroundLearner(combee, settings, holder="doomed")
+        learner = BackgroundLearner(combee._learner_parts, settings, holder="doomed")
         asyncio.run(learner.tick())
     """
 )
@@ -94,7 +94,7 @@ def test_a_learner_killed_mid_step_leaves_nothing_partial_and_its_traces_are_rel
         assert {combee.queue().status(t.id) for t in traces} <= {"claimed", "pending"}
 
         settings = LearnerSettings(min_batch=1, lease_seconds=1.0, visibility_seconds=1.0)
-        second = BackgroundLearner(combee, settings, holder="survivor")
+        second = BackgroundLearner(combee._learner_parts, settings, holder="survivor")
         # The dead learner's lease and claims expire after a second of real time
         # (they are on the shared wall clock): poll until the survivor gets them.
         deadline = time.monotonic() + 30
@@ -120,7 +120,8 @@ def test_two_learners_racing_learn_each_trace_once_in_a_clean_chain() -> None:
         min_batch=1, poll_seconds=0.03, lease_seconds=0.02, backoff_seconds=0.01
     )
     learners = [
-        BackgroundLearner(c, settings, holder=f"learner-{i}") for i, c in enumerate(combees)
+        BackgroundLearner(c._learner_parts, settings, holder=f"learner-{i}")
+        for i, c in enumerate(combees)
     ]
     for learner in learners:
         learner.start()

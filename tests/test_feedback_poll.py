@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from langgraph_combee import Combee, Feedback, Trace
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee import CaptureSettings, Combee, Feedback, LearnerSettings, Trace
+from langgraph_combee._learner.learner import BackgroundLearner
+from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import fake_learner
 
@@ -48,13 +49,13 @@ def _setup(source: ScriptedSource, n: int) -> tuple[Combee, BackgroundLearner, C
         prompt_id="p",
         model=fake_learner(),
         batch_size=2,
-        feedback_wait_seconds=3600,
-        feedback_source=source,
+        capture=CaptureSettings(feedback_wait_seconds=3600),
+        learner=LearnerSettings(feedback_source=source),
     )
     for i in range(n):
         combee.capture(Trace(id=f"r{i}", input=f"ticket {i}", output="WRONG"))
     clock = Clock()
-    learner = BackgroundLearner(combee, LearnerSettings(min_batch=2), clock=clock)
+    learner = BackgroundLearner(combee._learner_parts, LoopSettings(min_batch=2), clock=clock)
     return combee, learner, clock
 
 
@@ -106,7 +107,7 @@ async def test_a_source_returning_garbage_is_counted_not_raised() -> None:
 
 def test_feedback_source_is_validated() -> None:
     with pytest.raises(ConfigurationError, match="feedback_source"):
-        Combee(prompt_id="p", feedback_source=object())  # type: ignore[arg-type]
+        Combee(prompt_id="p", learner=LearnerSettings(feedback_source=object()))  # type: ignore[arg-type]
 
 
 def test_langsmith_feedback_validates_its_arguments() -> None:
@@ -130,7 +131,7 @@ def test_langsmith_feedback_validates_its_arguments() -> None:
 
 
 def test_waiting_ids_skips_ready_and_claimed_traces() -> None:
-    combee = Combee(prompt_id="p", feedback_wait_seconds=3600)
+    combee = Combee(prompt_id="p", capture=CaptureSettings(feedback_wait_seconds=3600))
     for i in range(3):
         combee.capture(Trace(id=f"w{i}", input="x", output="y"))
     combee.capture(Trace(id="scored", input="x", output="y", feedback=_wrong(0)))

@@ -20,9 +20,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 
-from langgraph_combee import Add, Combee, Decision, PromptVersion
-from langgraph_combee._runtime.collector import CombeeTracer
-from langgraph_combee._runtime.graph import (
+from langgraph_combee import Combee
+from langgraph_combee._agent.collector import CombeeTracer
+from langgraph_combee._agent.graph import (
     SYSTEM_MESSAGE_ID,
     instrument,
     make_node,
@@ -32,6 +32,7 @@ from langgraph_combee._runtime.graph import (
 )
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel
+from langgraph_combee.types import Add, Decision, PromptVersion
 from tests.test_middleware import RecordingTracer, accept_rules, captured
 
 APP = "You route support tickets."

@@ -17,12 +17,11 @@ from typing import Any
 import pytest
 
 from benchmarks import grid
-from langgraph_combee import Add, Playbook
-from langgraph_combee._core.types import StepReport
 from langgraph_combee._learning.calls import CallSettings, LLMCaller
 from langgraph_combee._learning.rules import conflicts
 from langgraph_combee._learning.strategies import CombeeStrategy, StepContext, finish
 from langgraph_combee.testing import fake_learner
+from langgraph_combee.types import Add, Playbook, StepReport
 from tests.helpers import failing_traces
 
 TINY = ["--model", "test", "--quick", "--train", "8", "--test", "8", "--plot", ""]
@@ -271,3 +270,13 @@ def test_summary_gives_the_mean_and_range_over_seeds() -> None:
     assert entry["accuracy"] == pytest.approx(0.6)
     assert (entry["accuracy_min"], entry["accuracy_max"]) == (0.4, 0.8)
     assert entry["of_ceiling_max"] == pytest.approx(1.0)
+
+
+def test_the_grid_sets_the_ablation_switches_on_the_engine(tmp_path: Path) -> None:
+    only = ["--only", "tickets/s0/combee@48", "tickets/s0/combee@48-union"]
+    size = ["--train", "8", "--test", "4", "--seeds", "1", "--tool-seeds", "0"]
+    record = grid.main([*TINY[:2], *size, *only, "--out", str(tmp_path), "--plot", ""])
+    rows = {row["name"]: row for row in record["configs"]}
+    assert rows["combee@48-union"]["aggregation"] == ["union"]
+    assert "aggregate" not in rows["combee@48-union"]["calls"]
+    assert rows["combee@48"]["aggregation"] == ["merged"]

@@ -8,7 +8,7 @@ from typing import Any
 import langsmith
 from langchain_core.tracers.langchain import LangChainTracer
 
-from langgraph_combee import Combee
+from langgraph_combee import CaptureSettings, Combee, LearnerSettings, ServingSettings
 from langgraph_combee.testing import fake_learner
 from tests.helpers import failing_traces
 from tests.langsmith_server import Recorder, langsmith_server
@@ -23,7 +23,12 @@ def _metadata(body: dict[str, Any]) -> dict[str, Any]:
 def test_a_learning_step_is_one_trace_with_metadata_and_diff(langsmith_server: str) -> None:
     client = langsmith.Client(api_url=langsmith_server, api_key="test", auto_batch_tracing=False)
     tracer = LangChainTracer(client=client, project_name="combee-test")
-    combee = Combee(prompt_id="router", model=fake_learner(), batch_size=9, callbacks=[tracer])
+    combee = Combee(
+        prompt_id="router",
+        model=fake_learner(),
+        batch_size=9,
+        learner=LearnerSettings(callbacks=[tracer]),
+    )
     report = combee.learn(failing_traces(9))
     tracer.wait_for_futures()
     step = report.steps[0]
@@ -74,8 +79,7 @@ def test_a_failed_step_is_traced_as_an_error(langsmith_server: str) -> None:
         prompt_id="router",
         model=FunctionChatModel(down),
         batch_size=2,
-        max_attempts=1,
-        callbacks=[tracer],
+        learner=LearnerSettings(max_attempts=1, callbacks=[tracer]),
     )
     with pytest.raises(LearningError):
         combee.learn(failing_traces(2))
@@ -185,7 +189,7 @@ def test_poll_feedback_delivers_langsmith_feedback_to_waiting_traces(
     Recorder.responses = {
         ("GET", "/feedback"): [_feedback(3, "correctness", 0.0, correction="SEC-2")]
     }
-    combee = Combee(prompt_id="router", feedback_wait_seconds=3600)
+    combee = Combee(prompt_id="router", capture=CaptureSettings(feedback_wait_seconds=3600))
     combee.capture(Trace(id=run_id, input="password reset", output="GENERAL"))
     client = langsmith.Client(api_url=langsmith_server, api_key="test", auto_batch_tracing=False)
     assert poll_feedback(combee, client, [run_id, "00000000-0000-4000-8000-000000000009"]) == 1
@@ -226,7 +230,12 @@ def test_accepted_versions_are_committed_to_the_prompt_hub(langsmith_server: str
     }
     client = langsmith.Client(api_url=langsmith_server, api_key="test", auto_batch_tracing=False)
     hub = LangSmithPromptHub(client, base_prompt="Route {tickets} carefully.")
-    combee = Combee(prompt_id="router", model=fake_learner(), batch_size=2, on_version=[hub])
+    combee = Combee(
+        prompt_id="router",
+        model=fake_learner(),
+        batch_size=2,
+        serving=ServingSettings(on_version=[hub]),
+    )
     combee.learn(failing_traces(2))
     combee.rollback(0, reason="bad rules")
     commits = [b for m, p, b in Recorder.bodies if m == "POST" and p == "/commits/-/router"]
@@ -256,16 +265,18 @@ def _waiting_combee(client: langsmith.Client, **source: Any) -> Combee:
         prompt_id="router",
         model=fake_learner(),
         batch_size=2,
-        feedback_wait_seconds=3600,
-        feedback_source=LangSmithFeedback(client, **{"interval_seconds": 60.0, **source}),
+        capture=CaptureSettings(feedback_wait_seconds=3600),
+        learner=LearnerSettings(
+            feedback_source=LangSmithFeedback(client, **{"interval_seconds": 60.0, **source})
+        ),
     )
 
 
 def _learner(combee: Combee, clock: _Clock) -> Any:
-    from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+    from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
 
     return BackgroundLearner(
-        combee, LearnerSettings(min_batch=2, max_wait_seconds=10.0), clock=clock
+        combee._learner_parts, LearnerSettings(min_batch=2, max_wait_seconds=10.0), clock=clock
     )
 
 
@@ -374,8 +385,8 @@ async def test_a_langsmith_outage_is_counted_and_learning_goes_on(langsmith_serv
 
 
 def test_the_hub_names_the_edits_when_the_previous_version_is_unknown() -> None:
-    from langgraph_combee import Decision, PromptVersion
     from langgraph_combee.langsmith import LangSmithPromptHub
+    from langgraph_combee.types import Decision, PromptVersion
 
     class Hub:
         def __init__(self) -> None:

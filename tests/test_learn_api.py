@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 from langchain_core.messages import AIMessage
 
-from langgraph_combee import Combee, Feedback, LearnReport, PromptVersion, Trace
+from langgraph_combee import (
+    AlgorithmSettings,
+    CaptureSettings,
+    Combee,
+    Feedback,
+    LearnerSettings,
+    Trace,
+)
 from langgraph_combee.errors import ConfigurationError, EngineLoopError, LearningError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel, fake_learner
+from langgraph_combee.types import LearnReport, PromptVersion
 from tests.helpers import failing_traces, role_of
 
 
@@ -36,9 +45,8 @@ def test_trace_is_constructible_by_hand() -> None:
         ({"prompt_id": "p", "strategy": "fast"}, "strategy='fast'"),
         ({"prompt_id": "p", "batch_size": 0}, "batch_size=0"),
         ({"prompt_id": "p", "batch_size": "big"}, "batch_size='big'"),
-        ({"prompt_id": "p", "max_concurrency": 0}, "max_concurrency=0"),
-        ({"prompt_id": "p", "copies": 0}, "copies=0"),
-        ({"prompt_id": "p", "token_budget": 3}, "token_budget=3"),
+        ({"prompt_id": "p", "learner": LearnerSettings}, "learner=<class"),
+        ({"prompt_id": "p", "algorithm": CaptureSettings()}, "algorithm=CaptureSettings"),
         ({"prompt_id": "p", "store": {}}, "store={}"),
         ({"prompt_id": "p", "acceptance": "yes"}, "acceptance='yes'"),
         ({"prompt_id": "p", "model": 42}, "model=42"),
@@ -48,6 +56,19 @@ def test_bad_arguments_fail_at_construction(kwargs: dict[str, object], match: st
     kwargs.setdefault("model", ScriptedChatModel(replies=[]))
     with pytest.raises(ConfigurationError, match=match):
         Combee(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: LearnerSettings(max_concurrency=0), "max_concurrency=0"),
+        (lambda: AlgorithmSettings(copies=0), "copies=0"),
+        (lambda: AlgorithmSettings(token_budget=3), "token_budget=3"),
+    ],
+)
+def test_bad_settings_fail_at_construction(make: Callable[[], object], match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        make()
 
 
 def test_learning_without_a_model_is_a_clear_error() -> None:
@@ -100,7 +121,12 @@ def test_a_step_that_learns_nothing_writes_no_version() -> None:
 
 def test_learner_that_always_raises_fails_the_step_and_writes_nothing() -> None:
     model = FunctionChatModel(lambda messages: (_ for _ in ()).throw(RuntimeError("LLM down")))
-    combee = Combee(prompt_id="p", model=model, batch_size=4, max_attempts=2, backoff_seconds=0)
+    combee = Combee(
+        prompt_id="p",
+        model=model,
+        batch_size=4,
+        learner=LearnerSettings(max_attempts=2, backoff_seconds=0),
+    )
     with pytest.raises(LearningError, match="all 4 reflections failed"):
         combee.learn(failing_traces(4))
     assert model.calls == 8  # 4 reflections x 2 attempts
@@ -171,8 +197,7 @@ async def test_per_call_timeout_counts_as_a_failure() -> None:
         prompt_id="p",
         model=FunctionChatModel(slow),
         batch_size=2,
-        timeout_seconds=0.01,
-        max_attempts=1,
+        learner=LearnerSettings(timeout_seconds=0.01, max_attempts=1),
     )
     with pytest.raises(LearningError):
         await combee.alearn(failing_traces(2))

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from langgraph.store.sqlite import SqliteStore
 
-from langgraph_combee import Combee, Feedback, Trace
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee import CaptureSettings, Combee, Feedback, LearnerSettings, Trace
+from langgraph_combee._learner.learner import BackgroundLearner
+from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee.testing import FunctionChatModel, fake_learner
 from tests.helpers import failing_traces
 
@@ -23,10 +24,8 @@ class FakeClock:
 
 def _learner(combee: Combee, clock: FakeClock | None = None, **kw: object) -> BackgroundLearner:
     # No jitter: these tests move the clock by the exact backoff.
-    settings = LearnerSettings(
-        **{"min_batch": 2, "max_wait_seconds": 10.0, "backoff_jitter": 0, **kw}
-    )  # type: ignore[arg-type]
-    return BackgroundLearner(combee, settings, clock=clock or FakeClock())
+    settings = LoopSettings(**{"min_batch": 2, "max_wait_seconds": 10.0, "backoff_jitter": 0, **kw})  # type: ignore[arg-type]
+    return BackgroundLearner(combee._learner_parts, settings, clock=clock or FakeClock())
 
 
 def _capture_all(combee: Combee, traces: list[Trace]) -> None:
@@ -72,8 +71,7 @@ async def test_failing_step_writes_nothing_releases_traces_and_backs_off() -> No
         prompt_id="p",
         model=FunctionChatModel(down),
         batch_size=4,
-        max_attempts=1,
-        backoff_seconds=0,
+        learner=LearnerSettings(max_attempts=1, backoff_seconds=0),
     )
     learner = _learner(combee, clock, backoff_seconds=5.0)
     _capture_all(combee, failing_traces(4))
@@ -103,7 +101,12 @@ async def test_only_the_lease_holder_learns() -> None:
 
 
 async def test_traces_wait_for_feedback_then_learn_or_drop() -> None:
-    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, feedback_wait_seconds=3600)
+    combee = Combee(
+        prompt_id="p",
+        model=fake_learner(),
+        batch_size=2,
+        capture=CaptureSettings(feedback_wait_seconds=3600),
+    )
     learner = _learner(combee)
     unlabelled = [Trace(id=f"r{i}", input=f"order {i} problem", output="X") for i in range(2)]
     _capture_all(combee, unlabelled)
@@ -133,7 +136,12 @@ def test_feedback_needs_a_signal() -> None:
 
 
 async def test_missing_feedback_drop_policy() -> None:
-    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, on_missing_feedback="drop")
+    combee = Combee(
+        prompt_id="p",
+        model=fake_learner(),
+        batch_size=2,
+        learner=LearnerSettings(on_missing_feedback="drop"),
+    )
     learner = _learner(combee)
     _capture_all(combee, [Trace(id="a", input="x"), *failing_traces(1)])
     assert await learner.tick() == 1
@@ -161,7 +169,7 @@ def test_a_raising_evaluator_never_breaks_capture() -> None:
 
 
 def test_capture_buffer_is_bounded_and_counts_drops() -> None:
-    combee = Combee(prompt_id="p", capture_limit=3)
+    combee = Combee(prompt_id="p", capture=CaptureSettings(capture_limit=3))
     combee.server.settings.flush_seconds = 3600
     combee.server._ensure_worker = lambda: None  # type: ignore[method-assign]
     for i in range(5):
@@ -198,7 +206,11 @@ def test_sqlite_queue_survives_a_restart(tmp_path: Path) -> None:
         first.stop()  # flushes the buffer; no learner ever ran
     with SqliteStore.from_conn_string(path) as store:
         second = Combee(
-            prompt_id="p", model=fake_learner(), store=store, batch_size=4, poll_seconds=0.05
+            prompt_id="p",
+            model=fake_learner(),
+            store=store,
+            batch_size=4,
+            learner=LearnerSettings(poll_seconds=0.05),
         )
         with second.running():
             assert second.learner.wait_for_steps(1, timeout=20)
@@ -208,7 +220,12 @@ def test_sqlite_queue_survives_a_restart(tmp_path: Path) -> None:
 
 
 def test_running_context_learns_in_the_background_and_stop_keeps_the_rest() -> None:
-    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=3, poll_seconds=0.02)
+    combee = Combee(
+        prompt_id="p",
+        model=fake_learner(),
+        batch_size=3,
+        learner=LearnerSettings(poll_seconds=0.02),
+    )
     with combee.running():
         for trace in failing_traces(3):
             combee.capture(trace)
@@ -221,7 +238,12 @@ def test_running_context_learns_in_the_background_and_stop_keeps_the_rest() -> N
 
 
 async def test_astart_and_astop_do_not_block_the_callers_loop() -> None:
-    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, poll_seconds=0.02)
+    combee = Combee(
+        prompt_id="p",
+        model=fake_learner(),
+        batch_size=2,
+        learner=LearnerSettings(poll_seconds=0.02),
+    )
     await combee.astart()
     for trace in failing_traces(2):
         combee.capture(trace)

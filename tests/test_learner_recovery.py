@@ -18,10 +18,11 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_combee import Combee, Trace
-from langgraph_combee._learning.parsing import message_text
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
-from langgraph_combee._runtime.recovery import StepRecovery
+from langgraph_combee import AlgorithmSettings, Combee, LearnerSettings, Trace
+from langgraph_combee._core.text import message_text
+from langgraph_combee._learner.learner import BackgroundLearner
+from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
+from langgraph_combee._learner.recovery import StepRecovery
 from langgraph_combee._storage.keys import LEASE_KEY, PromptSpace
 from langgraph_combee._storage.lease import Lease
 from langgraph_combee.testing import FunctionChatModel, fake_learner
@@ -36,10 +37,8 @@ def _text(messages: Sequence[BaseMessage]) -> str:
 
 
 def _learner(combee: Combee, clock: FakeClock, **kw: Any) -> BackgroundLearner:
-    settings = LearnerSettings(
-        **{"min_batch": 1, "backoff_seconds": 1.0, "backoff_jitter": 0, **kw}
-    )
-    return BackgroundLearner(combee, settings, clock=clock)
+    settings = LoopSettings(**{"min_batch": 1, "backoff_seconds": 1.0, "backoff_jitter": 0, **kw})
+    return BackgroundLearner(combee._learner_parts, settings, clock=clock)
 
 
 def _learned_ids(combee: Combee) -> list[str]:
@@ -89,9 +88,8 @@ async def test_a_trace_that_breaks_every_step_is_parked_and_the_others_learned()
         prompt_id="p",
         model=FunctionChatModel(llm),
         batch_size=12,
-        fan_in=1,
-        max_attempts=1,
-        backoff_seconds=0,
+        learner=LearnerSettings(max_attempts=1, backoff_seconds=0),
+        algorithm=AlgorithmSettings(fan_in=1),
     )
     clock = FakeClock()
     learner = _learner(combee, clock)
@@ -139,7 +137,12 @@ async def test_an_outage_parks_nothing_and_everything_is_learned_after_it() -> N
             raise ConnectionError("learner LLM unreachable")
         return str(good.invoke(messages).content)
 
-    combee = Combee(prompt_id="p", model=FunctionChatModel(reply), batch_size=4, max_attempts=1)
+    combee = Combee(
+        prompt_id="p",
+        model=FunctionChatModel(reply),
+        batch_size=4,
+        learner=LearnerSettings(max_attempts=1),
+    )
     clock = FakeClock()
     learner = _learner(combee, clock, max_trace_attempts=3)
     _queue(combee, failing_traces(4))
@@ -155,7 +158,11 @@ async def test_an_outage_parks_nothing_and_everything_is_learned_after_it() -> N
 async def test_a_lone_trace_that_always_fails_is_parked_after_max_attempts() -> None:
     llm = PoisonCurator(POISON)
     combee = Combee(
-        prompt_id="p", model=FunctionChatModel(llm), batch_size=1, fan_in=1, max_attempts=1
+        prompt_id="p",
+        model=FunctionChatModel(llm),
+        batch_size=1,
+        learner=LearnerSettings(max_attempts=1),
+        algorithm=AlgorithmSettings(fan_in=1),
     )
     clock = FakeClock()
     learner = _learner(combee, clock, max_trace_attempts=3)
@@ -168,13 +175,13 @@ async def test_a_lone_trace_that_always_fails_is_parked_after_max_attempts() -> 
 
 
 def test_step_backoff_is_exponential_capped_and_jittered() -> None:
-    settings = LearnerSettings(backoff_seconds=1.0, max_backoff_seconds=8.0, backoff_jitter=0.5)
+    settings = LoopSettings(backoff_seconds=1.0, max_backoff_seconds=8.0, backoff_jitter=0.5)
     for failures, delay in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (9, 8.0), (60, 8.0)]:
         for _ in range(20):
             assert delay <= settings.backoff(failures) <= min(8.0, delay * 1.5)
     # The jitter spreads learners that failed together.
     assert len({settings.backoff(2) for _ in range(20)}) > 1
-    exact = LearnerSettings(backoff_seconds=1.0, max_backoff_seconds=8.0, backoff_jitter=0)
+    exact = LoopSettings(backoff_seconds=1.0, max_backoff_seconds=8.0, backoff_jitter=0)
     assert [exact.backoff(n) for n in range(1, 6)] == [1.0, 2.0, 4.0, 8.0, 8.0]
 
 
@@ -186,7 +193,12 @@ async def test_repeated_failures_for_one_reason_back_off_and_describe_says_so() 
             raise ConnectionError("learner LLM unreachable")
         return "no JSON here"  # another fault: every reply unusable
 
-    combee = Combee(prompt_id="p", model=FunctionChatModel(reply), batch_size=2, max_attempts=1)
+    combee = Combee(
+        prompt_id="p",
+        model=FunctionChatModel(reply),
+        batch_size=2,
+        learner=LearnerSettings(max_attempts=1),
+    )
     clock = FakeClock()
     learner = _learner(combee, clock, max_backoff_seconds=8.0)
     _queue(combee, failing_traces(2))
@@ -258,8 +270,10 @@ def _four_queued_behind_a_blocking_learner() -> tuple[InMemoryStore, BlockingLea
 def test_a_step_past_the_lease_ttl_keeps_the_lease_and_its_result() -> None:
     store, llm, combee = _four_queued_behind_a_blocking_learner()
     wall = FakeClock()  # the lease's clock: moved by hand, far past the TTL
-    settings = LearnerSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=0.01)
-    learner = BackgroundLearner(combee, settings, clock=FakeClock(), lease_clock=wall)
+    settings = LoopSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=0.01)
+    learner = BackgroundLearner(
+        combee._learner_parts, settings, clock=FakeClock(), lease_clock=wall
+    )
     rival = Lease(store, "p", holder="rival", ttl_seconds=60.0, clock=wall)
 
     thread, result = _run_tick_in_thread(learner)
@@ -279,8 +293,8 @@ def test_a_step_past_the_lease_ttl_keeps_the_lease_and_its_result() -> None:
 
 def test_a_lease_gone_during_a_step_is_taken_back_and_the_result_kept() -> None:
     store, llm, combee = _four_queued_behind_a_blocking_learner()
-    settings = LearnerSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=3600)
-    learner = BackgroundLearner(combee, settings, clock=FakeClock())
+    settings = LoopSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=3600)
+    learner = BackgroundLearner(combee._learner_parts, settings, clock=FakeClock())
 
     thread, result = _run_tick_in_thread(learner)
     assert llm.entered.wait(30)
@@ -296,8 +310,10 @@ def test_a_lease_gone_during_a_step_is_taken_back_and_the_result_kept() -> None:
 def test_a_step_whose_lease_another_learner_took_is_discarded_without_blame() -> None:
     store, llm, combee = _four_queued_behind_a_blocking_learner()
     wall = FakeClock()
-    settings = LearnerSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=3600)
-    learner = BackgroundLearner(combee, settings, clock=FakeClock(), lease_clock=wall)
+    settings = LoopSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=3600)
+    learner = BackgroundLearner(
+        combee._learner_parts, settings, clock=FakeClock(), lease_clock=wall
+    )
 
     thread, result = _run_tick_in_thread(learner)
     assert llm.entered.wait(30)
@@ -361,8 +377,8 @@ async def test_the_heartbeat_renews_an_async_postgres_lease_from_its_thread(
         )
         for trace in failing_traces(2, prefix="pg"):
             combee.capture(trace)
-        settings = LearnerSettings(min_batch=1, heartbeat_seconds=0.05)
-        learner = BackgroundLearner(combee, settings, clock=FakeClock())
+        settings = LoopSettings(min_batch=1, heartbeat_seconds=0.05)
+        learner = BackgroundLearner(combee._learner_parts, settings, clock=FakeClock())
         assert await learner.tick() == 1
         assert learner.stats.lease_renewals >= 1 and learner.stats.lease_retakes == 0
         assert (await combee.acurrent()).version == 1

@@ -14,12 +14,14 @@ from collections.abc import Iterator
 import pytest
 from langchain_core.messages import AIMessage
 
-from langgraph_combee import Combee, Feedback, Playbook, Trace
+from langgraph_combee import AlgorithmSettings, Combee, Feedback, LearnerSettings, Trace
+from langgraph_combee._core.text import message_text
 from langgraph_combee._learning import prompts
-from langgraph_combee._learning.parsing import message_text, parse_reply
+from langgraph_combee._learning.parsing import parse_reply
 from langgraph_combee._learning.schemas import ReflectionOut
 from langgraph_combee.local import LocalModel
 from langgraph_combee.local._weights import MODELS
+from langgraph_combee.types import Playbook
 
 pytestmark = pytest.mark.local_llm
 
@@ -79,17 +81,15 @@ def test_structured_reflection_is_usable_by_the_learner(local: LocalModel) -> No
     assert not parsed.to_reflection("ticket-1").is_empty()
 
 
-def _learner(local: LocalModel, **style: str) -> Combee:
-    """Combee at batch size 4 on the shared server; ``style``: the roles setting."""
+def _learner(local: LocalModel, roles: str = "auto") -> Combee:
+    """Combee at batch size 4 on the shared server, with the ``roles`` setting."""
     return Combee(
-        prompt_id=f"smoke-{'-'.join(style.values()) or 'auto'}",
+        prompt_id=f"smoke-{roles}",
         model=local.chat_model,
         strategy="combee",
         batch_size=4,
-        max_concurrency=4,
-        timeout_seconds=900,
-        max_attempts=2,
-        **style,
+        learner=LearnerSettings(max_concurrency=4, timeout_seconds=900, max_attempts=2),
+        algorithm=AlgorithmSettings(roles=roles),
     )
 
 

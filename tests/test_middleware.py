@@ -27,11 +27,12 @@ from langgraph.store.base import BaseStore, Op, Result
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 from langgraph.types import Command, interrupt
 
-from langgraph_combee import Add, Combee, Decision, PromptVersion, Trace
-from langgraph_combee._runtime.collector import CombeeTracer
-from langgraph_combee._runtime.middleware import CombeeMiddleware
+from langgraph_combee import Combee, Trace
+from langgraph_combee._agent.collector import CombeeTracer
+from langgraph_combee._agent.middleware import CombeeMiddleware
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel
+from langgraph_combee.types import Add, Decision, PromptVersion
 from tests.langsmith_server import Recorder, langsmith_server
 
 __all__ = ["langsmith_server"]  # a fixture, used by name

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from langgraph_combee._learning.parsing import ReplyParseError, extract_json, parse_reply
-from langgraph_combee._learning.schemas import OpsOut, ReflectionOut, convert_ops
+from langgraph_combee._learning.schemas import OpsOut, ReflectionOut, convert_ops, normalize_label
 
 
 def test_plain_fenced_and_prose_wrapped_json() -> None:
@@ -63,11 +63,22 @@ def test_convert_ops_maps_labels_and_drops_malformed() -> None:
         ]}""",
         OpsOut,
     )
-    ops, dropped = convert_ops(
-        out.operations, labels={"R1": "t1", "R2": "t2"}, default_sources=["t1", "t2"]
-    )
-    assert dropped == 2
-    assert [op.type for op in ops] == ["ADD", "UPDATE", "REMOVE"]
+    ops = convert_ops(out.operations, labels={"R1": "t1", "R2": "t2"}, default_sources=["t1", "t2"])
+    assert [op.type for op in ops] == ["ADD", "UPDATE", "REMOVE"]  # the two malformed left out
     assert ops[0].sources == ["t1"]
     assert ops[1].sources == ["t2"]
     assert ops[2].sources == ["t1", "t2"]
+
+
+def test_a_label_is_read_back_the_same_way_in_sources_as_everywhere_else() -> None:
+    # convert_ops did not upper-case: "r3" credited its trace in the curator's
+    # "add" (via adopt) but not in an operation's "sources".
+    out = parse_reply(
+        """{"operations": [
+            {"type": "ADD", "content": "Rule A", "sources": ["r3", " [r1] "]}
+        ]}""",
+        OpsOut,
+    )
+    ops = convert_ops(out.operations, labels={"R1": "t1", "R3": "t3"}, default_sources=["t9"])
+    assert ops[0].sources == ["t3", "t1"]
+    assert normalize_label(" [p2.1] ") == "P2.1"

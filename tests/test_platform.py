@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import inspect
 import sys
 import threading
 from collections.abc import Iterable, Iterator
@@ -20,9 +19,15 @@ from langchain.agents import create_agent
 from langgraph.store.base import BaseStore, Op, Result
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_combee import Combee, ManualApproval
+from langgraph_combee import (
+    CaptureSettings,
+    Combee,
+    LearnerSettings,
+    ManualApproval,
+    ServingSettings,
+)
+from langgraph_combee._agent.limits import TraceLimits
 from langgraph_combee._combee import _stop_started_at_exit
-from langgraph_combee._runtime.limits import TraceLimits
 from langgraph_combee.errors import ConfigurationError, StoreError
 from langgraph_combee.platform import PlatformStore, _store, registered, shared_combee
 from langgraph_combee.platform._shared import DEV_LEASE_SECONDS, forget
@@ -81,7 +86,9 @@ async def test_async_twins_use_only_the_stores_async_calls() -> None:
         model=fake_learner(),
         store=store,
         acceptance=ManualApproval(),
-        on_version=[lambda new, previous: told.append(threading.get_ident())],
+        serving=ServingSettings(
+            on_version=[lambda new, previous: told.append(threading.get_ident())]
+        ),
     )
     await combee.alearn(failing_traces(4))  # two candidates, pending approval
     assert [v.status for v in await combee.ahistory()] == ["candidate"]
@@ -103,7 +110,12 @@ async def test_async_twins_use_only_the_stores_async_calls() -> None:
 
 async def test_afeedback_finds_runs_in_memory_and_in_the_queue() -> None:
     store = AsyncOnlyStore()
-    combee = Combee(prompt_id="fb", model=fake_learner(), store=store, feedback_wait_seconds=60)
+    combee = Combee(
+        prompt_id="fb",
+        model=fake_learner(),
+        store=store,
+        capture=CaptureSettings(feedback_wait_seconds=60),
+    )
     first, second = failing_traces(2)
     combee.capture(first)
     assert await combee.afeedback(first.id, correct=True)  # still in memory
@@ -221,7 +233,7 @@ def test_shared_combee_validates_and_keeps_the_first_arguments() -> None:
     made = shared_combee(prompt_id="shared-a", store=InMemoryStore(), batch_size=3)
     assert shared_combee(prompt_id="shared-a", batch_size=9) is made
     assert made._batch_size == 3
-    default = inspect.signature(Combee).parameters["lease_seconds"].default
+    default = LearnerSettings().lease_seconds
     assert made._learner_settings.lease_seconds == default  # not in a dev server
 
 
@@ -244,10 +256,8 @@ def test_routes_serve_the_admin_calls_and_the_lifespan_releases_the_lease() -> N
         model=fake_learner(),
         store=store,
         batch_size=2,
-        min_batch=1,
-        max_wait_seconds=0.1,
-        poll_seconds=0.05,
-        feedback_wait_seconds=60,
+        capture=CaptureSettings(feedback_wait_seconds=60),
+        learner=LearnerSettings(min_batch=1, max_wait_seconds=0.1, poll_seconds=0.05),
     )
     first, second = failing_traces(2)
     with _client() as client:
@@ -292,7 +302,9 @@ def test_routes_prefix_is_validated() -> None:
 
 
 def test_interpreter_exit_stops_started_learners_and_releases_their_leases() -> None:
-    combee = Combee(prompt_id="exit", model=fake_learner(), poll_seconds=60)
+    combee = Combee(
+        prompt_id="exit", model=fake_learner(), learner=LearnerSettings(poll_seconds=60)
+    )
     combee.start()
     lease = combee.learner._lease(None)
     assert lease.acquire()  # the tenure the learner's first pass takes
@@ -361,7 +373,9 @@ class GatedStore(BaseStore):
 def test_feedback_sent_while_its_trace_is_being_flushed_is_not_lost(call: str) -> None:
     """The SDK sends feedback right after ``runs.wait``: it may meet the flush midway."""
     store = GatedStore()
-    combee = Combee(prompt_id="race", store=store, feedback_wait_seconds=60)
+    combee = Combee(
+        prompt_id="race", store=store, capture=CaptureSettings(feedback_wait_seconds=60)
+    )
     trace = failing_traces(1)[0]
     combee.capture(trace)
     flusher = threading.Thread(target=combee.server.flush)
@@ -427,7 +441,9 @@ def test_the_first_run_binds_every_platform_store_of_the_process() -> None:
 async def test_late_feedback_is_cut_to_the_trace_limits_like_captured_feedback(where: str) -> None:
     """The feedback route takes any body: a huge comment must not reach the store whole."""
     store = InMemoryStore()
-    combee = Combee(prompt_id="huge", store=store, feedback_wait_seconds=60)
+    combee = Combee(
+        prompt_id="huge", store=store, capture=CaptureSettings(feedback_wait_seconds=60)
+    )
     trace = failing_traces(1)[0]
     combee.capture(trace)
     if where == "queue":
@@ -448,13 +464,20 @@ async def test_late_feedback_is_cut_to_the_trace_limits_like_captured_feedback(w
 def test_the_lifespan_also_stops_hand_built_learners_on_the_servers_store() -> None:
     """The server writes its store to disk when the lifespan ends: an exit hook is too late."""
     pytest.importorskip("starlette")
-    combee = Combee(prompt_id="by-hand", model=fake_learner(), store="platform", poll_seconds=60)
+    combee = Combee(
+        prompt_id="by-hand",
+        model=fake_learner(),
+        store="platform",
+        learner=LearnerSettings(poll_seconds=60),
+    )
     assert isinstance(combee.store, PlatformStore)
     combee.store.bind(InMemoryStore())
     combee.start()  # at import, as a graph module without shared_combee would
     lease = combee.learner._lease(None)
     assert lease.acquire()
-    own = Combee(prompt_id="own-store", model=fake_learner(), poll_seconds=60)
+    own = Combee(
+        prompt_id="own-store", model=fake_learner(), learner=LearnerSettings(poll_seconds=60)
+    )
     own.start()  # on a store of its own: not the server's to stop
     with _client():
         pass

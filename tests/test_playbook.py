@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from langgraph_combee import Add, Bullet, Playbook, Remove, Tag, Update
 from langgraph_combee._core.playbook import DEFAULT_SECTIONS, normalize_section, section_slug
+from langgraph_combee.types import Add, Bullet, Playbook, Remove, Tag, Update
 
 
 def _pb(*contents: str, section: str = "strategies_and_insights") -> Playbook:

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from langgraph_combee import Combee, Trace
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee import Combee, LearnerSettings, Trace
+from langgraph_combee._learner.learner import BackgroundLearner
+from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee.testing import fake_learner
 from tests import postgres
 from tests.helpers import assert_every_step_in_head, failing_traces
@@ -39,8 +40,8 @@ class FakeClock:
 
 
 def _learner(combee: Combee) -> BackgroundLearner:
-    settings = LearnerSettings(min_batch=2, max_wait_seconds=10.0)
-    return BackgroundLearner(combee, settings, clock=FakeClock())
+    settings = LoopSettings(min_batch=2, max_wait_seconds=10.0)
+    return BackgroundLearner(combee._learner_parts, settings, clock=FakeClock())
 
 
 def _capture_all(combee: Combee, traces: list[Trace]) -> None:
@@ -82,7 +83,11 @@ def test_versions_and_queue_survive_a_new_combee_on_the_same_database(
         learned = first.current()
     with postgres.open_store(postgres_dsn) as store:
         second = Combee(
-            prompt_id=PROMPT, model=fake_learner(), store=store, batch_size=4, poll_seconds=0.05
+            prompt_id=PROMPT,
+            model=fake_learner(),
+            store=store,
+            batch_size=4,
+            learner=LearnerSettings(poll_seconds=0.05),
         )
         assert second.current() == learned
         assert second.queue().pending_count() == 4
@@ -127,7 +132,11 @@ async def test_async_postgres_store_with_the_learner_on_the_same_loop(postgres_d
 async def test_async_postgres_store_with_the_learner_thread(postgres_dsn: str) -> None:
     async with postgres.aopen_store(postgres_dsn) as store:
         combee = Combee(
-            prompt_id=PROMPT, model=fake_learner(), store=store, batch_size=4, poll_seconds=0.02
+            prompt_id=PROMPT,
+            model=fake_learner(),
+            store=store,
+            batch_size=4,
+            learner=LearnerSettings(poll_seconds=0.02),
         )
         await combee.astart()  # the learner runs on a thread and event loop of its own
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import threading
 from collections.abc import Sequence
@@ -14,9 +15,18 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.messages import ToolMessage as LCToolMessage
 from langgraph.store.sqlite import SqliteStore
 
-from langgraph_combee import Combee, Feedback, LearnerBudget, Trace
+from langgraph_combee import (
+    AlgorithmSettings,
+    Combee,
+    Feedback,
+    LearnerBudget,
+    LearnerSettings,
+    ServingSettings,
+    Trace,
+)
 from langgraph_combee._core.evidence import ReplayReport
 from langgraph_combee._core.playbook import Bullet, Playbook
+from langgraph_combee._core.prompting import with_playbook
 from langgraph_combee._core.types import TraceMessage
 from langgraph_combee._learning.adoption import verify
 from langgraph_combee._learning.replay import (
@@ -26,7 +36,6 @@ from langgraph_combee._learning.replay import (
     make_scorer,
     replay_messages,
 )
-from langgraph_combee._runtime.prompting import with_playbook
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel, fake_learner
 from tests.helpers import RunNames
@@ -91,16 +100,30 @@ def learner(rules: dict[str, str]) -> FunctionChatModel:
 def combee_for(
     rules: dict[str, str], agent: FunctionChatModel | None = None, **kwargs: object
 ) -> Combee:
+    """A routing Combee; ``kwargs`` are Combee arguments or fields of its settings objects."""
+    algorithm: dict[str, object] = {
+        "agent_model": agent or rule_follower(),
+        "agent_prompt": APP_PROMPT,
+    }
+    learning: dict[str, object] = {}
     options: dict[str, object] = {
         "prompt_id": "routing",
         "model": learner(rules),
         "evaluator": evaluator,
-        "agent_model": agent or rule_follower(),
-        "agent_prompt": APP_PROMPT,
         "batch_size": 8,
-        **kwargs,
     }
-    return Combee(**options)  # type: ignore[arg-type]
+    for name, value in kwargs.items():
+        if name in {f.name for f in dataclasses.fields(AlgorithmSettings)}:
+            algorithm[name] = value
+        elif name in {f.name for f in dataclasses.fields(LearnerSettings)}:
+            learning[name] = value
+        else:
+            options[name] = value
+    return Combee(
+        **options,  # type: ignore[arg-type]
+        algorithm=AlgorithmSettings(**algorithm),  # type: ignore[arg-type]
+        learner=LearnerSettings(**learning),  # type: ignore[arg-type]
+    )
 
 
 def contents(combee: Combee) -> list[str]:
@@ -300,7 +323,7 @@ def test_bad_replay_settings_are_refused_at_construction(
     kwargs: dict[str, object], name: str
 ) -> None:
     with pytest.raises(ConfigurationError) as caught:
-        Combee(prompt_id="p", **kwargs)  # type: ignore[arg-type]
+        AlgorithmSettings(**kwargs)  # type: ignore[arg-type]
     assert caught.value.name == name
 
 
@@ -506,8 +529,8 @@ def test_the_background_learner_replays_with_the_served_agents_model() -> None:
         # would refuse both rules before replay could judge them.
         guard=None,
         batch_size=3,
-        poll_seconds=0.01,
-        refresh_seconds=0.01,
+        serving=ServingSettings(refresh_seconds=0.01),
+        learner=LearnerSettings(poll_seconds=0.01),
     )
     agent = create_agent(
         agent_model, tools=[], system_prompt=APP_PROMPT, middleware=[combee.middleware()]

@@ -43,9 +43,10 @@ from langgraph.store.base import BaseStore, Op, PutOp, Result
 from langgraph.store.memory import InMemoryStore
 
 from benchmarks.replicas import propagation, read_log, runs_of, spawn, stop_all, summary
-from langgraph_combee import Combee, LearnReport
+from langgraph_combee import AlgorithmSettings, Combee
 from langgraph_combee._storage.keys import HEAD_KEY
 from langgraph_combee.testing import fake_learner
+from langgraph_combee.types import LearnReport
 from tests import postgres
 from tests.helpers import assert_every_step_in_head, distinct_traces
 
@@ -205,7 +206,11 @@ THREADS = 8
 def test_eight_threads_learning_at_once_keep_every_step(backend: str, tmp_path: Path) -> None:
     conn = "memory" if backend == "memory" else str(tmp_path / "combee.db")
     with Combee.from_conn_string(
-        conn, prompt_id="p", model=fake_learner(), batch_size=2, token_budget=None
+        conn,
+        prompt_id="p",
+        model=fake_learner(),
+        batch_size=2,
+        algorithm=AlgorithmSettings(token_budget=None),
     ) as combee:
         start = threading.Barrier(THREADS)
         reports: dict[int, LearnReport] = {}

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langgraph_combee import Combee, Feedback, Trace
+from langgraph_combee import AlgorithmSettings, Combee, Feedback, LearnerSettings, Trace
 from langgraph_combee._core.ops import Add
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Decision, PromptVersion, Reflection
@@ -147,7 +147,9 @@ def test_a_length_cut_reply_gets_one_shorter_request_not_an_identical_retry() ->
         return _small_replies(body)
 
     server = Server(reply)
-    combee = Combee(prompt_id="cut", model=server.chat_openai(), max_attempts=3)
+    combee = Combee(
+        prompt_id="cut", model=server.chat_openai(), learner=LearnerSettings(max_attempts=3)
+    )
     report = combee.learn(_two_tickets()[:1])
     step = report.steps[0]
     assert step.truncated == {"reflect": 1}
@@ -309,7 +311,9 @@ def _tickets(truths: list[str]) -> list[Trace]:
 def test_rules_that_all_name_the_whole_task_are_not_learned() -> None:
     # The failure seen on the 1.5B: every rule's topic was the task's name.
     model = _situation_learner(lambda _: "customer support tickets")
-    combee = Combee(prompt_id="task-name", model=model, roles="small", batch_size=6)
+    combee = Combee(
+        prompt_id="task-name", model=model, batch_size=6, algorithm=AlgorithmSettings(roles="small")
+    )
     report = combee.learn(_tickets(["A-1", "B-2", "C-3", "D-4", "E-5", "F-6"]))
     assert report.playbook.bullets == []
     assert sum("ambiguous situation" in c for c in report.steps[0].conflicts) == 6
@@ -317,7 +321,9 @@ def test_rules_that_all_name_the_whole_task_are_not_learned() -> None:
 
 def test_within_a_step_the_action_most_runs_back_wins() -> None:
     model = _situation_learner(lambda _: "late parcels")
-    combee = Combee(prompt_id="vote", model=model, roles="small", batch_size=3)
+    combee = Combee(
+        prompt_id="vote", model=model, batch_size=3, algorithm=AlgorithmSettings(roles="small")
+    )
     # One curator adopts the LOG-8W rule twice (two runs back it) and RET-3H once.
     report = combee.learn(_tickets(["LOG-8W", "LOG-8W", "RET-3H"]))
     assert [b.content for b in report.playbook.bullets] == ["When late parcels, LOG-8W."]
@@ -340,7 +346,9 @@ def _seed(combee: Combee, playbook: Playbook) -> None:
 
 def test_a_new_rule_for_a_known_situation_corrects_the_old_action() -> None:
     combee = Combee(
-        prompt_id="fix", model=_situation_learner(lambda _: "lost parcels"), roles="small"
+        prompt_id="fix",
+        model=_situation_learner(lambda _: "lost parcels"),
+        algorithm=AlgorithmSettings(roles="small"),
     )
     _seed(combee, _playbook("When lost parcels, RET-3H."))
     report = combee.learn(_tickets(["LOG-8W"]))
@@ -370,7 +378,12 @@ def test_served_outcomes_move_counters_and_a_rule_that_keeps_failing_is_removed(
     tags = {t.id: (t.helpful, t.harmful) for t in rules.served_tags(pb, served)}  # type: ignore[union-attr]
     assert tags == {"oth-00001": (0, 2), "oth-00002": (1, 0)}
 
-    combee = Combee(prompt_id="served", model=fake_learner(), roles="small", batch_size=4)
+    combee = Combee(
+        prompt_id="served",
+        model=fake_learner(),
+        batch_size=4,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
     _seed(combee, pb)
     report = combee.learn(
         [t.model_copy(update={"feedback": Feedback(correct=t.feedback.correct)}) for t in served]
@@ -422,7 +435,11 @@ def test_a_full_curator_cannot_add_a_contradiction_unnoticed() -> None:
             return json.dumps({"key_insight": "When other things, X-1."})
         return reply(messages)
 
-    combee = Combee(prompt_id="full", model=FunctionChatModel(with_insight), roles="full")
+    combee = Combee(
+        prompt_id="full",
+        model=FunctionChatModel(with_insight),
+        algorithm=AlgorithmSettings(roles="full"),
+    )
     report = combee.learn(_tickets(["X-1"]))
     # Both rules rest on the same one run: a tie, so neither goes in, and it is said.
     assert [b.content for b in report.playbook.bullets] == []
@@ -456,7 +473,10 @@ def test_the_small_aggregator_settles_overlapping_proposals() -> None:
         return re.findall(r"\[(P\d+\.\d+)\] When late parcels, RET-3H", body)
 
     combee = Combee(
-        prompt_id="agg", model=_conflicting_small(drop, seen), roles="small", batch_size=4
+        prompt_id="agg",
+        model=_conflicting_small(drop, seen),
+        batch_size=4,
+        algorithm=AlgorithmSettings(roles="small"),
     )
     report = combee.learn(_tickets(["LOG-8W", "RET-3H", "FIN-7Q", "SEC-4X"]))
     assert prompts.SMALL_AGGREGATOR_SYSTEM in seen
@@ -469,9 +489,11 @@ def test_the_small_aggregator_settles_overlapping_proposals() -> None:
 def test_the_small_aggregator_cannot_drop_a_whole_group() -> None:
     seen: list[str] = []
     combee = Combee(
-        prompt_id="agg", model=_conflicting_small(lambda b: re.findall(r"P\d+\.\d+", b), seen),
-        roles="small", batch_size=4,
-    )  # fmt: skip
+        prompt_id="agg",
+        model=_conflicting_small(lambda b: re.findall(r"P\d+\.\d+", b), seen),
+        batch_size=4,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
     report = combee.learn(_tickets(["LOG-8W", "RET-3H", "FIN-7Q", "SEC-4X"]))
     # Every label of the group was asked to go: none did; the tie is then settled by
     # the evidence (one run each: an ambiguous situation, both dropped) and recorded.
@@ -499,7 +521,12 @@ def test_an_unusable_aggregator_reply_falls_back_to_the_union_and_says_so(roles:
             return json.dumps({"add": labels})
         return str(small.invoke(messages).content)
 
-    combee = Combee(prompt_id="u", model=FunctionChatModel(reply), roles=roles, batch_size=4)
+    combee = Combee(
+        prompt_id="u",
+        model=FunctionChatModel(reply),
+        batch_size=4,
+        algorithm=AlgorithmSettings(roles=roles),
+    )
     report = combee.learn(_tickets(["LOG-8W", "RET-3H", "FIN-7Q", "SEC-4X"]))
     assert report.steps[0].aggregation == "union"
     assert report.steps[0].unparsed.get("aggregate") == 1

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from langgraph_combee import Combee
+from langgraph_combee import AlgorithmSettings, Combee, LearnerSettings
 from langgraph_combee._learning.calls import CallSettings, LLMCaller
 from langgraph_combee._learning.strategies import CombeeStrategy, StepContext
 from langgraph_combee.testing import LatencyChatModel, fake_learner
@@ -19,7 +19,9 @@ def _combee(strategy: str, model: object, **kw: object) -> Combee:
 
 def test_combee_scan_n40_p2_gives_six_groups_each_reflection_twice() -> None:
     model = fake_learner()
-    combee = _combee("combee", model, batch_size=40, seed=7, token_budget=None)
+    combee = _combee(
+        "combee", model, batch_size=40, algorithm=AlgorithmSettings(seed=7, token_budget=None)
+    )
     report = combee.learn(failing_traces(40))
     step = report.steps[0]
     assert step.batch_size == 40
@@ -40,7 +42,9 @@ def test_combee_scan_n40_p2_gives_six_groups_each_reflection_twice() -> None:
 def test_shuffle_is_seeded() -> None:
     def groups(seed: int) -> list[list[str]]:
         model = fake_learner()
-        _combee("combee", model, batch_size=16, seed=seed).learn(failing_traces(16))
+        _combee("combee", model, batch_size=16, algorithm=AlgorithmSettings(seed=seed)).learn(
+            failing_traces(16)
+        )
         return [labels_in(p) for p in model.prompts if role_of(p) == "curator"]
 
     assert groups(1) == groups(1)
@@ -77,7 +81,9 @@ def test_naive_makes_one_curator_call_for_the_batch() -> None:
 
 def test_every_call_runs_under_its_run_name() -> None:
     tracer = RunNames()
-    combee = _combee("combee", fake_learner(), batch_size=9, callbacks=[tracer])
+    combee = _combee(
+        "combee", fake_learner(), batch_size=9, learner=LearnerSettings(callbacks=[tracer])
+    )
     combee.learn(failing_traces(9))
     stages = Counter(n for n in tracer.names if n.startswith("combee."))
     assert stages == {
@@ -92,7 +98,9 @@ def test_every_call_runs_under_its_run_name() -> None:
     calls = [r for r in tracer.runs if r.name.startswith("combee.") and r is not root]
     assert all(r.parent_run_id == root.id for r in calls)
     tracer2 = RunNames()
-    _combee("naive", fake_learner(), batch_size=2, callbacks=[tracer2]).learn(failing_traces(2))
+    _combee(
+        "naive", fake_learner(), batch_size=2, learner=LearnerSettings(callbacks=[tracer2])
+    ).learn(failing_traces(2))
     assert Counter(n for n in tracer2.names if n.startswith("combee.")) == {
         "combee.learn_step": 1,
         "combee.reflect": 2,
@@ -119,7 +127,7 @@ def test_batches_and_epochs_produce_one_step_per_batch() -> None:
 
 async def test_concurrency_limit_is_respected() -> None:
     model = LatencyChatModel(fake_learner(), base_seconds=0.01)
-    combee = _combee("combee", model, batch_size=30, max_concurrency=4)
+    combee = _combee("combee", model, batch_size=30, learner=LearnerSettings(max_concurrency=4))
     await combee.alearn(failing_traces(30))
     assert model.max_concurrency == 4
     assert model.calls == 30 + 5 + 1
@@ -127,7 +135,9 @@ async def test_concurrency_limit_is_respected() -> None:
 
 async def test_unlimited_parallel_map_reaches_batch_size() -> None:
     model = LatencyChatModel(fake_learner(), base_seconds=0.01)
-    await _combee("combee", model, batch_size=20, max_concurrency=64).alearn(failing_traces(20))
+    await _combee(
+        "combee", model, batch_size=20, learner=LearnerSettings(max_concurrency=64)
+    ).alearn(failing_traces(20))
     assert model.max_concurrency == 20
 
 
@@ -137,13 +147,15 @@ def test_fan_in_and_copies_are_parameters() -> None:
     assert CombeeStrategy().group_count(3) == 1
     assert CombeeStrategy().group_count(17) == 4
     model = fake_learner()
-    report = _combee("combee", model, batch_size=10, copies=3, fan_in=2).learn(failing_traces(10))
+    report = _combee(
+        "combee", model, batch_size=10, algorithm=AlgorithmSettings(copies=3, fan_in=2)
+    ).learn(failing_traces(10))
     assert report.steps[0].group_sizes == [15, 15]
 
 
 async def test_step_context_is_store_free() -> None:
     ctx = StepContext(caller=LLMCaller(fake_learner(), CallSettings()))
-    from langgraph_combee import Playbook
+    from langgraph_combee.types import Playbook
 
     result = await CombeeStrategy().step(ctx, Playbook(), failing_traces(4), version=1)
     assert result.report.calls == {"reflect": 4, "propose": 2, "aggregate": 1}

@@ -17,12 +17,14 @@ import pytest
 from langgraph.store.base import PutOp, Result
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_combee import Combee, ManualApproval, PromptVersion
-from langgraph_combee._runtime.learner import BackgroundLearner, LearnerSettings
-from langgraph_combee._runtime.takeover import keep_lease, recover
+from langgraph_combee import Combee, LearnerSettings, ManualApproval
+from langgraph_combee._learner.learner import BackgroundLearner
+from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
+from langgraph_combee._learner.takeover import keep_lease, recover
 from langgraph_combee._storage.lease import Lease
 from langgraph_combee.errors import LeaseHeldError
 from langgraph_combee.testing import fake_learner
+from langgraph_combee.types import PromptVersion
 from tests.helpers import failing_traces
 
 PROMPT = "takeover"
@@ -57,7 +59,9 @@ async def test_every_trace_is_learned_once_whatever_the_point_of_death(stop_at: 
     store = InMemoryStore()
     ids = await _dead_learner(store, stop_at)
     survivor = _combee(store)
-    learner = BackgroundLearner(survivor, LearnerSettings(min_batch=1, max_wait_seconds=0.01))
+    learner = BackgroundLearner(
+        survivor._learner_parts, LoopSettings(min_batch=1, max_wait_seconds=0.01)
+    )
     while await learner.tick():
         pass
     await asyncio.sleep(0.02)  # past max_wait: the last partial batch goes too
@@ -77,12 +81,12 @@ async def test_recover_leaves_its_own_claims_and_reports() -> None:
     ids = await _dead_learner(store, "candidate")
     combee = _combee(store)
     mine = await combee.queue().aclaim(2, holder="me")
-    report = await recover(combee, None, holder="me")
+    report = await recover(combee._learner_parts, None, holder="me")
     assert report.acked == tuple(sorted(ids)) and report.released == ()
     assert report.decided == (1,)
     assert combee.current().version == 1
     assert {c.trace_id for c in await combee.queue().aclaims()} == {t.id for t in mine}
-    assert await recover(combee, None, holder="me") == type(report)()
+    assert await recover(combee._learner_parts, None, holder="me") == type(report)()
 
 
 async def test_keep_lease_renews_during_a_long_step() -> None:
@@ -103,7 +107,9 @@ async def test_keep_lease_renews_during_a_long_step() -> None:
 async def test_a_lapse_the_holder_never_saw_still_settles_leftovers() -> None:
     store = InMemoryStore()
     survivor = _combee(store)
-    learner = BackgroundLearner(survivor, LearnerSettings(min_batch=1, max_wait_seconds=0.01))
+    learner = BackgroundLearner(
+        survivor._learner_parts, LoopSettings(min_batch=1, max_wait_seconds=0.01)
+    )
     assert await learner.tick() == 0  # takes the lease; nothing queued yet
     # Its lease lapses between two passes and another learner claims a batch and dies.
     assert Lease(store, PROMPT, holder=learner.holder).release()
@@ -158,7 +164,9 @@ async def test_a_new_learner_repairs_head_left_behind_by_a_dead_writer() -> None
     survivor = _combee(store)
     survivor.capture(failing_traces(1, prefix="next")[0])
     survivor.server.flush()
-    learner = BackgroundLearner(survivor, LearnerSettings(min_batch=1, max_wait_seconds=0.01))
+    learner = BackgroundLearner(
+        survivor._learner_parts, LoopSettings(min_batch=1, max_wait_seconds=0.01)
+    )
     await learner.tick()  # taking the lease settles what the dead writer left
     head = survivor.current()
     chain, number = [], head.version
@@ -189,7 +197,11 @@ def test_learn_while_another_process_holds_the_lease_is_a_clear_error() -> None:
     assert Lease(store, PROMPT, holder="learner-elsewhere", ttl_seconds=600).acquire()
     gc.collect()
     combee = Combee(
-        prompt_id=PROMPT, model=fake_learner(), store=store, batch_size=4, lease_seconds=0.1
+        prompt_id=PROMPT,
+        model=fake_learner(),
+        store=store,
+        batch_size=4,
+        learner=LearnerSettings(lease_seconds=0.1),
     )
     with pytest.raises(LeaseHeldError, match="learner-elsewhere"):
         combee.learn(failing_traces(4))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage
 
-from langgraph_combee import Combee, Feedback, Trace
+from langgraph_combee import Combee, Feedback, LearnerSettings, Trace
 from langgraph_combee._core.types import ToolCall
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.tasks import (
@@ -353,9 +353,7 @@ def test_tool_task_learns_live_through_the_middleware_and_its_evaluator() -> Non
         model=task.double_learner(),
         evaluator=task.evaluator(),
         batch_size=len(train),
-        min_batch=1,
-        max_wait_seconds=0.01,
-        poll_seconds=0.01,
+        learner=LearnerSettings(min_batch=1, max_wait_seconds=0.01, poll_seconds=0.01),
     )
     served = task.build_agent(model, middleware=[combee.middleware()])
     with combee.running():

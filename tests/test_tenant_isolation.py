@@ -12,8 +12,9 @@ from typing import Any
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage
 
-from langgraph_combee import Combee, Feedback, PromptVersion, Trace
+from langgraph_combee import AlgorithmSettings, Combee, Feedback, LearnerSettings, Trace
 from langgraph_combee.testing import FunctionChatModel, parrot_learner
+from langgraph_combee.types import PromptVersion
 
 TENANTS = ("acme", "globex")
 _TICKET = re.compile(r"^(\w+) ticket (\d+)")
@@ -50,12 +51,10 @@ def test_two_tenants_learning_concurrently_stay_isolated() -> None:
         model=parrot_learner(),
         scope=_org,
         evaluator=_truth,
-        # This agent ignores its prompt: replay would rightly drop every rule it learns.
-        replay=False,
         batch_size=3,
-        min_batch=1,
-        max_wait_seconds=0.01,
-        poll_seconds=0.01,
+        learner=LearnerSettings(min_batch=1, max_wait_seconds=0.01, poll_seconds=0.01),
+        # This agent ignores its prompt: replay would rightly drop every rule it learns.
+        algorithm=AlgorithmSettings(replay=False),
     )
     agent = create_agent(FunctionChatModel(_answer), [], middleware=[combee.middleware()])
     start = threading.Barrier(len(TENANTS))

@@ -16,7 +16,7 @@ from langchain_core.tracers.schemas import Run
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from langgraph_combee._tokens import estimate_tokens
+from langgraph_combee._core.tokens import estimate_tokens
 from langgraph_combee.testing import (
     FunctionChatModel,
     LatencyChatModel,

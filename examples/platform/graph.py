@@ -22,6 +22,7 @@ from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from langgraph_combee import CaptureSettings, LearnerSettings, ServingSettings
 from langgraph_combee.platform import shared_combee
 from langgraph_combee.testing import FunctionChatModel, fake_learner
 
@@ -57,13 +58,11 @@ combee = shared_combee(
     prompt_id=PROMPT_ID,
     model=_model("COMBEE_LEARNER_MODEL", fake_learner(insight=_offline_rule)),
     batch_size=4,
-    min_batch=1,
-    max_wait_seconds=2.0,
-    poll_seconds=0.5,
     # Feedback comes later, through POST /combee/ticket-router/feedback: a trace
     # waits up to a minute for it, and is learned from as soon as it arrives.
-    feedback_wait_seconds=60.0,
-    refresh_seconds=1.0,
+    capture=CaptureSettings(feedback_wait_seconds=60.0),
+    serving=ServingSettings(refresh_seconds=1.0),
+    learner=LearnerSettings(min_batch=1, max_wait_seconds=2.0, poll_seconds=0.5),
 )
 
 graph = create_agent(

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from langgraph_combee._core.evidence import ReplayEvidence
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
-from langgraph_combee._tokens import estimate_tokens
+from langgraph_combee._core.tokens import estimate_tokens
 
 # ACE's default sections, with the short slugs used in bullet ids.
 DEFAULT_SECTIONS: tuple[str, ...] = (

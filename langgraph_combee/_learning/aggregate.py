@@ -12,11 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from langgraph_combee._core.ops import DeltaOp
 from langgraph_combee._learning.prompts import proposal_label
-from langgraph_combee._learning.schemas import AggregateOut, convert_ops
-
-
-def _clean(label: str) -> str:
-    return label.strip().strip("[]").upper()
+from langgraph_combee._learning.schemas import AggregateOut, convert_ops, normalize_label
 
 
 def label_proposals(proposals: Sequence[Sequence[DeltaOp]]) -> dict[str, DeltaOp]:
@@ -47,15 +43,18 @@ def resolve(
         labels: Reflection label (``R3``) to trace id.
         default_sources: Trace ids credited when an op names no known source.
     """
-    removed = {_clean(label) for label in reply.drop} & proposed.keys()
+    removed = {normalize_label(label) for label in reply.drop} & proposed.keys()
     merged: list[DeltaOp] = []
     for item in reply.operations:
-        replaced = [_clean(label) for label in item.replaces if _clean(label) in proposed]
+        replaced = [
+            normalize_label(label) for label in item.replaces if normalize_label(label) in proposed
+        ]
         removed.update(replaced)
         inherited = list(
             dict.fromkeys(source for label in replaced for source in proposed[label].sources)
         )
-        ops, _ = convert_ops([item], labels=labels, default_sources=inherited or default_sources)
-        merged.extend(ops)
+        merged.extend(
+            convert_ops([item], labels=labels, default_sources=inherited or default_sources)
+        )
     kept = [op for label, op in proposed.items() if label not in removed]
     return kept + merged

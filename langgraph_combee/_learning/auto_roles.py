@@ -1,4 +1,4 @@
-"""Choosing a role profile: ``roles="auto"`` and the settings ``Combee(roles=...)`` takes.
+"""Choosing a role profile: ``roles="auto"`` and the values ``AlgorithmSettings.roles`` takes.
 
 ``AutoRoles`` starts with the profile the model suits (small for models known
 to be small) and switches to the small one, once, when the full profile's
@@ -32,7 +32,7 @@ from langgraph_combee._learning.roles import (
 logger = logging.getLogger("langgraph_combee.learner")
 
 ROLES: tuple[str, ...] = ("auto", "full", "small")
-"""The names ``Combee(roles=...)`` takes (or a ``RoleProfile`` instance)."""
+"""The names ``AlgorithmSettings(roles=...)`` takes (or a ``RoleProfile`` instance)."""
 
 _SIZE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*b\b", re.IGNORECASE)
 SMALL_PARAMS_B = 8.0
@@ -178,7 +178,7 @@ class AutoRoles(RoleProfile):
 
 
 def make_roles(roles: object, model: BaseChatModel) -> RoleProfile:
-    """The profile for a ``Combee(roles=...)`` setting.
+    """The profile for a ``AlgorithmSettings(roles=...)`` setting.
 
     Raises:
         ConfigurationError: Not ``"auto"``, ``"full"``, ``"small"`` or a RoleProfile.

@@ -49,7 +49,11 @@ class LearnerBudget:
     Example::
 
         budget = LearnerBudget(calls_per_hour=600, tokens_per_hour=2_000_000)
-        combee = Combee(prompt_id="support-agent", model=learner_model, budget=budget)
+        combee = Combee(
+            prompt_id="support-agent",
+            model=learner_model,
+            learner=LearnerSettings(budget=budget),
+        )
         budget.snapshot()  # {"calls": 0, "calls_per_hour": 600, ...}
 
     Args:

@@ -27,10 +27,6 @@ class PowerLawFit:
     a: float
     alpha: float
 
-    def predict(self, bs: float) -> float:
-        """Predicted time per trace at batch size ``bs``."""
-        return float(self.a * bs ** (-self.alpha))
-
     def slope(self, bs: float) -> float:
         """Magnitude of dT/dbs at ``bs``."""
         return float(self.alpha * self.a * bs ** (-self.alpha - 1))

@@ -154,18 +154,3 @@ def parse_reply(text: str, schema: type[T]) -> T:
         return schema.model_validate(_coerce_strings(data, schema))
     except ValidationError as exc:
         raise ReplyParseError(f"the JSON does not fit the schema: {exc}", text) from exc
-
-
-def message_text(content: Any) -> str:
-    """Return the text of a message's content, whether a string or content blocks."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-        return "".join(parts)
-    return str(content)

@@ -19,7 +19,7 @@ from langgraph_combee._core.types import Reflection, Trace
 
 MAX_FIELD_CHARS = 4000
 
-# The older names of the role profiles, still accepted as ``Combee(reflector=...)``:
+# The older names of the role profiles, still taken by the demo's ``--reflector``:
 # "full" is the full profile, "compact" the small-model one (see roles.py).
 ReflectorStyle = Literal["full", "compact"]
 REFLECTOR_STYLES: tuple[ReflectorStyle, ...] = ("full", "compact")

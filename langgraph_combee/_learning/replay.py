@@ -34,11 +34,11 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_combee._core.evidence import ReplayReport
 from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.text import message_text
+from langgraph_combee._core.tokens import estimate_tokens
 from langgraph_combee._core.types import Feedback, ToolCall, Trace, TraceMessage
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._learning.budget import LearnerBudget
-from langgraph_combee._learning.parsing import message_text
-from langgraph_combee._tokens import estimate_tokens
 
 __all__ = [
     "AgentCalls",

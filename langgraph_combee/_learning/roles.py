@@ -36,6 +36,7 @@ from langgraph_combee._learning.schemas import (
     SmallCuratorOut,
     SmallReflectionOut,
     convert_ops,
+    normalize_label,
 )
 
 Labelled = tuple[str, Reflection]
@@ -186,7 +187,7 @@ class FullRoles(RoleProfile):
         by_label = dict(group)
         adopted = adopt(out.add, by_label, section=playbook.resolve_section("others"))
         labels = {label: r.trace_id for label, r in group}
-        ops, _ = convert_ops(
+        ops = convert_ops(
             out.operations, labels=labels, default_sources=[r.trace_id for _, r in group]
         )
         return adopted + ops
@@ -314,7 +315,7 @@ class SmallRoles(RoleProfile):
         )
         if out is None:
             return Aggregation(_union(proposals), "union")
-        asked = {label.strip().strip("[]").upper() for label in out.drop}
+        asked = {normalize_label(label) for label in out.drop}
         drop: set[str] = set()
         for group in groups:
             chosen = [label for label in group if label in asked]
@@ -360,7 +361,7 @@ def adopt(
     ops: dict[str, Add] = {}
     for entry in entries:
         text = entry.strip()
-        reflection = by_label.get(text.strip("[]").upper()) or by_insight.get(_norm(text))
+        reflection = by_label.get(normalize_label(text)) or by_insight.get(_norm(text))
         if reflection is not None and reflection.key_insight.strip():
             content, sources = reflection.key_insight.strip(), [reflection.trace_id]
         elif own_rules and len(text.split()) >= 2:

@@ -196,13 +196,24 @@ class SmallAggregateOut(BaseModel):
     drop: LooseStrList = Field(default_factory=list)
 
 
+def normalize_label(text: str) -> str:
+    """A label as a prompt shows it (``"R3"``, ``"P2.1"``), from how a model wrote it.
+
+    Models write ``"[R3]"``, ``" r3 "`` or ``"R3"`` for one label: every place that
+    reads a label back from a reply compares it in this one form.
+    """
+    return text.strip().strip("[]").strip().upper()
+
+
 def convert_ops(
     raw: Sequence[OpOut],
     *,
     labels: Mapping[str, str],
     default_sources: Sequence[str],
-) -> tuple[list[DeltaOp], int]:
+) -> list[DeltaOp]:
     """Turn raw operations into delta ops, mapping reflection labels to trace ids.
+
+    Malformed operations (an unknown type, no content, no id) are left out.
 
     Args:
         raw: Operations as parsed from the LLM.
@@ -210,14 +221,14 @@ def convert_ops(
         default_sources: Trace ids credited when an op names no known label.
 
     Returns:
-        The usable ops and the number of raw ops dropped as malformed.
+        The usable ops, in order.
     """
+    by_label = {normalize_label(label): trace_id for label, trace_id in labels.items()}
     ops: list[DeltaOp] = []
-    dropped = 0
     for item in raw:
         kind = item.type.strip().upper()
         sources = [
-            labels[s.strip().strip("[]")] for s in item.sources if s.strip().strip("[]") in labels
+            by_label[normalize_label(s)] for s in item.sources if normalize_label(s) in by_label
         ]
         if not sources:
             sources = list(default_sources)
@@ -228,6 +239,4 @@ def convert_ops(
             ops.append(Update(id=item.id.strip(), content=content, sources=sources))
         elif kind in ("REMOVE", "DELETE") and item.id.strip():
             ops.append(Remove(id=item.id.strip(), reason=item.reason, sources=sources))
-        else:
-            dropped += 1
-    return ops, dropped
+    return ops

@@ -20,8 +20,9 @@ from rich.progress import (
 from langgraph_combee._combee import Combee
 from langgraph_combee._core.types import LearnReport, StepReport, Trace
 from langgraph_combee._errors import LearningError
+from langgraph_combee._learner.acceptance import AcceptAll, AcceptancePolicy, ManualApproval
 from langgraph_combee._learning.engine import BatchSize
-from langgraph_combee._runtime.acceptance import AcceptAll, AcceptancePolicy, ManualApproval
+from langgraph_combee._settings import AlgorithmSettings, LearnerSettings
 from langgraph_combee.cli._common import (
     DEFAULT_STORE,
     EXIT_FAILED,
@@ -218,8 +219,8 @@ def learn(
             strategy=strategy.value,
             batch_size=size,
             acceptance=_policy(acceptance),
-            seed=seed,
-            max_concurrency=max_concurrency,
+            learner=LearnerSettings(max_concurrency=max_concurrency),
+            algorithm=AlgorithmSettings(seed=seed),
         )
         with _progress(no_progress) as progress:
             try:

@@ -26,6 +26,12 @@ from langgraph_combee._combee import Combee
 from langgraph_combee._core.types import PromptVersion
 from langgraph_combee._learning.engine import BatchSize
 from langgraph_combee._learning.prompts import ReflectorStyle
+from langgraph_combee._settings import (
+    AlgorithmSettings,
+    CaptureSettings,
+    LearnerSettings,
+    ServingSettings,
+)
 from langgraph_combee.demo._display import Display, Status
 from langgraph_combee.tasks import (
     Example,
@@ -393,6 +399,13 @@ def run_demo(config: DemoConfig, display: Display, *, models: Models | None = No
         loaded.close()
 
 
+def _roles(reflector: ReflectorStyle | None) -> str:
+    """The learner's role profile for a reflector style (None: chosen by the model)."""
+    if reflector is None:
+        return "auto"
+    return "small" if reflector == "compact" else "full"
+
+
 def _run(
     config: DemoConfig, display: Display, task: Task, models: Models, started: float
 ) -> DemoResult:
@@ -412,14 +425,18 @@ def _run(
         model=models.learner,
         strategy=config.strategy,
         batch_size=config.batch_size,
-        max_concurrency=models.concurrency,
-        timeout_seconds=models.timeout_seconds,
-        reflector=config.reflector or models.reflector,
-        poll_seconds=0.05 if models.offline_double else 0.25,
-        refresh_seconds=0.25,
-        feedback_wait_seconds=120.0,
-        min_batch=4,
-        max_wait_seconds=60.0,
+        capture=CaptureSettings(feedback_wait_seconds=120.0),
+        serving=ServingSettings(refresh_seconds=0.25),
+        learner=LearnerSettings(
+            max_concurrency=models.concurrency,
+            timeout_seconds=models.timeout_seconds,
+            poll_seconds=0.05 if models.offline_double else 0.25,
+            min_batch=4,
+            max_wait_seconds=60.0,
+        ),
+        algorithm=AlgorithmSettings(
+            roles=_roles(config.reflector) if config.reflector else models.roles
+        ),
     )
     agent = task.build_agent(models.agent, middleware=[combee.middleware()])
     evaluator = task.build_agent(models.agent, middleware=[combee.middleware(capture=False)])

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from langgraph_combee._errors import LocalModelError, MissingWeightsError, WeightsMismatchError
 from langgraph_combee.local._model import SIZES, LocalModel, local_chat_model, prepare_weights
 from langgraph_combee.local._weights import cache_root
 
@@ -29,9 +28,6 @@ __all__ = [
     "SIZES",
     "LocalChatOpenAI",
     "LocalModel",
-    "LocalModelError",
-    "MissingWeightsError",
-    "WeightsMismatchError",
     "cache_root",
     "local_chat_model",
     "prepare_weights",

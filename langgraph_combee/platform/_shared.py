@@ -16,12 +16,15 @@ from typing import Any
 
 from langgraph_combee._combee import Combee
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._settings import LearnerSettings
 
 __all__ = ["DEV_LEASE_SECONDS", "registered", "shared_combee"]
 
 DEV_LEASE_SECONDS = 10.0
 """The learner lease under ``langgraph dev`` (60 s elsewhere): a dev server that is
 killed rather than stopped (its lease not released) lets the next one learn sooner."""
+
+_DEFAULT_LEASE = LearnerSettings().lease_seconds
 
 _combees: dict[str, Combee] = {}
 _lock = threading.Lock()
@@ -38,8 +41,8 @@ def shared_combee(*, prompt_id: str, **kwargs: Any) -> Combee:
     The first call builds ``Combee(prompt_id=prompt_id, store="platform", **kwargs)``
     (a ``store=`` of your own overrides ``"platform"``); every later call with
     the same ``prompt_id``, from any module or any copy of one, returns that same
-    object and ignores its other arguments. Under ``langgraph dev`` the learner
-    lease defaults to ``DEV_LEASE_SECONDS``.
+    object and ignores its other arguments. Under ``langgraph dev`` a learner lease
+    left at its default (``LearnerSettings.lease_seconds``) is ``DEV_LEASE_SECONDS``.
 
     Example::
 
@@ -59,7 +62,9 @@ def shared_combee(*, prompt_id: str, **kwargs: Any) -> Combee:
             return existing
         kwargs.setdefault("store", "platform")
         if in_dev_server():
-            kwargs.setdefault("lease_seconds", DEV_LEASE_SECONDS)
+            learner = kwargs.get("learner") or LearnerSettings()
+            if isinstance(learner, LearnerSettings) and learner.lease_seconds == _DEFAULT_LEASE:
+                kwargs["learner"] = learner.replace(lease_seconds=DEV_LEASE_SECONDS)
         combee = Combee(prompt_id=prompt_id, **kwargs)
         _combees[prompt_id] = combee
     return combee

@@ -55,6 +55,13 @@ class Models:
     close: Callable[[], None] = lambda: None
     reflector: ReflectorStyle | None = None
 
+    @property
+    def roles(self) -> str:
+        """``AlgorithmSettings.roles`` for ``reflector``: ``"auto"`` when none is forced."""
+        if self.reflector is None:
+            return "auto"
+        return "small" if self.reflector == "compact" else "full"
+
 
 def check_model_spec(spec: str) -> str:
     """Return ``spec`` if it names a model the demo can load, else raise.

@@ -29,7 +29,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from typing_extensions import is_typeddict
 
-from langgraph_combee._tokens import estimate_tokens
+from langgraph_combee._core.tokens import estimate_tokens
 
 __all__ = [
     "RecordingChatModel",

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 
-from langgraph_combee._tokens import estimate_tokens
+from langgraph_combee._core.tokens import estimate_tokens
 from langgraph_combee.testing._base import RecordingChatModel, prompt_text
 
 __all__ = ["LatencyChatModel"]

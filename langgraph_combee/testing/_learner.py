@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from langchain_core.messages import BaseMessage
 
-from langgraph_combee._learning.parsing import message_text
+from langgraph_combee._core.text import message_text
 from langgraph_combee.testing._models import FunctionChatModel
 
 InsightFn = Callable[[str, str | None, str], str]

@@ -30,9 +30,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from langgraph_combee._agent.limits import TraceLimits, clip_trace
 from langgraph_combee._core.types import Feedback, Trace
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._runtime.limits import TraceLimits, clip_trace
 from langgraph_combee._storage.queue import TraceQueue
 
 logger = logging.getLogger("langgraph_combee.serving")

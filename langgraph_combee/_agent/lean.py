@@ -50,16 +50,14 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, ModelReques
 from langchain.agents.middleware.types import ExtendedModelResponse
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langgraph_combee._combee import Combee
-from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._runtime.middleware import (
+from langgraph_combee._agent.middleware import (
     ModelCallResult,
     capture_run,
     guarded,
     serve,
     write_through,
 )
-from langgraph_combee._runtime.runs import (
+from langgraph_combee._agent.runs import (
     child_metadata,
     current_config,
     given_run_id,
@@ -68,7 +66,9 @@ from langgraph_combee._runtime.runs import (
     tag_runs,
     version_metadata,
 )
-from langgraph_combee._runtime.traces import invocation_start
+from langgraph_combee._agent.traces import invocation_start
+from langgraph_combee._combee import Combee
+from langgraph_combee._errors import ConfigurationError
 
 __all__ = ["LeanCombeeMiddleware"]
 

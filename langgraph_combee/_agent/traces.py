@@ -24,8 +24,8 @@ from langchain_core.messages import (
     convert_to_messages,
 )
 
+from langgraph_combee._core.text import message_text
 from langgraph_combee._core.types import ToolCall, Trace, TraceMessage
-from langgraph_combee._learning.parsing import message_text
 
 __all__ = [
     "RunInfo",

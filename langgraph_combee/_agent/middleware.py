@@ -16,7 +16,7 @@ Per invocation of the agent:
 
 Run metadata. Every run served carries ``combee_prompt_id``, ``combee_version``
 and (with a tenant) ``combee_tenant`` in its tracing metadata, so LangSmith and
-any other tracer can filter by version. Verified mechanism (see ``_runtime/runs.py``
+any other tracer can filter by version. Verified mechanism (see ``_agent/runs.py``
 and ``tests/test_middleware.py``): the model-call runs get it because the model
 is called inside ``child_metadata`` (the node's config context variable, patched
 for the duration of the call, which the chat model inherits); the agent's root
@@ -61,11 +61,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
-from langgraph_combee._combee import Combee
-from langgraph_combee._core.types import PromptVersion
-from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._runtime.prompting import with_playbook
-from langgraph_combee._runtime.runs import (
+from langgraph_combee._agent.runs import (
     child_metadata,
     current_config,
     given_run_id,
@@ -75,8 +71,12 @@ from langgraph_combee._runtime.runs import (
     thread_id_of,
     version_metadata,
 )
-from langgraph_combee._runtime.serving import UNSCOPED
-from langgraph_combee._runtime.traces import RunInfo, invocation_start, trace_from_messages
+from langgraph_combee._agent.serving import UNSCOPED
+from langgraph_combee._agent.traces import RunInfo, invocation_start, trace_from_messages
+from langgraph_combee._combee import Combee
+from langgraph_combee._core.prompting import with_playbook
+from langgraph_combee._core.types import PromptVersion
+from langgraph_combee._errors import ConfigurationError
 
 __all__ = ["CombeeMiddleware", "CombeeState"]
 

@@ -1,6 +1,6 @@
 """Reading feedback from an outside source for traces that wait for it.
 
-``Combee(feedback_source=...)`` gives the background learner an object that
+``LearnerSettings(feedback_source=...)`` gives the background learner an object that
 reads feedback by run id (``langgraph_combee.langsmith.LangSmithFeedback``
 reads LangSmith's). On each pass, once it holds the writer lease and before it
 looks for a batch, the learner asks the source about the tenant's traces that

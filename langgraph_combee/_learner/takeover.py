@@ -22,14 +22,10 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from langgraph_combee._core.types import PromptVersion
-from langgraph_combee._runtime.acceptance import decide
+from langgraph_combee._learner.parts import LearnerParts
 from langgraph_combee._storage.lease import Lease
-
-if TYPE_CHECKING:
-    from langgraph_combee._combee import Combee
 
 logger = logging.getLogger("langgraph_combee.learner")
 
@@ -75,9 +71,11 @@ async def keep_lease(lease: Lease) -> AsyncIterator[None]:
             await task
 
 
-async def _written_since(combee: Combee, tenant: str | None, since: float) -> list[PromptVersion]:
+async def _written_since(
+    parts: LearnerParts, tenant: str | None, since: float
+) -> list[PromptVersion]:
     """Versions created after ``since`` (unix time, less the clock skew), newest first."""
-    registry = combee.registry(tenant)
+    registry = parts.registry(tenant)
     found = []
     number = await registry.alatest_version()
     while number > 0:
@@ -89,46 +87,35 @@ async def _written_since(combee: Combee, tenant: str | None, since: float) -> li
     return found
 
 
-async def _decide(combee: Combee, tenant: str | None, version: PromptVersion) -> None:
-    registry = combee.registry(tenant)
-    head = await registry.aget(version.parent or 0)
-    context = combee._writer.context(registry)
-    decision = await decide(combee.acceptance, version, head, context)
-    if decision is None:
-        return  # the policy keeps it pending (e.g. manual approval), as it would have
-    # Through the writer: HEAD may have moved since the dead learner wrote it.
-    if decision.accepted:
-        await context.accept(version.version, decision)
-    else:
-        await context.reject(version.version, decision)
-
-
-async def recover(combee: Combee, tenant: str | None, *, holder: str) -> Recovery:
+async def recover(parts: LearnerParts, tenant: str | None, *, holder: str) -> Recovery:
     """Settle the claims other learners left in ``tenant``'s queue (see the module docstring).
 
     Args:
-        combee: Whose queue and registry.
+        parts: The queue, registry and writer of the prompt.
         tenant: Which tenant.
         holder: The new lease holder; its own claims are left alone.
     """
     # A writer session first: it repairs a HEAD left behind by a writer that died
     # between accepting a version and moving HEAD.
-    async with combee._writer.session(combee.registry(tenant)):
+    registry = parts.registry(tenant)
+    async with parts.writer.session(registry):
         pass
-    queue = combee.queue(tenant)
+    queue = parts.queue(tenant)
     orphans = [c for c in await queue.aclaims() if c.holder != holder]
     if not orphans:
         return Recovery()
     since = min(c.claimed_at for c in orphans)
     ids = {c.trace_id for c in orphans}
     written: dict[str, PromptVersion] = {}
-    for version in await _written_since(combee, tenant, since):
+    for version in await _written_since(parts, tenant, since):
         for trace_id in ids.intersection(version.source_trace_ids):
             written.setdefault(trace_id, version)
     decided = []
     for version in {v.version: v for v in written.values()}.values():
         if version.status == "candidate":
-            await _decide(combee, tenant, version)
+            # Through the writer: HEAD may have moved since the dead learner wrote it.
+            # A policy that keeps it pending (manual approval) keeps it pending.
+            await parts.writer.decide(registry, version, await registry.aget(version.parent or 0))
             decided.append(version.version)
     acked = sorted(written)
     released = sorted(ids - written.keys())
@@ -139,7 +126,7 @@ async def recover(combee: Combee, tenant: str | None, *, holder: str) -> Recover
     logger.info(
         "took over prompt %r (tenant %r): %d orphaned claims, %d already learned, "
         "%d back in the queue, versions decided: %s",
-        combee.prompt_id,
+        parts.prompt_id,
         tenant,
         len(orphans),
         len(acked),

@@ -31,7 +31,7 @@ import contextlib
 import dataclasses
 import logging
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from langgraph.store.base import BaseStore
 
@@ -40,11 +40,10 @@ from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Decision, PromptVersion
 from langgraph_combee._errors import StaleCandidateError
+from langgraph_combee._learner.acceptance import AcceptancePolicy, PolicyContext, decide
 from langgraph_combee._learning.guard import BulletGuard
 from langgraph_combee._learning.strategies import StepResult
 from langgraph_combee._learning.support import promote
-from langgraph_combee._runtime.acceptance import AcceptancePolicy, PolicyContext, decide
-from langgraph_combee._runtime.serving import Server
 from langgraph_combee._storage.lease import Lease, fenced, in_process
 from langgraph_combee._storage.locked import hold, writer_lock
 from langgraph_combee._storage.registry import PromptRegistry
@@ -53,6 +52,16 @@ logger = logging.getLogger("langgraph_combee.learner")
 
 # How often a writer waiting for another process's lease looks again.
 LEASE_POLL_SECONDS = 0.05
+
+Published = Callable[[str | None, PromptVersion], None]
+"""Told ``(tenant, version)`` of each version this process puts in force."""
+
+CanaryChanged = Callable[[str | None, "PromptVersion | None"], None]
+"""Told ``(tenant, canary)`` when this process starts (a candidate) or ends (None) a trial."""
+
+
+def _ignore(tenant: str | None, version: PromptVersion | None) -> None:
+    """The default callback: a writer with no agent side in its process."""
 
 
 def _visible(playbook: Playbook) -> list[tuple[str, str, str, bool]]:
@@ -149,15 +158,23 @@ class ApplyPipeline:
 class VersionWriter:
     """Submits step results as candidates and applies decisions, one writer at a time.
 
+    It is the one place where a version is decided and put in force: a step's
+    candidate, a candidate a dead learner left undecided (``decide``), an
+    operator's or a policy's verdict (``accept``, ``reject``, ``rollback``). Each
+    version put in force is published through ``on_published``.
+
     Args:
         prompt_id: The prompt.
         acceptance: The policy deciding candidates.
-        server: The serving cache, told of every new HEAD.
         store: The store holding the registry and the lease.
         holder: This process's lease holder name (shared with its background learner).
         lease_seconds: The lease's TTL; a writer waits at most this long (plus a
             second) for another process's lease before ``LeaseHeldError``.
         pipeline: How a stale candidate's ops are re-applied.
+        on_published: Told ``(tenant, version)`` of every version put in force
+            (the agent side's HEAD cache in this process); one that raises is
+            logged: the version is in force regardless.
+        on_canary: Told ``(tenant, canary or None)`` when a trial starts or ends.
     """
 
     def __init__(
@@ -165,15 +182,17 @@ class VersionWriter:
         *,
         prompt_id: str,
         acceptance: AcceptancePolicy,
-        server: Server,
         store: BaseStore,
         holder: str,
         lease_seconds: float = 60.0,
         pipeline: ApplyPipeline | None = None,
+        on_published: Published = _ignore,
+        on_canary: CanaryChanged = _ignore,
     ) -> None:
         self.prompt_id = prompt_id
         self.acceptance = acceptance
-        self.server = server
+        self.on_published = on_published
+        self.on_canary = on_canary
         self.store = store
         self.holder = holder
         self.lease_seconds = float(lease_seconds)
@@ -202,7 +221,21 @@ class VersionWriter:
 
     def context(self, registry: PromptRegistry) -> PolicyContext:
         """The context a policy decides in, with decisions routed through this writer."""
-        return PolicyContext(registry=registry, server=self.server, writer=self)
+        return PolicyContext(registry=registry, writer=self)
+
+    def _publish(self, version: PromptVersion) -> None:
+        try:
+            self.on_published(version.tenant, version)
+        except Exception:  # stored and in force already: serving learns of it on refresh
+            logger.exception("publishing v%s of prompt %r failed", version.version, self.prompt_id)
+
+    async def set_canary(self, registry: PromptRegistry, version: PromptVersion | None) -> None:
+        """Start (a candidate) or end (None) a canary trial, and tell ``on_canary``."""
+        await registry.aset_canary(None if version is None else version.version)
+        try:
+            self.on_canary(registry.tenant, version)
+        except Exception:  # the registry holds the trial: serving learns of it on refresh
+            logger.exception("telling the canary of prompt %r failed", self.prompt_id)
 
     @contextlib.asynccontextmanager
     async def session(self, registry: PromptRegistry) -> AsyncIterator[PromptRegistry]:
@@ -231,7 +264,7 @@ class VersionWriter:
                         tenant,
                         repaired.version,
                     )
-                    self.server.publish(repaired)
+                    self._publish(repaired)
                 yield writer
             finally:
                 if not was_ours:
@@ -367,13 +400,25 @@ class VersionWriter:
             stored = await self._rebase(fenced, await fenced.aadd_candidate(candidate))
             current = await fenced.aget(stored.parent or 0)
         report.version = stored.version
-        decision = await decide(self.acceptance, stored, current, self.context(registry))
-        if decision is None:
-            return stored
-        write = self.accept if decision.accepted else self.reject
-        final = await write(registry, stored.version, decision, if_pending=True)
-        report.accepted = final.status == "accepted"
+        final = await self.decide(registry, stored, current)
+        if final.status != "candidate":
+            report.accepted = final.status == "accepted"
         return final
+
+    async def decide(
+        self, registry: PromptRegistry, candidate: PromptVersion, current: PromptVersion
+    ) -> PromptVersion:
+        """Ask the policy about a stored candidate and apply its verdict, if it gives one.
+
+        ``current`` is the version the candidate was learned from. A verdict that
+        comes after an operator decided the candidate leaves that decision standing.
+        Returns the version as it stands afterwards (still a candidate if pending).
+        """
+        decision = await decide(self.acceptance, candidate, current, self.context(registry))
+        if decision is None:
+            return candidate
+        write = self.accept if decision.accepted else self.reject
+        return await write(registry, candidate.version, decision, if_pending=True)
 
     def _decided_elsewhere(self, record: PromptVersion, decision: Decision) -> bool:
         if record.status == "candidate":
@@ -412,7 +457,7 @@ class VersionWriter:
             if record.status == "candidate":
                 record = await self._rebase(fenced, record)
             accepted = await fenced.aaccept(version, decision)
-        self.server.publish(accepted)
+        self._publish(accepted)
         return accepted
 
     async def reject(
@@ -437,5 +482,5 @@ class VersionWriter:
         """Put an accepted version's playbook back in force as a new version."""
         async with self.session(registry) as fenced:
             restored = await fenced.arollback(version, reason=reason)
-        self.server.publish(restored)
+        self._publish(restored)
         return restored

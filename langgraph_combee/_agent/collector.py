@@ -40,11 +40,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
-from langgraph_combee._combee import Combee
-from langgraph_combee._core.types import ToolCall, Trace
-from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._learning.parsing import message_text
-from langgraph_combee._runtime.traces import (
+from langgraph_combee._agent.traces import (
     RunInfo,
     invocation_start,
     text_of,
@@ -52,6 +48,10 @@ from langgraph_combee._runtime.traces import (
     to_messages,
     trace_from_messages,
 )
+from langgraph_combee._combee import Combee
+from langgraph_combee._core.text import message_text
+from langgraph_combee._core.types import ToolCall, Trace
+from langgraph_combee._errors import ConfigurationError
 
 __all__ = ["CombeeTracer", "trace_from_messages", "trace_from_run"]
 

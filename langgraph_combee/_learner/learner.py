@@ -34,20 +34,19 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langgraph_combee._core.types import StepReport, Trace
 from langgraph_combee._errors import BudgetExceededError, ConfigurationError
-from langgraph_combee._runtime.feedback_poll import FeedbackPoller
-from langgraph_combee._runtime.heartbeat import LeaseHeartbeat, WriteFence
-from langgraph_combee._runtime.recovery import StepRecovery, backoff_delay, failure_reason
-from langgraph_combee._runtime.takeover import recover
+from langgraph_combee._learner.acceptance import overrides
+from langgraph_combee._learner.feedback_poll import FeedbackPoller
+from langgraph_combee._learner.heartbeat import LeaseHeartbeat, WriteFence
+from langgraph_combee._learner.parts import LearnerParts
+from langgraph_combee._learner.recovery import StepRecovery, backoff_delay, failure_reason
+from langgraph_combee._learner.takeover import recover
 from langgraph_combee._storage.keys import NO_TENANT, ROOT
 from langgraph_combee._storage.lease import Lease
 from langgraph_combee._storage.locked import hold, writer_lock
-
-if TYPE_CHECKING:
-    from langgraph_combee._combee import Combee
 
 logger = logging.getLogger("langgraph_combee.learner")
 
@@ -120,18 +119,26 @@ class LearnerStats:
 
 
 class BackgroundLearner:
-    """Learns from queued traces on a thread of its own until stopped."""
+    """Learns from queued traces on a thread of its own until stopped.
+
+    Args:
+        parts: What it works with, given by the root (``Combee``).
+        settings: How it paces itself.
+        holder: Its lease holder name (default: a new one).
+        clock: Monotonic clock of the pacing and the backoff.
+        lease_clock: Wall clock of the lease records.
+    """
 
     def __init__(
         self,
-        combee: Combee,
+        parts: LearnerParts,
         settings: LearnerSettings,
         *,
         holder: str | None = None,
         clock: Callable[[], float] = time.monotonic,
         lease_clock: Callable[[], float] = time.time,
     ) -> None:
-        self.combee = combee
+        self.parts = parts
         self.settings = settings
         self.holder = holder or f"learner-{uuid.uuid4().hex[:12]}"
         self._clock = clock
@@ -153,7 +160,7 @@ class BackgroundLearner:
         self._unsettled: dict[str | None, dict[str, list[str]]] = {}
         self.stats = LearnerStats()
         self.step_done = threading.Condition()
-        source = getattr(combee, "feedback_source", None)
+        source = parts.feedback_source
         # Feedback from an outside source (e.g. LangSmith) for traces that wait for it.
         self.feedback_poller = None if source is None else FeedbackPoller(source, clock=clock)
 
@@ -224,19 +231,17 @@ class BackgroundLearner:
     def tenants(self) -> list[str | None]:
         """Tenants with a queue in the store, plus the shared one."""
         found: set[str | None] = {None}
-        prefix = (ROOT, self.combee.prompt_id)
-        for namespace in self.combee.store.list_namespaces(
-            prefix=prefix, max_depth=3, limit=10_000
-        ):
+        prefix = (ROOT, self.parts.prompt_id)
+        for namespace in self.parts.store.list_namespaces(prefix=prefix, max_depth=3, limit=10_000):
             if len(namespace) >= 3:
                 found.add(None if namespace[2] == NO_TENANT else namespace[2])
         return sorted(found, key=lambda t: (t is not None, t or ""))
 
     async def tick(self) -> int:
         """Flush captures, then learn one batch per ready tenant. Returns steps run."""
-        if not self.combee._bind_platform_store():
+        if not self.parts.ready():
             return 0  # store="platform" before any run showed the server's store: nothing yet
-        await asyncio.to_thread(self.combee.server.flush)
+        await asyncio.to_thread(self.parts.flush)
         steps = 0
         for tenant in await asyncio.to_thread(self.tenants):
             if self._stop.is_set():
@@ -248,8 +253,8 @@ class BackgroundLearner:
     def _lease(self, tenant: str | None) -> Lease:
         if tenant not in self._leases:
             self._leases[tenant] = Lease(
-                self.combee.store,
-                self.combee.prompt_id,
+                self.parts.store,
+                self.parts.prompt_id,
                 tenant=tenant,
                 holder=self.holder,
                 ttl_seconds=self.settings.lease_seconds,
@@ -262,7 +267,7 @@ class BackgroundLearner:
         # Writer sessions of this process (approve, learn()) share our holder name:
         # one that found the lease free gives it back when it ends, so take it and
         # give it up only between sessions, never under one.
-        writers = writer_lock(self.combee.store, self.combee.prompt_id, tenant)
+        writers = writer_lock(self.parts.store, self.parts.prompt_id, tenant)
         if await lease.ahandover_wanted():
             # A writer of another process (`combee approve`, learn()) asked for the
             # lease: give it up between steps, take it back when that writer is done.
@@ -280,30 +285,26 @@ class BackgroundLearner:
         if self._settled_tenure.get(tenant, -1.0) != lease.acquired_at:
             # A new tenure (someone may have held the lease since our last pass):
             # settle the claims a dead or displaced learner left.
-            await recover(self.combee, tenant, holder=self.holder)
+            await recover(self.parts, tenant, holder=self.holder)
             self._settled_tenure[tenant] = lease.acquired_at
         await self._settle(tenant)
-        combee = self.combee
-        policy = combee.acceptance
-        context = combee._writer.context(combee.registry(tenant))
-        observe = getattr(policy, "observe", None)
-        review = getattr(policy, "review", None)
-        blocking = getattr(policy, "blocking", None)
-        queue = combee.queue(tenant)
+        parts = self.parts
+        policy = parts.writer.acceptance
+        queue = parts.queue(tenant)
         if self.feedback_poller is not None:
             await self.feedback_poller.poll(tenant, queue)
         stats = await queue.abacklog()  # not astats(): that reads every done record
         ready = stats["pending"] - stats["waiting"]
-        size = combee._engine(tenant).next_batch_size()
-        if observe is not None and ready > 0:
-            # A policy that watches live feedback sees every ready trace each pass.
+        size = parts.engine(tenant).next_batch_size()
+        if ready > 0 and overrides(policy, "observe"):
+            # A policy that watches live feedback sees every ready trace each pass
+            # (claimed and released: only for one that does watch).
             seen = await self._claim(tenant, ready)
             for trace in seen:
-                observe(trace)
+                policy.observe(trace)
             await queue.arelease([t.id for t in seen])
-        if review is not None:
-            await review(context)
-        if blocking is not None and blocking(combee.server, tenant):
+        await policy.review(parts.writer.context(parts.registry(tenant)))
+        if policy.blocking(tenant):
             return False  # a trial is running: learning waits for its decision
         recovery = self._recovery
         while (part := recovery.next_part(tenant, ready=ready, steps=self.stats.steps)) is not None:
@@ -323,7 +324,7 @@ class BackgroundLearner:
         waited = now - since >= self.settings.max_wait_seconds
         if ready < size and not (waited and ready >= min(self.settings.min_batch, size)):
             return False
-        budget = getattr(combee, "budget", None)
+        budget = parts.budget
         if budget is not None and not budget.available():
             self.stats.budget_waits += 1
             return False  # the window is spent: the traces stay queued until it allows
@@ -338,7 +339,7 @@ class BackgroundLearner:
         pending = self._unsettled.get(tenant)
         if not pending:
             return
-        queue = self.combee.queue(tenant)
+        queue = self.parts.queue(tenant)
         if pending.get("ack"):
             await queue.aack(pending["ack"])
             pending["ack"] = []
@@ -347,7 +348,7 @@ class BackgroundLearner:
             pending["release"] = []
 
     async def _end_claims(self, tenant: str | None, how: str, ids: list[str]) -> None:
-        queue = self.combee.queue(tenant)
+        queue = self.parts.queue(tenant)
         try:
             await (queue.aack(ids) if how == "ack" else queue.arelease(ids))
         except Exception:
@@ -362,7 +363,7 @@ class BackgroundLearner:
         trace_ids: tuple[str, ...] | None = None,
         exclude: list[str] | None = None,
     ) -> list[Trace]:
-        return await self.combee.queue(tenant).aclaim(
+        return await self.parts.queue(tenant).aclaim(
             limit,
             holder=self.holder,
             visibility_seconds=self.settings.visibility_seconds,
@@ -373,7 +374,7 @@ class BackgroundLearner:
         )
 
     async def _learn(self, tenant: str | None, batch: list[Trace], *, split: bool) -> bool:
-        combee, queue = self.combee, self.combee.queue(tenant)
+        parts, queue = self.parts, self.parts.queue(tenant)
         keep, drop = self._filter(batch)
         if drop:
             await queue.aack([t.id for t in drop])
@@ -383,7 +384,7 @@ class BackgroundLearner:
         ids = [t.id for t in keep]
         lease = self._lease(tenant)
         fence = WriteFence(
-            combee.registry(tenant), lease, self.stats, claims_ours=lambda: self._holds(tenant, ids)
+            parts.registry(tenant), lease, self.stats, claims_ours=lambda: self._holds(tenant, ids)
         )
         beat = LeaseHeartbeat(lease, interval=self.settings.heartbeat_seconds)
         try:
@@ -393,7 +394,7 @@ class BackgroundLearner:
             raise
         try:
             async with beat:
-                report = await combee.alearn_batch(keep, tenant=tenant, before_submit=fence)
+                report = await parts.step(keep, tenant=tenant, before_submit=fence)
         except BudgetExceededError as exc:
             # Not a failure of the step: the window is spent. No backoff; the
             # budget check before the next claim keeps the learner waiting.
@@ -426,7 +427,7 @@ class BackgroundLearner:
     async def _holds(self, tenant: str | None, ids: list[str]) -> bool:
         """Whether every trace of ``ids`` is still claimed by this learner."""
         mine = {
-            c.trace_id for c in await self.combee.queue(tenant).aclaims() if c.holder == self.holder
+            c.trace_id for c in await self.parts.queue(tenant).aclaims() if c.holder == self.holder
         }
         return mine.issuperset(ids)
 
@@ -456,7 +457,7 @@ class BackgroundLearner:
             if split:
                 self._recovery.put_back(tenant, (tuple(ids), True))
             return
-        queue = self.combee.queue(tenant)
+        queue = self.parts.queue(tenant)
         try:
             attempts = await queue.afail(ids, reason=reason)
         except Exception:
@@ -482,7 +483,7 @@ class BackgroundLearner:
             )
 
     def _filter(self, batch: list[Trace]) -> tuple[list[Trace], list[Trace]]:
-        if self.combee.on_missing_feedback != "drop":
+        if self.parts.on_missing_feedback != "drop":
             return batch, []
         keep = [t for t in batch if t.feedback is not None and not t.feedback.is_empty()]
         return keep, [t for t in batch if t not in keep]
@@ -511,7 +512,7 @@ class BackgroundLearner:
             "versions": self.stats.versions,
             "budget_waits": self.stats.budget_waits,
             "budget_stops": self.stats.budget_stops,
-            "budget": None if self.combee.budget is None else self.combee.budget.snapshot(),
+            "budget": None if self.parts.budget is None else self.parts.budget.snapshot(),
             "tick_errors": self.stats.tick_errors,
             "stale_steps": self.stats.stale_steps,
             "traces_parked": self.stats.traces_parked,
@@ -523,12 +524,19 @@ class BackgroundLearner:
             "last_error": self.stats.last_error,
             "feedback_received": poller.received if poller else 0,
             "feedback_errors": poller.errors if poller else 0,
-            "roles": self.combee.describe_roles() if self.combee.model is not None else None,
+            "roles": self._roles(),
         }
+
+    def _roles(self) -> dict[str, Any] | None:
+        try:
+            engine = self.parts.engine(None)
+        except ConfigurationError:  # a serve-only replica: no learner model
+            return None
+        return engine.roles.describe()
 
     def _dead_letter_counts(self) -> dict[str, int] | None:
         try:
-            counts = {_label(t): len(self.combee.queue(t).dead_letters()) for t in self._visited}
+            counts = {_label(t): len(self.parts.queue(t).dead_letters()) for t in self._visited}
         except Exception:  # a diagnostic must not raise for a store fault
             logger.warning("cannot count dead letters now", exc_info=True)
             return None

@@ -44,12 +44,8 @@ from langgraph.graph import StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.pregel import Pregel
 
-from langgraph_combee._combee import Combee
-from langgraph_combee._core.types import PromptVersion
-from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._runtime.collector import CombeeTracer
-from langgraph_combee._runtime.prompting import join_prompt, with_playbook
-from langgraph_combee._runtime.runs import (
+from langgraph_combee._agent.collector import CombeeTracer
+from langgraph_combee._agent.runs import (
     current_config,
     given_run_id,
     run_id_in_tracers,
@@ -57,6 +53,10 @@ from langgraph_combee._runtime.runs import (
     tag_runs,
     version_metadata,
 )
+from langgraph_combee._combee import Combee
+from langgraph_combee._core.prompting import join_prompt, with_playbook
+from langgraph_combee._core.types import PromptVersion
+from langgraph_combee._errors import ConfigurationError
 
 __all__ = [
     "SYSTEM_MESSAGE_ID",

@@ -1,47 +1,64 @@
 """Acceptance policies: when is a candidate version swapped in.
 
-A policy's ``decide`` looks at a candidate and the version in force and returns
-a ``Decision`` (accept or reject, with its reason and figures), or None to leave
-the candidate pending. Policies may also implement optional hooks:
+``AcceptancePolicy`` is the base class every policy derives from. Its one
+abstract method, ``decide``, looks at a candidate and the version in force and
+returns a ``Decision`` (accept or reject, with its reason and figures), or None
+to leave the candidate pending. The background learner also calls three hooks,
+no-ops here, that a policy deciding from live traffic overrides:
 
-- ``choose(context, head, run_key)``: the version to serve a new run (memory only);
-- ``observe(trace)``: see a trace the learner took, with its feedback;
-- ``review(context)``: make pending decisions from what was observed;
-- ``blocking(tenant)``: True while new learning should wait (a canary trial).
+- ``observe(trace)``: see each ready trace of the queue, with its feedback,
+  once per learner pass (only when the policy overrides it: otherwise the
+  learner does not read them);
+- ``async review(context)``: make the decisions left pending, from what was
+  observed (once per learner pass, before it learns);
+- ``blocking(tenant) -> bool``: True while new learning for the tenant should
+  wait (a canary trial).
+
+``canary_fraction`` is the share of new runs the agent side serves the
+registry's canary candidate (0: never). Which version a run gets is the agent
+side's business; a policy only starts and ends a trial
+(``PolicyContext.set_canary``).
+
+A policy written before this base class (any object with a ``name`` and an
+``async decide``) is still accepted (``as_policy`` wraps it); one that also has
+hooks must subclass ``AcceptancePolicy``, or they would be silently ignored,
+and one with a ``choose`` (routing runs itself, as ``CanaryGate`` once did) is
+refused: routing is the agent side's, driven by ``canary_fraction``.
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
-import hashlib
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from langgraph_combee._core.types import Decision, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from langgraph_combee._runtime.serving import Server
-    from langgraph_combee._runtime.versions import VersionWriter
+    from langgraph_combee._learner.versions import VersionWriter
     from langgraph_combee._storage.registry import PromptRegistry
+
+HOOKS = ("observe", "review", "blocking")
 
 
 @dataclass(frozen=True)
 class PolicyContext:
-    """What a policy may touch: the tenant's registry and the serving cache.
+    """What a policy may touch: the tenant's registry, and decisions through the writer.
 
     A policy that decides later (``review``) accepts, rejects and rolls back
-    through ``accept``, ``reject`` and ``rollback`` here: with a ``writer`` (as
-    Combee gives it) they are serialised with every other writer, and a
-    candidate whose parent is no longer HEAD is rebased onto HEAD first.
+    through ``accept``, ``reject`` and ``rollback`` here: they go through the
+    version writer, so they are serialised with every other writer, a candidate
+    whose parent is no longer HEAD is rebased onto HEAD first, and a version put
+    in force is published to the agent side of this process at once.
     """
 
     registry: PromptRegistry
-    server: Server
-    writer: VersionWriter | None = None
+    writer: VersionWriter
 
     @property
     def tenant(self) -> str | None:
@@ -50,38 +67,134 @@ class PolicyContext:
 
     async def accept(self, version: int, decision: Decision) -> PromptVersion:
         """Accept a candidate (rebased onto HEAD if needed) and serve it."""
-        if self.writer is not None:
-            return await self.writer.accept(self.registry, version, decision)
-        accepted = await self.registry.aaccept(version, decision)
-        self.server.publish(accepted)
-        return accepted
+        return await self.writer.accept(self.registry, version, decision)
 
     async def reject(self, version: int, decision: Decision) -> PromptVersion:
         """Reject a candidate."""
-        if self.writer is not None:
-            return await self.writer.reject(self.registry, version, decision)
-        return await self.registry.areject(version, decision)
+        return await self.writer.reject(self.registry, version, decision)
 
     async def rollback(self, version: int, *, reason: str) -> PromptVersion:
         """Put an accepted version back in force as a new version, and serve it."""
-        if self.writer is not None:
-            return await self.writer.rollback(self.registry, version, reason=reason)
-        restored = await self.registry.arollback(version, reason=reason)
-        self.server.publish(restored)
-        return restored
+        return await self.writer.rollback(self.registry, version, reason=reason)
+
+    async def set_canary(self, version: PromptVersion | None) -> None:
+        """Start (a candidate) or end (None) the tenant's canary trial, and tell the agent side."""
+        await self.writer.set_canary(self.registry, version)
 
 
-@runtime_checkable
-class AcceptancePolicy(Protocol):
-    """Decides whether a candidate version replaces the current one."""
+class AcceptancePolicy(abc.ABC):
+    """Decides whether a candidate version replaces the current one.
 
-    name: str
+    Subclass it and implement ``decide``; override the hooks only when the
+    policy decides from live traffic (see the module docstring). Example::
+
+        class SmallSteps(AcceptancePolicy):
+            name = "small_steps"
+
+            async def decide(self, candidate, current, context):
+                added = candidate.ops_summary.get("add", 0)
+                return Decision(accepted=added <= 3, policy=self.name, reason=f"{added} added")
+
+    Attributes:
+        name: Recorded as ``Decision.policy`` by the built-in policies.
+        canary_fraction: Share of new runs served the canary candidate, in
+            [0, 1); 0 (default) for a policy that runs no trials.
+    """
+
+    name: str = "custom"
+    canary_fraction: float = 0.0
+
+    @abc.abstractmethod
+    async def decide(
+        self, candidate: PromptVersion, current: PromptVersion, context: PolicyContext
+    ) -> Decision | None:
+        """Return a decision now, or None to leave the candidate pending.
+
+        Args:
+            candidate: The stored candidate (``status == "candidate"``).
+            current: The version it was learned from (its ``parent``).
+            context: The tenant's registry and the writer's decisions.
+        """
+
+    def observe(self, trace: Trace) -> None:  # noqa: B027 (a hook: no-op unless overridden)
+        """See a ready trace of the queue, with its feedback (no-op)."""
+
+    async def review(self, context: PolicyContext) -> None:  # noqa: B027 (likewise)
+        """Make pending decisions from what was observed (no-op)."""
+
+    def blocking(self, tenant: str | None) -> bool:
+        """True while new learning for ``tenant`` must wait (default: never)."""
+        return False
+
+
+def overrides(policy: AcceptancePolicy, hook: str) -> bool:
+    """Whether ``policy``'s class overrides the base class's no-op ``hook``."""
+    return getattr(type(policy), hook) is not getattr(AcceptancePolicy, hook)
+
+
+class _Wrapped(AcceptancePolicy):
+    """A policy written as an object with ``name`` and ``async decide``, not a subclass."""
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+        self.name = str(policy.name)
 
     async def decide(
         self, candidate: PromptVersion, current: PromptVersion, context: PolicyContext
     ) -> Decision | None:
-        """Return a decision now, or None to leave the candidate pending."""
-        ...
+        """The wrapped policy's ``decide``."""
+        verdict = self.policy.decide(candidate, current, context)
+        decision: Decision | None = await verdict if inspect.isawaitable(verdict) else verdict
+        return decision
+
+    def __repr__(self) -> str:
+        return repr(self.policy)
+
+
+def as_policy(value: object, name: str = "acceptance") -> AcceptancePolicy:
+    """``value`` as an ``AcceptancePolicy``, wrapping an older duck-typed one.
+
+    Raises:
+        ConfigurationError: ``value`` is neither a subclass instance nor an object
+            with a ``name`` and a callable ``decide``; or it is such an object with
+            hooks (``observe``, ``review``, ``blocking``), which only a subclass
+            gets called; or its ``canary_fraction`` is not a number in [0, 1); or
+            it has a ``choose`` (the agent side routes runs by ``canary_fraction``).
+    """
+    if callable(getattr(value, "choose", None)):
+        # A policy that picked each run's version itself: that is the agent
+        # side's router now, and a choose() left in place would silently stop routing.
+        raise ConfigurationError(
+            name,
+            value,
+            "a policy without choose(): set canary_fraction instead (the agent side "
+            "serves the registry's canary candidate to that share of runs)",
+        )
+    if isinstance(value, AcceptancePolicy):
+        fraction = value.canary_fraction
+        if (
+            isinstance(fraction, bool)
+            or not isinstance(fraction, (int, float))
+            or not 0 <= fraction < 1
+        ):
+            raise ConfigurationError(
+                f"{name}.canary_fraction", fraction, "a number in [0, 1) (0: no canary)"
+            )
+        return value
+    allowed = "an AcceptancePolicy subclass instance (or an object with name and async decide())"
+    if isinstance(value, type) or not callable(getattr(value, "decide", None)):
+        raise ConfigurationError(name, value, allowed)
+    if not isinstance(getattr(value, "name", None), str):
+        raise ConfigurationError(name, value, allowed + ": it has no str name")
+    hooks = [hook for hook in HOOKS if hasattr(value, hook)]
+    if hooks:
+        raise ConfigurationError(
+            name,
+            value,
+            f"an AcceptancePolicy subclass: its {', '.join(hooks)} would not be called "
+            "on an object that does not derive from it",
+        )
+    return _Wrapped(value)
 
 
 async def decide(
@@ -100,7 +213,7 @@ async def decide(
     return await policy.decide(candidate, current, context)
 
 
-class AcceptAll:
+class AcceptAll(AcceptancePolicy):
     """Accept every candidate at once (the default)."""
 
     name = "accept_all"
@@ -115,7 +228,7 @@ class AcceptAll:
         return "AcceptAll()"
 
 
-class ManualApproval:
+class ManualApproval(AcceptancePolicy):
     """Leave every candidate pending until ``combee.approve(v)`` or ``combee.reject(v)``.
 
     The learner keeps learning from the version in force meanwhile; each
@@ -137,7 +250,7 @@ class ManualApproval:
 Runner = Callable[[PromptVersion, Any], "float | bool | Awaitable[float | bool]"]
 
 
-class ValidationGate:
+class ValidationGate(AcceptancePolicy):
     """Score candidate and current version on held-out examples; accept if not worse.
 
     Args:
@@ -254,10 +367,14 @@ class _TenantState:
     arms: dict[int, _Arm] = field(default_factory=dict)
     seen: set[str] = field(default_factory=set)
     watch: _Watch | None = None
+    trial: int | None = None  # the canary under trial, as last read from the registry
 
 
-class CanaryGate:
+class CanaryGate(AcceptancePolicy):
     """Serve a candidate to a fraction of live runs; decide from their feedback.
+
+    The candidate becomes the registry's canary; the agent side serves it to
+    ``canary_fraction`` (= ``fraction``) of new runs, stable per run key.
 
     While a trial runs, new learning for the tenant waits. Once both the
     candidate and the version in force have ``min_runs`` scored runs, the
@@ -293,6 +410,7 @@ class CanaryGate:
         if margin < 0:
             raise ConfigurationError("margin", margin, "a number >= 0")
         self.fraction = float(fraction)
+        self.canary_fraction = self.fraction
         self.min_runs = min_runs
         self.margin = float(margin)
         self.rollback = rollback
@@ -307,20 +425,9 @@ class CanaryGate:
         self, candidate: PromptVersion, current: PromptVersion, context: PolicyContext
     ) -> Decision | None:
         """Start a trial: the candidate becomes the canary; the decision comes later."""
-        await context.registry.aset_canary(candidate.version)
-        context.server.set_canary(context.tenant, candidate)
+        await context.set_canary(candidate)
+        self._state(context.tenant).trial = candidate.version
         return None
-
-    def choose(
-        self, server: Server, tenant: str | None, head: PromptVersion, run_key: str | None
-    ) -> PromptVersion:
-        """Serve the canary to ``fraction`` of runs (stable per run key)."""
-        canary = server.canary(tenant)
-        if canary is None or run_key is None:
-            return head
-        digest = hashlib.sha256(run_key.encode()).digest()
-        bucket = int.from_bytes(digest[:8], "big") / 2**64
-        return canary if bucket < self.fraction else head
 
     def observe(self, trace: Trace) -> None:
         """Count a scored trace toward the arm of the version it was served."""
@@ -336,9 +443,9 @@ class CanaryGate:
             arm.total += score
             arm.runs += 1
 
-    def blocking(self, server: Server, tenant: str | None) -> bool:
-        """True while a trial runs for the tenant."""
-        return server.canary(tenant) is not None
+    def blocking(self, tenant: str | None) -> bool:
+        """True while a trial runs for the tenant (as ``review`` last read the registry)."""
+        return self._state(tenant).trial is not None
 
     def arm(self, tenant: str | None, version: int) -> tuple[int, float]:
         """(scored runs, mean score) observed for a version."""
@@ -378,8 +485,7 @@ class CanaryGate:
         )
         canary = await registry.acanary()
         if canary is not None:  # built on the version that regressed: drop it too
-            await registry.aset_canary(None)
-            context.server.set_canary(tenant, None)
+            await self._end_trial(context)
             await context.reject(
                 canary.version,
                 Decision(accepted=False, policy=self.name, reason=f"superseded: {reason}"),
@@ -389,6 +495,9 @@ class CanaryGate:
     async def _decide_trial(self, context: PolicyContext) -> None:
         registry, tenant = context.registry, context.tenant
         canary = await registry.acanary()
+        # The registry is the truth (a trial another learner started, or ended):
+        # ``blocking`` answers from this reading.
+        self._state(tenant).trial = None if canary is None else canary.version
         if canary is None:
             return
         head = await registry.ahead()
@@ -411,8 +520,7 @@ class CanaryGate:
                 "current_runs": float(h_runs),
             },
         )
-        await registry.aset_canary(None)
-        context.server.set_canary(tenant, None)
+        await self._end_trial(context)
         if not accepted:
             await context.reject(canary.version, decision)
             return
@@ -425,6 +533,10 @@ class CanaryGate:
         with self._lock:
             arm = state.arms.get(canary.version, _Arm())
             state.watch = _Watch(canary.version, previous, h_mean, arm.runs, arm.total)
+
+    async def _end_trial(self, context: PolicyContext) -> None:
+        await context.set_canary(None)
+        self._state(context.tenant).trial = None
 
     def __repr__(self) -> str:
         return (

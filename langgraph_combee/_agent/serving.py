@@ -10,7 +10,7 @@ per run. A daemon worker thread refreshes every cached HEAD older than
 captured traces into the durable queue, so several processes sharing one store
 converge within ``refresh_seconds + flush_seconds`` plus one store read. If the
 store is down, the last cached version keeps being served and captured traces
-wait in the buffer (``_runtime/buffer.py``; bounded, the drop policy decides
+wait in the buffer (``_agent/buffer.py``; bounded, the drop policy decides
 what goes).
 
 Durability ``"write_through"`` writes each captured trace to the queue before
@@ -31,16 +31,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from langgraph_combee._core.types import Feedback, PromptVersion, Trace
-from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._runtime.buffer import (
+from langgraph_combee._agent.buffer import (
     FLUSH_CHUNK,
     CaptureBuffer,
     DropPolicy,
     Pending,
     ServingStats,
 )
-from langgraph_combee._runtime.limits import TraceLimits
+from langgraph_combee._agent.limits import TraceLimits
+from langgraph_combee._core.types import Feedback, PromptVersion, Trace
+from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
 

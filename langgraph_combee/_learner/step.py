@@ -1,0 +1,161 @@
+"""One learning step, end to end: learn a batch, replay it, hand the result to the writer.
+
+``Stepper`` is what ``Combee.learn()`` and the background learner share. It
+holds only the parts a step needs, given by the root: the registry and the
+engine of each tenant, the replayer, the version writer, the callbacks and
+the budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
+
+from langchain_core.callbacks import Callbacks
+
+from langgraph_combee._core.types import LearnReport, StepReport, Trace
+from langgraph_combee._errors import ConfigurationError, LearningError
+from langgraph_combee._learner.replaying import Replayer
+from langgraph_combee._learner.step_run import learn_step_run
+from langgraph_combee._learner.versions import VersionWriter
+from langgraph_combee._learning.budget import LearnerBudget
+from langgraph_combee._learning.engine import LearningEngine
+from langgraph_combee._storage.registry import PromptRegistry
+
+BeforeSubmit = Callable[[], Awaitable[bool]]
+"""Run after a step and before anything is written; False discards the step's result."""
+
+
+class StepFn(Protocol):
+    """Runs one learning step on a batch of one tenant (``Stepper.step``)."""
+
+    def __call__(
+        self,
+        batch: list[Trace],
+        *,
+        tenant: str | None = None,
+        before_submit: BeforeSubmit | None = None,
+    ) -> Awaitable[StepReport]: ...
+
+
+def refuse_duplicates(traces: Sequence[Trace], name: str) -> None:
+    """Refuse a batch in which one trace id appears twice, naming both places."""
+    # One run learned twice would count its evidence twice; the caller most
+    # likely concatenated two exports. Refused rather than silently de-duplicated.
+    seen: dict[str, int] = {}
+    for i, trace in enumerate(traces):
+        if trace.id in seen:
+            raise ConfigurationError(
+                f"{name}[{i}].id",
+                trace.id,
+                f"an id not already used by {name}[{seen[trace.id]}] (trace ids must be unique)",
+            )
+        seen[trace.id] = i
+
+
+class Stepper:
+    """Runs learning steps and submits their candidates to the version writer.
+
+    Args:
+        prompt_id: The prompt.
+        registry: The version registry of a tenant.
+        engine: The learning engine of a tenant (raises ``ConfigurationError``
+            when there is no learner model).
+        writer: Writes each step's candidate and has it decided.
+        replayer: Verified adoption, between the step and the writer.
+        callbacks: LangChain callbacks of the step's root run.
+        budget: Charged by the replays (the engine charges its own calls).
+    """
+
+    def __init__(
+        self,
+        *,
+        prompt_id: str,
+        registry: Callable[[str | None], PromptRegistry],
+        engine: Callable[[str | None], LearningEngine],
+        writer: VersionWriter,
+        replayer: Replayer,
+        callbacks: Callbacks = None,
+        budget: LearnerBudget | None = None,
+    ) -> None:
+        self.prompt_id = prompt_id
+        self.registry = registry
+        self.engine = engine
+        self.writer = writer
+        self.replayer = replayer
+        self.callbacks = callbacks
+        self.budget = budget
+
+    async def learn(
+        self,
+        traces: list[Trace],
+        *,
+        epochs: int = 1,
+        tenant: str | None = None,
+        on_step: Callable[[StepReport], None] | None = None,
+    ) -> LearnReport:
+        """Learn from ``traces`` in batches (sized by the engine), ``epochs`` times over."""
+        engine = self.engine(tenant)
+        steps: list[StepReport] = []
+        for _ in range(epochs):
+            start = 0
+            while start < len(traces):
+                batch = traces[start : start + engine.next_batch_size()]
+                start += len(batch)
+                report = await self.step(batch, tenant=tenant)
+                steps.append(report)
+                if on_step is not None:
+                    on_step(report)
+        return LearnReport(version=await self.registry(tenant).ahead(), steps=steps)
+
+    async def step(
+        self,
+        batch: list[Trace],
+        *,
+        tenant: str | None = None,
+        before_submit: BeforeSubmit | None = None,
+    ) -> StepReport:
+        """Run one learning step on ``batch`` and submit its candidate for acceptance.
+
+        Args:
+            batch: The traces to learn from.
+            tenant: Whose playbook learns.
+            before_submit: Optional check run after the step and before anything is
+                written (the background learner checks its lease here); when it
+                returns False the step's result is discarded.
+
+        Raises:
+            ConfigurationError: ``batch`` is not a list of traces with distinct ids.
+            LearningError: The step failed; nothing was written.
+        """
+        if not isinstance(batch, list) or not all(isinstance(t, Trace) for t in batch):
+            raise ConfigurationError("batch", batch, "a list of Trace objects")
+        refuse_duplicates(batch, "batch")
+        registry = self.registry(tenant)
+        engine = self.engine(tenant)
+        head = await registry.ahead()
+        next_version = await registry.alatest_version() + 1
+        metadata = {
+            "combee_prompt_id": self.prompt_id,
+            "combee_tenant": tenant,
+            "combee_strategy": engine.strategy.name,
+            "combee_batch_size": len(batch),
+            "combee_version_before": head.version,
+        }
+        inputs = {"trace_ids": [t.id for t in batch], "version_before": head.version}
+        async with learn_step_run(self.callbacks, metadata=metadata, inputs=inputs) as run:
+            result = await engine.step(head.playbook, batch, version=next_version)
+            result = await self.replayer(
+                head.playbook,
+                result,
+                batch,
+                version=next_version,
+                callbacks=run.manager.get_child(),
+                budget=self.budget,
+            )
+            if before_submit is not None and not await before_submit():
+                raise LearningError("the writer lease was lost during the step; result discarded")
+            stored = await self.writer.submit(registry, head, result, version=next_version)
+            result.report.run_id = str(run.run_id)
+            run.finish(head, stored, result.report)
+        return result.report
