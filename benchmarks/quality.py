@@ -37,7 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import IMAGES, RESULTS, command, machine_info, write_json
-from langgraph_combee import AlgorithmSettings, Combee, Feedback, LearnerSettings, Trace
+from langgraph_combee import (
+    AlgorithmSettings,
+    Combee,
+    Feedback,
+    LearnerSettings,
+    Trace,
+)
 from langgraph_combee._learning.rules import conflicts
 from langgraph_combee.errors import CombeeError
 from langgraph_combee.tasks import (
@@ -49,6 +55,7 @@ from langgraph_combee.tasks import (
     get_task,
     load_models,
 )
+from langgraph_combee.types import StepReport
 
 MODULE = "benchmarks.quality"
 STRATEGIES = ("sequential", "naive", "combee")
@@ -131,13 +138,18 @@ def collect_traces(task: Task, models: Models, train: list[Example]) -> tuple[li
 
 async def learn(combee: Combee, traces: list[Trace], batch_size: int) -> dict[str, Any]:
     """Learn in fixed-size batches; a failed step is counted and learning goes on."""
-    reports: list[Any] = []
+    reports: list[StepReport] = []
     failures: list[str] = []
     for start in range(0, len(traces), batch_size):
         try:
             reports.append(await combee.alearn_batch(traces[start : start + batch_size]))
         except CombeeError as exc:
             failures.append(repr(exc))
+    return summarise(reports, failures)
+
+
+def summarise(reports: Sequence[StepReport], failures: Sequence[str]) -> dict[str, Any]:
+    """What the steps of one learning pass did, summed (``failures``: the failed steps)."""
     calls: dict[str, int] = {}
     failed_calls: dict[str, int] = {}
     replayed = [r for r in reports if r.replay is not None and r.replay.enabled]
@@ -149,7 +161,7 @@ async def learn(combee: Combee, traces: list[Trace], batch_size: int) -> dict[st
     return {
         "steps": len(reports),
         "failed_steps": len(failures),
-        "step_errors": failures,
+        "step_errors": list(failures),
         "calls": calls,
         "failed_calls": failed_calls,
         "unparsed": sum(sum(r.unparsed.values()) for r in reports),

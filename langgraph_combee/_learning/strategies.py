@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from langgraph_combee._core.dedup import Embedder, deduplicate
-from langgraph_combee._core.ops import DeltaOp, Tag
+from langgraph_combee._core.ops import Add, DeltaOp, Tag
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Reflection, StepReport, Trace
 from langgraph_combee._errors import ConfigurationError, LearningError, LLMCallError
@@ -52,6 +52,11 @@ class StepContext:
     dedup: bool = True
     guard: BulletGuard | None = None
     roles: RoleProfile = field(default_factory=FullRoles)
+    # Private ablation switches (benchmarks/grid.py), not Combee settings: False turns
+    # off rule corrections (only ADDs apply; no counter, reconcile or removal) and
+    # level 2's merge (the plain union of the level-1 proposals).
+    corrections: bool = True
+    merge: bool = True
 
 
 @dataclass(frozen=True)
@@ -202,7 +207,10 @@ async def finish(
 
     Held ops (policy changes) are left out and listed in ``report.held``.
     """
-    ops = _weigh(playbook, ops, traces, report)
+    if ctx.corrections:
+        ops = _weigh(playbook, ops, traces, report)
+    else:
+        ops = [op for op in ops if isinstance(op, Add)]
     guard = ctx.guard
     screening = None
     if guard is not None:
@@ -225,7 +233,9 @@ async def finish(
         result = attribute(
             applied, support_keys(traces, guard.user_key, anonymous=guard.anonymous_support)
         )
-    result, removed = _clean(result, version, report)
+    removed: list[DeltaOp] = []
+    if ctx.corrections:
+        result, removed = _clean(result, version, report)
     if ctx.dedup:
         changed = {b.id for b in result.bullets if b.updated_version == version}
         deduped = deduplicate(
@@ -446,6 +456,9 @@ class CombeeStrategy(Strategy):
         usable = [p for p in proposals if p is not None]
         if not usable:
             raise LearningError(f"all {len(groups)} level-1 curator calls failed")
+        if not ctx.merge:
+            report.aggregation = "union"
+            return [op for proposal in usable for op in proposal]
         result = await ctx.roles.active().aggregate(
             ctx.caller,
             playbook,
