@@ -66,7 +66,6 @@ from benchmarks._common import RESULTS, command, machine_info, write_json
 from benchmarks.quality import replay_evaluator, summarise
 from langgraph_combee import AlgorithmSettings, Combee, LearnerSettings, Trace
 from langgraph_combee._agent.traces import RunInfo, trace_from_messages
-from langgraph_combee._agent_side import Evaluator
 from langgraph_combee._core.text import message_text
 from langgraph_combee._core.tokens import estimate_tokens
 from langgraph_combee._learning.engine import BatchSize
@@ -84,6 +83,7 @@ from langgraph_combee.tasks import (
     load_models,
     ticket_input,
 )
+from langgraph_combee.types import Evaluator
 
 MODULE = "benchmarks.grid"
 # A tool-task run needs at most 3 model calls (7 graph steps); a small model that keeps
