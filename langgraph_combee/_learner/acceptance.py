@@ -35,18 +35,38 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langgraph_combee._core.types import Decision, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from langgraph_combee._learner.versions import VersionWriter
     from langgraph_combee._storage.registry import PromptRegistry
 
 logger = logging.getLogger("langgraph_combee.learner")
 
 HOOKS = ("observe", "review", "blocking")
+
+
+class VersionActions(Protocol):
+    """What a policy's context does through the version writer (``versions.VersionWriter``).
+
+    A protocol, so that the policies need not import the writer that calls them.
+    """
+
+    async def accept(
+        self, registry: PromptRegistry, version: int, decision: Decision
+    ) -> PromptVersion: ...
+
+    async def reject(
+        self, registry: PromptRegistry, version: int, decision: Decision
+    ) -> PromptVersion: ...
+
+    async def rollback(
+        self, registry: PromptRegistry, version: int, *, reason: str
+    ) -> PromptVersion: ...
+
+    async def set_canary(self, registry: PromptRegistry, version: PromptVersion | None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -61,7 +81,7 @@ class PolicyContext:
     """
 
     registry: PromptRegistry
-    writer: VersionWriter
+    writer: VersionActions
 
     @property
     def tenant(self) -> str | None:
