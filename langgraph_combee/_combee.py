@@ -129,12 +129,12 @@ _started: weakref.WeakSet[Combee] = weakref.WeakSet()
 _EXIT_STOP_SECONDS = 5.0  # how long an exiting interpreter waits for a step to end
 
 
-@atexit.register
 def running_combees() -> list[Combee]:
     """The ``Combee`` objects of this process whose started learner still runs."""
     return [c for c in list(_started) if c._learner is not None and c._learner.running]
 
 
+@atexit.register
 def _stop_started_at_exit() -> None:
     for combee in list(_started):
         if combee._learner is not None and combee._learner.running:
