@@ -439,7 +439,8 @@ class Combee:
 
         The middleware, the tracer and the StateGraph helpers capture their runs
         themselves; this is for a trace built by hand. The evaluator (if any)
-        scores it, then it waits in memory until the next flush (see ``flush()``).
+        scores it, then it waits in memory until the next flush (see ``flush()``),
+        or is written at once under ``CaptureSettings(durability="write_through")``.
         """
         self._agent.capture(trace)
 
