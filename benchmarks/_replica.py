@@ -123,7 +123,7 @@ def run_agent(args: argparse.Namespace) -> None:
             time.sleep(args.pause)
     finally:
         combee.close()
-        log.write(event="closed", t=time.time(), stats=combee.server.stats.as_dict())
+        log.write(event="closed", t=time.time(), stats=combee.describe()["serving"])
         log.close()
 
 

@@ -80,7 +80,7 @@ def main() -> dict[str, Any]:
         agent.invoke({"messages": [{"role": "user", "content": _BY_STYLE[style].payload}]}, config)
         for fb in feedbacks:
             combee.feedback(run_id, **fb)
-    combee.server.close(flush=True)
+    combee.flush()  # the captured traces, into the queue
     report = combee.learn(combee.queue().claim(100, holder="byhand"))
     prompt = combee.current().render().lower()
     held = [getattr(q.op, "content", "").lower() for s in report.steps for q in s.held]

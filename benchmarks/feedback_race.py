@@ -53,7 +53,7 @@ def run(runs: int) -> dict[str, Any]:
             if not combee.feedback(run_id, correct=False, ground_truth="X"):
                 missed += 1
         wall = time.perf_counter() - started
-        serving = combee.server.stats.as_dict()
+        serving = combee.describe()["serving"]
     return {"runs": runs, "feedback_false": missed, "wall_seconds": wall, "serving": serving}
 
 

@@ -371,7 +371,7 @@ async def _learn(combee: Combee, traces: list[Trace], config: GridConfig) -> dic
         start += len(batch)
         sizes.append(len(batch))
         try:
-            reports.append(await combee.alearn_batch(batch))
+            reports.append(await combee._stepper.step(batch))
         except CombeeError as exc:
             failures.append(repr(exc))
     learned = summarise(reports, failures)
@@ -393,7 +393,7 @@ def _ablate(combee: Combee, config: GridConfig) -> None:
 def _replay_target(combee: Combee, task: Task, models: Models) -> None:
     """Tell the replayer the agent's call: the traces were collected without its middleware."""
     tools = task.tools() if isinstance(task, ToolCalls) else []
-    combee.replayer.agent_calls.remember(
+    combee._replayer.agent_calls.remember(
         task._agent_model(models.agent), SystemMessage(task.prompt()), tools, None
     )
 

@@ -305,7 +305,7 @@ def summarize(arms: Sequence[Arm]) -> list[dict[str, Any]]:
                 "bullets": len(head.playbook.bullets),
                 "rendered_chars": len(head.render()),
             }
-            row["serving"] = arm.combee.server.stats.as_dict()
+            row["serving"] = arm.combee.describe()["serving"]
         rows.append(row)
     return rows
 

@@ -142,7 +142,7 @@ async def learn(combee: Combee, traces: list[Trace], batch_size: int) -> dict[st
     failures: list[str] = []
     for start in range(0, len(traces), batch_size):
         try:
-            reports.append(await combee.alearn_batch(traces[start : start + batch_size]))
+            reports.append(await combee._stepper.step(traces[start : start + batch_size]))
         except CombeeError as exc:
             failures.append(repr(exc))
     return summarise(reports, failures)

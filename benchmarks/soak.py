@@ -123,7 +123,7 @@ def soak(conn: str, *, traces: int, rate: float, timeout: float) -> dict[str, An
         def sample() -> None:
             while True:
                 gc.collect()
-                stats = combee.server.stats
+                stats = combee._agent.server.stats
                 samples.append(
                     {
                         "t": time.monotonic() - started,

@@ -65,7 +65,7 @@ def run(size: str, train_n: int, holdout_n: int, seed: int, drain: float) -> dic
                     stream_right += task.score(task.answer_of(result), example)
                 except Exception as exc:  # a failed run is scored wrong, never fatal
                     print(f"run failed: {exc!r}", flush=True)
-            combee.server.flush()
+            combee.flush()
             deadline = time.monotonic() + drain
             while combee.queue().pending_count() and time.monotonic() < deadline:
                 combee.learner.wait_for_steps(combee.learner.stats.steps + 1, timeout=5.0)
@@ -79,7 +79,7 @@ def run(size: str, train_n: int, holdout_n: int, seed: int, drain: float) -> dic
             stats.versions,
         )
         row["last_error"] = stats.last_error
-        final = combee.select_version(None)
+        final = combee.current()
         row["final_version"] = final.version
         row["playbook"] = final.render()
         learned = task.build_agent(agent_model, middleware=[combee.middleware(capture=False)])

@@ -89,11 +89,11 @@ def main() -> None:
             right = answer == RULES[topic]
             window.append(right)
             combee.feedback(run_id, correct=right, ground_truth=RULES[topic])
-            version = combee.select_version(None).version
-            if version != last_version:
-                bullets = combee.current().playbook.bullets
-                print(f"  run {i:3d}: now serving v{version} ({len(bullets)} bullets)")
-                last_version = version
+            served = combee.current()  # the version in force, read from the store
+            if served.version != last_version:
+                bullets = served.playbook.bullets
+                print(f"  run {i:3d}: now serving v{served.version} ({len(bullets)} bullets)")
+                last_version = served.version
             if len(window) == 10:
                 print(f"runs {i - 9:3d}-{i:3d}: accuracy {sum(window) / 10:.0%}")
                 window.clear()

@@ -119,11 +119,11 @@ def serve(style: str, tickets: int) -> None:
             right = result["messages"][-1].text == RULES[topic]
             window.append(right)
             combee.feedback(run_id, correct=right, ground_truth=RULES[topic])
-            version = combee.select_version(None).version
-            if version != last_version:
-                bullets = len(combee.current().playbook.bullets)
-                print(f"  run {i:3d}: now serving v{version} ({bullets} bullets)")
-                last_version = version
+            served = combee.current()  # the version in force, read from the store
+            if served.version != last_version:
+                bullets = len(served.playbook.bullets)
+                print(f"  run {i:3d}: now serving v{served.version} ({bullets} bullets)")
+                last_version = served.version
             if len(window) == 12:
                 print(f"runs {i - 11:3d}-{i:3d}: accuracy {sum(window) / len(window):.0%}")
                 window.clear()

@@ -129,12 +129,12 @@ _started: weakref.WeakSet[Combee] = weakref.WeakSet()
 _EXIT_STOP_SECONDS = 5.0  # how long an exiting interpreter waits for a step to end
 
 
-@atexit.register
 def running_combees() -> list[Combee]:
     """The ``Combee`` objects of this process whose started learner still runs."""
     return [c for c in list(_started) if c._learner is not None and c._learner.running]
 
 
+@atexit.register
 def _stop_started_at_exit() -> None:
     for combee in list(_started):
         if combee._learner is not None and combee._learner.running:
@@ -312,13 +312,13 @@ class Combee:
         algorithm = _settings("algorithm", algorithm, AlgorithmSettings)
         if store is not None and store != "platform" and not isinstance(store, BaseStore):
             raise ConfigurationError("store", store, "a langgraph BaseStore, 'platform' or None")
-        self.prompt_id = prompt_id
-        self.model = _resolve_model(model)
+        self._prompt_id = prompt_id
+        self._model = _resolve_model(model)
         resolved = _resolve_store(store)
-        self.store: BaseStore = thread_safe(resolved)
+        self._store: BaseStore = thread_safe(resolved)
         # Combee(store="platform"): bound by the first run that sees the server's store.
         self._platform_store = cast("PlatformStore", resolved) if store == "platform" else None
-        self.acceptance: AcceptancePolicy = (
+        self._acceptance: AcceptancePolicy = (
             AcceptAll() if acceptance is None else as_policy(acceptance)
         )
         self._batch_size = _batch_size(batch_size)
@@ -340,16 +340,16 @@ class Combee:
             backoff_max=max(learning.backoff_seconds, 8.0 * learning.backoff_seconds),
         )
         self._callbacks = learning.callbacks
-        self.budget = learning.budget
+        self._budget = learning.budget
         if evaluator is not None and not callable(evaluator):
             raise ConfigurationError(
                 "evaluator", evaluator, "a callable (trace) -> Feedback | None"
             )
         if scope is not None and not callable(scope):
             raise ConfigurationError("scope", scope, "a callable (config) -> tenant str | None")
-        self.on_missing_feedback: MissingFeedback = learning.on_missing_feedback
+        self._on_missing_feedback: MissingFeedback = learning.on_missing_feedback
         self._queues: dict[str | None, TraceQueue] = {}
-        self.feedback_source = learning.feedback_source
+        self._feedback_source = learning.feedback_source
         self._learner_settings = _LoopSettings(
             min_batch=learning.min_batch,
             max_wait_seconds=learning.max_wait_seconds,
@@ -361,7 +361,7 @@ class Combee:
         # One lease holder name per Combee, shared by its background learner and
         # its offline writers (learn, approve, ...), which a process lock serialises.
         self._holder = f"combee-{uuid.uuid4().hex[:12]}"
-        self.replayer = Replayer(
+        self._replayer = Replayer(
             mode=algorithm.replay,
             settings=ReplaySettings(
                 max_replays=algorithm.max_replays,
@@ -369,7 +369,7 @@ class Combee:
                 timeout_seconds=learning.timeout_seconds,
                 seed=algorithm.seed,
             ),
-            evaluator=lambda: self.evaluator,
+            evaluator=lambda: self._agent.evaluator,
             agent_model=_resolve_agent_model(algorithm.agent_model),
             agent_prompt=algorithm.agent_prompt,
         )
@@ -392,7 +392,6 @@ class Combee:
             feedback_wait_seconds=capture.feedback_wait_seconds,
             on_version=serving.on_version,
         )
-        self.server = self._agent.server  # the agent side's serving cache and capture buffer
         self._engines: dict[str | None, LearningEngine] = {}
         self._registries: dict[str | None, PromptRegistry] = {}
         self._owned: contextlib.ExitStack | None = None  # a store from_conn_string opened
@@ -406,59 +405,65 @@ class Combee:
 
     def __repr__(self) -> str:
         return (
-            f"Combee(prompt_id={self.prompt_id!r}, strategy={self.strategy_name!r}, "
+            f"Combee(prompt_id={self.prompt_id!r}, strategy={self._strategy_name()!r}, "
             f"batch_size={self._batch_size!r})"
         )
 
     @property
-    def strategy_name(self) -> str:
-        """The name of the learning strategy in use."""
+    def prompt_id(self) -> str:
+        """The learned prompt's name (``Combee(prompt_id=...)``)."""
+        return self._prompt_id
+
+    @property
+    def model(self) -> BaseChatModel | None:
+        """The learner LLM (``Combee(model=...)``); None on a serve-only replica."""
+        return self._model
+
+    @property
+    def store(self) -> BaseStore:
+        """The store holding this prompt's versions and trace queue.
+
+        It is the ``store=`` given (or the ``InMemoryStore`` made for it; an
+        ``InMemoryStore`` behind a lock, as the agent's threads and the learner
+        share it).
+        """
+        return self._store
+
+    def _strategy_name(self) -> str:
         return self._strategy if isinstance(self._strategy, str) else self._strategy.name
 
     # ---- the agent side (``_agent/side.py``), delegated -------------------
 
-    @property
-    def evaluator(self) -> Evaluator | None:
-        """The evaluator scoring each captured trace (``Combee(evaluator=...)``)."""
-        return self._agent.evaluator
-
-    @property
-    def scope(self) -> ScopeFn | None:
-        """The tenant scope (``Combee(scope=...)``)."""
-        return self._agent.scope
-
-    @property
-    def feedback_wait_seconds(self) -> float:
-        """How long a captured trace without feedback waits for ``feedback()``."""
-        return self._agent.feedback_wait_seconds
-
-    def tenant_for(self, config: Mapping[str, Any] | None) -> str | None:
-        """The tenant of a run, from its config, via ``scope`` (see ``AgentSide.tenant_for``)."""
-        return self._agent.tenant_for(config)
-
-    def run_tenant(self, config: Mapping[str, Any] | None) -> str | None:
-        """``tenant_for``, but ``serving.UNSCOPED`` (not None) when ``scope`` failed."""
-        return self._agent.run_tenant(config)
-
-    def select_version(self, tenant: str | None, run_key: str | None = None) -> PromptVersion:
-        """The version to serve to a new run (HEAD, or a canary candidate); memory only."""
-        return self._agent.select_version(tenant, run_key)
-
-    def version_for_run(self, tenant: str | None, version: int) -> PromptVersion:
-        """The version a run was pinned to (from memory when possible)."""
-        return self._agent.version_for_run(tenant, version)
-
     def capture(self, trace: Trace) -> None:
-        """Hand a finished run's trace to the learner side. Never raises."""
+        """Hand a finished run's trace to the learner side. Never raises.
+
+        The middleware, the tracer and the StateGraph helpers capture their runs
+        themselves; this is for a trace built by hand. The evaluator (if any)
+        scores it, then it waits in memory until the next flush (see ``flush()``),
+        or is written at once under ``CaptureSettings(durability="write_through")``.
+        """
         self._agent.capture(trace)
 
-    def capture_later(self, trace_id: str, build: Callable[[], Trace]) -> None:
-        """Like ``capture``, with the trace built (and scored) by the background thread."""
-        self._agent.capture_later(trace_id, build)
+    def flush(self) -> int:
+        """Write the traces captured in this process to the trace queue now.
 
-    def _bind_platform_store(self) -> bool:
-        """Bind ``store="platform"`` to the server's store; False while it is unknown."""
-        return self._agent.bound()
+        Captured traces wait in memory and a background thread writes them every
+        ``CaptureSettings.flush_seconds``; the background learner flushes before
+        each pass, and ``stop()`` / ``close()`` flush too. Call this to see them
+        in ``queue()`` at once (a test, a script that learns from the queue).
+        Feedback kept while the store failed is delivered too.
+
+        Never raises for a store fault: what cannot be written stays in memory
+        (counted in ``describe()["serving"]``) for the next attempt.
+
+        Returns:
+            How many traces were written.
+        """
+        return self._agent.server.flush()
+
+    async def aflush(self) -> int:
+        """Async ``flush()``, on a worker thread (the capture buffer writes synchronously)."""
+        return await asyncio.to_thread(self.flush)
 
     def feedback(
         self,
@@ -522,7 +527,8 @@ class Combee:
         """A snapshot of Combee's counters: the agent side's and the learner's.
 
         ``"serving"`` holds the capture, refresh and feedback counters of this
-        process (``server.describe()``); ``"learner"`` the background learner's
+        process' agent side (``captured``, ``dropped``, ``truncated``, ``buffered``,
+        ...); ``"learner"`` the background learner's
         (``learner.describe()``), or None when no learner was created here.
         """
         learner = self._learner
@@ -623,7 +629,7 @@ class Combee:
                 calls=self._call_settings,
                 callbacks=self._callbacks,
                 metadata=metadata,
-                budget=self.budget,
+                budget=self._budget,
             )
         return self._engines[tenant]
 
@@ -743,7 +749,7 @@ class Combee:
         """
         if self._learner is not None:
             self._learner.stop(timeout)
-        self.server.close(flush=True)
+        self._agent.server.close(flush=True)
 
     @contextlib.contextmanager
     def running(self) -> Iterator[Combee]:
@@ -806,7 +812,7 @@ class Combee:
             if owned is not None:
                 # Runs still in flight must not restart the serving thread against
                 # a closed store (it would retry their writes forever).
-                self.server.retire()
+                self._agent.server.retire()
                 owned.close()
 
     async def aclose(self, timeout: float | None = 30.0) -> None:
@@ -867,18 +873,6 @@ class Combee:
         items = _as_traces(traces)
         return await self._stepper.learn(items, epochs=epochs, tenant=tenant, on_step=on_step)
 
-    async def alearn_batch(self, batch: list[Trace], *, tenant: str | None = None) -> StepReport:
-        """Run one learning step on ``batch`` and submit its candidate for acceptance.
-
-        Args:
-            batch: The traces to learn from (distinct ids).
-            tenant: Whose playbook learns.
-
-        Raises:
-            LearningError: The step failed; nothing was written.
-        """
-        return await self._stepper.step(batch, tenant=tenant)
-
 
 def _build_agent(
     combee: Combee,
@@ -905,8 +899,8 @@ def _build_agent(
         scope=scope,
         evaluator=evaluator,
         feedback_wait_seconds=feedback_wait_seconds,
-        canary_fraction=combee.acceptance.canary_fraction,
-        on_model_call=combee.replayer.agent_calls.remember,
+        canary_fraction=combee._acceptance.canary_fraction,
+        on_model_call=combee._replayer.agent_calls.remember,
         bind_store=platform.bind if platform is not None else None,
     )
 
@@ -921,7 +915,7 @@ def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, Le
     settings = combee._engine_settings
     writer = VersionWriter(
         prompt_id=combee.prompt_id,
-        acceptance=combee.acceptance,
+        acceptance=combee._acceptance,
         store=combee.store,
         holder=combee._holder,
         lease_seconds=lease_seconds,
@@ -940,9 +934,9 @@ def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, Le
         registry=combee.registry,
         engine=combee._engine,
         writer=writer,
-        replayer=combee.replayer,
+        replayer=combee._replayer,
         callbacks=combee._callbacks,
-        budget=combee.budget,
+        budget=combee._budget,
     )
     parts = LearnerParts(
         prompt_id=combee.prompt_id,
@@ -952,9 +946,9 @@ def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, Le
         engine=combee._engine,
         step=stepper.step,
         writer=writer,
-        budget=combee.budget,
-        feedback_source=combee.feedback_source,
-        on_missing_feedback=combee.on_missing_feedback,
+        budget=combee._budget,
+        feedback_source=combee._feedback_source,
+        on_missing_feedback=combee._on_missing_feedback,
         flush=agent.flush,
         ready=agent.bound,
     )

@@ -42,7 +42,7 @@ def test_manual_approval_keeps_candidates_pending_until_approved() -> None:
     approved = combee.approve(2, reason="looks right")
     assert approved.decision is not None and approved.decision.reason == "looks right"
     assert combee.current().version == 2
-    assert combee.server.head(None).version == 2
+    assert combee._agent.server.head(None).version == 2
     rejected = combee.reject(1, reason="too narrow")
     assert rejected.status == "rejected"
     assert combee.current().version == 2
@@ -138,12 +138,13 @@ async def _canary_setup(min_runs: int = 3) -> tuple[Combee, CanaryGate, Backgrou
 async def test_canary_serves_a_fraction_then_accepts_on_good_feedback() -> None:
     combee, gate, learner = await _canary_setup()
     assert combee.registry().canary() is not None
-    served = [combee.select_version(None, f"run-{i}").version for i in range(400)]
+    served = [combee._agent.select_version(None, f"run-{i}").version for i in range(400)]
     share = served.count(1) / len(served)
     assert 0.4 < share < 0.6
     assert set(served) == {0, 1}
     assert (
-        combee.select_version(None, "run-7").version == combee.select_version(None, "run-7").version
+        combee._agent.select_version(None, "run-7").version
+        == combee._agent.select_version(None, "run-7").version
     )
 
     for trace in _scored(1, 3, True, "cand") + _scored(0, 3, False, "head"):
@@ -166,7 +167,7 @@ async def test_canary_serves_a_fraction_then_accepts_on_good_feedback() -> None:
         await learner.tick()
     next_trial = combee.registry().canary()
     assert next_trial is not None and next_trial.version == 2 and next_trial.parent == 1
-    assert {combee.select_version(None, f"r{i}").version for i in range(50)} == {1, 2}
+    assert {combee._agent.select_version(None, f"r{i}").version for i in range(50)} == {1, 2}
 
 
 async def test_canary_holds_learning_during_a_trial_then_rejects_a_worse_candidate() -> None:
@@ -180,7 +181,7 @@ async def test_canary_holds_learning_during_a_trial_then_rejects_a_worse_candida
     await learner.tick()
     assert combee.current().version == 0
     assert combee.get(1).status == "rejected"
-    assert combee.select_version(None, "anything").version == 0
+    assert combee._agent.select_version(None, "anything").version == 0
 
 
 async def test_canary_rolls_back_a_regression_after_acceptance() -> None:
@@ -235,7 +236,7 @@ def test_approving_two_candidates_from_one_head_in_turn_keeps_the_rules_of_both(
     assert combee.current().version == 2
     assert _texts(combee.current()) == first | second
     assert approved.parent == 1 and approved.rebased_from == 0
-    assert combee.server.head(None).version == 2
+    assert combee._agent.server.head(None).version == 2
     # The first approval was not stale: it is recorded as learned.
     assert combee.get(1).rebased_from is None
 
@@ -608,7 +609,7 @@ class _OldStyle:
 
 def test_a_policy_written_without_the_base_class_still_decides() -> None:
     combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=_OldStyle())
-    assert isinstance(combee.acceptance, AcceptancePolicy)
+    assert isinstance(combee._acceptance, AcceptancePolicy)
     report = combee.learn(failing_traces(2))
     assert report.steps[0].accepted is True
     decision = combee.current().decision

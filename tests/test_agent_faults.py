@@ -116,7 +116,7 @@ def _served(combee: Combee, gated: GatedStore | None = None) -> Iterator[Combee]
     finally:
         if gated is not None:
             gated.release.set()
-        combee.server.close(flush=False)
+        combee._agent.server.close(flush=False)
 
 
 def _echo(messages: list[Any]) -> str:
@@ -155,10 +155,10 @@ def test_feedback_right_after_a_clipped_run_does_not_deadlock(lean: bool) -> Non
         run_id = uuid.uuid4()
         _ask(agent, "x" * 1000, run_id)
         assert finishes(lambda: combee.feedback(run_id, correct=True))
-        assert finishes(lambda: combee.server.head(None)).version == 0
-        (trace,) = finishes(lambda: (combee.server.flush(), combee.queue().claim(5, holder="t"))[1])
+        assert finishes(lambda: combee._agent.server.head(None)).version == 0
+        (trace,) = finishes(lambda: (combee.flush(), combee.queue().claim(5, holder="t"))[1])
         assert trace.feedback is not None and trace.feedback.correct is True
-        assert combee.server.stats.truncated == 1
+        assert combee._agent.server.stats.truncated == 1
 
 
 def test_feedback_for_a_run_whose_deferred_build_raises_does_not_deadlock() -> None:
@@ -168,14 +168,14 @@ def test_feedback_for_a_run_whose_deferred_build_raises_does_not_deadlock() -> N
         def broken() -> Trace:
             raise ValueError("cannot build")
 
-        combee.capture_later("bad", broken)
+        combee._agent.capture_later("bad", broken)
         # Kept without building (feedback() never runs the build); lost, and
         # counted, when the build fails.
         assert finishes(lambda: combee.feedback("bad", correct=True)) is True
-        assert finishes(combee.server.flush) == 0
-        assert combee.server.stats.capture_errors == 1
-        assert combee.server.stats.feedback_dropped == 1
-        assert finishes(lambda: combee.server.head(None)).version == 0
+        assert finishes(combee.flush) == 0
+        assert combee._agent.server.stats.capture_errors == 1
+        assert combee._agent.server.stats.feedback_dropped == 1
+        assert finishes(lambda: combee._agent.server.head(None)).version == 0
 
 
 def test_the_evaluator_runs_outside_the_serving_lock() -> None:
@@ -184,13 +184,13 @@ def test_the_evaluator_runs_outside_the_serving_lock() -> None:
     seen: list[int] = []
 
     def evaluator(trace: Trace) -> Feedback:
-        seen.append(combee.server.head(None).version)
+        seen.append(combee._agent.server.head(None).version)
         return Feedback(score=1.0)
 
     with _served(Combee(prompt_id="p", evaluator=evaluator)) as combee:
-        combee.capture_later("r1", lambda: Trace(id="r1", input="q", output="a"))
+        combee._agent.capture_later("r1", lambda: Trace(id="r1", input="q", output="a"))
         assert finishes(lambda: combee.feedback("r1", comment="late"))
-        assert finishes(combee.server.flush) == 1  # the build (and the evaluator) runs here
+        assert finishes(combee.flush) == 1  # the build (and the evaluator) runs here
         assert seen == [0]
 
 
@@ -202,9 +202,9 @@ def test_an_evaluator_that_gives_feedback_for_its_own_run_does_not_hang() -> Non
         return Feedback(score=1.0)
 
     with _served(Combee(prompt_id="p", evaluator=evaluator)) as combee:
-        combee.capture_later("r1", lambda: Trace(id="r1", input="q", output="a"))
+        combee._agent.capture_later("r1", lambda: Trace(id="r1", input="q", output="a"))
         assert finishes(lambda: combee.feedback("r1", correct=True))
-        assert finishes(combee.server.flush) == 1
+        assert finishes(combee.flush) == 1
 
 
 # ---------------------------------------------------------------- 2. cold cache, failing store
@@ -225,7 +225,7 @@ def test_a_failing_store_with_a_cold_cache_is_read_once_not_on_every_run(
             assert _ask(agent, f"q{i}")["messages"][-1].text == f"answer to q{i}"
         assert store.calls["meta"] == 1
         assert all(prompt[0] == SystemMessage(APP_PROMPT) for prompt in model.prompts)
-        assert combee.server.stats.refresh_errors == 1
+        assert combee._agent.server.stats.refresh_errors == 1
 
 
 def _first_read_hangs(store: GatedStore) -> Combee:
@@ -248,7 +248,7 @@ def test_a_hanging_first_read_is_bounded_and_waited_for_once(store: GatedStore, 
         assert [a["messages"][-1].text for a in answers] == [f"answer to q{i}" for i in range(4)]
         assert store.entered.is_set()
         assert store.calls["meta"] == 1  # the one read still hanging; nobody else waited
-        assert combee.server.stats.first_read_timeouts == 1
+        assert combee._agent.server.stats.first_read_timeouts == 1
         store.release.set()  # the read now fails; later runs still do not read
         finishes(lambda: [_ask(agent, f"r{i}") for i in range(3)])
         assert store.calls["meta"] == 1
@@ -280,7 +280,7 @@ def test_feedback_during_a_store_outage_is_kept_retried_and_counted(store: Gated
     # Item 3: feedback() raised ConnectionError for a run already flushed.
     with _served(Combee(prompt_id="p", store=store)) as combee:
         combee.capture(Trace(id="r1", input="q", output="a"))
-        assert combee.server.flush() == 1
+        assert combee.flush() == 1
         before = store.calls["queue_index"]
         store.failing = {"queue", "queue_index"}
         assert combee.feedback("r1", correct=False, ground_truth="FIN") is True
@@ -288,11 +288,11 @@ def test_feedback_during_a_store_outage_is_kept_retried_and_counted(store: Gated
         serving = combee.describe()["serving"]
         assert (serving["feedback_deferred"], serving["deferred_feedback"]) == (2, 2)
         assert store.calls["queue_index"] == before + 1  # only the first feedback tried
-        combee.server.flush()  # still down: kept
+        combee.flush()  # still down: kept
         assert store.calls["queue_index"] == before + 2
-        assert combee.server.deferred_feedback() == 2
+        assert combee._agent.server.deferred_feedback() == 2
         store.failing = set()
-        combee.server.flush()
+        combee.flush()
         serving = combee.describe()["serving"]
         assert (serving["deferred_feedback"], serving["feedback_delivered"]) == (0, 2)
         (trace,) = combee.queue().claim(5, holder="t")
@@ -309,17 +309,17 @@ def test_feedback_finds_a_trace_while_its_write_is_in_flight(store: GatedStore) 
     with _served(Combee(prompt_id="p", store=store), store) as combee:
         combee.capture(Trace(id="r1", input="q", output="a"))
         store.gate("queue")  # the entry write of the flush pauses
-        flushing = threading.Thread(target=combee.server.flush, daemon=True)
+        flushing = threading.Thread(target=combee.flush, daemon=True)
         flushing.start()
         assert store.entered.wait(JOIN)
         assert combee.feedback("r1", correct=False, ground_truth="FIN") is True
         store.release.set()
         flushing.join(JOIN)
         assert not flushing.is_alive()
-        assert combee.server.buffered() == 0
+        assert combee._agent.server.buffered() == 0
         (trace,) = combee.queue().claim(5, holder="t")
         assert trace.feedback is not None and trace.feedback.ground_truth == "FIN"
-        assert combee.server.stats.feedback_delivered == 1
+        assert combee._agent.server.stats.feedback_delivered == 1
 
 
 def test_a_failed_write_keeps_the_feedback_given_during_it(store: GatedStore) -> None:
@@ -328,15 +328,15 @@ def test_a_failed_write_keeps_the_feedback_given_during_it(store: GatedStore) ->
         combee.capture(Trace(id="r1", input="q", output="a"))
         store.gate("queue")
         store.failing = {"queue"}
-        flushing = threading.Thread(target=combee.server.flush, daemon=True)
+        flushing = threading.Thread(target=combee.flush, daemon=True)
         flushing.start()
         assert store.entered.wait(JOIN)
         assert combee.feedback("r1", comment="kept") is True
         store.release.set()
         flushing.join(JOIN)
-        assert combee.server.buffered() == 1
+        assert combee._agent.server.buffered() == 1
         store.failing = set()
-        assert combee.server.flush() == 1
+        assert combee.flush() == 1
         (trace,) = combee.queue().claim(5, holder="t")
         assert trace.feedback is not None and trace.feedback.comment == "kept"
 
@@ -354,7 +354,7 @@ def test_write_through_queues_the_trace_before_the_run_returns(lean: bool) -> No
     ) as combee:
         run_id = uuid.uuid4()
         _ask(_agent(combee, lean=lean), run_id=run_id)
-        assert combee.server.buffered() == 0
+        assert combee._agent.server.buffered() == 0
         assert combee.queue().status(str(run_id)) == "pending"
         assert combee.describe()["serving"]["written_through"] == 1
         assert combee.feedback(run_id, correct=True)
@@ -374,10 +374,10 @@ def test_write_through_falls_back_to_the_buffer_while_the_store_fails(store: Gat
         for i in range(3):
             _ask(agent, f"q{i}")
         assert store.calls["queue_index"] == 1
-        assert combee.server.buffered() == 3
-        assert combee.server.stats.write_through_fallbacks == 3
+        assert combee._agent.server.buffered() == 3
+        assert combee._agent.server.stats.write_through_fallbacks == 3
         store.failing = set()
-        assert combee.server.flush() == 3
+        assert combee.flush() == 3
 
 
 def test_a_full_chunk_is_written_without_waiting_for_the_timer(store: GatedStore) -> None:
@@ -393,7 +393,7 @@ def test_a_full_chunk_is_written_without_waiting_for_the_timer(store: GatedStore
         assert store.entered.wait(JOIN)
     finally:
         store.release.set()
-        combee.server.close(flush=False)
+        combee._agent.server.close(flush=False)
 
 
 def test_a_normal_exit_flushes_what_is_buffered(tmp_path: Path) -> None:
@@ -438,10 +438,10 @@ def test_a_bad_tenant_from_scope_is_counted_and_reported_once(
         assert len(reports) == 1
         assert "bad_tenants" in reports[0].getMessage()
         assert combee.describe()["serving"]["bad_tenants"] >= 3
-        combee.server.close(flush=True)
+        combee._agent.server.close(flush=True)
         # Served the shared playbook, and not captured: whose run it is is not known.
         assert combee.queue().claim(10, holder="t") == []
-        assert combee.server.stats.captured == 0
+        assert combee._agent.server.stats.captured == 0
 
 
 def test_a_scope_that_raises_is_counted_reported_once_and_not_captured(
@@ -457,8 +457,8 @@ def test_a_scope_that_raises_is_counted_reported_once_and_not_captured(
                 assert _ask(agent, f"q{i}")["messages"][-1].text == f"answer to q{i}"
         assert len([r for r in caplog.records if "KeyError" in r.getMessage()]) == 1
         assert combee.describe()["serving"]["bad_tenants"] == 3
-        assert combee.tenant_for({}) is None
-        assert combee.server.stats.captured == 0
+        assert combee._agent.tenant_for({}) is None
+        assert combee._agent.server.stats.captured == 0
 
 
 def accept_rules(combee: Combee, *rules: str) -> None:
@@ -473,7 +473,7 @@ def accept_rules(combee: Combee, *rules: str) -> None:
     accepted = registry.accept(
         candidate.version, Decision(accepted=True, policy="manual", reason="test")
     )
-    combee.server.publish(accepted)
+    combee._agent.server.publish(accepted)
 
 
 # ---------------------------------------------------------------- 13. constructor and learn()
@@ -556,7 +556,7 @@ def test_feedback_refuses_bad_input_before_changing_anything(
         combee.capture(Trace(id="r1", input="q", output="a"))
         with pytest.raises(ConfigurationError, match=named):
             combee.feedback(**kwargs)
-        combee.server.flush()
+        combee.flush()
         (trace,) = combee.queue().claim(5, holder="t")
         assert trace.feedback is None
 
@@ -610,8 +610,8 @@ def test_a_trace_json_cannot_carry_does_not_block_the_buffer() -> None:
     with _served(Combee(prompt_id="p")) as combee:
         combee.capture(Trace(id="odd", input="q", metadata={"client": object()}))
         combee.capture(Trace(id="good", input="q"))
-        assert combee.server.flush() == 2
-        assert combee.server.buffered() == 0
+        assert combee.flush() == 2
+        assert combee._agent.server.buffered() == 0
         traces = {t.id: t for t in combee.queue().claim(5, holder="t")}
         assert traces["odd"].metadata["client"].startswith("<object object")
         assert combee.describe()["serving"]["unserializable"] == 1

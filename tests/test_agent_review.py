@@ -42,7 +42,7 @@ def _unstorable_text_does_not_block_the_buffer(conn: str, bad: str) -> None:
         odd, good = uuid.uuid4(), uuid.uuid4()
         finishes(lambda: _ask(agent, f"before {bad} after", odd))
         finishes(lambda: _ask(agent, "a plain question", good))
-        assert finishes(combee.server.flush) == 2
+        assert finishes(combee.flush) == 2
         serving = combee.describe()["serving"]
         assert (serving["buffered"], serving["store_failing"]) == (0, False)
         assert serving["unserializable"] == 1
@@ -71,7 +71,7 @@ def test_feedback_for_a_run_id_no_store_can_hold_is_unknown_not_a_store_fault(
     # front of every other deferred feedback.
     with Combee.from_conn_string(str(tmp_path / "c.sqlite"), prompt_id="p") as combee:
         combee.capture(Trace(id="r1", input="q"))
-        assert combee.server.flush() == 1
+        assert combee.flush() == 1
         assert finishes(lambda: combee.feedback("\ud83d", correct=True)) is False
         serving = combee.describe()["serving"]
         assert (serving["store_failing"], serving["deferred_feedback"]) == (False, 0)
@@ -96,13 +96,13 @@ def test_an_evaluator_returning_garbage_loses_no_run(lean: bool, garbage: Any) -
         run_id = uuid.uuid4()
         finishes(lambda: _ask(_agent(combee, lean=lean), "hello", run_id))
         assert finishes(lambda: combee.feedback(run_id, correct=True)) is True
-        assert finishes(combee.server.flush) == 1
+        assert finishes(combee.flush) == 1
         (trace,) = combee.queue().claim(5, holder="t")
         assert trace.feedback is not None and trace.feedback.correct is True
         serving = combee.describe()["serving"]
         assert (serving["evaluator_errors"], serving["capture_errors"]) == (1, 0)
     finally:
-        combee.server.close(flush=False)
+        combee._agent.server.close(flush=False)
 
 
 def test_feedback_never_waits_for_a_hanging_evaluator() -> None:
@@ -123,7 +123,7 @@ def test_feedback_never_waits_for_a_hanging_evaluator() -> None:
         first, second = uuid.uuid4(), uuid.uuid4()
         finishes(lambda: _ask(agent, "one", first))
         finishes(lambda: _ask(agent, "two", second))
-        flushing = threading.Thread(target=combee.server.flush, daemon=True)
+        flushing = threading.Thread(target=combee.flush, daemon=True)
         flushing.start()
         assert entered.wait(JOIN)  # the flush is building the first trace, stuck
         assert finishes(lambda: combee.feedback(first, correct=True)) is True
@@ -136,7 +136,7 @@ def test_feedback_never_waits_for_a_hanging_evaluator() -> None:
         assert [(f.score, f.correct) for f in got if f is not None] == [(0.5, True), (0.5, False)]
     finally:
         release.set()
-        combee.server.close(flush=False)
+        combee._agent.server.close(flush=False)
 
 
 # ---------------------------------------------------------------- write-through, async
@@ -165,7 +165,7 @@ def test_write_through_in_async_runs_on_an_async_store_writes_through(
                 await agent.ainvoke({"messages": [HumanMessage("hello")]}, {"run_id": run_id})
                 return combee.describe()["serving"], await combee.queue().astatus(str(run_id))
             finally:
-                await asyncio.to_thread(combee.server.close, flush=False)
+                await asyncio.to_thread(combee._agent.server.close, flush=False)
 
     serving, status = finishes(lambda: asyncio.run(main()))
     assert status == "pending"
@@ -199,12 +199,12 @@ def test_a_scope_returning_a_hostile_object_is_counted_and_not_captured(lean: bo
     try:
         answer = finishes(lambda: _ask(_agent(combee, lean=lean), "hello", uuid.uuid4()))
         assert answer["messages"][-1].text == "ok"
-        assert finishes(combee.server.flush) == 0
+        assert finishes(combee.flush) == 0
         serving = combee.describe()["serving"]
         assert serving["bad_tenants"] >= 1
         assert serving["captured"] == 0
     finally:
-        combee.server.close(flush=False)
+        combee._agent.server.close(flush=False)
 
 
 # ---------------------------------------------------------------- close() with runs in flight
@@ -263,7 +263,7 @@ def test_feedback_for_a_written_trace_awaiting_late_delivery_reaches_the_queue()
     try:
         combee.capture(Trace(id="r1", input="q"))
         store.gate("queue")  # the entry write pauses
-        flushing = threading.Thread(target=combee.server.flush, daemon=True)
+        flushing = threading.Thread(target=combee.flush, daemon=True)
         flushing.start()
         assert store.entered.wait(JOIN)
         assert combee.feedback("r1", correct=False) is True  # late: during the write
@@ -273,10 +273,10 @@ def test_feedback_for_a_written_trace_awaiting_late_delivery_reaches_the_queue()
         assert not flushing.is_alive()
         assert combee.feedback("r1", ground_truth="FIN") is True  # written, late pending
         store.allowed = None
-        combee.server.flush()
+        combee.flush()
         (trace,) = combee.queue().claim(5, holder="t")
         assert trace.feedback is not None
         assert (trace.feedback.correct, trace.feedback.ground_truth) == (False, "FIN")
     finally:
         store.release.set()
-        combee.server.close(flush=False)
+        combee._agent.server.close(flush=False)

@@ -38,7 +38,7 @@ class Cache:
 def combee() -> Iterator[Combee]:
     instance = Combee(prompt_id="router")
     yield instance
-    instance.server.close(flush=False)
+    instance._agent.server.close(flush=False)
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.0, float("nan"), "0.1", True])
@@ -76,8 +76,8 @@ def test_the_root_builds_the_router_from_the_policy() -> None:
         assert gate._agent.router.fraction == 0.25
         assert plain._agent.router.fraction == 0.0
     finally:
-        gate.server.close(flush=False)
-        plain.server.close(flush=False)
+        gate._agent.server.close(flush=False)
+        plain._agent.server.close(flush=False)
 
 
 def test_the_callbacks_for_the_learner_reach_the_agent_cache(combee: Combee) -> None:
@@ -85,15 +85,15 @@ def test_the_callbacks_for_the_learner_reach_the_agent_cache(combee: Combee) -> 
     accepted = accept_rules(combee, "Rule one.")
     newer = accepted.model_copy(update={"version": accepted.version + 1})
     side.publish(None, newer)
-    assert combee.server.head(None) is newer
+    assert combee._agent.server.head(None) is newer
     side.set_canary(None, accepted)
-    assert combee.server.canary(None) is accepted
+    assert combee._agent.server.canary(None) is accepted
     side.set_canary(None, None)
-    assert combee.server.canary(None) is None
-    combee.capture_later("t1", lambda: Trace(id="t1", input="q"))
-    assert combee.server.buffered() == 1
+    assert combee._agent.server.canary(None) is None
+    combee._agent.capture_later("t1", lambda: Trace(id="t1", input="q"))
+    assert combee._agent.server.buffered() == 1
     side.flush()
-    assert combee.server.buffered() == 0
+    assert combee._agent.server.buffered() == 0
     assert [t.id for t in combee.queue().claim(10, holder="test")] == ["t1"]
 
 

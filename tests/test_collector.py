@@ -29,7 +29,7 @@ from tests.test_middleware import captured
 def combee() -> Any:
     instance = Combee(prompt_id="collector")
     yield instance
-    instance.server.close(flush=False)
+    instance._agent.server.close(flush=False)
 
 
 def two_parallel_calls(question: str) -> AIMessage:
@@ -228,7 +228,7 @@ def test_scope_on_run_metadata_picks_the_tenant() -> None:
         (trace,) = captured(combee, "globex")
         assert trace.tenant == "globex"
     finally:
-        combee.server.close(flush=False)
+        combee._agent.server.close(flush=False)
 
 
 def _odd_run(**fields: Any) -> Run:

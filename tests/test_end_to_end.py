@@ -58,7 +58,7 @@ def test_twenty_runs_with_feedback_teach_the_agent() -> None:
     answers, _ = _serve(combee, 20)
     assert answers.count("GENERAL") == 20
     learner = combee.learner
-    combee.server.flush()
+    combee.flush()
     while asyncio.run(learner.tick()):
         pass
     version = combee.current()

@@ -180,7 +180,7 @@ async def test_a_store_outage_never_reaches_the_agent_and_learning_resumes() -> 
     store = FlakyStore()
     clock = FakeClock()
     combee = Combee(prompt_id="router", model=fake_learner(), store=store, batch_size=2)
-    combee.server.settings.flush_seconds = 3600  # flushes happen when the test says
+    combee._agent.server.settings.flush_seconds = 3600  # flushes happen when the test says
     try:
         await combee.alearn(failing_traces(1))  # v1 teaches the CODE-0 rule
         model = FunctionChatModel(_agent_reply)
@@ -193,11 +193,11 @@ async def test_a_store_outage_never_reaches_the_agent_and_learning_resumes() -> 
             answers = [_ask(agent, f"my {topic} went wrong") for topic in topics]
             assert [a for _, a in answers] == ["FIN-0"] * 4  # still served v1, no exception
             assert "CODE-0" in model.prompts[-1][0].text
-            assert combee.server.flush() == 0
+            assert combee.flush() == 0
             with pytest.raises(ConnectionError):
                 await learner.tick()  # the learner loop counts this and tries again
-            assert combee.server.stats.flush_errors >= 1
-            assert combee.server.buffered() == 5  # warm-up run + four, all kept
+            assert combee._agent.server.stats.flush_errors >= 1
+            assert combee._agent.server.buffered() == 5  # warm-up run + four, all kept
             for i, (run_id, _) in enumerate(answers):
                 # Feedback for a buffered run reaches it in memory.
                 assert combee.feedback(run_id, correct=False, ground_truth=f"TEAM-{i}")
@@ -206,14 +206,14 @@ async def test_a_store_outage_never_reaches_the_agent_and_learning_resumes() -> 
         for _ in range(10):
             await learner.tick()
             clock.now += 31  # past max_wait: the odd trace out is learned too
-            if not (combee.queue().pending_count() or combee.server.buffered()):
+            if not (combee.queue().pending_count() or combee._agent.server.buffered()):
                 break
         assert combee.queue().pending_count() == 0
         assert all(combee.queue().status(run_id) == "done" for run_id, _ in answers)
         rules = combee.current().render()
         assert all(f"TEAM-{i}" in rules for i in range(4))  # every buffered run was learned
     finally:
-        combee.server.close(flush=False)
+        combee._agent.server.close(flush=False)
 
 
 async def test_the_drop_policy_bounds_what_an_outage_buffers() -> None:
@@ -223,13 +223,13 @@ async def test_the_drop_policy_bounds_what_an_outage_buffers() -> None:
         store=store,
         capture=CaptureSettings(capture_limit=3, drop_policy="drop_newest"),
     )
-    combee.server._ensure_worker = lambda: None  # type: ignore[method-assign]
+    combee._agent.server._ensure_worker = lambda: None  # type: ignore[method-assign]
     with store.outage():
         for i in range(5):
             combee.capture(Trace(id=f"x{i}"))
-        assert combee.server.flush() == 0
-    assert combee.server.stats.dropped == 2
-    assert combee.server.flush() == 3
+        assert combee.flush() == 0
+    assert combee._agent.server.stats.dropped == 2
+    assert combee.flush() == 3
     ids = [t.id for t in combee.queue().claim(10, holder="t")]
     assert ids == ["x0", "x1", "x2"]  # drop_newest kept the oldest
 
@@ -301,7 +301,7 @@ def test_a_huge_run_is_cut_to_the_limits_with_markers_not_rejected() -> None:
     run_id = str(uuid.uuid4())
     question = "please export table t " + "x" * 50_000
     agent.invoke({"messages": [{"role": "user", "content": question}]}, {"run_id": run_id})
-    combee.server.close(flush=True)
+    combee._agent.server.close(flush=True)
     [trace] = combee.queue().claim(10, holder="t")
     assert trace.id == run_id
     assert trace_size(trace) <= 10_000
@@ -309,7 +309,7 @@ def test_a_huge_run_is_cut_to_the_limits_with_markers_not_rejected() -> None:
     assert any("[combee: cut" in (c.result or "") for c in trace.tool_calls)
     cut = trace.metadata["combee_truncated"]
     assert cut["original_chars"] > 1_000_000 and cut["chars_cut"] > 990_000
-    assert combee.server.stats.truncated == 1
+    assert combee._agent.server.stats.truncated == 1
     report = combee.learn(
         [trace.model_copy(update={"feedback": Feedback(correct=False, ground_truth="OK")})]
     )
@@ -369,4 +369,4 @@ def test_feedback_for_unknown_runs_is_a_counted_skip() -> None:
     combee = Combee(prompt_id="p")
     assert combee.feedback("never-seen", correct=True) is False
     assert combee.feedback(uuid.uuid4(), score=0.0) is False
-    assert combee.server.stats.feedback_unknown == 2
+    assert combee._agent.server.stats.feedback_unknown == 2

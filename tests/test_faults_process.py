@@ -147,3 +147,36 @@ def test_two_learners_racing_learn_each_trace_once_in_a_clean_chain() -> None:
     assert [v.parent for v in history] == list(range(len(history)))  # a clean chain
     assert all(v.status == "accepted" for v in history)
     assert combees[0].current().version == history[-1].version
+
+
+# A started learner the app never stops: the interpreter's exit hook stops it
+# (releasing its lease). The probe's own hook is registered first, so it runs
+# last (atexit runs hooks in reverse order) and sees what Combee's hook did.
+EXIT_PROBE = textwrap.dedent(
+    """
+    import atexit
+
+    seen = {}
+    atexit.register(lambda: print("running at exit:", seen["combee"].learner.running))
+
+    from langgraph_combee import Combee
+    from langgraph_combee.testing import fake_learner
+
+    seen["combee"] = Combee(prompt_id="p", model=fake_learner())
+    seen["combee"].start()
+    assert seen["combee"].learner.running
+    """
+)
+
+
+def test_an_exiting_interpreter_stops_a_learner_left_running() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_PROBE],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "running at exit: False" in done.stdout, done.stdout + done.stderr[-2000:]

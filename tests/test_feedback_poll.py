@@ -135,7 +135,7 @@ def test_waiting_ids_skips_ready_and_claimed_traces() -> None:
     for i in range(3):
         combee.capture(Trace(id=f"w{i}", input="x", output="y"))
     combee.capture(Trace(id="scored", input="x", output="y", feedback=_wrong(0)))
-    combee.server.flush()
+    combee.flush()
     queue = combee.queue()
     assert queue.waiting_ids() == ["w0", "w1", "w2"]
     assert queue.waiting_ids(limit=1) == ["w0"]

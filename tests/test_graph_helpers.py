@@ -42,7 +42,7 @@ APP = "You route support tickets."
 def combee() -> Iterator[Combee]:
     instance = Combee(prompt_id="graph")
     yield instance
-    instance.server.close(flush=False)
+    instance._agent.server.close(flush=False)
 
 
 def answer_with_prompt(messages: list[BaseMessage]) -> str:
@@ -183,7 +183,7 @@ def test_system_prompt_inside_nodes_is_pinned_per_run_and_scoped() -> None:
         app.invoke({"messages": [HumanMessage("q")]}, {"configurable": {"tenant": "other"}})
         assert seen[4] == APP
     finally:
-        combee.server.close(flush=False)
+        combee._agent.server.close(flush=False)
 
 
 # ---------------------------------------------------------------- wrap_model
@@ -240,7 +240,7 @@ async def test_wrap_model_async_reads_an_async_only_store() -> None:
             await wrap_model(combee, model).ainvoke("q")
             assert "Rule one." in model.prompts[0][0].text
         finally:
-            await asyncio.to_thread(combee.server.close, flush=False)
+            await asyncio.to_thread(combee._agent.server.close, flush=False)
 
 
 def test_wrap_model_leaves_prompts_alone_with_an_empty_playbook(combee: Combee) -> None:

@@ -193,7 +193,7 @@ def test_poll_feedback_delivers_langsmith_feedback_to_waiting_traces(
     combee.capture(Trace(id=run_id, input="password reset", output="GENERAL"))
     client = langsmith.Client(api_url=langsmith_server, api_key="test", auto_batch_tracing=False)
     assert poll_feedback(combee, client, [run_id, "00000000-0000-4000-8000-000000000009"]) == 1
-    combee.server.flush()
+    combee.flush()
     [trace] = combee.queue().claim(5, holder="t", ready_only=True)
     assert trace.feedback is not None
     assert (trace.feedback.correct, trace.feedback.ground_truth) == (False, "SEC-2")

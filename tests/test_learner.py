@@ -31,7 +31,7 @@ def _learner(combee: Combee, clock: FakeClock | None = None, **kw: object) -> Ba
 def _capture_all(combee: Combee, traces: list[Trace]) -> None:
     for trace in traces:
         combee.capture(trace)
-    combee.server.flush()
+    combee.flush()
 
 
 async def test_full_batch_is_learned_and_served_at_once() -> None:
@@ -40,7 +40,7 @@ async def test_full_batch_is_learned_and_served_at_once() -> None:
     learner = _learner(combee)
     assert await learner.tick() == 1
     assert combee.current().version == 1
-    assert combee.server.head(None).version == 1  # published to the cache
+    assert combee._agent.server.head(None).version == 1  # published to the cache
     assert len(combee.current().playbook.bullets) == 4
     # Two traces remain: below the batch, waiting for max_wait.
     assert await learner.tick() == 0
@@ -114,17 +114,17 @@ async def test_traces_wait_for_feedback_then_learn_or_drop() -> None:
     assert combee.feedback("r0", correct=False, ground_truth="Y0")
     assert combee.feedback("r1", correct=False, ground_truth="Y1")
     assert not combee.feedback("nope", correct=True)
-    assert combee.server.stats.feedback_unknown == 1
+    assert combee._agent.server.stats.feedback_unknown == 1
     assert await learner.tick() == 1
     assert len(combee.current().playbook.bullets) == 2
 
 
 async def test_feedback_reaches_a_trace_still_in_memory() -> None:
     combee = Combee(prompt_id="p", model=fake_learner(), batch_size=1)
-    combee.server.settings.flush_seconds = 3600  # keep it buffered
+    combee._agent.server.settings.flush_seconds = 3600  # keep it buffered
     combee.capture(Trace(id="run-1", input="q", output="a"))
     assert combee.feedback("run-1", correct=False, ground_truth="b")
-    combee.server.flush()
+    combee.flush()
     [trace] = combee.queue().claim(1, holder="t")
     assert trace.feedback == Feedback(correct=False, ground_truth="b", source="user")
 
@@ -165,18 +165,18 @@ def test_a_raising_evaluator_never_breaks_capture() -> None:
 
     combee = Combee(prompt_id="p", evaluator=boom)
     combee.capture(Trace(id="z"))
-    assert combee.server.flush() == 1
+    assert combee.flush() == 1
 
 
 def test_capture_buffer_is_bounded_and_counts_drops() -> None:
     combee = Combee(prompt_id="p", capture=CaptureSettings(capture_limit=3))
-    combee.server.settings.flush_seconds = 3600
-    combee.server._ensure_worker = lambda: None  # type: ignore[method-assign]
+    combee._agent.server.settings.flush_seconds = 3600
+    combee._agent.server._ensure_worker = lambda: None  # type: ignore[method-assign]
     for i in range(5):
         combee.capture(Trace(id=f"x{i}"))
-    assert combee.server.buffered() == 3
-    assert combee.server.stats.dropped == 2
-    combee.server.flush()
+    assert combee._agent.server.buffered() == 3
+    assert combee._agent.server.stats.dropped == 2
+    combee.flush()
     ids = [t.id for t in combee.queue().claim(10, holder="t")]
     assert ids == ["x2", "x3", "x4"]  # drop_oldest kept the newest
 

@@ -72,7 +72,7 @@ def _queue(combee: Combee, traces: Sequence[Trace]) -> None:
     """Capture ``traces`` and write them to the queue."""
     for trace in traces:
         combee.capture(trace)
-    combee.server.flush()
+    combee.flush()
 
 
 async def _tick(learner: BackgroundLearner, clock: FakeClock, times: int) -> None:

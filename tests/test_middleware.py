@@ -53,13 +53,13 @@ def accept_rules(combee: Combee, *rules: str, tenant: str | None = None) -> Prom
     accepted = registry.accept(
         candidate.version, Decision(accepted=True, policy="manual", reason="test")
     )
-    combee.server.publish(accepted)
+    combee._agent.server.publish(accepted)
     return accepted
 
 
 def captured(combee: Combee, tenant: str | None = None) -> list[Trace]:
     """Every trace the combee captured so far (the worker is joined, the buffer flushed)."""
-    combee.server.close(flush=True)
+    combee._agent.server.close(flush=True)
     return combee.queue(tenant).claim(1000, holder="test")
 
 
@@ -103,7 +103,7 @@ def mw(request: pytest.FixtureRequest) -> Middleware:
 def combee() -> Iterator[Combee]:
     instance = Combee(prompt_id="router")
     yield instance
-    instance.server.close(flush=False)
+    instance._agent.server.close(flush=False)
 
 
 @tool
@@ -393,7 +393,7 @@ def test_tenant_scope_serves_and_captures_per_tenant(mw: Middleware) -> None:
         assert (acme.tenant, acme.prompt_version) == ("acme", 1)
         assert (globex.tenant, globex.prompt_version) == ("globex", 0)
     finally:
-        combee.server.close(flush=False)
+        combee._agent.server.close(flush=False)
 
 
 # ---------------------------------------------------------------- run metadata
@@ -431,7 +431,7 @@ def test_tenant_is_in_the_metadata_when_set(mw: Middleware) -> None:
             if run.run_type in ("llm", "chat_model") or run.parent_run_id is None:
                 assert run.extra["metadata"]["combee_tenant"] == "acme"
     finally:
-        combee.server.close(flush=False)
+        combee._agent.server.close(flush=False)
 
 
 # ---------------------------------------------------------------- never break the agent
@@ -462,9 +462,9 @@ async def test_a_dead_store_leaves_answers_unchanged(mode: str, mw: Middleware) 
         result = await _run(agent, mode, ask("q1"), {})
         assert [m.text for m in result["messages"]] == [m.text for m in expected["messages"]]
         assert model.prompts[0][0] == SystemMessage(APP_PROMPT)
-        assert combee.server.buffered() == 1  # kept in memory for when the store is back
+        assert combee._agent.server.buffered() == 1  # kept in memory for when the store is back
     finally:
-        combee.server.close(flush=False)
+        combee._agent.server.close(flush=False)
 
 
 async def test_async_runs_serve_from_an_async_only_store(mw: Middleware) -> None:
@@ -487,7 +487,7 @@ async def test_async_runs_serve_from_an_async_only_store(mw: Middleware) -> None
             await agent.ainvoke(ask())
             assert "Rule one." in prompt_text(model.prompts[0])
         finally:
-            await asyncio.to_thread(combee.server.close, flush=False)
+            await asyncio.to_thread(combee._agent.server.close, flush=False)
 
 
 @pytest.mark.parametrize("hooks", [False, True], ids=["default", "hooks"])

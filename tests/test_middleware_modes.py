@@ -46,7 +46,7 @@ def ends_in_a_direct_tool() -> ScriptedChatModel:
 def combee() -> Iterator[Combee]:
     instance = Combee(prompt_id="router")
     yield instance
-    instance.server.close(flush=False)
+    instance._agent.server.close(flush=False)
 
 
 def test_constructor_validates_eagerly(combee: Combee) -> None:
@@ -169,7 +169,7 @@ def test_the_trace_is_built_off_the_hot_path_and_feedback_still_finds_it(
     agent = create_agent(tool_then_answer(), [lookup], middleware=[combee.middleware()])
     run_id = uuid.uuid4()
     agent.invoke({"messages": [HumanMessage("Where does my refund go?")]}, {"run_id": run_id})
-    assert combee.server.buffered() == 1
+    assert combee._agent.server.buffered() == 1
     assert combee.feedback(run_id, correct=False, ground_truth="FIN-REFUNDS")
     (trace,) = captured(combee)
     assert trace.feedback is not None and trace.feedback.ground_truth == "FIN-REFUNDS"
@@ -182,20 +182,20 @@ def test_a_deferred_trace_that_cannot_be_built_is_counted_and_the_rest_flushed(
     def broken() -> Trace:
         raise ValueError("cannot build")
 
-    combee.capture_later("bad", broken)
-    combee.capture_later("good", lambda: Trace(id="good", input="q", output="a"))
-    assert combee.server.buffered() == 2
-    assert combee.server.flush() == 1
-    assert combee.server.stats.capture_errors == 1
+    combee._agent.capture_later("bad", broken)
+    combee._agent.capture_later("good", lambda: Trace(id="good", input="q", output="a"))
+    assert combee._agent.server.buffered() == 2
+    assert combee.flush() == 1
+    assert combee._agent.server.stats.capture_errors == 1
     assert [t.id for t in combee.queue().claim(10, holder="test")] == ["good"]
 
 
 def test_rendered_playbooks_are_cached_per_version(combee: Combee) -> None:
     first = accept_rules(combee, "Rule one.")
-    assert combee.server.rendered(first) is combee.server.rendered(first)
+    assert combee._agent.server.rendered(first) is combee._agent.server.rendered(first)
     second = accept_rules(combee, "Rule two.")
-    assert "Rule two." in combee.server.rendered(second)
-    assert "Rule two." not in combee.server.rendered(first)
+    assert "Rule two." in combee._agent.server.rendered(second)
+    assert "Rule two." not in combee._agent.server.rendered(first)
 
 
 def test_the_combined_system_message_is_built_once_per_playbook(combee: Combee) -> None:

@@ -94,7 +94,7 @@ async def test_async_twins_use_only_the_stores_async_calls() -> None:
     assert [v.status for v in await combee.ahistory()] == ["candidate"]
     approved = await combee.aapprove(1, reason="ok")
     assert approved.status == "accepted" and (await combee.acurrent()).version == 1
-    assert combee.server.head(None).version == 1  # published to the serving cache
+    assert combee._agent.server.head(None).version == 1  # published to the serving cache
     assert (await combee.aget(1)).playbook == approved.playbook
     assert not (await combee.adiff(0, 1)).is_empty()
     await combee.alearn(failing_traces(4, prefix="more"))
@@ -102,7 +102,7 @@ async def test_async_twins_use_only_the_stores_async_calls() -> None:
     assert rejected.status == "rejected" and (await combee.acurrent()).version == 1
     restored = await combee.arollback(0, reason="back")
     assert restored.version == 3 and restored.playbook.bullets == []
-    assert combee.server.head(None).version == 3
+    assert combee._agent.server.head(None).version == 3
     assert store.sync_calls == 0
     assert len(told) == 2  # approve and rollback told the version listeners
     await combee.aclose()
@@ -119,12 +119,12 @@ async def test_afeedback_finds_runs_in_memory_and_in_the_queue() -> None:
     first, second = failing_traces(2)
     combee.capture(first)
     assert await combee.afeedback(first.id, correct=True)  # still in memory
-    await asyncio.to_thread(combee.server.flush)
+    await asyncio.to_thread(combee.flush)
     combee.capture(second)
-    await asyncio.to_thread(combee.server.flush)
+    await asyncio.to_thread(combee.flush)
     assert await combee.afeedback(second.id, comment="late", ground_truth="X")  # in the queue
     assert not await combee.afeedback("never-seen", score=1.0)
-    assert combee.server.stats.feedback_unknown == 1
+    assert combee._agent.server.stats.feedback_unknown == 1
     assert store.sync_calls == 0
     with pytest.raises(ConfigurationError, match="at least one of"):
         await combee.afeedback(first.id)
@@ -164,7 +164,7 @@ def test_first_run_binds_to_the_store_the_graph_is_given() -> None:
     agent.invoke({"messages": [{"role": "user", "content": "hi"}]}, config={"run_id": "r-1"})
     assert isinstance(combee.store, PlatformStore)
     assert combee.store.inner is server_store
-    combee.server.flush()
+    combee.flush()
     assert combee.queue().pending_count() == 1  # the run's trace is in the server's store
     assert server_store.search(("combee",), limit=100)
 
@@ -195,7 +195,7 @@ async def test_requests_run_on_the_loop_that_owns_the_store() -> None:
     def elsewhere() -> Any:
         # A plain thread (the serving worker) and another loop (the learner's).
         combee.capture(failing_traces(1)[0])
-        combee.server.flush()
+        combee.flush()
         return asyncio.run(combee.alearn(failing_traces(2)))
 
     report = await asyncio.to_thread(elsewhere)
@@ -329,7 +329,7 @@ async def test_platform_store_on_async_postgres_serves_every_thread_and_loop(
         def elsewhere() -> Any:
             # The serving worker (a plain thread) and the learner (a loop of its own).
             combee.capture(trace)
-            combee.server.flush()
+            combee.flush()
             return asyncio.run(combee.alearn(failing_traces(2)))
 
         report = await asyncio.to_thread(elsewhere)
@@ -378,7 +378,7 @@ def test_feedback_sent_while_its_trace_is_being_flushed_is_not_lost(call: str) -
     )
     trace = failing_traces(1)[0]
     combee.capture(trace)
-    flusher = threading.Thread(target=combee.server.flush)
+    flusher = threading.Thread(target=combee.flush)
     flusher.start()
     assert store.writing.wait(30)  # the trace left the buffer; its write is held
     found: list[bool] = []
@@ -447,10 +447,10 @@ async def test_late_feedback_is_cut_to_the_trace_limits_like_captured_feedback(w
     trace = failing_traces(1)[0]
     combee.capture(trace)
     if where == "queue":
-        await asyncio.to_thread(combee.server.flush)
+        await asyncio.to_thread(combee.flush)
     huge = "x" * 1_000_000
     assert await combee.afeedback(trace.id, comment=huge, ground_truth=huge, correct=False)
-    await asyncio.to_thread(combee.server.flush)
+    await asyncio.to_thread(combee.flush)
     (item,) = store.search(("combee", "huge", "_", "queue"), limit=10)
     feedback = item.value["trace"]["feedback"] if "trace" in item.value else item.value["feedback"]
     limit = TraceLimits().max_message_chars

@@ -105,7 +105,7 @@ async def test_takeover_settles_the_rest_when_the_policy_raises_on_a_dead_learne
     queue = dead.queue()
     for trace in failing_traces(2):
         dead.capture(trace)
-    dead.server.flush()
+    dead.flush()
     claimed = await queue.aclaim(2, holder="dead-learner", visibility_seconds=600)
     registry = dead.registry()
     head = registry.head()
@@ -203,7 +203,7 @@ async def test_a_canary_gate_shared_by_two_prompts_is_refused() -> None:
     with pytest.raises(ConfigurationError, match=r"acceptance=CanaryGate.*prompt 'a'"):
         Combee(prompt_id="b", model=fake_learner(), batch_size=2, acceptance=gate)
     again = Combee(prompt_id="a", model=fake_learner(), batch_size=2, acceptance=gate)
-    assert again.acceptance is gate  # the same prompt (a replica) may share it
+    assert again._acceptance is gate  # the same prompt (a replica) may share it
 
 
 def _scored(version: int, n: int, correct: bool, tag: str) -> list[Trace]:
@@ -276,9 +276,9 @@ async def test_a_regression_rollback_whose_write_fails_is_tried_again(
 async def test_an_operator_deciding_the_canary_stops_this_process_serving_it(verdict: str) -> None:
     combee = _combee(CanaryGate(fraction=0.5, min_runs=20))
     await combee.alearn(failing_traces(2))
-    assert {combee.select_version(None, f"run-{i}").version for i in range(100)} == {0, 1}
+    assert {combee._agent.select_version(None, f"run-{i}").version for i in range(100)} == {0, 1}
     decided = await (combee.aapprove(1) if verdict == "approve" else combee.areject(1))
-    served = [combee.select_version(None, f"run-{i}") for i in range(100)]
+    served = [combee._agent.select_version(None, f"run-{i}") for i in range(100)]
     # Every run gets the version in force, not the decided candidate as it was.
     assert {(v.version, v.status) for v in served} == {(combee.current().version, "accepted")}
     assert decided.status != "candidate" and combee.registry().canary() is None
@@ -333,5 +333,5 @@ async def test_the_canary_share_is_the_one_validated_at_construction() -> None:
     combee = _combee(gate)
     await combee.alearn(failing_traces(2))
     gate.canary_fraction = 2.0  # never validated: every run would get the candidate
-    served = [combee.select_version(None, f"run-{i}").version for i in range(200)]
+    served = [combee._agent.select_version(None, f"run-{i}").version for i in range(200)]
     assert 0 < served.count(1) < 100

@@ -47,7 +47,7 @@ def _learner(combee: Combee) -> BackgroundLearner:
 def _capture_all(combee: Combee, traces: list[Trace]) -> None:
     for trace in traces:
         combee.capture(trace)
-    combee.server.flush()
+    combee.flush()
 
 
 async def test_background_learner_learns_captured_traces(postgres_dsn: str) -> None:
@@ -58,7 +58,7 @@ async def test_background_learner_learns_captured_traces(postgres_dsn: str) -> N
         assert await learner.tick() == 1
         head = await combee.acurrent()
         assert head.version == 1 and len(head.playbook.bullets) == 4
-        assert combee.server.head(None).version == 1
+        assert combee._agent.server.head(None).version == 1
         assert await learner.tick() == 0  # two traces left: below the batch
         assert await combee.queue().astats() == {
             "pending": 2,

@@ -28,7 +28,7 @@ from langgraph_combee import (
 from langgraph_combee._errors import CombeeError
 from langgraph_combee._settings import MOVED
 from langgraph_combee.errors import ConfigurationError
-from langgraph_combee.testing import fake_learner
+from langgraph_combee.testing import FlakyStore, fake_learner
 from tests.helpers import failing_traces
 
 PUBLIC = (langgraph_combee, langgraph_combee.types, langgraph_combee.errors)
@@ -136,6 +136,70 @@ def test_every_type_in_combees_signatures_is_importable_from_a_public_module() -
                 if token not in public and token not in _EXTERNAL and token not in _ALIASES:
                     unknown.setdefault(attr, set()).add(token)
     assert unknown == {}
+
+
+# ---- Combee's own public names: what a user calls, nothing internal ----------
+
+# Every public name of a Combee, class and instance. An internal that shows up
+# here (a helper the middleware calls, a part the learner uses) belongs to the
+# agent side (``combee._agent``) or the learner's parts instead.
+COMBEE_PUBLIC = [
+    "aapprove", "aclose", "acurrent", "adiff", "afeedback", "aflush", "aget", "ahistory",
+    "alearn", "approve", "areject", "arollback", "astart", "astop", "capture", "close",
+    "current", "describe", "describe_roles", "diff", "feedback", "flush", "from_conn_string",
+    "get", "history", "instrument", "learn", "learner", "middleware", "model",
+    "next_batch_size", "node", "prompt_id", "queue", "registry", "reject", "rollback",
+    "running", "start", "stop", "store", "system_prompt", "tracer", "wrap_model",
+]  # fmt: skip
+
+
+def test_combees_public_names_are_exactly_the_documented_ones() -> None:
+    combee = Combee(prompt_id="p", model=fake_learner())
+    names = {n for n in dir(combee) if not n.startswith("_")}
+    assert sorted(names) == COMBEE_PUBLIC
+    for name in COMBEE_PUBLIC:
+        member = inspect.getattr_static(Combee, name)
+        doc = member.fget.__doc__ if isinstance(member, property) else member.__doc__
+        assert (doc or "").strip(), f"Combee.{name} has no docstring"
+
+
+@pytest.mark.parametrize("name", ["prompt_id", "model", "store"])
+def test_what_combee_was_built_on_is_read_only(name: str) -> None:
+    combee = Combee(prompt_id="p", model=fake_learner())
+    with pytest.raises(AttributeError):
+        setattr(combee, name, None)
+
+
+def test_flush_writes_captured_traces_to_the_queue_at_once() -> None:
+    # No timed flush during the test: only flush() writes.
+    combee = Combee(prompt_id="p", capture=CaptureSettings(flush_seconds=3600.0))
+    for trace in failing_traces(3):
+        combee.capture(trace)
+    assert combee.queue().pending_count() == 0  # still in memory
+    assert combee.flush() == 3
+    assert combee.queue().pending_count() == 3
+    assert combee.flush() == 0  # nothing left to write
+    combee.close()
+
+
+async def test_aflush_is_flush_for_async_callers() -> None:
+    combee = Combee(prompt_id="p", capture=CaptureSettings(flush_seconds=3600.0))
+    combee.capture(failing_traces(1)[0])
+    assert await combee.aflush() == 1
+    assert await combee.queue().apending_count() == 1
+    await combee.aclose()
+
+
+def test_flush_keeps_traces_in_memory_while_the_store_fails() -> None:
+    store = FlakyStore()
+    combee = Combee(prompt_id="p", store=store, capture=CaptureSettings(flush_seconds=3600.0))
+    with store.outage():
+        combee.capture(failing_traces(1)[0])
+        assert combee.flush() == 0  # never raises: the trace waits in memory
+        assert combee.describe()["serving"]["buffered"] == 1
+    assert combee.flush() == 1
+    assert combee.queue().pending_count() == 1
+    combee.close()
 
 
 # ---- Combee's arguments: about ten, plus four settings objects --------------
@@ -265,7 +329,7 @@ def test_every_settings_field_reaches_the_part_that_uses_it() -> None:
             agent_prompt="app prompt",
         ),
     )
-    served = combee.server.settings
+    served = combee._agent.server.settings
     assert (served.capture_limit, served.drop_policy, served.flush_seconds) == (
         7,
         "drop_newest",
@@ -277,21 +341,21 @@ def test_every_settings_field_reaches_the_part_that_uses_it() -> None:
         0.5,
     )
     assert (served.limits.max_message_chars, served.limits.max_trace_chars) == (300, 900)
-    assert combee.feedback_wait_seconds == 9.0
-    assert listener in combee.server.listeners
+    assert combee._agent.feedback_wait_seconds == 9.0
+    assert listener in combee._agent.server.listeners
     calls = combee._call_settings
     assert (calls.max_concurrency, calls.timeout_seconds, calls.max_attempts) == (3, 12.0, 5)
     assert calls.backoff_initial == 0.1
-    assert combee._callbacks == [] and combee.budget is budget
+    assert combee._callbacks == [] and combee._budget is budget
     loop = combee._learner_settings
     assert (loop.min_batch, loop.max_wait_seconds, loop.poll_seconds) == (2, 4.0, 0.3)
     assert (loop.lease_seconds, loop.backoff_seconds) == (40.0, 2.0)
-    assert combee.on_missing_feedback == "drop"
+    assert combee._on_missing_feedback == "drop"
     engine = combee._engine_settings
     assert (engine.copies, engine.fan_in, engine.seed, engine.token_budget) == (3, 2, 11, 800)
     assert combee.describe_roles()["profile"] == "small"
-    assert combee.replayer.settings.max_replays == 5
-    assert combee.replayer._prompt == "app prompt"
+    assert combee._replayer.settings.max_replays == 5
+    assert combee._replayer._prompt == "app prompt"
 
 
 # ---- batch_size= takes a BatchSizeController --------------------------------

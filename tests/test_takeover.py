@@ -42,7 +42,7 @@ async def _dead_learner(store: InMemoryStore, stop_at: str) -> list[str]:
     dead = _combee(store)
     for trace in failing_traces(8):
         dead.capture(trace)
-    dead.server.flush()
+    dead.flush()
     batch = await dead.queue().aclaim(4, holder="dead", visibility_seconds=600)
     ids = [t.id for t in batch]
     if stop_at == "claimed":
@@ -53,7 +53,7 @@ async def _dead_learner(store: InMemoryStore, stop_at: str) -> list[str]:
             PromptVersion(prompt_id=PROMPT, playbook=result.playbook, source_trace_ids=ids)
         )
         return ids
-    await dead.alearn_batch(batch)  # written and accepted, never acked
+    await dead._stepper.step(batch)  # written and accepted, never acked
     return ids
 
 
@@ -166,7 +166,7 @@ async def test_a_new_learner_repairs_head_left_behind_by_a_dead_writer() -> None
     orphan = await asyncio.to_thread(_accepted_but_not_head, store)
     survivor = _combee(store)
     survivor.capture(failing_traces(1, prefix="next")[0])
-    survivor.server.flush()
+    survivor.flush()
     learner = BackgroundLearner(
         survivor._learner_parts, LoopSettings(min_batch=1, max_wait_seconds=0.01)
     )
@@ -246,7 +246,7 @@ async def test_claims_that_lapsed_while_the_learner_was_dead_are_settled_not_rel
     dead = _combee(store)
     for trace in failing_traces(8):
         dead.capture(trace)
-    dead.server.flush()
+    dead.flush()
     past = TraceQueue(store, PROMPT, clock=lambda: time.time() - 3600)
     batch = await past.aclaim(4, holder="dead", visibility_seconds=600)
     result = await dead._engine(None).step(dead.current().playbook, batch, version=1)

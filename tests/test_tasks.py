@@ -359,7 +359,7 @@ def test_tool_task_learns_live_through_the_middleware_and_its_evaluator() -> Non
     with combee.running():
         for example in train:
             served.invoke(ticket_input(example))
-        combee.server.flush()
+        combee.flush()
         for _ in range(400):
             if combee.queue().pending_count() == 0 and combee.learner.stats.versions:
                 break

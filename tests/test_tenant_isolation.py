@@ -76,7 +76,7 @@ def test_two_tenants_learning_concurrently_stay_isolated() -> None:
             thread.start()
         for thread in threads:
             thread.join()
-        combee.server.flush()
+        combee.flush()
         for _ in range(400):
             if all(combee.queue(t).pending_count() == 0 for t in TENANTS):
                 break

@@ -224,12 +224,12 @@ class _Stream:
         self.held_since: float | None = None
         self.held_seconds = 0.0
         self.started = time.monotonic()
-        self.head = combee.select_version(None)
+        self.head = combee.current()
         self.total = 0
 
     def serve(self, number: int, example: Example) -> RunRecord:
         run_id = uuid.uuid4()
-        version = self.combee.select_version(None).version
+        version = self.combee.current().version
         error = None
         try:
             result = self.agent.invoke(ticket_input(example), {"run_id": run_id})
@@ -334,7 +334,7 @@ class _Stream:
             self.display.window(index - size + 1, index, accuracy, chunk[-1].version)
 
     def check_swap(self) -> None:
-        head = self.combee.select_version(None)
+        head = self.combee.current()
         if head.version == self.head.version:
             return
         added, updated, removed = _changes(self.head, head)
@@ -493,7 +493,7 @@ def _run(
         result.seconds["stream_waiting_for_learner"] = round(stream.held_seconds, 3)
 
         mark = time.monotonic()
-        final = combee.select_version(None)
+        final = combee.current()
         display.note(f"Held-out check of v{final.version} on {len(holdout)} tickets ...")
         after = evaluate(task, evaluator, holdout, max_concurrency=workers)
         result.holdout_after = after.accuracy
