@@ -31,7 +31,17 @@ from langgraph.store.base import BaseStore
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph.store.memory import InMemoryStore
 
+from langgraph_combee._agent.collector import CombeeTracer
+from langgraph_combee._agent.graph import (
+    LearnedPromptModel,
+    PromptNode,
+    instrument,
+    make_node,
+    system_prompt,
+    wrap_model,
+)
 from langgraph_combee._agent.limits import TraceLimits
+from langgraph_combee._agent.middleware import CombeeMiddleware
 from langgraph_combee._agent.serving import Server
 from langgraph_combee._agent.serving import ServingSettings as _ServerSettings
 from langgraph_combee._agent.side import AgentSide, Evaluator, ScopeFn
@@ -79,9 +89,6 @@ from langgraph_combee._storage.registry import PromptRegistry
 if TYPE_CHECKING:
     from typing_extensions import Never
 
-    from langgraph_combee._agent.collector import CombeeTracer
-    from langgraph_combee._agent.graph import LearnedPromptModel, PromptNode
-    from langgraph_combee._agent.middleware import CombeeMiddleware
     from langgraph_combee.platform._store import PlatformStore
 
 logger = logging.getLogger("langgraph_combee")
@@ -562,27 +569,27 @@ class Combee:
             raise ConfigurationError(
                 "lean", lean, f"omitted, or {not hooks} (the opposite of hooks={hooks})"
             )
-        return self._agent.middleware(capture=capture, hooks=hooks)
+        return CombeeMiddleware(self._agent, capture=capture, hooks=hooks)
 
     def tracer(self) -> CombeeTracer:
         """A callback handler that captures every finished root run as a trace."""
-        return self._agent.tracer()
+        return CombeeTracer(self._agent)
 
     def node(self) -> PromptNode:
         """A LangGraph node putting the learned system prompt first in ``messages``."""
-        return self._agent.node()
+        return make_node(self._agent)
 
     def system_prompt(self, base: str, *, config: Mapping[str, Any] | None = None) -> str:
         """``base`` with the learned playbook appended, for the current run."""
-        return self._agent.system_prompt(base, config=config)
+        return system_prompt(self._agent, base, config=config)
 
     def wrap_model(self, llm: Any) -> LearnedPromptModel:
         """A runnable that injects the learned prompt into every call of ``llm``."""
-        return self._agent.wrap_model(llm)
+        return wrap_model(self._agent, llm)
 
     def instrument(self, graph: Any) -> Any:
         """The compiled graph with trace capture attached to every run."""
-        return self._agent.instrument(graph)
+        return instrument(self._agent, graph)
 
     # ---- parts, per tenant ---------------------------------------------
 

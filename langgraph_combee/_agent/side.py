@@ -16,7 +16,7 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -29,11 +29,6 @@ from langgraph_combee._core.types import Feedback, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._storage.keys import PromptSpace
 from langgraph_combee._storage.queue import TraceQueue
-
-if TYPE_CHECKING:
-    from langgraph_combee._agent.collector import CombeeTracer
-    from langgraph_combee._agent.graph import LearnedPromptModel, PromptNode
-    from langgraph_combee._agent.middleware import CombeeMiddleware
 
 logger = logging.getLogger("langgraph_combee")
 
@@ -406,46 +401,6 @@ class AgentSide:
     def describe(self) -> dict[str, object]:
         """The serving counters of this process (``describe()["serving"]``)."""
         return self.server.describe()
-
-    # ---- the agent side: one line for create_agent, helpers for StateGraph --
-
-    def middleware(
-        self, *, capture: bool = True, hooks: bool = False, max_open_runs: int = 10_000
-    ) -> CombeeMiddleware:
-        """The ``create_agent`` middleware (``CombeeMiddleware``); see its options."""
-        from langgraph_combee._agent.middleware import CombeeMiddleware
-
-        return CombeeMiddleware(self, capture=capture, hooks=hooks, max_open_runs=max_open_runs)
-
-    def tracer(self) -> CombeeTracer:
-        """A callback handler that captures every finished root run as a trace."""
-        from langgraph_combee._agent.collector import CombeeTracer
-
-        return CombeeTracer(self)
-
-    def node(self) -> PromptNode:
-        """A LangGraph node putting the learned system prompt first in ``messages``."""
-        from langgraph_combee._agent.graph import make_node
-
-        return make_node(self)
-
-    def system_prompt(self, base: str, *, config: Mapping[str, Any] | None = None) -> str:
-        """``base`` with the learned playbook appended, for the current run."""
-        from langgraph_combee._agent.graph import system_prompt
-
-        return system_prompt(self, base, config=config)
-
-    def wrap_model(self, llm: Any) -> LearnedPromptModel:
-        """A runnable that injects the learned prompt into every call of ``llm``."""
-        from langgraph_combee._agent.graph import wrap_model
-
-        return wrap_model(self, llm)
-
-    def instrument(self, graph: Any) -> Any:
-        """The compiled graph with trace capture attached to every run."""
-        from langgraph_combee._agent.graph import instrument
-
-        return instrument(self, graph)
 
 
 def agent_side_of(value: object, name: str = "combee") -> AgentSide:
