@@ -353,6 +353,119 @@ def summarize(arms: Sequence[Arm]) -> list[dict[str, Any]]:
     return rows
 
 
+class _Probe(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Times what runs inside it: put one outside and one inside the middleware measured."""
+
+    def __init__(self, inner: _Probe | None = None) -> None:
+        super().__init__()
+        self.inner = inner
+        self.wall_ns = 0
+        self.cpu_ns = 0
+        self.own_wall_us: list[float] = []
+        self.own_cpu_us: list[float] = []
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> Any:
+        """Call the model, timing the call; the outer probe keeps the time not spent inside."""
+        cpu, wall = time.thread_time_ns(), time.perf_counter_ns()
+        response = handler(request)
+        self.wall_ns = time.perf_counter_ns() - wall
+        self.cpu_ns = time.thread_time_ns() - cpu
+        if self.inner is not None:
+            self.own_wall_us.append((self.wall_ns - self.inner.wall_ns) / 1000.0)
+            self.own_cpu_us.append((self.cpu_ns - self.inner.cpu_ns) / 1000.0)
+        return response
+
+
+def _probed(middleware: AgentMiddleware[Any, Any, Any]) -> tuple[_Probe, Any]:
+    # create_agent requires distinct middleware names: one subclass per probe.
+    inner = type(f"ProbeIn{id(middleware)}", (_Probe,), {})()
+    outer = type(f"ProbeOut{id(middleware)}", (_Probe,), {})(inner)
+    agent = create_agent(
+        _agent_model(),
+        tools=[],
+        system_prompt=SYSTEM_PROMPT,
+        middleware=[outer, middleware, inner],
+    )
+    return outer, agent
+
+
+def own_time(
+    inputs: Sequence[str],
+    truth: dict[str, str],
+    *,
+    runs: int,
+    block: int,
+    warmup: int,
+    preload: int,
+    batch_size: int,
+) -> dict[str, Any]:
+    """The middleware's own time per model call, measured from inside the agent.
+
+    Two timing middlewares sit just outside and just inside the one measured;
+    the outer one's time minus the inner one's is the measured middleware's own
+    time plus the framework's cost of one ``wrap_model_call`` layer. The same
+    with ``NoopWrap`` gives that layer alone, so the difference is Combee's own
+    work, free of everything else a run does (graph steps, checkpoints), which
+    is where most of the end-to-end noise comes from. Rounds interleave the three
+    arms like ``measure``.
+    """
+    combee = _combee("own-time", truth, batch_size=batch_size)
+    learned = _combee("own-time+playbook", truth, batch_size=batch_size)
+    learned.learn(make_traces(MAX_TRACES)[-preload:])
+    probes = {
+        "noop-wrap": _probed(NoopWrap()),
+        "combee": _probed(combee.middleware()),
+        "combee+playbook": _probed(learned.middleware()),
+    }
+    names = list(probes)
+    blocks: dict[str, dict[str, list[float]]] = {n: {"wall": [], "cpu": []} for n in names}
+    try:
+        for name in names:
+            for i in range(warmup):
+                _invoke(probes[name][1], inputs[i % len(inputs)])
+            probes[name][0].own_wall_us.clear()
+            probes[name][0].own_cpu_us.clear()
+        order = random.Random(SHUFFLE_SEED)
+        counter = 0
+        for _ in range(max(1, -(-runs // block))):
+            order.shuffle(names)
+            for name in names:
+                probe, agent = probes[name]
+                start = len(probe.own_cpu_us)
+                for _ in range(min(block, runs - start)):
+                    _invoke(agent, inputs[counter % len(inputs)])
+                    counter += 1
+                if len(probe.own_cpu_us) > start:
+                    blocks[name]["wall"].append(percentile(probe.own_wall_us[start:], 50))
+                    blocks[name]["cpu"].append(percentile(probe.own_cpu_us[start:], 50))
+    finally:
+        combee.stop()
+        learned.stop()
+    floor = probes["noop-wrap"][0]
+    arms = []
+    for name in ("noop-wrap", "combee", "combee+playbook"):
+        probe = probes[name][0]
+        arms.append(
+            {
+                "arm": name,
+                "calls": len(probe.own_cpu_us),
+                "layer_wall_us_p50": percentile(probe.own_wall_us, 50),
+                "layer_cpu_us_p50": percentile(probe.own_cpu_us, 50),
+                "own_over_noop_wrap": {
+                    "wall_us": _paired(blocks[name]["wall"], blocks["noop-wrap"]["wall"]),
+                    "cpu_us": _paired(blocks[name]["cpu"], blocks["noop-wrap"]["cpu"]),
+                },
+                "cpu_p50_over_noop_wrap_us": percentile(probe.own_cpu_us, 50)
+                - percentile(floor.own_cpu_us, 50),
+            }
+        )
+    return {"what": own_time.__doc__.splitlines()[0] if own_time.__doc__ else "", "arms": arms}
+
+
 def _paired(values: Sequence[float], floor: Sequence[float]) -> dict[str, float]:
     """Median, quartiles and the median's 95% interval over rounds of ``values[i] - floor[i]``.
 
@@ -577,6 +690,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         choices=ARMS,
         help="arms to run (plain always runs; e.g. plain noop-wrap combee combee+playbook)",
     )
+    parser.add_argument(
+        "--own-time",
+        action="store_true",
+        help="also time the middleware's own work per model call, with probes around it",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for overhead.json")
     parser.add_argument(
         "--plot", default=str(IMAGES / "overhead.png"), help="PNG path ('' for no plot)"
@@ -643,6 +761,23 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 f"  CPU time:  {v['cpu']}: {_shown_paired(cpu)}\n"
                 f"  wall time: {v['wall']}: {_shown_paired(wall)}"
             )
+    own = None
+    if args.own_time:
+        own = own_time(
+            inputs,
+            truth,
+            runs=args.runs,
+            block=args.block,
+            warmup=args.warmup,
+            preload=args.preload,
+            batch_size=args.batch_size,
+        )
+        print("\nown time per model call over a no-op wrap_model_call layer (probes around it):")
+        for arm in own["arms"][1:]:
+            print(
+                f"  {arm['arm']:<16} CPU {_shown_paired(arm['own_over_noop_wrap']['cpu_us'])}\n"
+                f"  {'':<16} wall {_shown_paired(arm['own_over_noop_wrap']['wall_us'])}"
+            )
     record_all = {
         "benchmark": "overhead",
         "command": cmd,
@@ -654,6 +789,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "preload": args.preload,
             "phases": args.phases,
             "arms": args.arms,
+            "own_time": args.own_time,
             "agent_model": 'FunctionChatModel(lambda m: "ok"), no tools',
             "learner": "fake_learner(insight=ticket_rule), evaluator supplies ground truth",
         },
@@ -662,6 +798,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "targets_met": targets,
         "target_verdicts": judged,
         "phases": phases,
+        "own_time": own,
     }
     path = write_json(args.out / "overhead.json", record_all)
     print(f"wrote {path}")
