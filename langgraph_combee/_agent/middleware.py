@@ -9,10 +9,13 @@ half a run (``docs/benchmarks.md``, "Hot-path overhead"); ``wrap_model_call``
 adds no node, it runs inside the model node the agent has anyway. Per model call:
 
 1. *Pin.* The first model call of an invocation picks the version (HEAD or a
-   canary, ``_agent/pinning.py``) and remembers it under the id of the human
-   message that started the invocation (LangGraph gives every message an id), so
-   later model calls of the same invocation, and a run resumed after an interrupt
-   in the same process, get the same version. The root run is labelled then.
+   canary, ``_agent/pinning.py``). When the invocation goes on past that call
+   (the model asked for a tool, or an interrupt was raised inside the call), the
+   pin is remembered under the id of the human message that started the
+   invocation (LangGraph gives every message an id), so later model calls of the
+   same invocation, and a run resumed after an interrupt in the same process, get
+   the same version; a run that ends with its first call leaves nothing to
+   forget. The root run is labelled then.
 2. *Serve.* The pinned version's rendered playbook is appended to the app's
    system prompt with ``request.override(system_message=...)``, so the prompt
    never enters graph state or checkpoints.
