@@ -141,7 +141,7 @@ class _Call:
         key: Where the invocation's pin is remembered (None: not remembered).
         pin: The invocation's pin (None in the hook mode: the state keeps it).
         recalled: Whether the pin was already remembered (a later call of the invocation).
-        messages: The invocation's messages so far (the state's list, not copied).
+        messages: The invocation's messages so far (a copy of the state's list).
         start: Index of the invocation's first message in ``messages``.
         config: The node's config, read once for the whole call.
     """
@@ -342,9 +342,8 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return self._pins.cold(current_config(), key)
 
     def _begin(self, request: ModelRequest[Any]) -> _Call:
-        # The state's own list: LangGraph hands each node a list it does not
-        # change in place (the node's update makes a new one), so no copy.
-        messages = request.state.get("messages") or []
+        # A copy: middleware inside this one may change the request's list in place.
+        messages = list(request.state.get("messages") or [])
         start = invocation_start(messages)
         key = messages[start].id if messages else None
         config = current_config()
