@@ -43,6 +43,7 @@ import math
 import random
 import sys
 import time
+import timeit
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -53,6 +54,7 @@ from typing import Any
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.runtime import Runtime
 
 from benchmarks._common import IMAGES, RESULTS, command, machine_info, percentile, write_json
@@ -60,6 +62,7 @@ from benchmarks._tickets import MAX_TRACES, make_traces, ticket_rule
 from langgraph_combee import (
     CaptureSettings,
     Combee,
+    CombeeMiddleware,
     Feedback,
     LearnerSettings,
     ServingSettings,
@@ -466,6 +469,79 @@ def own_time(
     return {"what": own_time.__doc__.splitlines()[0] if own_time.__doc__ else "", "arms": arms}
 
 
+class _Grab(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Keeps one real model request, its node config and its response."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: tuple[Any, Any, Any] | None = None
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> Any:
+        """Call the model; keep what the call was."""
+        response = handler(request)
+        self.seen = (request, var_child_runnable_config.get(), response)
+        return response
+
+
+def call_cost(
+    truth: dict[str, str],
+    *,
+    preload: int,
+    batch_size: int,
+    repeats: int = 30,
+    number: int = 2000,
+) -> dict[str, Any]:
+    """Microseconds per ``wrap_model_call`` alone, the model replaced by a canned response.
+
+    One real request (and its node config) is taken from a run, then each
+    middleware's ``wrap_model_call`` is timed with ``timeit`` on it, its handler
+    returning the run's response at once: no graph, no model, so this is the
+    middleware's own work and nothing else. The figure is the fastest of
+    ``repeats`` repeats of ``number`` calls (the least disturbed by other
+    processes); the captured runs' deferred traces are built between repeats,
+    untimed.
+    """
+    grab = _Grab()
+    agent = create_agent(_agent_model(), tools=[], system_prompt=SYSTEM_PROMPT, middleware=[grab])
+    _invoke(agent, "ticket")
+    assert grab.seen is not None
+    request, config, response = grab.seen
+    combee = _combee("call-cost", truth, batch_size=batch_size)
+    learned = _combee("call-cost+playbook", truth, batch_size=batch_size)
+    learned.learn(make_traces(MAX_TRACES)[-preload:])
+    middlewares = {
+        "noop-wrap": NoopWrap(),
+        "combee": combee.middleware(),
+        "combee+playbook": learned.middleware(),
+    }
+    best = dict.fromkeys(middlewares, float("inf"))
+    token = var_child_runnable_config.set(config)
+    try:
+        for _ in range(repeats):
+            for name, middleware in middlewares.items():
+                seconds = timeit.timeit(
+                    lambda m=middleware: m.wrap_model_call(request, lambda r: response),
+                    number=number,
+                )
+                best[name] = min(best[name], seconds / number * 1e6)
+            for middleware in middlewares.values():
+                if isinstance(middleware, CombeeMiddleware):
+                    middleware.agent.server.flush()  # the deferred traces, built untimed
+    finally:
+        var_child_runnable_config.reset(token)
+        combee.stop()
+        learned.stop()
+    return {
+        "what": f"fastest of {repeats} x {number} wrap_model_call calls, canned response",
+        "us_per_call": best,
+        "over_noop_wrap_us": {n: t - best["noop-wrap"] for n, t in best.items()},
+    }
+
+
 def _paired(values: Sequence[float], floor: Sequence[float]) -> dict[str, float]:
     """Median, quartiles and the median's 95% interval over rounds of ``values[i] - floor[i]``.
 
@@ -695,6 +771,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         action="store_true",
         help="also time the middleware's own work per model call, with probes around it",
     )
+    parser.add_argument(
+        "--call-cost",
+        action="store_true",
+        help="also time wrap_model_call alone on a canned request (timeit)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for overhead.json")
     parser.add_argument(
         "--plot", default=str(IMAGES / "overhead.png"), help="PNG path ('' for no plot)"
@@ -778,6 +859,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 f"  {arm['arm']:<16} CPU {_shown_paired(arm['own_over_noop_wrap']['cpu_us'])}\n"
                 f"  {'':<16} wall {_shown_paired(arm['own_over_noop_wrap']['wall_us'])}"
             )
+    cost = None
+    if args.call_cost:
+        cost = call_cost(truth, preload=args.preload, batch_size=args.batch_size)
+        print("\nwrap_model_call alone, canned response (fastest of 30 x 2,000 calls):")
+        for name, over in cost["over_noop_wrap_us"].items():
+            print(f"  {name:<16} {cost['us_per_call'][name]:7.2f} us per call ({over:+.2f} us)")
     record_all = {
         "benchmark": "overhead",
         "command": cmd,
@@ -790,6 +877,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "phases": args.phases,
             "arms": args.arms,
             "own_time": args.own_time,
+            "call_cost": args.call_cost,
             "agent_model": 'FunctionChatModel(lambda m: "ok"), no tools',
             "learner": "fake_learner(insight=ticket_rule), evaluator supplies ground truth",
         },
@@ -799,6 +887,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "target_verdicts": judged,
         "phases": phases,
         "own_time": own,
+        "call_cost": cost,
     }
     path = write_json(args.out / "overhead.json", record_all)
     print(f"wrote {path}")

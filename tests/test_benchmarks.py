@@ -271,6 +271,13 @@ def test_overhead_target_arms_and_own_time(tmp_path: Path) -> None:
     assert own["noop-wrap"]["own_over_noop_wrap"]["cpu_us"]["median"] == 0
 
 
+def test_overhead_call_cost_times_each_middleware() -> None:
+    cost = overhead.call_cost({}, preload=4, batch_size=16, repeats=2, number=5)
+    assert set(cost["us_per_call"]) == {"noop-wrap", "combee", "combee+playbook"}
+    assert all(t > 0 for t in cost["us_per_call"].values())
+    assert cost["over_noop_wrap_us"]["noop-wrap"] == 0
+
+
 def test_paired_median_interval_from_order_statistics() -> None:
     # 100 rounds, differences 0..99: the median is 49.5 and its 95% interval
     # spans ranks 50 -+ 9.8, i.e. the 41st to the 60th smallest difference.
