@@ -31,7 +31,13 @@ Combee's background learner running (``fake_learner()``, batch size 16) and
 learning from the runs as they are captured, on another thread of the same
 process, so they compete for the interpreter.
 
-    python -m benchmarks.overhead [--runs 2000] [--block 100] [--out DIR]
+The target is judged on paired differences: per round, an arm's block median
+minus noop-wrap's, for the agent thread's CPU time (the primary figure) and for
+wall time, with the median's 95% interval; ``--own-time`` and ``--call-cost``
+time the middleware's own work from inside a run and alone.
+
+    python -m benchmarks.overhead [--runs 2000] [--block 5] [--arms ...] [--own-time]
+        [--call-cost] [--out DIR]
 """
 
 from __future__ import annotations
