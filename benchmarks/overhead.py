@@ -31,7 +31,13 @@ Combee's background learner running (``fake_learner()``, batch size 16) and
 learning from the runs as they are captured, on another thread of the same
 process, so they compete for the interpreter.
 
-    python -m benchmarks.overhead [--runs 2000] [--block 100] [--out DIR]
+The target is judged on paired differences: per round, an arm's block median
+minus noop-wrap's, for the agent thread's CPU time (the primary figure) and for
+wall time, with the median's 95% interval; ``--own-time`` and ``--call-cost``
+time the middleware's own work from inside a run and alone.
+
+    python -m benchmarks.overhead [--runs 2000] [--block 5] [--arms ...] [--own-time]
+        [--call-cost] [--out DIR]
 """
 
 from __future__ import annotations
@@ -39,9 +45,11 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import math
 import random
 import sys
 import time
+import timeit
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -52,6 +60,7 @@ from typing import Any
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.runtime import Runtime
 
 from benchmarks._common import IMAGES, RESULTS, command, machine_info, percentile, write_json
@@ -59,6 +68,7 @@ from benchmarks._tickets import MAX_TRACES, make_traces, ticket_rule
 from langgraph_combee import (
     CaptureSettings,
     Combee,
+    CombeeMiddleware,
     Feedback,
     LearnerSettings,
     ServingSettings,
@@ -107,6 +117,7 @@ class Arm:
     times_us: list[float] = field(default_factory=list)
     cpu_us: list[float] = field(default_factory=list)
     block_medians_us: list[float] = field(default_factory=list)
+    block_cpu_medians_us: list[float] = field(default_factory=list)
 
 
 class _LogCounter(logging.Handler):
@@ -170,20 +181,51 @@ def _sqlite_store() -> Any:
 _OPEN = ExitStack()  # stores the benchmark opened; closed when the process ends
 
 
-def build_arms(phase: str, truth: dict[str, str], *, preload: int, batch_size: int) -> list[Arm]:
-    """The arms of one phase ("hot-path" or "learning"), each with a fresh Combee."""
+ARMS = (
+    "plain",
+    "noop-hooks",
+    "noop-wrap",
+    "combee-serve",
+    "durable",
+    "durable-sqlite",
+    "combee",
+    "combee+playbook",
+    "hooks",
+    "hooks+playbook",
+)
+HOT_PATH_ONLY = ("noop-hooks", "noop-wrap", "combee-serve", "durable", "durable-sqlite")
+
+
+def build_arms(
+    phase: str,
+    truth: dict[str, str],
+    *,
+    preload: int,
+    batch_size: int,
+    only: Sequence[str] = ARMS,
+) -> list[Arm]:
+    """The arms of one phase ("hot-path" or "learning") among ``only``, each with a fresh Combee.
+
+    ``plain`` is always built: every overhead is measured against it.
+    """
 
     def agent(*middleware: Any) -> Any:
         return create_agent(
             _agent_model(), tools=[], system_prompt=SYSTEM_PROMPT, middleware=list(middleware)
         )
 
+    def wanted(name: str) -> bool:
+        return name in only and (phase == "hot-path" or name not in HOT_PATH_ONLY)
+
     arms = [Arm("plain", agent())]
-    if phase == "hot-path":
+    if wanted("noop-hooks"):
         arms.append(Arm("noop-hooks", agent(NoopHooks())))
+    if wanted("noop-wrap"):
         arms.append(Arm("noop-wrap", agent(NoopWrap())))
+    if wanted("combee-serve"):
         serve = _combee(f"{phase}-serve", truth, batch_size=batch_size)
         arms.append(Arm("combee-serve", agent(serve.middleware(capture=False)), serve))
+    if wanted("durable"):
         durable = _combee(
             f"{phase}-durable",
             truth,
@@ -191,6 +233,7 @@ def build_arms(phase: str, truth: dict[str, str], *, preload: int, batch_size: i
             capture=CaptureSettings(durability="write_through"),
         )
         arms.append(Arm("durable", agent(durable.middleware()), durable))
+    if wanted("durable-sqlite"):
         on_disk = _combee(
             f"{phase}-durable-sqlite",
             truth,
@@ -200,6 +243,8 @@ def build_arms(phase: str, truth: dict[str, str], *, preload: int, batch_size: i
         )
         arms.append(Arm("durable-sqlite", agent(on_disk.middleware()), on_disk))
     for name in ("combee", "combee+playbook", "hooks", "hooks+playbook"):
+        if not wanted(name):
+            continue
         combee = _combee(f"{phase}-{name}", truth, batch_size=batch_size)
         if name.endswith("+playbook"):
             combee.learn(make_traces(MAX_TRACES)[-preload:])
@@ -244,15 +289,17 @@ def measure(
         order.shuffle(shuffled)
         for arm in shuffled:
             size = min(block, runs - len(arm.times_us))
-            times = []
+            times, cpus = [], []
             for _ in range(size):
                 wall, cpu = _invoke(arm.agent, inputs[counter % len(inputs)])
                 times.append(wall)
-                arm.cpu_us.append(cpu)
+                cpus.append(cpu)
                 counter += 1
             arm.times_us.extend(times)
+            arm.cpu_us.extend(cpus)
             if times:
                 arm.block_medians_us.append(percentile(times, 50))
+                arm.block_cpu_medians_us.append(percentile(cpus, 50))
 
 
 def summarize(arms: Sequence[Arm]) -> list[dict[str, Any]]:
@@ -288,14 +335,19 @@ def summarize(arms: Sequence[Arm]) -> list[dict[str, Any]]:
             "cpu_p50_us": percentile(arm.cpu_us, 50),
         }
         if floor is not None and floor_p50 is not None:
-            paired_floor = [
-                a - b for a, b in zip(arm.block_medians_us, floor.block_medians_us, strict=False)
-            ]
+            paired_floor = _paired(arm.block_medians_us, floor.block_medians_us)
+            cpu_paired = _paired(arm.block_cpu_medians_us, floor.block_cpu_medians_us)
+            floor_cpu = percentile(floor.cpu_us, 50)
             row["over_noop_wrap_us_p50"] = p50 - floor_p50
-            row["cpu_over_noop_wrap_us_p50"] = percentile(arm.cpu_us, 50) - percentile(
-                floor.cpu_us, 50
-            )
-            row["paired_over_noop_wrap_us"] = percentile(paired_floor, 50)
+            row["cpu_over_noop_wrap_us_p50"] = percentile(arm.cpu_us, 50) - floor_cpu
+            row["paired_over_noop_wrap_us"] = paired_floor["median"]
+            # Per round: this arm's block median minus noop-wrap's in the same round;
+            # the spread (quartiles over rounds) says how far to trust the median.
+            row["paired_over_noop_wrap"] = {"wall_us": paired_floor, "cpu_us": cpu_paired}
+            row["ratio_to_noop_wrap_p50"] = {
+                "wall": p50 / floor_p50,
+                "cpu": percentile(arm.cpu_us, 50) / floor_cpu,
+            }
         if default_over is not None and default_over > 0 and arm.combee is not None:
             row["overhead_vs_default"] = (p50 - base_p50) / default_over
         if arm.combee is not None:
@@ -310,6 +362,252 @@ def summarize(arms: Sequence[Arm]) -> list[dict[str, Any]]:
     return rows
 
 
+class _Probe(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Times what runs inside it: put one outside and one inside the middleware measured."""
+
+    def __init__(self, inner: _Probe | None = None) -> None:
+        super().__init__()
+        self.inner = inner
+        self.wall_ns = 0
+        self.cpu_ns = 0
+        self.own_wall_us: list[float] = []
+        self.own_cpu_us: list[float] = []
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> Any:
+        """Call the model, timing the call; the outer probe keeps the time not spent inside."""
+        cpu, wall = time.thread_time_ns(), time.perf_counter_ns()
+        response = handler(request)
+        self.wall_ns = time.perf_counter_ns() - wall
+        self.cpu_ns = time.thread_time_ns() - cpu
+        if self.inner is not None:
+            self.own_wall_us.append((self.wall_ns - self.inner.wall_ns) / 1000.0)
+            self.own_cpu_us.append((self.cpu_ns - self.inner.cpu_ns) / 1000.0)
+        return response
+
+
+def _probed(middleware: AgentMiddleware[Any, Any, Any]) -> tuple[_Probe, Any]:
+    # create_agent requires distinct middleware names: one subclass per probe.
+    inner = type(f"ProbeIn{id(middleware)}", (_Probe,), {})()
+    outer = type(f"ProbeOut{id(middleware)}", (_Probe,), {})(inner)
+    agent = create_agent(
+        _agent_model(),
+        tools=[],
+        system_prompt=SYSTEM_PROMPT,
+        middleware=[outer, middleware, inner],
+    )
+    return outer, agent
+
+
+def own_time(
+    inputs: Sequence[str],
+    truth: dict[str, str],
+    *,
+    runs: int,
+    block: int,
+    warmup: int,
+    preload: int,
+    batch_size: int,
+) -> dict[str, Any]:
+    """The middleware's own time per model call, measured from inside the agent.
+
+    Two timing middlewares sit just outside and just inside the one measured;
+    the outer one's time minus the inner one's is the measured middleware's own
+    time plus the framework's cost of one ``wrap_model_call`` layer. The same
+    with ``NoopWrap`` gives that layer alone, so the difference is Combee's own
+    work, free of everything else a run does (graph steps, checkpoints), which
+    is where most of the end-to-end noise comes from. Rounds interleave the three
+    arms like ``measure``.
+    """
+    combee = _combee("own-time", truth, batch_size=batch_size)
+    learned = _combee("own-time+playbook", truth, batch_size=batch_size)
+    learned.learn(make_traces(MAX_TRACES)[-preload:])
+    probes = {
+        "noop-wrap": _probed(NoopWrap()),
+        "combee": _probed(combee.middleware()),
+        "combee+playbook": _probed(learned.middleware()),
+    }
+    names = list(probes)
+    blocks: dict[str, dict[str, list[float]]] = {n: {"wall": [], "cpu": []} for n in names}
+    try:
+        for name in names:
+            for i in range(warmup):
+                _invoke(probes[name][1], inputs[i % len(inputs)])
+            probes[name][0].own_wall_us.clear()
+            probes[name][0].own_cpu_us.clear()
+        order = random.Random(SHUFFLE_SEED)
+        counter = 0
+        for _ in range(max(1, -(-runs // block))):
+            order.shuffle(names)
+            for name in names:
+                probe, agent = probes[name]
+                start = len(probe.own_cpu_us)
+                for _ in range(min(block, runs - start)):
+                    _invoke(agent, inputs[counter % len(inputs)])
+                    counter += 1
+                if len(probe.own_cpu_us) > start:
+                    blocks[name]["wall"].append(percentile(probe.own_wall_us[start:], 50))
+                    blocks[name]["cpu"].append(percentile(probe.own_cpu_us[start:], 50))
+    finally:
+        combee.stop()
+        learned.stop()
+    floor = probes["noop-wrap"][0]
+    arms = []
+    for name in ("noop-wrap", "combee", "combee+playbook"):
+        probe = probes[name][0]
+        arms.append(
+            {
+                "arm": name,
+                "calls": len(probe.own_cpu_us),
+                "layer_wall_us_p50": percentile(probe.own_wall_us, 50),
+                "layer_cpu_us_p50": percentile(probe.own_cpu_us, 50),
+                "own_over_noop_wrap": {
+                    "wall_us": _paired(blocks[name]["wall"], blocks["noop-wrap"]["wall"]),
+                    "cpu_us": _paired(blocks[name]["cpu"], blocks["noop-wrap"]["cpu"]),
+                },
+                "cpu_p50_over_noop_wrap_us": percentile(probe.own_cpu_us, 50)
+                - percentile(floor.own_cpu_us, 50),
+            }
+        )
+    return {"what": own_time.__doc__.splitlines()[0] if own_time.__doc__ else "", "arms": arms}
+
+
+class _Grab(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Keeps one real model request, its node config and its response."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: tuple[Any, Any, Any] | None = None
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> Any:
+        """Call the model; keep what the call was."""
+        response = handler(request)
+        self.seen = (request, var_child_runnable_config.get(), response)
+        return response
+
+
+def call_cost(
+    truth: dict[str, str],
+    *,
+    preload: int,
+    batch_size: int,
+    repeats: int = 30,
+    number: int = 2000,
+) -> dict[str, Any]:
+    """Microseconds per ``wrap_model_call`` alone, the model replaced by a canned response.
+
+    One real request (and its node config) is taken from a run, then each
+    middleware's ``wrap_model_call`` is timed with ``timeit`` on it, its handler
+    returning the run's response at once: no graph, no model, so this is the
+    middleware's own work and nothing else. The figure is the fastest of
+    ``repeats`` repeats of ``number`` calls (the least disturbed by other
+    processes); the captured runs' deferred traces are built between repeats,
+    untimed.
+    """
+    grab = _Grab()
+    agent = create_agent(_agent_model(), tools=[], system_prompt=SYSTEM_PROMPT, middleware=[grab])
+    _invoke(agent, "ticket")
+    assert grab.seen is not None
+    request, config, response = grab.seen
+    combee = _combee("call-cost", truth, batch_size=batch_size)
+    learned = _combee("call-cost+playbook", truth, batch_size=batch_size)
+    learned.learn(make_traces(MAX_TRACES)[-preload:])
+    middlewares = {
+        "noop-wrap": NoopWrap(),
+        "combee": combee.middleware(),
+        "combee+playbook": learned.middleware(),
+    }
+    best = dict.fromkeys(middlewares, float("inf"))
+    token = var_child_runnable_config.set(config)
+    try:
+        for _ in range(repeats):
+            for name, middleware in middlewares.items():
+                seconds = timeit.timeit(
+                    lambda m=middleware: m.wrap_model_call(request, lambda r: response),
+                    number=number,
+                )
+                best[name] = min(best[name], seconds / number * 1e6)
+            for middleware in middlewares.values():
+                if isinstance(middleware, CombeeMiddleware):
+                    middleware.agent.server.flush()  # the deferred traces, built untimed
+    finally:
+        var_child_runnable_config.reset(token)
+        combee.stop()
+        learned.stop()
+    return {
+        "what": f"fastest of {repeats} x {number} wrap_model_call calls, canned response",
+        "us_per_call": best,
+        "over_noop_wrap_us": {n: t - best["noop-wrap"] for n, t in best.items()},
+    }
+
+
+def _paired(values: Sequence[float], floor: Sequence[float]) -> dict[str, float]:
+    """Median, quartiles and the median's 95% interval over rounds of ``values[i] - floor[i]``.
+
+    ``values`` and ``floor`` are two arms' block medians, round by round. The
+    quartiles show the spread of one round's difference; the interval (the
+    distribution-free one from order statistics: ranks ``n/2 -+ 1.96 sqrt(n)/2``)
+    says where the median itself lies, which is what the target is about.
+    """
+    diffs = sorted(a - b for a, b in zip(values, floor, strict=False))
+    n = len(diffs)
+    half = 1.96 * math.sqrt(n) / 2
+    low = max(0, math.floor(n / 2 - half))
+    high = min(n - 1, math.ceil(n / 2 + half) - 1)
+    return {
+        "median": percentile(diffs, 50),
+        "p25": percentile(diffs, 25),
+        "p75": percentile(diffs, 75),
+        "median_ci95": [diffs[low], diffs[high]],
+        "rounds": n,
+    }
+
+
+def verdicts(phases: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Whether each target arm is within ``TARGET_OVER_WRAP_US`` of noop-wrap, per phase.
+
+    Judged on the agent thread's CPU time (the paired median over rounds), which
+    the machine's load moves far less than wall time. Each verdict is "met" or
+    "not met" by the median, and called clear only when the median's 95%
+    interval lies on that side of the target; wall time gets the same verdict,
+    or "too noisy to tell" when its interval straddles the target.
+    """
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for phase in phases:
+        for r in phase["arms"]:
+            paired = r.get("paired_over_noop_wrap")
+            if r["arm"] not in TARGET_ARMS or paired is None:
+                continue
+            cpu, wall = paired["cpu_us"], paired["wall_us"]
+            out.setdefault(phase["phase"], {})[r["arm"]] = {
+                "cpu_met": cpu["median"] < TARGET_OVER_WRAP_US,
+                "cpu": _verdict(cpu, noisy="met" if cpu["median"] < TARGET_OVER_WRAP_US else ""),
+                "cpu_us": cpu,
+                "wall": _verdict(wall, noisy="too noisy to tell"),
+                "wall_us": wall,
+            }
+    return out
+
+
+def _verdict(paired: dict[str, Any], *, noisy: str) -> str:
+    """ "met" / "not met" when the median's 95% interval is on one side of the target."""
+    low, high = paired["median_ci95"]
+    if high < TARGET_OVER_WRAP_US:
+        return "met"
+    if low >= TARGET_OVER_WRAP_US:
+        return "not met"
+    if noisy:
+        return f"{noisy} (the median's 95% interval straddles the target)"
+    return "not met (the median's 95% interval straddles the target)"
+
+
 def run_phase(
     phase: str,
     inputs: Sequence[str],
@@ -320,13 +618,14 @@ def run_phase(
     warmup: int,
     preload: int,
     batch_size: int,
+    only: Sequence[str] = ARMS,
 ) -> tuple[dict[str, Any], dict[str, list[float]]]:
     """Build the phase's arms, measure them, stop their learners.
 
     Returns:
         The phase's JSON record, and the per-run times (microseconds) by arm.
     """
-    arms = build_arms(phase, truth, preload=preload, batch_size=batch_size)
+    arms = build_arms(phase, truth, preload=preload, batch_size=batch_size, only=only)
     learners = [a.combee for a in arms if a.combee is not None] if phase == "learning" else []
     with _counting_library_logs() as logs:
         record = _measure_phase(
@@ -379,28 +678,38 @@ def _measure_phase(
     }
 
 
+def _shown_paired(paired: dict[str, Any]) -> str:
+    low, high = paired["median_ci95"]
+    return (
+        f"{paired['median']:+.0f} us (95% interval {low:+.0f}..{high:+.0f}; "
+        f"one round's quartiles {paired['p25']:+.0f}..{paired['p75']:+.0f})"
+    )
+
+
 def table(phases: Sequence[dict[str, Any]]) -> str:
     """The phases as a fixed-width text table (overhead first)."""
     header = (
         f"{'phase':<10}{'arm':<17}{'overhead':>9}{'+us p50':>9}{'+us p99':>9}"
-        f"{'paired us':>10}{'>wrap us':>9}{'cpu>wrap':>9}{'x dflt':>7}{'p50 us':>9}{'p99 us':>9}"
-        f"{'bullets':>8}"
+        f"{'paired us':>10}{'>wrap us':>9}{'cpu>wrap':>9}{'pcpu>wrap':>10}{'x dflt':>7}"
+        f"{'p50 us':>9}{'cpu p50':>9}{'p99 us':>9}{'bullets':>8}"
     )
     lines = [header, "-" * len(header)]
+
+    def shown(value: float | None, width: int, fmt: str = ".0f") -> str:
+        return f"{value:>{width}{fmt}}" if value is not None else f"{'-':>{width}}"
+
     for phase in phases:
         for r in phase["arms"]:
             bullets = r.get("playbook", {}).get("bullets", "-")
-            over_wrap = r.get("over_noop_wrap_us_p50")
-            shown_wrap = f"{over_wrap:>9.0f}" if over_wrap is not None else f"{'-':>9}"
-            cpu_wrap = r.get("cpu_over_noop_wrap_us_p50")
-            shown_cpu = f"{cpu_wrap:>9.0f}" if cpu_wrap is not None else f"{'-':>9}"
-            ratio = r.get("overhead_vs_default")
-            shown_ratio = f"{ratio:>7.2f}" if ratio is not None else f"{'-':>7}"
+            paired_cpu = r.get("paired_over_noop_wrap", {}).get("cpu_us", {}).get("median")
             lines.append(
                 f"{phase['phase']:<10}{r['arm']:<17}{r['overhead_ratio_p50']:>8.1%} "
                 f"{r['overhead_us_p50']:>8.0f} {r['overhead_us_p99']:>8.0f}"
-                f"{r['paired_block_overhead_us']['median']:>10.0f}{shown_wrap}{shown_cpu}{shown_ratio}"
-                f"{r['p50_us']:>9.0f}{r['p99_us']:>9.0f}{bullets!s:>8}"
+                f"{r['paired_block_overhead_us']['median']:>10.0f}"
+                f"{shown(r.get('over_noop_wrap_us_p50'), 9)}"
+                f"{shown(r.get('cpu_over_noop_wrap_us_p50'), 9)}{shown(paired_cpu, 10)}"
+                f"{shown(r.get('overhead_vs_default'), 7, '.2f')}"
+                f"{r['p50_us']:>9.0f}{r['cpu_p50_us']:>9.0f}{r['p99_us']:>9.0f}{bullets!s:>8}"
             )
     return "\n".join(lines)
 
@@ -447,12 +756,31 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     doc = __doc__ or ""
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=doc.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2000, help="timed runs per arm and phase")
-    parser.add_argument("--block", type=int, default=100, help="runs per arm per block")
+    parser.add_argument(
+        "--block", type=int, default=5, help="runs per arm per round (small: many rounds)"
+    )
     parser.add_argument("--warmup", type=int, default=100, help="untimed runs per arm first")
     parser.add_argument("--batch-size", type=int, default=16, help="learner batch size")
     parser.add_argument("--preload", type=int, default=40, help="traces learned up front")
     parser.add_argument(
         "--phases", nargs="+", default=["hot-path", "learning"], choices=["hot-path", "learning"]
+    )
+    parser.add_argument(
+        "--arms",
+        nargs="+",
+        default=list(ARMS),
+        choices=ARMS,
+        help="arms to run (plain always runs; e.g. plain noop-wrap combee combee+playbook)",
+    )
+    parser.add_argument(
+        "--own-time",
+        action="store_true",
+        help="also time the middleware's own work per model call, with probes around it",
+    )
+    parser.add_argument(
+        "--call-cost",
+        action="store_true",
+        help="also time wrap_model_call alone on a canned request (timeit)",
     )
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for overhead.json")
     parser.add_argument(
@@ -488,6 +816,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             warmup=args.warmup,
             preload=args.preload,
             batch_size=args.batch_size,
+            only=args.arms,
         )
         phases.append(record)
         logged = sum(record["library_log_records"].values())
@@ -502,22 +831,46 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "\noverhead = p50 / plain p50 - 1; +us = microseconds over plain at p50 / p99; "
         "paired us = median over rounds of (arm block median - plain block median); "
         ">wrap us = microseconds over noop-wrap at p50; cpu>wrap = the same in the agent "
-        "thread's CPU time; x dflt = overhead / the default's"
+        "thread's CPU time; pcpu>wrap = median over rounds of (arm block median CPU - "
+        "noop-wrap block median CPU); x dflt = overhead / the default's"
     )
+    judged = verdicts(phases)
     targets = {
-        phase["phase"]: {
-            r["arm"]: r["over_noop_wrap_us_p50"] < TARGET_OVER_WRAP_US
-            for r in phase["arms"]
-            if r["arm"] in TARGET_ARMS and "over_noop_wrap_us_p50" in r
-        }
-        for phase in phases
+        name: {arm: v["cpu_met"] for arm, v in by_arm.items()} for name, by_arm in judged.items()
     }
-    for phase_name, met in targets.items():
-        if met:
+    print()
+    for phase_name, by_arm in judged.items():
+        for arm, v in by_arm.items():
+            cpu, wall = v["cpu_us"], v["wall_us"]
             print(
-                f"target: within {TARGET_OVER_WRAP_US:.0f} us p50 of noop-wrap ({phase_name}): "
-                + ", ".join(f"{arm} {'met' if ok else 'MISSED'}" for arm, ok in met.items())
+                f"target ({phase_name}, {arm} within {TARGET_OVER_WRAP_US:.0f} us p50 of "
+                f"noop-wrap, {cpu['rounds']} paired rounds):\n"
+                f"  CPU time:  {v['cpu']}: {_shown_paired(cpu)}\n"
+                f"  wall time: {v['wall']}: {_shown_paired(wall)}"
             )
+    own = None
+    if args.own_time:
+        own = own_time(
+            inputs,
+            truth,
+            runs=args.runs,
+            block=args.block,
+            warmup=args.warmup,
+            preload=args.preload,
+            batch_size=args.batch_size,
+        )
+        print("\nown time per model call over a no-op wrap_model_call layer (probes around it):")
+        for arm in own["arms"][1:]:
+            print(
+                f"  {arm['arm']:<16} CPU {_shown_paired(arm['own_over_noop_wrap']['cpu_us'])}\n"
+                f"  {'':<16} wall {_shown_paired(arm['own_over_noop_wrap']['wall_us'])}"
+            )
+    cost = None
+    if args.call_cost:
+        cost = call_cost(truth, preload=args.preload, batch_size=args.batch_size)
+        print("\nwrap_model_call alone, canned response (fastest of 30 x 2,000 calls):")
+        for name, over in cost["over_noop_wrap_us"].items():
+            print(f"  {name:<16} {cost['us_per_call'][name]:7.2f} us per call ({over:+.2f} us)")
     record_all = {
         "benchmark": "overhead",
         "command": cmd,
@@ -528,13 +881,19 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "batch_size": args.batch_size,
             "preload": args.preload,
             "phases": args.phases,
+            "arms": args.arms,
+            "own_time": args.own_time,
+            "call_cost": args.call_cost,
             "agent_model": 'FunctionChatModel(lambda m: "ok"), no tools',
             "learner": "fake_learner(insight=ticket_rule), evaluator supplies ground truth",
         },
         "machine": machine_info(),
         "target_over_noop_wrap_us": TARGET_OVER_WRAP_US,
         "targets_met": targets,
+        "target_verdicts": judged,
         "phases": phases,
+        "own_time": own,
+        "call_cost": cost,
     }
     path = write_json(args.out / "overhead.json", record_all)
     print(f"wrote {path}")

@@ -252,6 +252,41 @@ def test_overhead_benchmark_writes_well_formed_json(tmp_path: Path) -> None:
     assert all(not learner["running"] for learner in phases["learning"]["learners"])
 
 
+def test_overhead_target_arms_and_own_time(tmp_path: Path) -> None:
+    args = ["--runs", "4", "--block", "2", "--warmup", "1", "--preload", "4"]
+    args += ["--phases", "hot-path", "--arms", "noop-wrap", "combee", "combee+playbook"]
+    data = overhead.main([*args, "--own-time", "--out", str(tmp_path), "--plot", ""])
+    (hot,) = data["phases"]
+    assert [a["arm"] for a in hot["arms"]] == ["plain", "noop-wrap", "combee", "combee+playbook"]
+    verdicts = data["target_verdicts"]["hot-path"]
+    assert set(verdicts) == {"combee", "combee+playbook"}
+    for verdict in verdicts.values():
+        assert verdict["cpu_us"]["rounds"] == 2  # 4 runs in blocks of 2
+        low, high = verdict["cpu_us"]["median_ci95"]
+        assert low <= verdict["cpu_us"]["median"] <= high
+    assert data["targets_met"]["hot-path"] == {a: v["cpu_met"] for a, v in verdicts.items()}
+    own = {a["arm"]: a for a in data["own_time"]["arms"]}
+    assert set(own) == {"noop-wrap", "combee", "combee+playbook"}
+    assert all(a["calls"] == 4 for a in own.values())  # one model call per run
+    assert own["noop-wrap"]["own_over_noop_wrap"]["cpu_us"]["median"] == 0
+
+
+def test_overhead_call_cost_times_each_middleware() -> None:
+    cost = overhead.call_cost({}, preload=4, batch_size=16, repeats=2, number=5)
+    assert set(cost["us_per_call"]) == {"noop-wrap", "combee", "combee+playbook"}
+    assert all(t > 0 for t in cost["us_per_call"].values())
+    assert cost["over_noop_wrap_us"]["noop-wrap"] == 0
+
+
+def test_paired_median_interval_from_order_statistics() -> None:
+    # 100 rounds, differences 0..99: the median is 49.5 and its 95% interval
+    # spans ranks 50 -+ 9.8, i.e. the 41st to the 60th smallest difference.
+    paired = overhead._paired([float(i) + 10 for i in range(100)], [10.0] * 100)
+    assert paired["median"] == pytest.approx(49.5)
+    assert paired["median_ci95"] == [40.0, 59.0]
+    assert paired["rounds"] == 100
+
+
 def test_plots_are_written(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     speed.main(

@@ -246,6 +246,43 @@ def test_a_run_resumed_after_an_interrupt_keeps_its_pin(combee: Combee, mw: Midd
     assert [c.result for c in trace.tool_calls] == ["refunded 5"]
 
 
+def test_an_interrupt_inside_the_model_call_keeps_the_pin_for_the_resume(
+    combee: Combee,
+) -> None:
+    # The default mode remembers a pin only once the invocation is known to go on;
+    # an interrupt raised inside the model call (here by an inner middleware) is
+    # such a case, and the resumed call must get the version of the first one.
+    accept_rules(combee, "Rule one.")
+
+    class ApproveFirst(AgentMiddleware):
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            if interrupt("send it?") != "yes":
+                raise AssertionError("declined")
+            return handler(request)
+
+    model = ScriptedChatModel(["done"])
+    middleware = CombeeMiddleware(combee)
+    agent = create_agent(
+        model,
+        [],
+        system_prompt=APP_PROMPT,
+        middleware=[middleware, ApproveFirst()],
+        checkpointer=InMemorySaver(),
+    )
+    config: RunnableConfig = {"configurable": {"thread_id": "hitl-model"}}
+    paused = agent.invoke(ask("Refund me"), config)
+    assert "__interrupt__" in paused
+    assert middleware.open_runs == 1
+
+    accept_rules(combee, "Rule two.")
+    agent.invoke(Command(resume="yes"), config)
+    assert "Rule one." in prompt_text(model.prompts[0])
+    assert "Rule two." not in prompt_text(model.prompts[0])
+    assert middleware.open_runs == 0
+    (trace,) = captured(combee)
+    assert (trace.input, trace.output, trace.prompt_version) == ("Refund me", "done", 1)
+
+
 # ---------------------------------------------------------------- capture
 
 

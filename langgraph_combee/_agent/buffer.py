@@ -100,7 +100,7 @@ def with_feedback(trace: Trace, feedback: Feedback) -> Trace:
     return trace.model_copy(update={"feedback": merged})
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Pending:
     """A captured run waiting for the queue: a trace, or the recipe to build it later."""
 

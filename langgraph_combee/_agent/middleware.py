@@ -9,10 +9,13 @@ half a run (``docs/benchmarks.md``, "Hot-path overhead"); ``wrap_model_call``
 adds no node, it runs inside the model node the agent has anyway. Per model call:
 
 1. *Pin.* The first model call of an invocation picks the version (HEAD or a
-   canary, ``_agent/pinning.py``) and remembers it under the id of the human
-   message that started the invocation (LangGraph gives every message an id), so
-   later model calls of the same invocation, and a run resumed after an interrupt
-   in the same process, get the same version. The root run is labelled then.
+   canary, ``_agent/pinning.py``). When the invocation goes on past that call
+   (the model asked for a tool, or an interrupt was raised inside the call), the
+   pin is remembered under the id of the human message that started the
+   invocation (LangGraph gives every message an id), so later model calls of the
+   same invocation, and a run resumed after an interrupt in the same process, get
+   the same version; a run that ends with its first call leaves nothing to
+   forget. The root run is labelled then.
 2. *Serve.* The pinned version's rendered playbook is appended to the app's
    system prompt with ``request.override(system_message=...)``, so the prompt
    never enters graph state or checkpoints.
@@ -60,12 +63,12 @@ middleware are never caught (a model error is only recorded on its way out).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -91,7 +94,7 @@ from langgraph_combee._agent.serving import UNSCOPED
 from langgraph_combee._agent.side import AgentSide, agent_side_of
 from langgraph_combee._agent.traces import RunInfo, invocation_start, trace_from_messages
 from langgraph_combee._core.prompting import with_playbook
-from langgraph_combee._core.types import PromptVersion
+from langgraph_combee._core.types import PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
 
 __all__ = ["CombeeMiddleware", "CombeeState"]
@@ -126,16 +129,52 @@ class CombeeState(AgentState[Any]):
     combee_started: NotRequired[Annotated[float | None, UntrackedValue, PrivateStateAttr]]
 
 
-@dataclass(frozen=True)
 class _Call:
-    """One model call as prepared: the request to send, its labels, its invocation."""
+    """One model call as prepared: the request to send, its labels, its invocation.
 
-    request: ModelRequest[Any]
-    metadata: dict[str, Any]
-    key: str | None
-    pin: Pin | None
-    messages: list[BaseMessage]
-    start: int
+    A plain class with ``__slots__``, not a frozen dataclass: one is made per
+    model call, and a frozen dataclass's ``__init__`` costs a call per field.
+
+    Attributes:
+        request: The request to send (the playbook served).
+        metadata: The run labels for the model's run (empty when nobody observes it).
+        key: Where the invocation's pin is remembered (None: not remembered).
+        pin: The invocation's pin (None in the hook mode: the state keeps it).
+        recalled: Whether the pin was already remembered (a later call of the invocation).
+        messages: The invocation's messages so far (a copy of the state's list).
+        start: Index of the invocation's first message in ``messages``.
+        config: The node's config, read once for the whole call.
+    """
+
+    __slots__ = ("config", "key", "messages", "metadata", "pin", "recalled", "request", "start")
+
+    def __init__(
+        self,
+        request: ModelRequest[Any],
+        metadata: dict[str, Any],
+        key: str | None,
+        pin: Pin | None,
+        messages: Sequence[BaseMessage],
+        start: int,
+        *,
+        recalled: bool = False,
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.request = request
+        self.metadata = metadata
+        self.key = key
+        self.pin = pin
+        self.recalled = recalled
+        self.messages = messages
+        self.start = start
+        self.config = config
+
+
+# Entered instead of ``child_metadata`` when there are no labels to add (nobody
+# observes the run): the generator-based context manager costs a few
+# microseconds per call for nothing then. ``nullcontext`` keeps no state, so one
+# instance serves every call, on every thread.
+_NO_LABELS: contextlib.nullcontext[None] = contextlib.nullcontext()
 
 
 class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -243,13 +282,14 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelCallResult:
         """Serve the pinned playbook, call the model, capture a final response."""
-        call = self._guard(lambda: self._begin(request))
+        call = self._guard(self._begin, request)
         if call is None:
             return handler(request)
-        with child_metadata(call.metadata):
+        with child_metadata(call.metadata) if call.metadata else _NO_LABELS:
             try:
                 response = handler(call.request)
             except GraphBubbleUp:
+                self._keep(call)
                 raise
             except Exception as exc:
                 self._failed(call, exc)
@@ -269,17 +309,18 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         loop nor fails on async-only stores (``AsyncPostgresStore``,
         ``AsyncSqliteStore``), which refuse synchronous calls from the loop.
         """
-        if self._guard(lambda: self._cold(request)):
-            call = await asyncio.to_thread(self._guard, lambda: self._begin(request))
+        if self._guard(self._cold, request):
+            call = await asyncio.to_thread(self._guard, self._begin, request)
         else:
-            call = self._guard(lambda: self._begin(request))
+            call = self._guard(self._begin, request)
         if call is None:
             return await handler(request)
         through = write_through(self.agent)
-        with child_metadata(call.metadata):
+        with child_metadata(call.metadata) if call.metadata else _NO_LABELS:
             try:
                 response = await handler(call.request)
             except GraphBubbleUp:
+                self._keep(call)
                 raise
             except Exception as exc:
                 if through:
@@ -301,13 +342,27 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return self._pins.cold(current_config(), key)
 
     def _begin(self, request: ModelRequest[Any]) -> _Call:
+        # A copy: middleware inside this one may change the request's list in place.
         messages = list(request.state.get("messages") or [])
         start = invocation_start(messages)
         key = messages[start].id if messages else None
         config = current_config()
-        pin, version = self._pins.pin(config, request.runtime, level="graph", key=key)
+        found = self._pins.recall(key)
+        if found is not None:
+            pin, version = found, self.agent.version_for_run(found.tenant, found.version)
+        else:
+            # Not remembered yet: ``_end`` remembers it only if the invocation goes
+            # on (most end with this very call, and then there is nothing to forget).
+            pin, version = self._pins.pin(config, request.runtime, level="graph")
         served, metadata = self._serve(request, version, config)
-        return _Call(served, metadata, key, pin, messages, start)
+        return _Call(
+            served, metadata, key, pin, messages, start, recalled=found is not None, config=config
+        )
+
+    def _keep(self, call: _Call) -> None:
+        """Remember the call's pin: its invocation goes on (another model call, a resume)."""
+        if call.key is not None and call.pin is not None and not call.recalled:
+            self._pins.keep(call.key, call.pin)
 
     def _serve(
         self, request: ModelRequest[Any], version: PromptVersion, config: Mapping[str, Any] | None
@@ -343,21 +398,22 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _end(self, call: _Call, response: ModelCallResult) -> None:
         """Close the invocation if ``response`` ends it (capturing it when asked)."""
+        self._guard(self._settle, call, response)
 
-        def close() -> None:
-            produced = _final_messages(response)
-            if produced is not None:
-                self._close(call, produced, error=None)
-
-        self._guard(close)
+    def _settle(self, call: _Call, response: ModelCallResult) -> None:
+        produced = _final_messages(response)
+        if produced is None:
+            self._keep(call)
+        else:
+            self._close(call, produced, None)
 
     def _failed(self, call: _Call, exc: BaseException) -> None:
         """The model call raised: the invocation ends here, captured with the error."""
-        error = f"{type(exc).__name__}: {exc}"
-        self._guard(lambda: self._close(call, [], error=error))
+        self._guard(self._close, call, [], f"{type(exc).__name__}: {exc}")
 
-    def _close(self, call: _Call, produced: list[BaseMessage], *, error: str | None) -> None:
-        self._pins.forget(call.key)
+    def _close(self, call: _Call, produced: list[BaseMessage], error: str | None) -> None:
+        if call.recalled:
+            self._pins.forget(call.key)
         if self.capture and call.pin is not None:
             pin = call.pin
             capture_run(
@@ -370,13 +426,14 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 version=pin.version,
                 started=pin.started,
                 error=error,
+                config=call.config,
             )
 
     # ---- failure policy -----------------------------------------------------
 
-    def _guard(self, call: Callable[[], T], hook: str = "wrap_model_call") -> T | None:
-        """Run Combee's own code for ``hook``; log a failure and return None."""
-        return guarded(self.agent, f"CombeeMiddleware.{hook}", call)
+    def _guard(self, call: Callable[..., T], *args: Any, hook: str = "wrap_model_call") -> T | None:
+        """Run Combee's own ``call(*args)`` for ``hook``; log a failure and return None."""
+        return guarded(self.agent, f"CombeeMiddleware.{hook}", call, *args)
 
 
 class _HookedCombeeMiddleware(CombeeMiddleware):
@@ -388,7 +445,7 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
 
     def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Pin the prompt version for this invocation (private state fields)."""
-        return self._guard(lambda: self._pin_state(state, runtime), "before_agent")
+        return self._guard(self._pin_state, state, runtime, hook="before_agent")
 
     async def abefore_agent(
         self, state: AgentState[Any], runtime: Runtime[Any]
@@ -401,7 +458,7 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
         which refuse synchronous calls from the loop's thread.
         """
         return await asyncio.to_thread(
-            self._guard, lambda: self._pin_state(state, runtime), "before_agent"
+            self._guard, self._pin_state, state, runtime, hook="before_agent"
         )
 
     def _pin_state(self, state: AgentState[Any], runtime: Runtime[Any] | None) -> dict[str, Any]:
@@ -443,7 +500,7 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Capture the finished invocation as a ``Trace`` (when ``capture``)."""
         if self.capture:
-            self._guard(lambda: self._capture_state(state, runtime), "after_agent")
+            self._guard(self._capture_state, state, runtime, hook="after_agent")
         return None
 
     async def aafter_agent(
@@ -461,10 +518,10 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
             return None
         if write_through(self.agent):
             await asyncio.to_thread(
-                self._guard, lambda: self._capture_state(state, runtime), "after_agent"
+                self._guard, self._capture_state, state, runtime, hook="after_agent"
             )
         else:
-            self._guard(lambda: self._capture_state(state, runtime), "after_agent")
+            self._guard(self._capture_state, state, runtime, hook="after_agent")
         return None
 
     def _capture_state(self, given: AgentState[Any], runtime: Runtime[Any] | None) -> None:
@@ -493,26 +550,66 @@ def capture_run(
     version: int | None,
     started: float | None,
     error: str | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> None:
-    """Hand the invocation that began at ``messages[start]`` to ``agent.capture``."""
+    """Hand the invocation that began at ``messages[start]`` to ``agent.capture``.
+
+    ``config`` is the node's config when the caller has already read it (else
+    it is read here).
+    """
     if tenant == UNSCOPED:
         return  # the run's scope failed (counted when it did): not captured
-    config = current_config()
+    if config is None:
+        config = current_config()
     latency = max(0.0, time.monotonic() - started) if isinstance(started, float) else None
-    run = RunInfo(
-        id=given_run_id(config, runtime) or run_id_in_tracers(config, level="graph") or run_key,
-        thread_id=thread_id_of(config, runtime),
-        tenant=tenant,
-        prompt_version=version,
-        latency_seconds=latency,
-        error=error,
-        metadata=run_labels(agent.prompt_id, version, tenant),
+    run_id = given_run_id(config, runtime) or run_id_in_tracers(config, level="graph") or run_key
+    recipe = _TraceRecipe(
+        agent.prompt_id,
+        messages,
+        start,
+        (run_id, thread_id_of(config, runtime), tenant, version, latency, error),
     )
-    if run.id is None:
-        agent.capture(trace_from_messages(messages, run, start=start))
+    if run_id is None:
+        agent.capture(recipe())
         return
     # Building the trace is most of capture's cost: the serving thread does it.
-    agent.capture_later(run.id, lambda: trace_from_messages(messages, run, start=start))
+    agent.capture_later(run_id, recipe)
+
+
+class _TraceRecipe:
+    """A finished invocation's trace, to be built later (on the serving thread).
+
+    Holds only values read on the hot path (nothing of the calling context), so
+    it can be called on any thread. The ``RunInfo`` and the run labels are made
+    when it is called: on the hot path, a tuple of the facts is all it costs.
+    """
+
+    __slots__ = ("facts", "messages", "prompt_id", "start")
+
+    def __init__(
+        self,
+        prompt_id: str,
+        messages: Sequence[BaseMessage],
+        start: int,
+        facts: tuple[str | None, str | None, str | None, int | None, float | None, str | None],
+    ) -> None:
+        self.prompt_id = prompt_id
+        self.messages = messages
+        self.start = start
+        self.facts = facts  # run id, thread id, tenant, version, latency, error
+
+    def __call__(self) -> Trace:
+        run_id, thread_id, tenant, version, latency, error = self.facts
+        run = RunInfo(
+            id=run_id,
+            thread_id=thread_id,
+            tenant=tenant,
+            prompt_version=version,
+            latency_seconds=latency,
+            error=error,
+            metadata=run_labels(self.prompt_id, version, tenant),
+        )
+        return trace_from_messages(self.messages, run, start=self.start)
 
 
 def write_through(agent: AgentSide) -> bool:
@@ -520,10 +617,14 @@ def write_through(agent: AgentSide) -> bool:
     return agent.server.settings.durability == "write_through"
 
 
-def guarded(agent: AgentSide, where: str, call: Callable[[], T]) -> T | None:
-    """Run Combee's own code; log a failure and return None. Interrupts propagate."""
+def guarded(agent: AgentSide, where: str, call: Callable[..., T], *args: Any) -> T | None:
+    """Run Combee's own ``call(*args)``; log a failure and return None. Interrupts propagate.
+
+    The arguments are passed along rather than bound in a closure: the hot path
+    then makes no function object per model call.
+    """
     try:
-        return call()
+        return call(*args)
     except GraphBubbleUp:
         raise
     except Exception:

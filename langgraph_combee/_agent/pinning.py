@@ -140,8 +140,10 @@ class Pinner:
         """The pin remembered under ``key``, if any."""
         if key is None:
             return None
-        with self._lock:
-            return self._pins.get(key)
+        # No lock: one ``get`` is atomic under the GIL (the keys are the callers'
+        # strings and tuples of strings, whose hashing runs no Python code), and
+        # every run passes here.
+        return self._pins.get(key)
 
     def cold(self, config: Mapping[str, Any] | None, key: Hashable | None) -> bool:
         """Whether pinning under ``key`` would read the store (a new run of an uncached tenant)."""
@@ -154,6 +156,10 @@ class Pinner:
         if key is not None:
             with self._lock:
                 self._pins.pop(key, None)
+
+    def keep(self, key: Hashable, pin: Pin) -> None:
+        """Remember ``pin`` under ``key`` (a pin made with ``key=None`` whose run goes on)."""
+        self._remember(key, pin)
 
     def _remember(self, key: Hashable, pin: Pin) -> None:
         with self._lock:

@@ -191,8 +191,7 @@ class Server:
         The hot path does not wait on such a store: it serves what it has and
         leaves the retries to the worker thread.
         """
-        with self._lock:
-            failed = self._failed_at
+        failed = self._failed_at  # one attribute read is atomic: no lock on the hot path
         return failed is not None and self._clock() - failed < self.settings.refresh_seconds
 
     # ---- prompts ---------------------------------------------------------
@@ -207,6 +206,11 @@ class Server:
         """
         tenant = _shared(tenant)
         now = self._clock()
+        # Every run passes here: a fresh entry is read without the lock (one dict
+        # read is atomic, and an entry's fields are set before it is stored).
+        entry = self._heads.get(tenant)
+        if entry is not None and now - entry.loaded_at < self.settings.refresh_seconds:
+            return entry.version
         with self._lock:
             entry = self._heads.get(tenant)
             if entry is not None:
