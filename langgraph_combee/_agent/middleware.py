@@ -64,7 +64,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar, cast
 
@@ -84,6 +84,7 @@ from langgraph_combee._agent.runs import (
     observed,
     run_id_in_tracers,
     run_labels,
+    run_tenant,
     thread_id_of,
     version_metadata,
 )
@@ -132,7 +133,7 @@ class _Call:
 
     request: ModelRequest[Any]
     metadata: dict[str, Any]
-    key: str | None
+    key: Hashable | None
     pin: Pin | None
     messages: list[BaseMessage]
     start: int
@@ -297,17 +298,39 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _cold(self, request: ModelRequest[Any]) -> bool:
         """Whether preparing this call reads the store (a new run of an uncached tenant)."""
         messages = request.state.get("messages") or []
-        key = messages[invocation_start(messages)].id if messages else None
-        return self._pins.cold(current_config(), key)
+        config = current_config()
+        return self._pins.cold(config, self._key(messages, config, request.runtime))
 
     def _begin(self, request: ModelRequest[Any]) -> _Call:
         messages = list(request.state.get("messages") or [])
         start = invocation_start(messages)
-        key = messages[start].id if messages else None
         config = current_config()
+        key = self._key(messages, config, request.runtime, start)
         pin, version = self._pins.pin(config, request.runtime, level="graph", key=key)
         served, metadata = self._serve(request, version, config)
         return _Call(served, metadata, key, pin, messages, start)
+
+    def _key(
+        self,
+        messages: Sequence[BaseMessage],
+        config: Mapping[str, Any] | None,
+        runtime: Runtime[Any] | None,
+        start: int | None = None,
+    ) -> tuple[str | None, str | None, str] | None:
+        """Where the invocation's pin is remembered: its thread, tenant and first message.
+
+        The message id alone is not the invocation's: LangGraph writes the id it
+        gives a message into the caller's own object, so an app that reuses one
+        ``HumanMessage`` (a greeting, a health check) or sets ids itself sends the
+        same id in other threads and tenants, which would then be served (and
+        captured under) another run's pin, another tenant's playbook included.
+        """
+        if not messages:
+            return None
+        message_id = messages[invocation_start(messages) if start is None else start].id
+        if message_id is None:
+            return None
+        return (thread_id_of(config, runtime), run_tenant(self.agent, config), message_id)
 
     def _serve(
         self, request: ModelRequest[Any], version: PromptVersion, config: Mapping[str, Any] | None

@@ -1,0 +1,62 @@
+"""Regression tests from a hostile review of the agent side and the public surface."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+
+from langgraph_combee import Combee
+from langgraph_combee._core.text import message_text
+from langgraph_combee.testing import ScriptedChatModel
+from tests.test_middleware import accept_rules, captured
+from tests.test_middleware_modes import answer_directly, ends_in_a_direct_tool
+
+
+def _tenant(config: dict[str, object]) -> str | None:
+    return (config.get("configurable") or {}).get("tenant")  # type: ignore[union-attr, no-any-return]
+
+
+@pytest.fixture
+def scoped() -> Iterator[Combee]:
+    instance = Combee(prompt_id="router", scope=_tenant)
+    yield instance
+    instance.server.close(flush=False)
+
+
+def test_a_reused_message_never_serves_another_tenants_pin(scoped: Combee) -> None:
+    accept_rules(scoped, "ACME ONLY RULE", tenant="acme")
+    accept_rules(scoped, "GLOBEX ONLY RULE", tenant="globex")
+    middleware = scoped.middleware()
+    # LangGraph writes the id it gives a message into the caller's object: an
+    # app that reuses one HumanMessage sends the same id in every run.
+    ping = HumanMessage("ping")
+    direct = create_agent(ends_in_a_direct_tool(), [answer_directly], middleware=[middleware])
+    direct.invoke({"messages": [ping]}, {"configurable": {"tenant": "acme"}})
+    assert middleware.open_runs == 1  # a return_direct run leaves its pin behind
+    model = ScriptedChatModel(["pong"])
+    plain = create_agent(model, [], middleware=[middleware])
+    run_id = uuid.uuid4()
+    plain.invoke({"messages": [ping]}, {"configurable": {"tenant": "globex"}, "run_id": run_id})
+    system = message_text(model.prompts[-1][0].content)
+    assert "GLOBEX ONLY RULE" in system and "ACME ONLY RULE" not in system
+    (trace,) = captured(scoped, "globex")
+    assert trace.id == str(run_id) and trace.tenant == "globex"
+
+
+def test_a_reused_message_in_another_thread_is_pinned_afresh(scoped: Combee) -> None:
+    middleware = scoped.middleware()
+    ping = HumanMessage("ping")
+    direct = create_agent(ends_in_a_direct_tool(), [answer_directly], middleware=[middleware])
+    direct.invoke({"messages": [ping]}, {"configurable": {"thread_id": "t-1"}})
+    accept_rules(scoped, "A NEWER RULE")
+    model = ScriptedChatModel(["pong"])
+    plain = create_agent(model, [], middleware=[middleware])
+    plain.invoke({"messages": [ping]}, {"configurable": {"thread_id": "t-2"}})
+    # Thread t-2 is a new run: it gets the version in force now, not t-1's pin.
+    assert "A NEWER RULE" in message_text(model.prompts[-1][0].content)
+    (trace,) = captured(scoped)
+    assert trace.thread_id == "t-2" and trace.prompt_version == 1
