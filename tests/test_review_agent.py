@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Iterator
 
@@ -9,7 +10,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
-from langgraph_combee import Combee
+from langgraph_combee import Combee, CombeeMiddleware
 from langgraph_combee._core.text import message_text
 from langgraph_combee.testing import ScriptedChatModel
 from tests.test_middleware import accept_rules, captured
@@ -60,3 +61,22 @@ def test_a_reused_message_in_another_thread_is_pinned_afresh(scoped: Combee) -> 
     assert "A NEWER RULE" in message_text(model.prompts[-1][0].content)
     (trace,) = captured(scoped)
     assert trace.thread_id == "t-2" and trace.prompt_version == 1
+
+
+def test_an_apps_subclass_gets_the_hook_mode_it_asks_for(scoped: Combee) -> None:
+    class Audited(CombeeMiddleware):
+        pass
+
+    middleware = Audited(scoped, hooks=True)
+    assert isinstance(middleware, Audited) and middleware.hooks
+    agent = create_agent(ScriptedChatModel(["ok"]), [], middleware=[middleware])
+    assert "CombeeMiddleware.after_agent" in agent.get_graph().nodes
+    assert type(Audited(scoped, hooks=True)) is type(middleware)  # one class per subclass
+
+
+@pytest.mark.parametrize("hooks", [False, True])
+def test_a_middleware_can_be_copied(scoped: Combee, hooks: bool) -> None:
+    middleware = scoped.middleware(hooks=hooks)
+    clone = copy.copy(middleware)
+    assert type(clone) is type(middleware) and clone.agent is middleware.agent
+    assert clone.hooks is hooks

@@ -60,6 +60,7 @@ middleware are never caught (a model error is only recorded on its way out).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
@@ -179,16 +180,18 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def __new__(
         cls,
-        combee: object,
+        combee: object = None,
         *,
         capture: bool = True,
         hooks: bool = False,
         max_open_runs: int = 10_000,
     ) -> CombeeMiddleware:
         # create_agent adds a hook's graph node when the middleware's *class*
-        # overrides it, so the hook mode is a private subclass of this one.
-        if hooks is True and cls is CombeeMiddleware:
-            cls = _HookedCombeeMiddleware
+        # overrides it, so the hook mode is a private subclass of this one (and
+        # of an app's own subclass). ``combee`` has a default only because
+        # ``copy.copy`` calls ``__new__`` without arguments; ``__init__`` checks it.
+        if hooks is True and not issubclass(cls, _HookedCombeeMiddleware):
+            cls = _hooked(cls)
         return super().__new__(cls)
 
     def __init__(
@@ -503,6 +506,18 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
             version=state.get("combee_version"),
             started=state.get("combee_started"),
         )
+
+
+@functools.cache
+def _hooked(cls: type[CombeeMiddleware]) -> type[CombeeMiddleware]:
+    """The hook-mode class of ``cls`` (``CombeeMiddleware`` or an app's subclass of it)."""
+    if cls is CombeeMiddleware:
+        return _HookedCombeeMiddleware
+    return type(
+        cls.__name__,
+        (cls, _HookedCombeeMiddleware),
+        {"__module__": cls.__module__, "__qualname__": cls.__qualname__},
+    )
 
 
 def capture_run(
