@@ -60,7 +60,6 @@ middleware are never caught (a model error is only recorded on its way out).
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import threading
 import time
@@ -508,16 +507,22 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
         )
 
 
-@functools.cache
+_HOOKED: dict[type[CombeeMiddleware], type[CombeeMiddleware]] = {}
+
+
 def _hooked(cls: type[CombeeMiddleware]) -> type[CombeeMiddleware]:
     """The hook-mode class of ``cls`` (``CombeeMiddleware`` or an app's subclass of it)."""
     if cls is CombeeMiddleware:
         return _HookedCombeeMiddleware
-    return type(
-        cls.__name__,
-        (cls, _HookedCombeeMiddleware),
-        {"__module__": cls.__module__, "__qualname__": cls.__qualname__},
-    )
+    found = _HOOKED.get(cls)
+    if found is None:
+        made = type(
+            cls.__name__,
+            (cls, _HookedCombeeMiddleware),
+            {"__module__": cls.__module__, "__qualname__": cls.__qualname__},
+        )
+        found = _HOOKED.setdefault(cls, made)  # one class per subclass, even in a race
+    return found
 
 
 def capture_run(
