@@ -101,3 +101,37 @@ def test_a_run_recovered_by_an_outer_retry_is_captured_with_its_answer(scoped: C
     agent.invoke({"messages": [HumanMessage("refund?")]}, {"run_id": run_id})
     (trace,) = captured(scoped)
     assert trace.error is None and trace.output == "FIN-REFUNDS"
+
+
+def test_what_public_methods_return_can_be_imported_from_a_public_module() -> None:
+    import inspect
+    import typing
+
+    import langgraph_combee
+    from langgraph_combee import errors, types
+
+    modules = (langgraph_combee, types, errors)
+    public = {id(getattr(module, name)) for module in modules for name in module.__all__}
+    hidden: set[str] = set()
+
+    def walk(hint: object, where: str) -> None:
+        for arg in typing.get_args(hint):
+            walk(arg, where)
+        private = isinstance(hint, type) and hint.__module__.startswith("langgraph_combee._")
+        if private and id(hint) not in public:
+            hidden.add(f"{where} -> {hint.__qualname__}")
+
+    for module in (langgraph_combee, types):
+        for name in module.__all__:
+            value = getattr(module, name)
+            if not inspect.isclass(value):
+                continue
+            for attr, member in inspect.getmembers(value, inspect.isfunction):
+                if attr.startswith("_"):
+                    continue
+                try:
+                    hints = typing.get_type_hints(member)
+                except NameError:
+                    continue  # an inherited third-party method with names of its own
+                walk(hints.get("return"), f"{name}.{attr}")
+    assert not hidden, sorted(hidden)
