@@ -135,3 +135,16 @@ def test_what_public_methods_return_can_be_imported_from_a_public_module() -> No
                     continue  # an inherited third-party method with names of its own
                 walk(hints.get("return"), f"{name}.{attr}")
     assert not hidden, sorted(hidden)
+
+
+def test_learner_callbacks_are_checked_when_the_settings_are_built() -> None:
+    from langchain_core.callbacks import StdOutCallbackHandler
+
+    from langgraph_combee import LearnerSettings
+    from langgraph_combee.errors import ConfigurationError
+
+    handler = StdOutCallbackHandler()
+    for bad in ("langsmith", handler, [handler, "x"], 3):
+        with pytest.raises(ConfigurationError, match="callbacks"):
+            LearnerSettings(callbacks=bad)  # type: ignore[arg-type]
+    assert LearnerSettings(callbacks=[handler]).callbacks == [handler]
