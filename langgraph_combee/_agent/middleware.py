@@ -9,8 +9,9 @@ half a run (``docs/benchmarks.md``, "Hot-path overhead"); ``wrap_model_call``
 adds no node, it runs inside the model node the agent has anyway. Per model call:
 
 1. *Pin.* The first model call of an invocation picks the version (HEAD or a
-   canary, ``_agent/pinning.py``) and remembers it under the id of the human
-   message that started the invocation (LangGraph gives every message an id), so
+   canary, ``_agent/pinning.py``) and remembers it under the run's thread id,
+   tenant and the id of the human message that started the invocation
+   (LangGraph gives every message an id; see ``_key``), so
    later model calls of the same invocation, and a run resumed after an interrupt
    in the same process, get the same version. The root run is labelled then.
 2. *Serve.* The pinned version's rendered playbook is appended to the app's
