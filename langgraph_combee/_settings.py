@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal
 
-from langchain_core.callbacks import Callbacks
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager, Callbacks
 from langchain_core.language_models import BaseChatModel
 
 from langgraph_combee._agent.serving import DropPolicy, Durability
@@ -87,6 +87,15 @@ def _number(
 def _choice(name: str, value: object, allowed: tuple[object, ...]) -> None:
     if value not in allowed:
         raise ConfigurationError(name, value, " or ".join(repr(a) for a in allowed))
+
+
+def _callbacks_ok(value: object) -> bool:
+    # A str or a lone handler would only fail at the learner's first call, in the background.
+    if value is None or isinstance(value, BaseCallbackManager):
+        return True
+    return isinstance(value, (list, tuple)) and all(
+        isinstance(handler, BaseCallbackHandler) for handler in value
+    )
 
 
 class _Settings:
@@ -250,6 +259,12 @@ class LearnerSettings(_Settings):
         _number("timeout_seconds", self.timeout_seconds, none=True)
         _int("max_attempts", self.max_attempts, 1)
         _number("backoff_seconds", self.backoff_seconds, strict=False)
+        if not _callbacks_ok(self.callbacks):
+            raise ConfigurationError(
+                "callbacks",
+                self.callbacks,
+                "None, a list of LangChain callback handlers or a callback manager",
+            )
         if self.budget is not None and not isinstance(self.budget, LearnerBudget):
             raise ConfigurationError("budget", self.budget, "None or a LearnerBudget")
         _int("min_batch", self.min_batch, 1)

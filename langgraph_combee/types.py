@@ -16,7 +16,7 @@ from langgraph_combee._agent.side import Evaluator, ScopeFn
 from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.diff import PlaybookDiff
 from langgraph_combee._core.ops import Add, Remove, Tag, Update
-from langgraph_combee._core.playbook import Bullet, Playbook
+from langgraph_combee._core.playbook import ApplyResult, BudgetResult, Bullet, Playbook
 from langgraph_combee._core.types import (
     Decision,
     LearnReport,
@@ -27,17 +27,24 @@ from langgraph_combee._core.types import (
 from langgraph_combee._learner.acceptance import PolicyContext
 from langgraph_combee._learner.feedback_poll import FeedbackSource
 from langgraph_combee._learner.learner import BackgroundLearner
-from langgraph_combee._learning.roles import RoleProfile
+from langgraph_combee._learning.guard import Screening
+from langgraph_combee._learning.roles import Aggregation, RoleProfile
 from langgraph_combee._learning.strategies import StepContext, StepResult, Strategy
 from langgraph_combee._settings import VersionListener
-from langgraph_combee._storage.queue import TraceQueue
+from langgraph_combee._storage.dead_letters import DeadLetter
+from langgraph_combee._storage.queue import Claim, TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
 
 __all__ = [
     "Add",
+    "Aggregation",
+    "ApplyResult",
     "BackgroundLearner",
+    "BudgetResult",
     "Bullet",
+    "Claim",
     "CombeeTracer",
+    "DeadLetter",
     "Decision",
     "Embedder",
     "Evaluator",
@@ -54,6 +61,7 @@ __all__ = [
     "Remove",
     "RoleProfile",
     "ScopeFn",
+    "Screening",
     "StepContext",
     "StepReport",
     "StepResult",

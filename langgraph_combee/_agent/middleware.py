@@ -11,11 +11,11 @@ adds no node, it runs inside the model node the agent has anyway. Per model call
 1. *Pin.* The first model call of an invocation picks the version (HEAD or a
    canary, ``_agent/pinning.py``). When the invocation goes on past that call
    (the model asked for a tool, or an interrupt was raised inside the call), the
-   pin is remembered under the id of the human message that started the
-   invocation (LangGraph gives every message an id), so later model calls of the
-   same invocation, and a run resumed after an interrupt in the same process, get
-   the same version; a run that ends with its first call leaves nothing to
-   forget. The root run is labelled then.
+   pin is remembered under the run's thread id, tenant and the id of the human
+   message that started the invocation (LangGraph gives every message an id; see
+   ``_key``), so later model calls of the same invocation, and a run resumed
+   after an interrupt in the same process, get the same version; a run that ends
+   with its first call leaves nothing to forget. The root run is labelled then.
 2. *Serve.* The pinned version's rendered playbook is appended to the app's
    system prompt with ``request.override(system_message=...)``, so the prompt
    never enters graph state or checkpoints.
@@ -68,7 +68,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -152,7 +152,7 @@ class _Call:
         self,
         request: ModelRequest[Any],
         metadata: dict[str, Any],
-        key: str | None,
+        key: Hashable | None,
         pin: Pin | None,
         messages: Sequence[BaseMessage],
         start: int,
@@ -217,16 +217,18 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def __new__(
         cls,
-        combee: object,
+        combee: object = None,
         *,
         capture: bool = True,
         hooks: bool = False,
         max_open_runs: int = 10_000,
     ) -> CombeeMiddleware:
         # create_agent adds a hook's graph node when the middleware's *class*
-        # overrides it, so the hook mode is a private subclass of this one.
-        if hooks is True and cls is CombeeMiddleware:
-            cls = _HookedCombeeMiddleware
+        # overrides it, so the hook mode is a private subclass of this one (and
+        # of an app's own subclass). ``combee`` has a default only because
+        # ``copy.copy`` calls ``__new__`` without arguments; ``__init__`` checks it.
+        if hooks is True and not issubclass(cls, _HookedCombeeMiddleware):
+            cls = _hooked(cls)
         return super().__new__(cls)
 
     def __init__(
@@ -338,15 +340,15 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _cold(self, request: ModelRequest[Any]) -> bool:
         """Whether preparing this call reads the store (a new run of an uncached tenant)."""
         messages = request.state.get("messages") or []
-        key = messages[invocation_start(messages)].id if messages else None
-        return self._pins.cold(current_config(), key)
+        config = current_config()
+        return self._pins.cold(config, self._key(messages, config, request.runtime))
 
     def _begin(self, request: ModelRequest[Any]) -> _Call:
         # A copy: middleware inside this one may change the request's list in place.
         messages = list(request.state.get("messages") or [])
         start = invocation_start(messages)
-        key = messages[start].id if messages else None
         config = current_config()
+        key = self._key(messages, config, request.runtime, start)
         found = self._pins.recall(key)
         if found is not None:
             pin, version = found, self.agent.version_for_run(found.tenant, found.version)
@@ -363,6 +365,28 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Remember the call's pin: its invocation goes on (another model call, a resume)."""
         if call.key is not None and call.pin is not None and not call.recalled:
             self._pins.keep(call.key, call.pin)
+
+    def _key(
+        self,
+        messages: Sequence[BaseMessage],
+        config: Mapping[str, Any] | None,
+        runtime: Runtime[Any] | None,
+        start: int | None = None,
+    ) -> tuple[str | None, str | None, str] | None:
+        """Where the invocation's pin is remembered: its thread, tenant and first message.
+
+        The message id alone is not the invocation's: LangGraph writes the id it
+        gives a message into the caller's own object, so an app that reuses one
+        ``HumanMessage`` (a greeting, a health check) or sets ids itself sends the
+        same id in other threads and tenants, which would then be served (and
+        captured under) another run's pin, another tenant's playbook included.
+        """
+        if not messages:
+            return None
+        message_id = messages[invocation_start(messages) if start is None else start].id
+        if message_id is None:
+            return None
+        return (thread_id_of(config, runtime), self.agent.tenant_of_run(config), message_id)
 
     def _serve(
         self, request: ModelRequest[Any], version: PromptVersion, config: Mapping[str, Any] | None
@@ -537,6 +561,24 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
             version=state.get("combee_version"),
             started=state.get("combee_started"),
         )
+
+
+_HOOKED: dict[type[CombeeMiddleware], type[CombeeMiddleware]] = {}
+
+
+def _hooked(cls: type[CombeeMiddleware]) -> type[CombeeMiddleware]:
+    """The hook-mode class of ``cls`` (``CombeeMiddleware`` or an app's subclass of it)."""
+    if cls is CombeeMiddleware:
+        return _HookedCombeeMiddleware
+    found = _HOOKED.get(cls)
+    if found is None:
+        made = type(
+            cls.__name__,
+            (cls, _HookedCombeeMiddleware),
+            {"__module__": cls.__module__, "__qualname__": cls.__qualname__},
+        )
+        found = _HOOKED.setdefault(cls, made)  # one class per subclass, even in a race
+    return found
 
 
 def capture_run(

@@ -19,22 +19,21 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from langgraph_combee._agent.runs import (
     given_run_id,
     observed,
     run_id_in_tracers,
-    run_tenant,
     tag_runs,
     version_metadata,
 )
 from langgraph_combee._core.types import PromptVersion
 
 if TYPE_CHECKING:
-    from langgraph_combee._agent.side import AgentSide
+    from langgraph_combee._agent.serving import Server
 
-__all__ = ["RUN_ID", "Pin", "Pinner"]
+__all__ = ["RUN_ID", "Pin", "Pinner", "Served"]
 
 Level = Literal["graph", "root"]
 
@@ -65,6 +64,19 @@ class Pin:
     started: float
 
 
+class Served(Protocol):
+    """What pinning needs of the agent side (``side.AgentSide``), which owns the pinner."""
+
+    prompt_id: str
+    server: Server
+
+    def tenant_of_run(self, config: Mapping[str, Any] | None) -> str | None: ...
+
+    def select_version(self, tenant: str | None, run_key: str | None = None) -> PromptVersion: ...
+
+    def version_for_run(self, tenant: str | None, version: int) -> PromptVersion: ...
+
+
 class Pinner:
     """Pins runs for one agent side, remembering at most ``limit`` of them.
 
@@ -74,7 +86,7 @@ class Pinner:
             that never finished must not hold memory forever).
     """
 
-    def __init__(self, side: AgentSide, *, limit: int) -> None:
+    def __init__(self, side: Served, *, limit: int) -> None:
         self.side = side
         self.limit = limit
         self._pins: OrderedDict[Hashable, Pin] = OrderedDict()
@@ -112,7 +124,7 @@ class Pinner:
             found = self.recall(key)
             if found is not None:
                 return found, self.side.version_for_run(found.tenant, found.version)
-        tenant = run_tenant(self.side, config)
+        tenant = self.side.tenant_of_run(config)
         run_key = given_run_id(config, runtime) or run_id_in_tracers(config, level=level)
         if key is RUN_ID:
             key = (tenant, run_key) if run_key is not None else None
@@ -149,7 +161,7 @@ class Pinner:
         """Whether pinning under ``key`` would read the store (a new run of an uncached tenant)."""
         if self.recall(key) is not None:
             return False
-        return not self.side.server.has_head(run_tenant(self.side, config))
+        return not self.side.server.has_head(self.side.tenant_of_run(config))
 
     def forget(self, key: Hashable | None) -> None:
         """Drop the pin under ``key`` (its run is over)."""

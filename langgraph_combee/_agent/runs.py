@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.runnables import RunnableConfig
@@ -35,9 +35,6 @@ from langchain_core.tracers.schemas import Run
 
 from langgraph_combee._core.types import PromptVersion
 
-if TYPE_CHECKING:
-    from langgraph_combee._agent.side import AgentSide
-
 __all__ = [
     "child_metadata",
     "current_config",
@@ -45,7 +42,6 @@ __all__ = [
     "observed",
     "run_id_in_tracers",
     "run_labels",
-    "run_tenant",
     "scope_view",
     "tag_runs",
     "thread_id_of",
@@ -86,16 +82,6 @@ def scope_view(config: Mapping[str, Any] | None) -> dict[str, Any]:
         "metadata": dict(config.get("metadata") or {}),
         "tags": list(config.get("tags") or []),
     }
-
-
-def run_tenant(combee: AgentSide, config: Mapping[str, Any] | None) -> str | None:
-    """The tenant of the current run (``combee.scope`` applied to its config view).
-
-    ``serving.UNSCOPED`` when the scope failed: the run is served the shared
-    playbook and not captured.
-    """
-    # Most deployments have no scope: skip building the view on the hot path.
-    return None if combee.scope is None else combee.run_tenant(scope_view(config))
 
 
 def _execution_info(config: Mapping[str, Any] | None, runtime: object = None) -> Any:

@@ -24,6 +24,7 @@ from langgraph_combee._agent.buffer import storable_text
 from langgraph_combee._agent.limits import clip_feedback
 from langgraph_combee._agent.pinning import Pinner
 from langgraph_combee._agent.routing import CanaryRouter
+from langgraph_combee._agent.runs import scope_view
 from langgraph_combee._agent.serving import UNSCOPED, Server
 from langgraph_combee._core.types import Feedback, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
@@ -146,6 +147,14 @@ class AgentSide:
         """
         tenant = self.run_tenant(config)
         return None if tenant == UNSCOPED else tenant
+
+    def tenant_of_run(self, config: Mapping[str, Any] | None) -> str | None:
+        """``run_tenant`` on the view of a run's config that ``scope`` is given.
+
+        The hot path's way in: without a ``scope`` (most deployments) the view is
+        not even built.
+        """
+        return None if self.scope is None else self.run_tenant(scope_view(config))
 
     def run_tenant(self, config: Mapping[str, Any] | None) -> str | None:
         """``tenant_for``, but ``serving.UNSCOPED`` (not None) when ``scope`` failed."""
