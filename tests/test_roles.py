@@ -594,6 +594,23 @@ def test_new_rules_with_one_action_fold_into_one_rule_listing_every_situation() 
     ]
 
 
+def test_one_action_quoted_in_one_rule_and_bare_in_another_folds_into_one() -> None:
+    # Seen on a task written on the spot: the 1.5B quoted the desk's name in one
+    # reply and not in the next; they are one action, not two rules.
+    ops = rules.fold_actions(
+        [
+            _add("When overdue fines, answer 'coral'.", "a"),
+            _add("When late return charges, answer coral.", "b"),
+        ]
+    )
+    adds = [op for op in ops if isinstance(op, Add)]
+    assert len(adds) == 1
+    assert adds[0].sources == ["a", "b"]
+    assert adds[0].content.startswith("When overdue fines or late return charges, answer")
+    assert rules.same_action("answer 'coral'", "answer coral")
+    assert not rules.same_action("answer 'coral'", "answer 'amber'")
+
+
 def test_a_new_situation_for_a_known_action_widens_the_rule_that_has_it() -> None:
     old = _playbook("When lost parcels, answer LOG-5T.", "When refunds, answer FIN-7Q.")
     ops, found = rules.reconcile(old, [_add("When tracking not moving, answer LOG-5T.", "t")])

@@ -173,7 +173,13 @@ def _norm(text: str) -> str:
 
 
 def same_action(a: str, b: str) -> bool:
-    """Whether two actions ask for the same thing (their values, or their words, agree)."""
+    """Whether two actions ask for the same thing (their values, or their words, agree).
+
+    The same words are the same action whatever the quoting: a small model writes
+    ``answer 'coral'`` in one reply and ``answer coral`` in the next.
+    """
+    if _norm(a) == _norm(b):
+        return True
     va, vb = action_values(a), action_values(b)
     if va or vb:
         return va == vb
