@@ -316,6 +316,19 @@ def test_rules_that_all_name_the_whole_task_are_not_learned() -> None:
     )
     report = combee.learn(_tickets(["A-1", "B-2", "C-3", "D-4", "E-5", "F-6"]))
     assert report.playbook.bullets == []
+    # "ticket" is a word of every input, each needing another code: the inputs show the
+    # situation is vague before any vote.
+    assert report.steps[0].vague_alternatives == 6
+    # Words no input holds reach the vote, and a six-way tie learns nothing either.
+    model = _situation_learner(lambda _: "customer support")
+    combee = Combee(
+        prompt_id="task-name-2",
+        model=model,
+        batch_size=6,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
+    report = combee.learn(_tickets(["A-1", "B-2", "C-3", "D-4", "E-5", "F-6"]))
+    assert report.playbook.bullets == []
     assert sum("ambiguous situation" in c for c in report.steps[0].conflicts) == 6
 
 
@@ -668,3 +681,116 @@ def test_a_situation_of_generic_words_only_gives_no_rule() -> None:
     assert vague.to_reflection("t", ground_truth="SUB-7U").is_empty()
     kept = SmallReflectionOut(situation="premium plan question", action="answer SUB-7U")
     assert kept.to_reflection("t").key_insight == "When premium plan question, answer SUB-7U."
+
+
+def test_keywords_copied_from_the_input_join_the_situation_and_others_are_left_out() -> None:
+    from langgraph_combee._learning.schemas import SmallReflectionOut
+
+    # The 1.5B's keywords for real tickets: sign-offs, names, references and words
+    # the input does not hold came with the useful ones.
+    out = SmallReflectionOut(
+        situation="two-factor authentication",
+        keywords=["two-factor", "rejected", "Priya", "Ref A98941", "error", "regards"],
+        action="answer SEC-9D",
+    )
+    source = "Hi. The two-factor code is always rejected. Ref A98941. Regards, Priya"
+    reflection = out.to_reflection("t", ground_truth="SEC-9D", source=source)
+    # "two-factor" is already covered by the situation it is part of.
+    assert reflection.key_insight == "When two-factor authentication or rejected, answer SEC-9D."
+    # Without the input nothing is added (keywords are never taken on trust).
+    assert out.to_reflection("t", ground_truth="SEC-9D").key_insight == (
+        "When two-factor authentication, answer SEC-9D."
+    )
+
+
+def test_grounded_keywords_keep_acronyms_and_terms_but_not_names_or_values() -> None:
+    text = "Dear team: Our GDPR request about order Z18288 and the 2FA reset. Thanks, Aisha Khan."
+    assert rules.grounded_keywords(
+        ["GDPR", "order Z18288", "2FA reset", "Aisha", "Khan", "khan", "Dear", "gdpr"], text
+    ) == ["GDPR", "2FA reset"]
+    # A word first in a sentence is not taken for a name; at most ``limit`` are kept.
+    assert rules.grounded_keywords(["Refund"], "Refund please. My refund is late.") == ["Refund"]
+    assert rules.grounded_keywords(
+        ["refund", "late", "my refund"], "My refund is late.", limit=2
+    ) == [
+        "refund",
+        "late",
+    ]
+
+
+def _ticket(tid: str, text: str, truth: str | None) -> Trace:
+    feedback = Feedback(correct=False, ground_truth=truth) if truth else Feedback(correct=False)
+    return Trace(id=tid, input=text, output="GENERAL", feedback=feedback)
+
+
+def test_an_alternative_whose_words_other_actions_inputs_hold_is_dropped() -> None:
+    # Seen on the 1.5B at 96 tickets: "order management" (every kind of ticket names
+    # an order) drew unrelated tickets to LOG-1A.
+    traces = [
+        _ticket("a", "Please change the address on order Z1.", "LOG-1A"),
+        _ticket("b", "The parcel for order Z2 is late.", "LOG-5T"),
+        _ticket("c", "Refund order Z3 please.", "FIN-7Q"),
+        _ticket("d", "My refund for order Z4 never came.", "FIN-7Q"),
+    ]
+    ops, dropped = rules.sharpen(
+        [
+            _add("When order management or address change, answer LOG-1A.", "a"),
+            _add("When order processing, answer LOG-5T.", "b"),  # nothing left: the rule goes
+            _add("When refund or billing, answer FIN-7Q.", "c", "d"),  # "billing": in no input
+        ],
+        traces,
+    )
+    assert [op.content for op in ops if isinstance(op, Add)] == [
+        "When address change, answer LOG-1A.",
+        "When refund or billing, answer FIN-7Q.",
+    ]
+    assert dropped == 2
+
+
+def test_sharpen_needs_inputs_known_to_need_another_action() -> None:
+    ops = [_add("When order processing, answer LOG-5T.", "b")]
+    one = [_ticket("b", "The parcel for order Z2 is late.", "LOG-5T")]
+    assert rules.sharpen(ops, one) == (ops, 0)
+    # Two inputs, no ground truth, and only one rule: nothing says "order" needs another action.
+    same = [_ticket("a", "order Z1 late", None), _ticket("b", "order Z2 late", None)]
+    assert rules.sharpen(ops, same) == (ops, 0)
+    # Without ground truth, the rules the other runs gave say what they needed.
+    other = [_add("When order refund, answer FIN-7Q.", "a"), *ops]
+    kept, dropped = rules.sharpen(other, same)
+    assert dropped == 2 and kept == []
+
+
+def test_a_step_reports_the_alternatives_it_dropped_as_vague() -> None:
+    # Each reflection names the order as well as what the ticket is about; "order"
+    # is in tickets of every code, so that alternative goes from every rule.
+    topics = {"parcel": "LOG-5T", "refund": "FIN-7Q", "invoice": "ACC-2M"}
+
+    def reply(messages: list[BaseMessage]) -> str:
+        system, body = str(messages[0].content), str(messages[-1].content)
+        if "You study one run" in system:
+            topic = next(t for t in topics if t in body.split("ground_truth")[0])
+            return json.dumps(
+                {"situation": f"{topic} question or order status", "action": topics[topic]}
+            )
+        if "You are the curator" in system:
+            return json.dumps({"add": sorted(set(re.findall(r"\[(R\d+)\]", body)))})
+        return json.dumps({"drop": []})
+
+    combee = Combee(
+        prompt_id="vague",
+        model=FunctionChatModel(reply),
+        batch_size=6,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
+    traces = [
+        Trace(id=f"t{i}", input=f"About order Z{i}: my {topic} is late", output="GENERAL",
+              feedback=Feedback(correct=False, ground_truth=code))
+        for i, (topic, code) in enumerate([*topics.items(), *topics.items()])
+    ]  # fmt: skip
+    report = combee.learn(traces)
+    assert sorted(b.content for b in report.playbook.bullets) == [
+        "When invoice question, ACC-2M.",
+        "When parcel question, LOG-5T.",
+        "When refund question, FIN-7Q.",
+    ]
+    assert report.steps[0].vague_alternatives == 3  # once per distinct rule

@@ -282,6 +282,11 @@ class StepReport(BaseModel):
     served_helpful: int = Field(0, description="Helpful verdicts from served outcomes.")
     served_harmful: int = Field(0, description="Harmful verdicts from served outcomes.")
     discredited: int = Field(0, description="Bullets removed because service proved them wrong.")
+    vague_alternatives: int = Field(
+        0,
+        description="Alternatives of new rules' situations dropped because the batch's inputs "
+        "holding their words mostly needed another action (``rules.sharpen``).",
+    )
 
 
 class LearnReport(BaseModel):

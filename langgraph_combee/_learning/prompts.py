@@ -52,6 +52,9 @@ match other inputs of the same kind written differently, and specific enough to 
 apart from inputs that need another action: what is asked, not the particular product, item, \
 person or order it is about; never the name of the whole task, and no names, numbers, ids or \
 commas,
+  "keywords": a list of 1 to 4 words copied from the input that show what kind of input it \
+is, the words another input of this kind would likely use too (never names, items, products, \
+numbers or greetings),
   "action": what the agent must answer or do in that situation: when an expected answer is \
 given, "answer " followed by that expected answer copied exactly; when none is given, what the \
 agent should have done, in a few words (a format, a tool to call, an argument to pass)."""

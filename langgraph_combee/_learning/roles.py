@@ -230,7 +230,7 @@ class SmallRoles(RoleProfile):
     """Roles a model of a few billion parameters can play: short prompts, short replies."""
 
     name = "small"
-    reflect_tokens = 160
+    reflect_tokens = 200
     curate_tokens = 120
     aggregate_tokens = 120
 
@@ -259,7 +259,9 @@ class SmallRoles(RoleProfile):
             max_tokens=self.reflect_tokens,
         )
         truth = trace.feedback.ground_truth if trace.feedback is not None else None
-        return None if out is None else out.to_reflection(trace.id, ground_truth=truth)
+        if out is None:
+            return None
+        return out.to_reflection(trace.id, ground_truth=truth, source=trace.input)
 
     async def curate(
         self,

@@ -74,6 +74,13 @@ _STOP = frozenset(
         "question",
         "questions",
         "agent",
+        # Greetings and sign-offs wrap inputs of every kind.
+        "hi",
+        "hello",
+        "dear",
+        "regard",
+        "thank",
+        "please",
     ]
 )
 # A value worth looking for in an answer: a token with a digit or an upper-case code,
@@ -110,6 +117,67 @@ def situation_words(situation: str) -> frozenset[str]:
     # Single letters are left out too (the "s" of "user's"); digits are kept.
     words = (_stem(w) for w in _WORD.findall(situation.lower()) if len(w) > 1 or w.isdigit())
     return frozenset(w for w in words if w not in _STOP)
+
+
+def input_words(text: str) -> frozenset[str]:
+    """The content words of an input text, stemmed as situations are."""
+    return situation_words(text)
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
+_SENTENCE_END = re.compile(r"[.!?:]\s*$")
+
+
+def _proper_nouns(text: str) -> frozenset[str]:
+    """Words written capitalised wherever they occur in ``text``, never first in a sentence.
+
+    Names ("Priya", "Friday") are such words; an acronym (all capitals, "GDPR") is not.
+    """
+    capital: set[str] = set()
+    other: set[str] = set()
+    for match in _TOKEN.finditer(text):
+        word = match.group()
+        start = not text[: match.start()].strip() or bool(
+            _SENTENCE_END.search(text[: match.start()])
+        )
+        titled = word[0].isupper() and word[1:].islower()
+        if titled and not start:
+            capital.add(word.lower())
+        elif not start:
+            other.add(word.lower())
+    return frozenset(capital - other)
+
+
+def _value_like(word: str) -> bool:
+    # An order number or a reference ("Z18288", "A98941"), not a term such as "2FA".
+    digits = sum(c.isdigit() for c in word)
+    return digits > 0 and digits >= sum(c.isalpha() for c in word)
+
+
+def grounded_keywords(keywords: Sequence[str], text: str, *, limit: int = 4) -> list[str]:
+    """The keywords that are words of ``text``: every content word of each occurs in it.
+
+    A small model asked for words copied from an input also writes words that
+    are not there, names, references and sign-offs: a keyword with a word not
+    in the text, a name (``_proper_nouns``), a value such as an order number, or
+    no content word at all is left out. At most ``limit`` are kept, in order.
+    """
+    present = input_words(text)
+    names = _proper_nouns(text)
+    kept: list[str] = []
+    for keyword in keywords:
+        phrase = " ".join(keyword.replace(",", " ").split()).strip(" .;:!?'\"")
+        raw = [w.lower() for w in _TOKEN.findall(phrase)]
+        words = situation_words(phrase)
+        if not words or not words <= present:
+            continue
+        if any(w in names or _value_like(w) for w in raw):
+            continue
+        if phrase.lower() not in (k.lower() for k in kept):
+            kept.append(phrase)
+        if len(kept) == limit:
+            break
+    return kept
 
 
 def _stem(word: str) -> str:
@@ -473,3 +541,97 @@ def resolve_conflicts(playbook: Playbook) -> tuple[list[DeltaOp], list[Conflict]
         ops.append(Remove(id=drop.id, reason=f"contradicts {keep.id}"))
         found.append(Conflict(keep.content, drop.content, "contradiction in the playbook"))
     return ops, found
+
+
+MIN_PRECISION = 0.5
+"""Share of a batch's inputs holding a word that must need the rule's action (more than this)
+for the word to tell that action apart."""
+
+
+def _needs(trace: Trace, action: str, sources: set[str]) -> bool | None:
+    """Whether the run needed ``action``: from its ground truth, else from the rules it backs."""
+    truth = trace.feedback.ground_truth if trace.feedback is not None else None
+    if truth:
+        verdict = followed(action, truth)
+        if verdict is not None:
+            return verdict
+    return True if trace.id in sources else None
+
+
+def sharpen(ops: Sequence[DeltaOp], traces: Sequence[Trace]) -> tuple[list[DeltaOp], int]:
+    """New rules without the alternatives the batch's inputs show cannot pick their action.
+
+    For each alternative of a new rule's situation, the words of it that occur in
+    the batch's inputs are looked up: an alternative is kept when one of them
+    occurs mostly (over ``MIN_PRECISION``) in inputs that needed the rule's action
+    (by their ground truth, or by the rules their reflections gave), or when
+    none of its words occurs in any input (a general term, such as "billing").
+    An alternative whose input words all occur as much in inputs that needed
+    another action ("order management" where every ticket names an order) would
+    draw those inputs to this rule, and goes; a rule left with no alternative
+    goes too. With fewer than two inputs, or no input known to need another
+    action, nothing is dropped.
+
+    Returns:
+        The ops, and how many alternatives were dropped (once per distinct rule).
+    """
+    texts = {t.id: input_words(t.input) for t in traces if t.input.strip()}
+    if len(texts) < 2:
+        return list(ops), 0
+    parsed = [
+        (op, rule)
+        for op in ops
+        if isinstance(op, Add) and (rule := parse_rule(op.content)) is not None
+    ]
+    by_id = {t.id: t for t in traces}
+    out: list[DeltaOp] = []
+    dropped: set[tuple[str, str]] = set()
+    for op in ops:
+        rule = parse_rule(op.content) if isinstance(op, Add) else None
+        if rule is None:
+            out.append(op)
+            continue
+        assert isinstance(op, Add)
+        backing = {
+            s for other, r in parsed if same_action(r.action, rule.action) for s in other.sources
+        }
+        need = {tid: _needs(by_id[tid], rule.action, backing) for tid in texts}
+        for other, r in parsed:
+            if same_action(r.action, rule.action):
+                continue
+            for source in other.sources:
+                if need.get(source) is None:
+                    need[source] = False
+        if not any(v is False for v in need.values()):
+            out.append(op)
+            continue
+        kept = [a for a in alternatives(rule.situation) if _tells_apart(a, texts, need)]
+        # Copies of one rule (Combee gives each reflection to two curators) count once.
+        dropped.update((op.content, a) for a in alternatives(rule.situation) if a not in kept)
+        if not kept:
+            continue
+        if len(kept) < len(alternatives(rule.situation)):
+            op = Add(
+                section=op.section,
+                content=Rule(" or ".join(kept), rule.action).text(),
+                sources=op.sources,
+            )
+        out.append(op)
+    return out, len(dropped)
+
+
+def _tells_apart(
+    alternative: str, texts: dict[str, frozenset[str]], need: dict[str, bool | None]
+) -> bool:
+    seen = False
+    for word in situation_words(alternative):
+        # Inputs whose need is unknown (no ground truth, no rule from them) say nothing.
+        judged = [
+            v for tid, words in texts.items() if word in words and (v := need[tid]) is not None
+        ]
+        if not judged:
+            continue
+        seen = True
+        if sum(judged) / len(judged) > MIN_PRECISION:
+            return True
+    return not seen

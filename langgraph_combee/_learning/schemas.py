@@ -16,7 +16,12 @@ from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
 from langgraph_combee._core.types import BulletTag, Reflection
-from langgraph_combee._learning.rules import Rule, situation_words
+from langgraph_combee._learning.rules import (
+    Rule,
+    grounded_keywords,
+    join_situations,
+    situation_words,
+)
 
 
 def _loose_str(value: Any) -> Any:
@@ -111,16 +116,23 @@ class SmallReflectionOut(BaseModel):
     """The small-model reflector's reply: a situation and the action it calls for."""
 
     situation: LooseStr = Field("", description="The kind of input, in a few general words.")
+    keywords: LooseStrList = Field(
+        default_factory=list, description="Words of the input that show what kind it is."
+    )
     action: LooseStr = Field("", description="What to do or answer in that situation.")
 
-    def to_reflection(self, trace_id: str, *, ground_truth: str | None = None) -> Reflection:
+    def to_reflection(
+        self, trace_id: str, *, ground_truth: str | None = None, source: str = ""
+    ) -> Reflection:
         """Convert to a Reflection whose insight reads ``"When <situation>, <action>."``.
 
         Quotes and brackets a small model wraps around either part are dropped,
         commas in the situation become semicolons (the first comma ends it), an
         action that leaves out a short known ground truth becomes
         ``"answer <ground truth>"``, and a situation with no content word (only
-        generic request words) gives no rule.
+        generic request words) gives no rule. The keywords that are words of the
+        run's input (``source``; ``rules.grounded_keywords``) join the situation
+        as alternatives: "When invoice request or receipt, answer ACC-2M.".
         """
         situation = _unwrap(self.situation).rstrip(" :.,")
         situation = re.sub(r"^(?:when|if|for)\s+", "", situation, flags=re.I).replace(",", ";")
@@ -136,6 +148,9 @@ class SmallReflectionOut(BaseModel):
         # every input: such a rule cannot tell one case from another.
         if not (situation and action and situation_words(situation)):
             return Reflection(trace_id=trace_id)
+        keywords = grounded_keywords(self.keywords, source) if source else []
+        if keywords:
+            situation = join_situations(situation, *keywords)
         insight = Rule(situation, action).text()
         return Reflection(trace_id=trace_id, correct_approach=action, key_insight=insight)
 

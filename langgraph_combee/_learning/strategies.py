@@ -207,6 +207,9 @@ async def finish(
 
     Held ops (policy changes) are left out and listed in ``report.held``.
     """
+    # Situations are sharpened on the batch's inputs whatever the corrections switch:
+    # it is what a rule matches on, not a correction of an older one.
+    ops, report.vague_alternatives = rules.sharpen(ops, traces)
     if ctx.corrections:
         ops = _weigh(playbook, ops, traces, report)
     else:
