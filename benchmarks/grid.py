@@ -488,9 +488,8 @@ class CachingRoles(RoleProfile):
         self.shared_tokens = 0
 
     def active(self) -> RoleProfile:
-        """Itself while the active profile's reflector can be cached, else that profile."""
-        current = self.inner.active()
-        return self if type(current) is SmallRoles else current
+        """Itself: every role is passed on to the wrapped profile's active one."""
+        return self
 
     def needs_reflection(self, trace: Trace) -> bool:
         """As the active profile says."""
