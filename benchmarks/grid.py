@@ -28,9 +28,34 @@ evaluation) and calls and tokens by stage (reflect, curate or propose for level
 and a restart skips what it holds, so the grid can run in the background and be
 cut at any moment. The most informative configurations come first.
 
-    python -m benchmarks.grid --out /work/grid --lock /tmp/llm.lock   # the 1.5B, about 7 h
+The reflection cache: with the small-model profile (what ``roles="auto"`` picks
+for the bundled model) the reflector reads the trace alone, so the reflection
+of one trace is the same call in every configuration of a task and seed. The
+first configuration to make it stores the parsed reflection, keyed by a hash of
+the call (model spec, trace id, every message, reply schema and token limit),
+with its calls, tokens and model seconds, in
+``<out>/shared/<task>-s<seed>-reflections.json`` (written atomically after every
+step); later configurations take it from there instead of calling the model.
+The full profile's reflector reads the playbook: it is never cached. Each row
+says ``reflections_cached`` and what they had cost (``reflect_seconds_shared``,
+``reflect_calls_shared``, ``reflect_tokens_shared``); its ``learn_seconds``,
+calls and tokens exclude them, and the speed-up uses uncached rows only
+(``--no-reflection-cache`` runs without the cache; ``--quick``, the speed-up
+pair, never uses it).
+
+Sizes (``--size``): ``full`` (27 configurations, the order above: ticket
+routing seed 0 with its ablations, the tool task, ticket-routing seeds 1 and 2);
+``session`` (21, measured exactly as ``full``, so a record of one resumes as the
+other): ticket routing seed 0 as ``combee@48``, ``naive@48``, ``sequential``
+(steps of 16), ``combee@16``, ``naive@16``, ``combee@auto`` and the three
+ablations, then the tool task's six rows, then ``combee@48``, ``naive@48`` and
+``sequential`` on ticket-routing seeds 1 and 2; ``quick`` (``--quick``).
+
+    python -m benchmarks.grid --out /work/grid --lock /tmp/llm.lock   # the 1.5B, full size
+    python -m benchmarks.grid --size session --out /work/grid --lock /tmp/llm.lock
     python -m benchmarks.grid --quick --out /tmp/grid-quick           # 2 configurations, < 15 min
     python -m benchmarks.grid --model test --quick --out /tmp/g       # offline doubles, seconds
+    python -m benchmarks.grid --model test --roles small --size session --out /tmp/g2  # cache
     python -m benchmarks.grid --report /work/grid/grid.json           # table, plot, speed-up again
 
 ``--lock PATH`` takes an exclusive ``flock`` on PATH around each configuration

@@ -459,3 +459,15 @@ def test_quick_and_another_size_are_refused() -> None:
         grid.parse_args(["--quick", "--size", "session"])
     assert grid.parse_args(["--quick"]).size == "quick"
     assert grid.parse_args([]).size == "full"
+
+
+def test_a_record_from_before_the_roles_option_resumes_as_auto(tmp_path: Path) -> None:
+    grid.main([*TINY, "--out", str(tmp_path), "--max-configs", "1"])
+    path = tmp_path / "grid.json"
+    saved = json.loads(path.read_text())
+    del saved["parameters"]["roles"]
+    path.write_text(json.dumps(saved))
+    record = grid.main([*TINY, "--out", str(tmp_path)])
+    assert [row["key"] for row in record["configs"]] == QUICK_KEYS
+    with pytest.raises(SystemExit, match="use another --out"):
+        grid.main([*TINY, "--out", str(tmp_path), "--roles", "small"])
