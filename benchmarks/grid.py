@@ -28,9 +28,34 @@ evaluation) and calls and tokens by stage (reflect, curate or propose for level
 and a restart skips what it holds, so the grid can run in the background and be
 cut at any moment. The most informative configurations come first.
 
-    python -m benchmarks.grid --out /work/grid --lock /tmp/llm.lock   # the 1.5B, about 7 h
+The reflection cache: with the small-model profile (what ``roles="auto"`` picks
+for the bundled model) the reflector reads the trace alone, so the reflection
+of one trace is the same call in every configuration of a task and seed. The
+first configuration to make it stores the parsed reflection, keyed by a hash of
+the call (model spec, trace id, every message, reply schema and token limit),
+with its calls, tokens and model seconds, in
+``<out>/shared/<task>-s<seed>-reflections.json`` (written atomically after every
+step); later configurations take it from there instead of calling the model.
+The full profile's reflector reads the playbook: it is never cached. Each row
+says ``reflections_cached`` and what they had cost (``reflect_seconds_shared``,
+``reflect_calls_shared``, ``reflect_tokens_shared``); its ``learn_seconds``,
+calls and tokens exclude them, and the speed-up uses uncached rows only
+(``--no-reflection-cache`` runs without the cache; ``--quick``, the speed-up
+pair, never uses it).
+
+Sizes (``--size``): ``full`` (27 configurations, the order above: ticket
+routing seed 0 with its ablations, the tool task, ticket-routing seeds 1 and 2);
+``session`` (21, measured exactly as ``full``, so a record of one resumes as the
+other): ticket routing seed 0 as ``combee@48``, ``naive@48``, ``sequential``
+(steps of 16), ``combee@16``, ``naive@16``, ``combee@auto`` and the three
+ablations, then the tool task's six rows, then ``combee@48``, ``naive@48`` and
+``sequential`` on ticket-routing seeds 1 and 2; ``quick`` (``--quick``).
+
+    python -m benchmarks.grid --out /work/grid --lock /tmp/llm.lock   # the 1.5B, full size
+    python -m benchmarks.grid --size session --out /work/grid --lock /tmp/llm.lock
     python -m benchmarks.grid --quick --out /tmp/grid-quick           # 2 configurations, < 15 min
     python -m benchmarks.grid --model test --quick --out /tmp/g       # offline doubles, seconds
+    python -m benchmarks.grid --model test --roles small --size session --out /tmp/g2  # cache
     python -m benchmarks.grid --report /work/grid/grid.json           # table, plot, speed-up again
 
 ``--lock PATH`` takes an exclusive ``flock`` on PATH around each configuration
@@ -45,6 +70,7 @@ import asyncio
 import contextlib
 import dataclasses
 import fcntl
+import hashlib
 import json
 import os
 import statistics
@@ -52,23 +78,31 @@ import sys
 import threading
 import time
 import uuid
+import warnings
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.outputs import LLMResult
+from pydantic import BaseModel, Field, ValidationError
 
 from benchmarks._common import RESULTS, command, machine_info, write_json
 from benchmarks.quality import replay_evaluator, summarise
 from langgraph_combee import AlgorithmSettings, Combee, LearnerSettings, Trace
 from langgraph_combee._agent.traces import RunInfo, trace_from_messages
+from langgraph_combee._core.ops import DeltaOp
+from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.text import message_text
 from langgraph_combee._core.tokens import estimate_tokens
+from langgraph_combee._core.types import Reflection
+from langgraph_combee._learning.calls import CallStats, LLMCaller
 from langgraph_combee._learning.engine import BatchSize
+from langgraph_combee._learning.roles import Aggregation, Labelled, RoleProfile, SmallRoles
 from langgraph_combee._learning.rules import conflicts
 from langgraph_combee.errors import CombeeError
 from langgraph_combee.tasks import (
@@ -99,7 +133,14 @@ ABLATIONS = {
 
 @dataclass(frozen=True)
 class Size:
-    """How big one run of the grid is."""
+    """How big one run of the grid is.
+
+    Attributes:
+        name: The preset (``--size``): ``full``, ``session`` or ``quick``; it
+            chooses the plan's configurations and their order.
+        reflection_cache: Reuse small-profile reflections across the
+            configurations of a seed (``--no-reflection-cache`` turns it off).
+    """
 
     train: int
     test: int
@@ -108,13 +149,29 @@ class Size:
     batch_sizes: tuple[int, ...]
     ablations: bool
     quick: bool = False
+    name: str = "full"
+    reflection_cache: bool = True
 
 
 FULL = Size(train=96, test=32, seeds=3, tool_seeds=1, batch_sizes=(16, 48), ablations=True)
-# Two configurations on 24 training tickets, the speed-up pair (sequential is the slow one).
+# FULL's measurements (so a record of one resumes as the other) with fewer configurations:
+# ticket routing seed 0 in full with its ablations, the tool task, then the three rows of
+# the large-batch comparison on seeds 1 and 2 (21 configurations).
+SESSION = dataclasses.replace(FULL, name="session")
+# Two configurations on 24 training tickets, the speed-up pair (sequential is the slow one);
+# both must pay for their own reflections, so the cache is off.
 QUICK = Size(
-    train=24, test=16, seeds=1, tool_seeds=0, batch_sizes=(24,), ablations=False, quick=True
+    train=24,
+    test=16,
+    seeds=1,
+    tool_seeds=0,
+    batch_sizes=(24,),
+    ablations=False,
+    quick=True,
+    name="quick",
+    reflection_cache=False,
 )
+SIZES = {size.name: size for size in (FULL, SESSION, QUICK)}
 
 
 @dataclass(frozen=True)
@@ -180,6 +237,19 @@ def _main_rows(task: str, seed: int, sizes: Sequence[int]) -> list[GridConfig]:
     return out
 
 
+def _session_seed0(sizes: Sequence[int]) -> list[GridConfig]:
+    """Ticket routing seed 0 of the session preset: both batch sizes before auto."""
+    large, small = max(sizes), min(sizes)
+    out = [
+        GridConfig("tickets", 0, "combee", large),
+        GridConfig("tickets", 0, "naive", large),
+        GridConfig("tickets", 0, "sequential", small),
+    ]
+    for size in sorted(set(sizes) - {large}, reverse=True):
+        out += [GridConfig("tickets", 0, "combee", size), GridConfig("tickets", 0, "naive", size)]
+    return [*out, GridConfig("tickets", 0, "combee", "auto")]
+
+
 def plan(size: Size) -> list[GridConfig]:
     """Every configuration of the grid, in the order they run."""
     large = max(size.batch_sizes)
@@ -188,7 +258,10 @@ def plan(size: Size) -> list[GridConfig]:
             GridConfig("tickets", 0, "combee", large),
             GridConfig("tickets", 0, "sequential", large),
         ]
-    out = _main_rows("tickets", 0, size.batch_sizes)
+    session = size.name == "session"
+    out = (
+        _session_seed0(size.batch_sizes) if session else _main_rows("tickets", 0, size.batch_sizes)
+    )
     if size.ablations:
         out += [
             GridConfig("tickets", 0, "combee", large, corrections=False),
@@ -198,7 +271,8 @@ def plan(size: Size) -> list[GridConfig]:
     for seed in range(size.tool_seeds):
         out += _main_rows("tools", seed, size.batch_sizes)
     for seed in range(1, size.seeds):
-        out += _main_rows("tickets", seed, size.batch_sizes)
+        # The session keeps the large-batch comparison (combee, naive, sequential) only.
+        out += _main_rows("tickets", seed, size.batch_sizes)[: 3 if session else None]
     return out
 
 
@@ -217,7 +291,7 @@ class StageUsage(BaseCallbackHandler):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._open: dict[uuid.UUID, tuple[str, int, float]] = {}
+        self._open: dict[uuid.UUID, tuple[str, int, float, list[float] | None]] = {}
         self.calls: Counter[str] = Counter()
         self.failed: Counter[str] = Counter()
         self.input_tokens: Counter[str] = Counter()
@@ -239,12 +313,14 @@ class StageUsage(BaseCallbackHandler):
             estimate_tokens(message_text(m.content)) for batch in messages for m in batch
         )
         with self._lock:
-            self._open[run_id] = (stage, estimate, time.perf_counter())
+            self._open[run_id] = (stage, estimate, time.perf_counter(), _call_seconds.get())
 
     def on_llm_end(self, response: LLMResult, *, run_id: uuid.UUID, **kwargs: Any) -> None:
         """Add the call's tokens to its stage."""
         with self._lock:
-            stage, estimate, began = self._open.pop(run_id, ("other", 0, time.perf_counter()))
+            stage, estimate, began, timed = self._open.pop(
+                run_id, ("other", 0, time.perf_counter(), None)
+            )
         spent_in, spent_out = estimate, 0
         for generations in response.generations:
             for generation in generations:
@@ -255,19 +331,22 @@ class StageUsage(BaseCallbackHandler):
                     spent_out = int(usage.get("output_tokens", 0))
                 else:
                     spent_out += estimate_tokens(generation.text)
+        seconds = time.perf_counter() - began
         with self._lock:
             self.calls[stage] += 1
             self.input_tokens[stage] += spent_in
             self.output_tokens[stage] += spent_out
-            self.call_seconds[stage] = (
-                self.call_seconds.get(stage, 0.0) + time.perf_counter() - began
-            )
+            self.call_seconds[stage] = self.call_seconds.get(stage, 0.0) + seconds
+        if timed is not None:
+            timed.append(seconds)
 
     def on_llm_error(self, error: BaseException, *, run_id: uuid.UUID, **kwargs: Any) -> None:
         """Count a call that raised (timeouts, server errors) under its stage."""
         with self._lock:
-            stage, _, _ = self._open.pop(run_id, ("other", 0, 0.0))
+            stage, _, began, timed = self._open.pop(run_id, ("other", 0, time.perf_counter(), None))
             self.failed[stage] += 1
+        if timed is not None:
+            timed.append(time.perf_counter() - began)
 
     def by_stage(self) -> dict[str, dict[str, float]]:
         """``{stage: {"calls", "failed", "input_tokens", "output_tokens", "call_seconds"}}``.
@@ -286,6 +365,288 @@ class StageUsage(BaseCallbackHandler):
             }
             for stage in stages
         }
+
+
+# ---- the reflection cache per task and seed ------------------------------------------------
+
+# The model seconds of the learner calls made inside one cached reflection (StageUsage adds
+# to the list of the asyncio context that set it; each reflection runs in its own task).
+_call_seconds: ContextVar[list[float] | None] = ContextVar("grid_call_seconds", default=None)
+_T = TypeVar("_T", bound=BaseModel)
+
+
+class CachedReflection(BaseModel):
+    """One reflection as a configuration made it, with what it cost."""
+
+    trace_id: str
+    reflection: Reflection | None  # None: the reply was unusable (as it was, it stays)
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0  # summed model-call seconds (a repair request included)
+    made_by: str = ""
+
+
+class ReflectionCacheFile(BaseModel):
+    """``<out>/shared/<task>-s<seed>-reflections.json``: reflections by prompt hash."""
+
+    version: Literal[1] = 1
+    entries: dict[str, CachedReflection] = Field(default_factory=dict)
+
+
+class ReflectionCache:
+    """Small-profile reflections of one task and seed, shared by its configurations.
+
+    Keyed by a hash of everything the reflector call is made of (the model spec,
+    the trace's id, the run name, the reply schema, its token limit and every
+    message), so a changed prompt misses. Written atomically; a file that
+    cannot be read is ignored with a warning and replaced at the next save.
+    """
+
+    def __init__(self, path: Path, *, model: str) -> None:
+        self.path = path
+        self.model = model
+        self.data = ReflectionCacheFile()
+        if path.exists():
+            try:
+                self.data = ReflectionCacheFile.model_validate_json(path.read_bytes())
+            except (ValidationError, ValueError, OSError) as exc:
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                warnings.warn(
+                    f"{path}: unreadable reflection cache ignored (it will be replaced): {first}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+
+    def key(self, trace_id: str, sent: _Sent) -> str:
+        """The hash of one reflector call."""
+        payload = {
+            "model": self.model,
+            "trace": trace_id,
+            "run": sent.run_name,
+            "schema": sent.schema,
+            "max_tokens": sent.max_tokens,
+            "messages": [[m.type, m.content] for m in sent.messages],
+        }
+        text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def get(self, key: str) -> CachedReflection | None:
+        """The stored reflection of ``key`` (None: not cached)."""
+        return self.data.entries.get(key)
+
+    def put(self, key: str, entry: CachedReflection) -> None:
+        """Store one reflection (kept in memory until ``save``)."""
+        self.data.entries[key] = entry
+
+    def save(self) -> None:
+        """Write the file atomically: a kill mid-write leaves the previous one."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(self.data.model_dump_json(indent=1))
+        os.replace(tmp, self.path)
+
+
+@dataclass(frozen=True)
+class _Sent:
+    run_name: str
+    schema: str
+    max_tokens: int | None
+    messages: list[BaseMessage]
+
+
+class _Probed(Exception):
+    """Raised by ``_Probe`` instead of calling the model."""
+
+
+class _Probe(LLMCaller):
+    """A caller that records the call it is asked for and makes none."""
+
+    def __init__(self, caller: LLMCaller) -> None:
+        super().__init__(caller.model, caller.settings)
+        self.sent: _Sent | None = None
+
+    async def call(
+        self,
+        run_name: str,
+        messages: Sequence[BaseMessage],
+        schema: type[_T],
+        stats: CallStats,
+        *,
+        max_tokens: int | None = None,
+    ) -> _T | None:
+        """Record the call; raise ``_Probed``."""
+        self.sent = _Sent(run_name, schema.__name__, max_tokens, list(messages))
+        raise _Probed
+
+
+def _merge(into: CallStats, part: CallStats) -> None:
+    into.calls.update(part.calls)
+    into.failed.update(part.failed)
+    into.unparsed.update(part.unparsed)
+    into.truncated.update(part.truncated)
+    into.input_tokens += part.input_tokens
+    into.output_tokens += part.output_tokens
+
+
+class CachingRoles(RoleProfile):
+    """The engine's role profile, with the small reflector's replies shared across configurations.
+
+    Everything is the wrapped profile's (``describe``, ``observe``, curators,
+    aggregator, which traces need a reflection); only ``reflect`` may come from
+    the cache, and only while the active profile is exactly ``SmallRoles`` and
+    the reflector call it would make is the same against the step's playbook
+    and an empty one (its prompt reads the trace alone). The full profile's
+    reflector reads the playbook, which differs from one configuration to the
+    next: it is never cached.
+    """
+
+    def __init__(self, inner: RoleProfile, cache: ReflectionCache, *, made_by: str) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.made_by = made_by
+        self.cached = 0
+        self.stored = 0
+        self.uncached = 0  # reflections the cache could not serve nor keep
+        self.shared_seconds = 0.0
+        self.shared_calls = 0
+        self.shared_tokens = 0
+
+    def active(self) -> RoleProfile:
+        """Itself: every role is passed on to the wrapped profile's active one."""
+        return self
+
+    def needs_reflection(self, trace: Trace) -> bool:
+        """As the active profile says."""
+        return self.inner.active().needs_reflection(trace)
+
+    async def _key(
+        self, profile: RoleProfile, caller: LLMCaller, trace: Trace, playbook: Playbook
+    ) -> str | None:
+        """The cache key of the reflector call ``profile`` would make, None if not cacheable.
+
+        Not cacheable: a profile other than ``SmallRoles`` exactly, no call to
+        make, or a call that changes with the playbook (compared with the call
+        it would make against an empty one).
+        """
+        if type(profile) is not SmallRoles:
+            return None
+        keys = set()
+        for shown in (playbook, Playbook()):
+            probe = _Probe(caller)
+            with contextlib.suppress(_Probed):
+                await profile.reflect(probe, trace, shown, CallStats())
+            if probe.sent is None:
+                return None
+            keys.add(self.cache.key(trace.id, probe.sent))
+        return keys.pop() if len(keys) == 1 else None
+
+    async def reflect(
+        self, caller: LLMCaller, trace: Trace, playbook: Playbook, stats: CallStats
+    ) -> Reflection | None:
+        """The cached reflection of this exact call, or the profile's (then stored)."""
+        profile = self.inner.active()
+        key = await self._key(profile, caller, trace, playbook)
+        if key is None:
+            self.uncached += 1
+            return await profile.reflect(caller, trace, playbook, stats)
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.cached += 1
+            self.shared_seconds += hit.seconds
+            self.shared_calls += hit.calls
+            self.shared_tokens += hit.input_tokens + hit.output_tokens
+            return None if hit.reflection is None else hit.reflection.model_copy(deep=True)
+        own, timed = CallStats(), list[float]()
+        token = _call_seconds.set(timed)
+        try:
+            reflection = await profile.reflect(caller, trace, playbook, own)
+        finally:
+            _call_seconds.reset(token)
+            _merge(stats, own)
+        self.cache.put(
+            key,
+            CachedReflection(
+                trace_id=trace.id,
+                reflection=reflection,
+                calls=sum(own.calls.values()),
+                input_tokens=own.input_tokens,
+                output_tokens=own.output_tokens,
+                seconds=round(sum(timed), 3),
+                made_by=self.made_by,
+            ),
+        )
+        self.stored += 1
+        return reflection
+
+    async def curate(
+        self,
+        caller: LLMCaller,
+        run_name: str,
+        playbook: Playbook,
+        group: Sequence[Labelled],
+        stats: CallStats,
+        *,
+        token_budget: int | None,
+    ) -> list[DeltaOp] | None:
+        """The active profile's curator."""
+        return await self.inner.active().curate(
+            caller, run_name, playbook, group, stats, token_budget=token_budget
+        )
+
+    async def aggregate(
+        self,
+        caller: LLMCaller,
+        playbook: Playbook,
+        proposals: Sequence[Sequence[DeltaOp]],
+        labelled: Sequence[Labelled],
+        stats: CallStats,
+        *,
+        token_budget: int | None,
+    ) -> Aggregation:
+        """The active profile's aggregator."""
+        return await self.inner.active().aggregate(
+            caller, playbook, proposals, labelled, stats, token_budget=token_budget
+        )
+
+    def observe(self, stats: CallStats) -> None:
+        """Passed on (``AutoRoles`` decides its switch on it)."""
+        self.inner.observe(stats)
+
+    def describe(self) -> dict[str, Any]:
+        """The wrapped profile's description."""
+        return self.inner.describe()
+
+    def accounting(self) -> dict[str, Any]:
+        """The row's reflection-cache fields."""
+        return {
+            "reflection_cache": "on",
+            "reflections_cached": self.cached,
+            "reflections_stored": self.stored,
+            "reflections_not_cacheable": self.uncached,
+            "reflect_seconds_shared": round(self.shared_seconds, 2),
+            "reflect_calls_shared": self.shared_calls,
+            "reflect_tokens_shared": self.shared_tokens,
+        }
+
+
+NO_CACHE = {
+    "reflection_cache": "off",
+    "reflections_cached": 0,
+    "reflections_stored": 0,
+    "reflections_not_cacheable": 0,
+    "reflect_seconds_shared": 0.0,
+    "reflect_calls_shared": 0,
+    "reflect_tokens_shared": 0,
+}
+
+
+def _cache_reflections(combee: Combee, cache: ReflectionCache, config: GridConfig) -> CachingRoles:
+    """Put a ``CachingRoles`` around the engine's roles (private, as ``_ablate``)."""
+    engine = combee._engine(None)
+    roles = CachingRoles(engine.context.roles, cache, made_by=config.key)
+    engine.context = dataclasses.replace(engine.context, roles=roles)
+    return roles
 
 
 # ---- the shared baseline per task and seed -------------------------------------------------
@@ -359,8 +720,13 @@ def shared_baseline(task: Task, models: Models, size: Size, seed: int) -> dict[s
 # ---- one configuration ---------------------------------------------------------------------
 
 
-async def _learn(combee: Combee, traces: list[Trace], config: GridConfig) -> dict[str, Any]:
-    """One pass in steps of the configuration's batch size (the controller's, for auto)."""
+async def _learn(
+    combee: Combee, traces: list[Trace], config: GridConfig, cache: ReflectionCache | None
+) -> dict[str, Any]:
+    """One pass in steps of the configuration's batch size (the controller's, for auto).
+
+    The reflection cache is saved after every step, so a kill keeps what was reflected.
+    """
     reports: list[Any] = []
     failures: list[str] = []
     sizes: list[int] = []
@@ -374,6 +740,9 @@ async def _learn(combee: Combee, traces: list[Trace], config: GridConfig) -> dic
             reports.append(await combee._stepper.step(batch))
         except CombeeError as exc:
             failures.append(repr(exc))
+        finally:
+            if cache is not None:
+                cache.save()
     learned = summarise(reports, failures)
     learned["step_sizes"] = sizes
     learned["strategy_seconds"] = round(sum(r.seconds for r in reports), 2)
@@ -399,9 +768,18 @@ def _replay_target(combee: Combee, task: Task, models: Models) -> None:
 
 
 def run_config(
-    config: GridConfig, task: Task, models: Models, shared: dict[str, Any]
+    config: GridConfig,
+    task: Task,
+    models: Models,
+    shared: dict[str, Any],
+    cache: ReflectionCache | None = None,
 ) -> dict[str, Any]:
-    """Learn with one configuration from an empty playbook, then evaluate held out."""
+    """Learn with one configuration from an empty playbook, then evaluate held out.
+
+    With a ``cache``, the small profile's reflections of this task and seed are
+    taken from it where an earlier configuration made the same call, and the
+    others are stored in it; the row says how many, and what they had cost.
+    """
     traces = [Trace.model_validate(t) for t in shared["traces"]]
     test = task.examples(shared["test"], config.seed, "test")
     usage = StageUsage()
@@ -428,10 +806,11 @@ def run_config(
         ),
     )
     _ablate(combee, config)
+    caching = _cache_reflections(combee, cache, config) if cache is not None else None
     if config.replay:
         _replay_target(combee, task, models)
     started = time.perf_counter()
-    learned = asyncio.run(_learn(combee, traces, config))
+    learned = asyncio.run(_learn(combee, traces, config, cache))
     learn_seconds = time.perf_counter() - started
     head = combee.current()
     agent = task.build_agent(models.agent, middleware=[combee.middleware(capture=False)])
@@ -455,7 +834,9 @@ def run_config(
         "bullets": len(head.playbook.bullets),
         "contradictions_left": len(conflicts(head.playbook)),
         "playbook_tokens": head.playbook.token_count(),
+        # Without the model time of the reflections taken from the cache (see below).
         "learn_seconds": round(learn_seconds, 2),
+        **(caching.accounting() if caching is not None else NO_CACHE),
         "eval_seconds": round(held_out.seconds, 2),
         "by_stage": usage.by_stage(),
         "roles": combee.describe_roles(),
@@ -496,6 +877,7 @@ def parameters(args: argparse.Namespace, size: Size) -> dict[str, Any]:
         "batch_sizes": list(size.batch_sizes),
         "ablations": size.ablations,
         "quick": size.quick,
+        "roles": args.roles,
     }
 
 
@@ -508,7 +890,8 @@ def load_record(path: Path, params: dict[str, Any]) -> dict[str, Any] | None:
     if not path.exists():
         return None
     record: dict[str, Any] = json.loads(path.read_text())
-    if record.get("parameters") != params:
+    # Records from before --roles were measured with roles "auto".
+    if {"roles": "auto", **record.get("parameters", {})} != params:
         raise SystemExit(
             f"{path} was measured with {record.get('parameters')!r}, not {params!r}: "
             "use another --out (or --fresh to start over)"
@@ -518,6 +901,10 @@ def load_record(path: Path, params: dict[str, Any]) -> dict[str, Any] | None:
 
 def _shared_path(out: Path, task: str, seed: int) -> Path:
     return out / "shared" / f"{task}-s{seed}.json"
+
+
+def _reflections_path(out: Path, task: str, seed: int) -> Path:
+    return out / "shared" / f"{task}-s{seed}-reflections.json"
 
 
 def _spread(values: Sequence[float]) -> tuple[float, float, float]:
@@ -551,6 +938,9 @@ def summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "bullets": statistics.fmean(r["bullets"] for r in mine),
                 "contradictions_left": statistics.fmean(r["contradictions_left"] for r in mine),
                 "learn_seconds": statistics.fmean(r["learn_seconds"] for r in mine),
+                "reflections_cached": statistics.fmean(
+                    r.get("reflections_cached", 0) for r in mine
+                ),
                 "strategy_seconds": statistics.fmean(r["strategy_seconds"] for r in mine),
                 "calls": statistics.fmean(r["total_calls"] for r in mine),
                 "tokens": statistics.fmean(r["tokens"] for r in mine),
@@ -559,11 +949,24 @@ def summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _uncached(row: dict[str, Any]) -> bool:
+    """Whether the row paid for every reflection it used (rows from before the cache did)."""
+    return not row.get("reflections_cached", 0)
+
+
 def speedup(rows: Sequence[dict[str, Any]], simulated: Path | None = None) -> dict[str, Any]:
-    """Sequential's learning wall-clock over Combee's, per task, seeds both ran."""
+    """Sequential's learning wall-clock over Combee's, per task, seeds both ran.
+
+    Only rows that made every reflection themselves count: a row with
+    reflections from the cache has a wall-clock without them.
+    """
     out: dict[str, Any] = {}
     for task in sorted({r["task"] for r in rows}):
-        mine = [r for r in rows if r["task"] == task and "error" not in r and not r["ablation"]]
+        mine = [
+            r
+            for r in rows
+            if r["task"] == task and "error" not in r and not r["ablation"] and _uncached(r)
+        ]
         sequential = {r["seed"]: r for r in mine if r["strategy"] == "sequential"}
         for row in mine:
             if row["strategy"] != "combee" or row["seed"] not in sequential:
@@ -610,6 +1013,7 @@ def table(rows: Sequence[dict[str, Any]], shared: dict[str, dict[str, Any]]) -> 
     lines = [
         f"{'task':<8}{'config':<24}{'seeds':>6}{'held-out':>9}{'range':>10}{'/ceil':>7}"
         f"{'bullets':>8}{'contra':>7}{'learn s':>9}{'steps s':>9}{'calls':>7}{'tokens':>10}"
+        f"{'cached':>7}"
     ]
     for _, base in sorted(shared.items()):
         lines.append(
@@ -623,7 +1027,13 @@ def table(rows: Sequence[dict[str, Any]], shared: dict[str, dict[str, Any]]) -> 
             f"{s['task']:<8}{s['name']:<24}{len(s['seeds']):>6}{s['accuracy']:>9.0%}{spread:>10}"
             f"{of:>7}{s['bullets']:>8.1f}{s['contradictions_left']:>7.1f}"
             f"{s['learn_seconds']:>9.0f}{s['strategy_seconds']:>9.0f}{s['calls']:>7.0f}"
-            f"{s['tokens']:>10,.0f}"
+            f"{s['tokens']:>10,.0f}{s['reflections_cached']:>7.0f}"
+        )
+    if any(r.get("reflections_cached") for r in rows):
+        lines.append(
+            "cached: reflections taken from an earlier configuration of the seed; a row's "
+            "learn s, calls and tokens exclude them (its reflect_seconds_shared says what "
+            "they had cost), and the speed-up uses uncached rows only"
         )
     return "\n".join(lines)
 
@@ -702,7 +1112,8 @@ def plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
 def report(record: dict[str, Any], plot_path: Path | None) -> None:
     """Print the table and the speed-up of a record; write its plot."""
     print(table(record["configs"], record["shared"]))
-    print(json.dumps({"speedup": record.get("speedup", {})}, indent=1))
+    speed = record.get("speedup", {})
+    print(json.dumps({"speedup (rows without cached reflections only)": speed}, indent=1))
     if plot_path is not None and record["configs"]:
         title = f"Quality grid, {record['parameters']['model']}: held-out accuracy / ceiling"
         print(f"wrote {plot(record['configs'], plot_path, title)}")
@@ -715,7 +1126,24 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     parser.add_argument("--model", default="local:1.5b", help="local:1.5b, local:0.5b or test")
     parser.add_argument(
-        "--quick", action="store_true", help="combee@24 and sequential on 24 tickets"
+        "--size",
+        choices=sorted(SIZES),
+        default=None,
+        help="full (27 configurations), session (21) or quick (2); default full",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="--size quick: combee@24 and sequential, 24 tickets"
+    )
+    parser.add_argument(
+        "--no-reflection-cache",
+        action="store_true",
+        help="every configuration makes its own reflections (for the speed-up pair)",
+    )
+    parser.add_argument(
+        "--roles",
+        choices=("auto", "small", "full"),
+        default="auto",
+        help="the learner's role profile (auto: Combee's default choice)",
     )
     parser.add_argument("--out", type=Path, default=RESULTS / "grid", help="folder of grid.json")
     parser.add_argument("--lock", type=Path, default=None, help="flock file, per configuration")
@@ -739,6 +1167,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, not {value!r}")
     if args.tool_seeds is not None and args.tool_seeds < 0:
         parser.error(f"--tool-seeds must be >= 0, not {args.tool_seeds!r}")
+    if args.quick and args.size not in (None, "quick"):
+        parser.error(f"--quick is --size quick, not --size {args.size!r}")
+    args.size = "quick" if args.quick else args.size or "full"
     return args
 
 
@@ -761,13 +1192,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         record: dict[str, Any] = json.loads(args.report.read_text())
         report(record, Path(args.plot) if args.plot else args.report.with_suffix(".png"))
         return record
-    base = QUICK if args.quick else FULL
+    base = SIZES[args.size]
     size = dataclasses.replace(
         base,
         train=args.train or base.train,
         test=args.test or base.test,
         seeds=args.seeds or base.seeds,
         tool_seeds=base.tool_seeds if args.tool_seeds is None else args.tool_seeds,
+        reflection_cache=base.reflection_cache and not args.no_reflection_cache,
     )
     params = parameters(args, size)
     path = args.out / GRID_FILE
@@ -785,6 +1217,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "errors": [],
         "complete": False,
     }
+    record["size"] = size.name
+    record["reflection_cache"] = size.reflection_cache
     record["run_seconds_before"] = record.get("run_seconds", 0.0)
     record.setdefault("restarts", []).append(machine_info()["date"])
     started = time.perf_counter()
@@ -803,6 +1237,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             print(f"{config.key}: started {machine_info()['date']}", flush=True)
             mark = time.perf_counter()
             models = load_models(args.model, task)
+            if args.roles != "auto":
+                models = dataclasses.replace(
+                    models, reflector="compact" if args.roles == "small" else "full"
+                )
             try:
                 shared_file = _shared_path(args.out, config.task, config.seed)
                 if shared_file.exists():
@@ -821,8 +1259,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         k: v for k, v in shared.items() if k != "traces"
                     }
                     _save(path, record, started)
+                cache = (
+                    ReflectionCache(
+                        _reflections_path(args.out, config.task, config.seed), model=args.model
+                    )
+                    if size.reflection_cache
+                    else None
+                )
                 try:
-                    row = run_config(config, task, models, shared)
+                    row = run_config(config, task, models, shared, cache)
                 except Exception as exc:  # one broken configuration never stops the grid
                     record["errors"].append({"key": config.key, "error": repr(exc)})
                     print(f"{config.key}: FAILED {exc!r}", flush=True)
@@ -838,7 +1283,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             f"{config.key}: held-out {row['accuracy']:.0%} ({row['of_ceiling']} of the ceiling), "
             f"{row['bullets']} bullets, {row['contradictions_left']} contradictions, learn "
             f"{row['learn_seconds']:.0f} s, {row['total_calls']} calls, {row['tokens']:,} tokens, "
-            f"{row['failed_steps']} failed steps, level 2 {row['aggregation']}",
+            f"{row['failed_steps']} failed steps, level 2 {row['aggregation']}, "
+            f"{row['reflections_cached']} reflections from the cache "
+            f"({row['reflect_seconds_shared']:.0f} s of model time not in this row)",
             flush=True,
         )
         print(table(record["configs"], record["shared"]), flush=True)

@@ -15,10 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import HumanMessage
 
 from benchmarks import grid
-from langgraph_combee._learning.calls import CallSettings, LLMCaller
+from langgraph_combee._core.types import Reflection, Trace
+from langgraph_combee._learning import prompts
+from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller
+from langgraph_combee._learning.roles import SmallRoles
 from langgraph_combee._learning.rules import conflicts
+from langgraph_combee._learning.schemas import SmallReflectionOut
 from langgraph_combee._learning.strategies import CombeeStrategy, StepContext, finish
 from langgraph_combee.testing import fake_learner
 from langgraph_combee.types import Add, Playbook, StepReport
@@ -280,3 +285,189 @@ def test_the_grid_sets_the_ablation_switches_on_the_engine(tmp_path: Path) -> No
     assert rows["combee@48-union"]["aggregation"] == ["union"]
     assert "aggregate" not in rows["combee@48-union"]["calls"]
     assert rows["combee@48"]["aggregation"] == ["merged"]
+
+
+def test_speedup_leaves_out_rows_with_cached_reflections() -> None:
+    rows = [
+        _row("tickets", 0, "sequential", 16, 300.0, reflections_cached=16),
+        _row("tickets", 0, "combee", 48, 200.0),
+        _row("tickets", 1, "sequential", 16, 800.0),
+        _row("tickets", 1, "combee", 48, 200.0),
+        _row("tickets", 1, "combee", 16, 100.0, reflections_cached=16),
+    ]
+    for row, extra in zip(rows, (16, 0, 0, 0, 16), strict=True):
+        row["reflections_cached"] = extra
+    result = grid.speedup(rows)
+    # Seed 0's sequential and seed 1's combee@16 had cached reflections: not counted.
+    assert set(result) == {"tickets/combee@48"}
+    assert result["tickets/combee@48"]["seeds"] == [1]
+    assert result["tickets/combee@48"]["learn_wall_clock_ratio"] == 4.0
+
+
+# ---- the reflection cache -------------------------------------------------------------------
+
+SMALL = ["--model", "test", "--roles", "small", "--size", "session", "--train", "8", "--test", "4"]
+FIRST_TWO = ["--only", "tickets/s0/combee@48", "tickets/s0/naive@48", "--plot", ""]
+
+
+def _reflect_calls(row: dict[str, Any]) -> int:
+    """Reflector calls the stage counter saw in one row (the model's own count)."""
+    return int(row["by_stage"].get("reflect", {}).get("calls", 0))
+
+
+def _cache_file(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "shared" / "tickets-s0-reflections.json").read_text())
+    return data
+
+
+def test_the_second_configuration_of_a_seed_makes_no_reflector_call_for_cached_traces(
+    tmp_path: Path,
+) -> None:
+    record = grid.main([*SMALL, *FIRST_TWO, "--out", str(tmp_path / "on")])
+    first, second = record["configs"]
+    assert first["roles"]["profile"] == "small"
+    made = _reflect_calls(first)
+    assert made == 8 and first["reflections_stored"] == 8 and first["reflections_cached"] == 0
+    assert _reflect_calls(second) == 0
+    assert second["reflections_cached"] == 8 and second["reflections_stored"] == 0
+    entries = _cache_file(tmp_path / "on")["entries"].values()
+    assert {e["made_by"] for e in entries} == {"tickets/s0/combee@48"}
+    # What the cached reflections had cost is in the row, beside (not in) its own figures.
+    assert second["reflect_calls_shared"] == made == first["calls"]["reflect"]
+    assert second["reflect_tokens_shared"] == sum(
+        e["input_tokens"] + e["output_tokens"] for e in entries
+    )
+    assert second["reflect_seconds_shared"] == pytest.approx(
+        sum(e["seconds"] for e in entries), abs=0.01
+    )
+    # The cached reflections are the ones the model gives: the same playbook without the cache.
+    plain = grid.main([*SMALL, *FIRST_TWO, "--out", str(tmp_path / "off"), "--no-reflection-cache"])
+    unshared = plain["configs"][1]
+    assert _reflect_calls(unshared) == 8 and unshared["reflection_cache"] == "off"
+    assert unshared["playbook"] == second["playbook"]
+    assert not (tmp_path / "off" / "shared" / "tickets-s0-reflections.json").exists()
+    assert "cached: reflections taken from an earlier configuration" in grid.table(
+        record["configs"], record["shared"]
+    )
+
+
+def test_a_changed_reflector_prompt_misses_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = ["--out", str(tmp_path)]
+    grid.main([*SMALL, *FIRST_TWO[:2], "--plot", "", *out])
+    monkeypatch.setattr(
+        prompts, "SMALL_REFLECTOR_SYSTEM", prompts.SMALL_REFLECTOR_SYSTEM + "\nOne more line."
+    )
+    record = grid.main([*SMALL, "--only", "tickets/s0/naive@48", "--plot", "", *out])
+    row = record["configs"][-1]
+    assert row["key"] == "tickets/s0/naive@48"
+    assert _reflect_calls(row) == 8 and row["reflections_cached"] == 0
+    assert row["reflections_stored"] == 8
+    assert len(_cache_file(tmp_path)["entries"]) == 16
+
+
+def test_the_full_profile_never_uses_the_cache(tmp_path: Path) -> None:
+    full = [a if a != "small" else "full" for a in SMALL]
+    record = grid.main([*full, *FIRST_TWO, "--out", str(tmp_path)])
+    for row in record["configs"]:
+        assert row["roles"]["profile"] == "full"
+        assert _reflect_calls(row) == 8
+        assert row["reflections_cached"] == row["reflections_stored"] == 0
+        assert row["reflections_not_cacheable"] == 8
+    assert _cache_file(tmp_path)["entries"] == {}
+
+
+async def test_a_small_reflector_whose_prompt_reads_the_playbook_is_not_cached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def reads_the_playbook(
+        self: SmallRoles, caller: LLMCaller, trace: Trace, playbook: Playbook, stats: CallStats
+    ) -> Reflection | None:
+        messages = prompts.small_reflector_messages(trace)
+        messages.append(HumanMessage(playbook.render_for_llm()))
+        out = await caller.call("combee.reflect", messages, SmallReflectionOut, stats)
+        return None if out is None else out.to_reflection(trace.id)
+
+    monkeypatch.setattr(SmallRoles, "reflect", reads_the_playbook)
+    cache = grid.ReflectionCache(tmp_path / "r.json", model="test")
+    roles = grid.CachingRoles(SmallRoles(), cache, made_by="x")
+    caller = LLMCaller(fake_learner(), CallSettings())
+    playbook = Playbook().apply(
+        [Add(section="strategies", content="When a refund is asked, route to PAY-6K.")], version=1
+    )
+    [trace] = failing_traces(1)
+    stats = CallStats()
+    await roles.active().reflect(caller, trace, playbook.playbook, stats)
+    assert stats.calls["combee.reflect"] == 1
+    assert roles.uncached == 1 and roles.stored == 0 and cache.data.entries == {}
+
+
+def test_a_corrupted_cache_file_is_ignored_with_a_warning(tmp_path: Path) -> None:
+    out = ["--out", str(tmp_path)]
+    grid.main([*SMALL, *FIRST_TWO[:2], "--plot", "", *out])
+    path = tmp_path / "shared" / "tickets-s0-reflections.json"
+    path.write_text('{"version": 1, "entries": {"abc": {"trace_id": ')
+    with pytest.warns(RuntimeWarning, match="unreadable reflection cache ignored"):
+        record = grid.main([*SMALL, "--only", "tickets/s0/naive@48", "--plot", "", *out])
+    row = record["configs"][-1]
+    assert _reflect_calls(row) == 8 and row["reflections_cached"] == 0
+    assert len(_cache_file(tmp_path)["entries"]) == 8  # replaced by a readable one
+
+
+def test_resumption_keeps_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = ["--out", str(tmp_path)]
+
+    def killed(self: Any) -> Any:
+        raise KeyboardInterrupt  # a kill after the learning, before the evaluation
+
+    with monkeypatch.context() as patch:
+        patch.setattr(grid.Combee, "current", killed)
+        with pytest.raises(KeyboardInterrupt):
+            grid.main([*SMALL, *FIRST_TWO, *out])
+    # The configuration was lost, not its reflections (saved after every step).
+    assert len(_cache_file(tmp_path)["entries"]) == 8
+    assert not list((tmp_path / "shared").glob("*.tmp"))
+    record = grid.main([*SMALL, *FIRST_TWO, *out])
+    first, second = record["configs"]
+    # The rerun of the killed configuration and the next one both took them from the file.
+    assert first["reflections_cached"] == second["reflections_cached"] == 8
+    assert _reflect_calls(first) == _reflect_calls(second) == 0
+
+
+def test_the_session_preset_runs_its_configurations_in_order() -> None:
+    keys = [c.key for c in grid.plan(grid.SESSION)]
+    seed0 = ["combee@48", "naive@48", "sequential", "combee@16", "naive@16", "combee@auto"]
+    ablations = ["combee@48-corrections", "combee@48-union", "combee@48-noreplay"]
+    tools = ["combee@48", "naive@48", "sequential", "combee@auto", "combee@16", "naive@16"]
+    large = ["combee@48", "naive@48", "sequential"]
+    assert keys == [
+        *(f"tickets/s0/{n}" for n in [*seed0, *ablations]),
+        *(f"tools/s0/{n}" for n in tools),
+        *(f"tickets/s1/{n}" for n in large),
+        *(f"tickets/s2/{n}" for n in large),
+    ]
+    assert {c.batch_size for c in grid.plan(grid.SESSION) if c.strategy == "sequential"} == {16}
+    # Measured as the full grid: a record of one resumes as the other.
+    args = grid.parse_args(["--size", "session"])
+    assert grid.parameters(args, grid.SESSION) == grid.parameters(args, grid.FULL)
+    assert set(keys) < {c.key for c in grid.plan(grid.FULL)}
+
+
+def test_quick_and_another_size_are_refused() -> None:
+    with pytest.raises(SystemExit):
+        grid.parse_args(["--quick", "--size", "session"])
+    assert grid.parse_args(["--quick"]).size == "quick"
+    assert grid.parse_args([]).size == "full"
+
+
+def test_a_record_from_before_the_roles_option_resumes_as_auto(tmp_path: Path) -> None:
+    grid.main([*TINY, "--out", str(tmp_path), "--max-configs", "1"])
+    path = tmp_path / "grid.json"
+    saved = json.loads(path.read_text())
+    del saved["parameters"]["roles"]
+    path.write_text(json.dumps(saved))
+    record = grid.main([*TINY, "--out", str(tmp_path)])
+    assert [row["key"] for row in record["configs"]] == QUICK_KEYS
+    with pytest.raises(SystemExit, match="use another --out"):
+        grid.main([*TINY, "--out", str(tmp_path), "--roles", "small"])
