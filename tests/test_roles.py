@@ -754,10 +754,16 @@ def test_sharpen_needs_inputs_known_to_need_another_action() -> None:
     # Two inputs, no ground truth, and only one rule: nothing says "order" needs another action.
     same = [_ticket("a", "order Z1 late", None), _ticket("b", "order Z2 late", None)]
     assert rules.sharpen(ops, same) == (ops, 0)
-    # Without ground truth, the rules the other runs gave say what they needed.
-    other = [_add("When order refund, answer FIN-7Q.", "a"), *ops]
-    kept, dropped = rules.sharpen(other, same)
-    assert dropped == 2 and kept == []
+    # Without ground truth, the rules the other runs gave say what they needed: "order"
+    # is in two inputs that needed LOG-5T and one that needed FIN-7Q (one against one
+    # would be a tie, no evidence either way).
+    three = [*same, _ticket("c", "order Z3 late", None)]
+    other = [
+        _add("When order refund, answer FIN-7Q.", "a"),
+        _add("When order processing, answer LOG-5T.", "b", "c"),
+    ]
+    kept, dropped = rules.sharpen(other, three)
+    assert dropped == 1 and kept == other[1:]
 
 
 def test_a_step_reports_the_alternatives_it_dropped_as_vague() -> None:

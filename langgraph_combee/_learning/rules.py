@@ -124,22 +124,29 @@ def input_words(text: str) -> frozenset[str]:
     return situation_words(text)
 
 
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
+# A word as written, in any script: letters and digits, joined by apostrophes or hyphens.
+_TOKEN = re.compile(r"[^\W_](?:[^\W_]|['-])*")
 _SENTENCE_END = re.compile(r"[.!?:]\s*$")
+MAX_KEYWORD_WORDS = 4
+"""Most words one keyword may have: the prompt asks for words, not a copied sentence."""
 
 
 def _proper_nouns(text: str) -> frozenset[str]:
     """Words written capitalised wherever they occur in ``text``, never first in a sentence.
 
-    Names ("Priya", "Friday") are such words; an acronym (all capitals, "GDPR") is not.
+    Names ("Priya", "Friday", "Müller") are such words; an acronym (all capitals,
+    "GDPR") is not.
     """
     capital: set[str] = set()
     other: set[str] = set()
+    end = 0
     for match in _TOKEN.finditer(text):
         word = match.group()
-        start = not text[: match.start()].strip() or bool(
-            _SENTENCE_END.search(text[: match.start()])
-        )
+        # Only the gap since the previous word is read: the text is scanned once
+        # (a long input must not cost a pass per word).
+        gap = text[end : match.start()]
+        start = (end == 0 and not gap.strip()) or bool(_SENTENCE_END.search(gap))
+        end = match.end()
         titled = word[0].isupper() and word[1:].islower()
         if titled and not start:
             capital.add(word.lower())
@@ -149,29 +156,34 @@ def _proper_nouns(text: str) -> frozenset[str]:
 
 
 def _value_like(word: str) -> bool:
-    # An order number or a reference ("Z18288", "A98941"), not a term such as "2FA".
+    # An order number or a reference ("Z18288", "A98941", "NW-1"), not a term such
+    # as "2FA" or "MP3".
     digits = sum(c.isdigit() for c in word)
-    return digits > 0 and digits >= sum(c.isalpha() for c in word)
+    return digits > 0 and (digits >= sum(c.isalpha() for c in word) or "-" in word)
 
 
 def grounded_keywords(keywords: Sequence[str], text: str, *, limit: int = 4) -> list[str]:
     """The keywords that are words of ``text``: every content word of each occurs in it.
 
     A small model asked for words copied from an input also writes words that
-    are not there, names, references and sign-offs: a keyword with a word not
-    in the text, a name (``_proper_nouns``), a value such as an order number, or
-    no content word at all is left out. At most ``limit`` are kept, in order.
+    are not there, names, references, sign-offs and whole sentences: a keyword
+    with a word not in the text, a name (``_proper_nouns``), a value such as an
+    order number, more than ``MAX_KEYWORD_WORDS`` words, or no content word at
+    all is left out. A kept keyword is its words alone, without the punctuation,
+    brackets or symbols around them. At most ``limit`` are kept, in order.
     """
     present = input_words(text)
     names = _proper_nouns(text)
     kept: list[str] = []
     for keyword in keywords:
-        phrase = " ".join(keyword.replace(",", " ").split()).strip(" .;:!?'\"")
-        raw = [w.lower() for w in _TOKEN.findall(phrase)]
+        raw = _TOKEN.findall(keyword)
+        if len(raw) > MAX_KEYWORD_WORDS:
+            continue
+        phrase = " ".join(raw)
         words = situation_words(phrase)
         if not words or not words <= present:
             continue
-        if any(w in names or _value_like(w) for w in raw):
+        if any(w.lower() in names or _value_like(w) for w in raw):
             continue
         if phrase.lower() not in (k.lower() for k in kept):
             kept.append(phrase)
@@ -544,17 +556,28 @@ def resolve_conflicts(playbook: Playbook) -> tuple[list[DeltaOp], list[Conflict]
 
 
 MIN_PRECISION = 0.5
-"""Share of a batch's inputs holding a word that must need the rule's action (more than this)
+"""Share of a batch's inputs holding a word that must need the rule's action (at least this)
 for the word to tell that action apart."""
 
 
-def _needs(trace: Trace, action: str, sources: set[str]) -> bool | None:
-    """Whether the run needed ``action``: from its ground truth, else from the rules it backs."""
-    truth = trace.feedback.ground_truth if trace.feedback is not None else None
+def _truth(trace: Trace) -> str:
+    return (trace.feedback.ground_truth or "").strip() if trace.feedback is not None else ""
+
+
+def _needs(trace: Trace, action: str, sources: set[str], truths: set[str]) -> bool | None:
+    """Whether the run needed ``action``: from its ground truth, else from the rules it backs.
+
+    An action that names no value ("call lookup_order first") is needed by a run
+    whose ground truth is one of the ``truths`` of the runs backing it: rules in
+    other words for one expected behaviour are not evidence against each other.
+    """
+    truth = _truth(trace)
     if truth:
         verdict = followed(action, truth)
         if verdict is not None:
             return verdict
+        if truth in truths:
+            return True
     return True if trace.id in sources else None
 
 
@@ -563,10 +586,11 @@ def sharpen(ops: Sequence[DeltaOp], traces: Sequence[Trace]) -> tuple[list[Delta
 
     For each alternative of a new rule's situation, the words of it that occur in
     the batch's inputs are looked up: an alternative is kept when one of them
-    occurs mostly (over ``MIN_PRECISION``) in inputs that needed the rule's action
-    (by their ground truth, or by the rules their reflections gave), or when
+    occurs at least as often (``MIN_PRECISION``) in inputs that needed the rule's
+    action as in others (by their ground truth, or by the rules their
+    reflections gave), or when
     none of its words occurs in any input (a general term, such as "billing").
-    An alternative whose input words all occur as much in inputs that needed
+    An alternative whose input words all occur more in inputs that needed
     another action ("order management" where every ticket names an order) would
     draw those inputs to this rule, and goes; a rule left with no alternative
     goes too. With fewer than two inputs, or no input known to need another
@@ -595,7 +619,8 @@ def sharpen(ops: Sequence[DeltaOp], traces: Sequence[Trace]) -> tuple[list[Delta
         backing = {
             s for other, r in parsed if same_action(r.action, rule.action) for s in other.sources
         }
-        need = {tid: _needs(by_id[tid], rule.action, backing) for tid in texts}
+        truths = {_truth(by_id[s]) for s in backing if s in by_id} - {""}
+        need = {tid: _needs(by_id[tid], rule.action, backing, truths) for tid in texts}
         for other, r in parsed:
             if same_action(r.action, rule.action):
                 continue
@@ -632,6 +657,7 @@ def _tells_apart(
         if not judged:
             continue
         seen = True
-        if sum(judged) / len(judged) > MIN_PRECISION:
+        # A tie (one input each way, in a small batch) is no evidence the word misleads.
+        if sum(judged) / len(judged) >= MIN_PRECISION:
             return True
     return not seen

@@ -44,8 +44,22 @@ def _loose_str_list(value: Any) -> Any:
     return value
 
 
+def _words_list(value: Any) -> list[str]:
+    # Keywords are optional help: whatever shape a small model writes them in
+    # (a mapping, nested lists, numbers), their strings are taken and the rest is
+    # ignored, so a garbled list never costs the reply its situation and action.
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return [s for item in value for s in _words_list(item)]
+    return []
+
+
 LooseStr = Annotated[str, BeforeValidator(_loose_str)]
 LooseStrList = Annotated[list[str], BeforeValidator(_loose_str_list)]
+WordsList = Annotated[list[str], BeforeValidator(_words_list)]
 
 
 class TagOut(BaseModel):
@@ -116,7 +130,7 @@ class SmallReflectionOut(BaseModel):
     """The small-model reflector's reply: a situation and the action it calls for."""
 
     situation: LooseStr = Field("", description="The kind of input, in a few general words.")
-    keywords: LooseStrList = Field(
+    keywords: WordsList = Field(
         default_factory=list, description="Words of the input that show what kind it is."
     )
     action: LooseStr = Field("", description="What to do or answer in that situation.")
@@ -148,7 +162,7 @@ class SmallReflectionOut(BaseModel):
         # every input: such a rule cannot tell one case from another.
         if not (situation and action and situation_words(situation)):
             return Reflection(trace_id=trace_id)
-        keywords = grounded_keywords(self.keywords, source) if source else []
+        keywords = grounded_keywords([_unwrap(k) for k in self.keywords], source) if source else []
         if keywords:
             situation = join_situations(situation, *keywords)
         insight = Rule(situation, action).text()
