@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
+from langchain_core.messages import BaseMessage
 
-from langgraph_combee import Feedback, Trace
+from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
 from langgraph_combee._core.ops import Add, Remove, Tag, Update
 from langgraph_combee._learning import rules
 from langgraph_combee._learning.schemas import SmallReflectionOut
+from langgraph_combee.testing import FunctionChatModel
 
 SOURCE = "My parcel is late. The courier lost the parcel again."
 
@@ -221,3 +224,60 @@ def test_tool_call_ground_truths_and_value_less_actions_never_raise() -> None:
     ]
     kept, dropped = rules.sharpen(ops, traces)
     assert len(kept) + dropped >= 1
+
+
+# ---------------------------------------------------------------- through Combee.learn
+
+TOPICS = {"parcel": "LOG-5T", "refund": "FIN-7Q", "invoice": "ACC-2M"}
+
+
+def _keyword_learner(keywords: Any) -> FunctionChatModel:
+    """Small-profile replies: the ticket's topic as situation, ``keywords(input)`` as keywords."""
+
+    def reply(messages: list[BaseMessage]) -> str:
+        system, body = str(messages[0].content), str(messages[-1].content)
+        if "You study one run" in system:
+            text = re.search(r'label="input">\n(.*?)\n</untrusted_data>', body, re.S)
+            assert text is not None
+            topic = next(t for t in TOPICS if t in text.group(1))
+            return json.dumps(
+                {
+                    "situation": f"{topic} question",
+                    "keywords": keywords(text.group(1)),
+                    "action": TOPICS[topic],
+                }
+            )
+        if "You are the curator" in system:
+            return json.dumps({"add": sorted(set(re.findall(r"\[(R\d+)\]", body)))})
+        return json.dumps({"drop": []})
+
+    return FunctionChatModel(reply)
+
+
+def _topic_tickets() -> list[Trace]:
+    return [
+        Trace(id=f"t{i}", input=f"About order Z{i}: my {topic} is late", output="GENERAL",
+              feedback=Feedback(correct=False, ground_truth=code))
+        for i, (topic, code) in enumerate([*TOPICS.items(), *TOPICS.items()])
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("strategy", ["sequential", "naive", "combee"])
+def test_every_strategy_sharpens_keywords_on_the_batch(strategy: str) -> None:
+    # "order" and "late" are words of every ticket, whatever its code.
+    combee = Combee(
+        prompt_id=f"kw-{strategy}",
+        model=_keyword_learner(lambda text: ["order", "late", {"x": [None, 3]}]),
+        batch_size=6,
+        strategy=strategy,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
+    report = combee.learn(_topic_tickets())
+    assert sorted(b.content for b in report.playbook.bullets) == [
+        "When invoice question, ACC-2M.",
+        "When parcel question, LOG-5T.",
+        "When refund question, FIN-7Q.",
+    ]
+    # Two alternatives of each of three rules (sequential sees each run's rule once).
+    expected = 12 if strategy == "sequential" else 6
+    assert report.steps[0].vague_alternatives == expected

@@ -201,15 +201,19 @@ async def finish(
     report: StepReport,
     traces: Sequence[Trace] = (),
     stats: CallStats | None = None,
+    batch: Sequence[Trace] | None = None,
 ) -> tuple[Playbook, list[DeltaOp]]:
     """Weigh the evidence, screen ops (guard), apply them, remove discredited and
     contradicted bullets, de-duplicate, promote supported bullets, then budget.
 
     Held ops (policy changes) are left out and listed in ``report.held``.
+    ``batch`` is the step's whole batch when ``traces`` is only part of it (the
+    sequential strategy finishes run by run): situations are sharpened on it.
     """
     # Situations are sharpened on the batch's inputs whatever the corrections switch:
     # it is what a rule matches on, not a correction of an older one.
-    ops, report.vague_alternatives = rules.sharpen(ops, traces)
+    ops, vague = rules.sharpen(ops, traces if batch is None else batch)
+    report.vague_alternatives += vague
     if ctx.corrections:
         ops = _weigh(playbook, ops, traces, report)
     else:
@@ -326,7 +330,14 @@ class SequentialStrategy(Strategy):
                 ops.extend(proposed or [])
             # Even with nothing to reflect on, the run's served outcome is evidence.
             playbook, applied = await finish(
-                ctx, playbook, ops, version=version, report=report, traces=[trace], stats=stats
+                ctx,
+                playbook,
+                ops,
+                version=version,
+                report=report,
+                traces=[trace],
+                stats=stats,
+                batch=traces,
             )
             all_ops.extend(applied)
         return playbook, all_ops, reflections
