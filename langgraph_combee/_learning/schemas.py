@@ -16,6 +16,7 @@ from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
 from langgraph_combee._core.types import BulletTag, Reflection
+from langgraph_combee._learning import guard_rules
 from langgraph_combee._learning.rules import (
     Rule,
     grounded_keywords,
@@ -122,6 +123,19 @@ def _unwrap(text: str) -> str:
     return text
 
 
+def _harmless(keyword: str) -> bool:
+    # A keyword is the end user's text joining a rule's situation. One the guard
+    # refuses or holds (an instruction override, a request to reveal data, a policy
+    # change) would take the whole rule with it, and the honest rules with the same
+    # action folded into it: an attacker's words could stop a case being learned.
+    readings = guard_rules.variants(keyword)
+    return not (
+        guard_rules.find_override(readings)
+        or guard_rules.find_exfiltration(readings)
+        or guard_rules.find_policy_change(keyword)
+    )
+
+
 SHORT_ANSWER_CHARS = 60
 """Expected answers up to this long are stated in a small-model rule when it leaves them out."""
 
@@ -145,8 +159,9 @@ class SmallReflectionOut(BaseModel):
         action that leaves out a short known ground truth becomes
         ``"answer <ground truth>"``, and a situation with no content word (only
         generic request words) gives no rule. The keywords that are words of the
-        run's input (``source``; ``rules.grounded_keywords``) join the situation
-        as alternatives: "When invoice request or receipt, answer ACC-2M.".
+        run's input (``source``; ``rules.grounded_keywords``) and that the guard
+        would not refuse or hold join the situation as alternatives: "When
+        invoice request or receipt, answer ACC-2M.".
         """
         situation = _unwrap(self.situation).rstrip(" :.,")
         situation = re.sub(r"^(?:when|if|for)\s+", "", situation, flags=re.I).replace(",", ";")
@@ -162,7 +177,10 @@ class SmallReflectionOut(BaseModel):
         # every input: such a rule cannot tell one case from another.
         if not (situation and action and situation_words(situation)):
             return Reflection(trace_id=trace_id)
-        keywords = grounded_keywords([_unwrap(k) for k in self.keywords], source) if source else []
+        unwrapped = [_unwrap(k) for k in self.keywords]
+        keywords = (
+            grounded_keywords([k for k in unwrapped if _harmless(k)], source) if source else []
+        )
         if keywords:
             situation = join_situations(situation, *keywords)
         insight = Rule(situation, action).text()
