@@ -800,3 +800,22 @@ def test_a_step_reports_the_alternatives_it_dropped_as_vague() -> None:
         "When refund question, FIN-7Q.",
     ]
     assert report.steps[0].vague_alternatives == 3  # once per distinct rule
+
+
+def test_a_situation_many_runs_named_outlasts_single_keywords_when_a_fold_is_full() -> None:
+    # Found in review: six refund tickets, each "refund request" plus two keywords of
+    # its own, folded into six keywords and lost the situation every run had named.
+    words = ["repayment", "cancelled", "awaiting", "returned", "compensation", "double"]
+    ops = [
+        _add(
+            f"When refund request or {words[i]} or {words[(i + 1) % 6]} item, answer FIN-7Q.",
+            f"t{i}",
+        )
+        for i in range(6)
+    ]
+    (folded,) = rules.fold_actions(ops)
+    assert isinstance(folded, Add)
+    situation = rules.parse_rule(folded.content).situation  # type: ignore[union-attr]
+    parts = rules.alternatives(situation)
+    assert parts[0] == "refund request" and len(parts) == rules.MAX_ALTERNATIVES
+    assert folded.sources == [f"t{i}" for i in range(6)]

@@ -237,15 +237,29 @@ def overlaps(a: str, b: str) -> bool:
 def join_situations(*situations: str) -> str:
     """The situations as one: their alternatives, each once, at most ``MAX_ALTERNATIVES``.
 
-    An alternative the joined situation already covers is left out; past the
-    limit the oldest alternatives go (the latest evidence is kept).
+    An alternative the joined situation already covers is left out. Past the
+    limit, the alternatives named by the most of the situations stay (a case
+    many runs were seen in outlasts one input's keyword), the latest first
+    among equals (the latest evidence is kept).
     """
     kept: list[str] = []
+    support: list[int] = []
     for situation in situations:
+        counted: set[int] = set()
         for alternative in alternatives(situation):
-            if not any(same_situation(alternative, k) for k in kept):
+            at = next((i for i, k in enumerate(kept) if same_situation(alternative, k)), None)
+            if at is None:
                 kept.append(alternative)
-    return " or ".join(kept[-MAX_ALTERNATIVES:])
+                support.append(1)
+                counted.add(len(kept) - 1)
+            elif at not in counted:
+                support[at] += 1
+                counted.add(at)
+    if len(kept) > MAX_ALTERNATIVES:
+        ranked = sorted(range(len(kept)), key=lambda i: (support[i], i), reverse=True)
+        chosen = set(ranked[:MAX_ALTERNATIVES])
+        kept = [k for i, k in enumerate(kept) if i in chosen]
+    return " or ".join(kept)
 
 
 def _norm(text: str) -> str:
@@ -400,24 +414,31 @@ def fold_actions(ops: Sequence[DeltaOp]) -> list[DeltaOp]:
     input seen to need it, is what a small agent applies to new wordings.
     """
     out: list[DeltaOp] = []
-    folded: dict[int, tuple[Add, Rule]] = {}  # position in out -> the rule it holds
+    # position in out -> the first op of its action, and every rule folded into it
+    folded: dict[int, tuple[Add, list[Rule], list[str]]] = {}
     for op in ops:
         rule = parse_rule(op.content) if isinstance(op, Add) else None
         if rule is None:
             out.append(op)
             continue
         assert isinstance(op, Add)
-        at = next((i for i, (_, r) in folded.items() if same_action(r.action, rule.action)), None)
+        at = next(
+            (i for i, (_, held, _) in folded.items() if same_action(held[0].action, rule.action)),
+            None,
+        )
         if at is None:
-            folded[len(out)] = (op, rule)
+            folded[len(out)] = (op, [rule], list(op.sources))
             out.append(op)
             continue
-        first, held = folded[at]
-        merged = Rule(join_situations(held.situation, rule.situation), held.action)
-        sources = list(dict.fromkeys([*first.sources, *op.sources]))
-        joined = Add(section=first.section, content=merged.text(), sources=sources)
-        folded[at] = (joined, merged)
-        out[at] = joined
+        first, held, sources = folded[at]
+        held.append(rule)
+        sources.extend(s for s in op.sources if s not in sources)
+    for at, (first, held, sources) in folded.items():
+        if len(held) == 1:
+            continue
+        # All situations joined at once, so each alternative's support is counted.
+        merged = Rule(join_situations(*(r.situation for r in held)), held[0].action)
+        out[at] = Add(section=first.section, content=merged.text(), sources=sources)
     return out
 
 
