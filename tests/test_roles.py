@@ -819,3 +819,88 @@ def test_a_situation_many_runs_named_outlasts_single_keywords_when_a_fold_is_ful
     parts = rules.alternatives(situation)
     assert parts[0] == "refund request" and len(parts) == rules.MAX_ALTERNATIVES
     assert folded.sources == [f"t{i}" for i in range(6)]
+
+
+def test_the_memory_of_earlier_inputs_shows_a_word_is_shared_when_the_batch_cannot() -> None:
+    # The demo learns four tickets at a time: "blender" (an item two tickets of
+    # different codes named) looked like LOG-5T's word in its own batch.
+    memory = rules.InputMemory(limit=3)
+    memory.remember(
+        [
+            _ticket("old1", "The blender I bought needs a refund.", "FIN-7Q"),
+            _ticket("old2", "Refund the blender please.", "FIN-7Q"),
+            _ticket("old0", "My parcel is late", "LOG-5T"),
+        ]
+    )
+    batch = [_ticket("new", "My parcel with the blender is late.", "LOG-5T")]
+    ops = [_add("When parcel tracking or blender, answer LOG-5T.", "new")]
+    assert rules.sharpen(ops, batch) == (ops, 0)  # one input alone proves nothing
+    kept, dropped = rules.sharpen(ops, batch, memory.items())
+    assert [op.content for op in kept if isinstance(op, Add)] == [
+        "When parcel tracking, answer LOG-5T."
+    ]
+    assert dropped == 1
+    # Bounded: the oldest input goes first; a trace seen again keeps the actions it backed.
+    memory.remember([_ticket("x", "anything", None)], [_add("When anything, answer A-1.", "x")])
+    assert [item.id for item in memory.items()] == ["old2", "old0", "x"]
+    memory.remember([_ticket("x", "anything", None)], [_add("When any, answer B-2.", "x")])
+    assert memory.items()[-1].actions == ("answer B-2", "answer A-1")
+    with pytest.raises(ValueError, match="limit"):
+        rules.InputMemory(limit=-1)
+
+
+def test_a_served_rule_is_narrowed_when_later_inputs_share_one_of_its_alternatives() -> None:
+    pb = _playbook("When parcel tracking or blender, answer LOG-5T.", "When refund, answer FIN-7Q.")
+    memory = rules.seen_inputs(
+        [
+            _ticket("a", "The blender needs a refund.", "FIN-7Q"),
+            _ticket("b", "Refund my blender.", "FIN-7Q"),
+            _ticket("c", "The parcel tracking with my blender is stuck.", "LOG-5T"),
+        ]
+    )
+    ops = rules.sharpen_playbook(pb, memory)
+    assert [(op.type, op.content) for op in ops] == [  # type: ignore[union-attr]
+        ("UPDATE", "When parcel tracking, answer LOG-5T.")
+    ]
+    # A rule proved in service is judged by service, and no rule loses every alternative.
+    proven = _playbook("When parcel tracking or blender, answer LOG-5T.", helpful=3)
+    assert rules.sharpen_playbook(proven, memory) == []
+    lone = _playbook("When blender or the blender, answer LOG-5T.")
+    assert rules.sharpen_playbook(lone, memory) == []
+
+
+def test_steps_of_a_few_traces_learn_situations_on_every_input_seen_so_far() -> None:
+    # The parcel ticket's reflection also names its item; items recur across codes, and
+    # the later refund rules never name it (so no contradiction corrects the first rule).
+    topics = {"parcel": "LOG-5T", "refund": "FIN-7Q"}
+
+    def reply(messages: list[BaseMessage]) -> str:
+        system, body = str(messages[0].content), str(messages[-1].content)
+        if "You study one run" in system:
+            head = body.split("ground_truth")[0].lower()
+            topic = next(t for t in topics if t in head)
+            extra = " or blender" if topic == "parcel" else ""
+            return json.dumps({"situation": f"{topic} question{extra}", "action": topics[topic]})
+        if "You are the curator" in system:
+            return json.dumps({"add": sorted(set(re.findall(r"\[(R\d+)\]", body)))})
+        return json.dumps({"drop": []})
+
+    combee = Combee(
+        prompt_id="memory",
+        model=FunctionChatModel(reply),
+        batch_size=1,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
+    first = combee.learn([_ticket("t0", "My parcel with the blender is late", "LOG-5T")])
+    assert [b.content for b in first.playbook.bullets] == [
+        "When parcel question or blender, LOG-5T."
+    ]
+    # One input each way is a tie, no evidence; a third input that needed FIN-7Q
+    # shows "blender" does not tell LOG-5T's tickets apart, and the served rule narrows.
+    combee.learn([_ticket("t1", "Refund for the blender please", "FIN-7Q")])
+    later = combee.learn([_ticket("t2", "The blender broke, I want a refund", "FIN-7Q")])
+    assert sorted(b.content for b in later.playbook.bullets) == [
+        "When parcel question, LOG-5T.",
+        "When refund question, FIN-7Q.",
+    ]
+    assert later.steps[0].vague_alternatives == 1

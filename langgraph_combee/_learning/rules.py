@@ -20,6 +20,7 @@ tell when two rules speak about the same situation:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -585,50 +586,154 @@ def _truth(trace: Trace) -> str:
     return (trace.feedback.ground_truth or "").strip() if trace.feedback is not None else ""
 
 
-def _needs(trace: Trace, action: str, sources: set[str], truths: set[str]) -> bool | None:
-    """Whether the run needed ``action``: from its ground truth, else from the rules it backs.
+@dataclass(frozen=True)
+class Seen:
+    """One input as evidence of which action it needed.
 
-    An action that names no value ("call lookup_order first") is needed by a run
+    Attributes:
+        id: The trace id.
+        words: The input's content words (``input_words``).
+        truth: Its ground truth, if feedback gave one.
+        actions: The actions of the new rules its reflection backed.
+    """
+
+    id: str
+    words: frozenset[str]
+    truth: str = ""
+    actions: tuple[str, ...] = ()
+
+
+def _rule_actions(ops: Sequence[DeltaOp]) -> dict[str, tuple[str, ...]]:
+    """Trace id -> the actions of the new rules it is a source of."""
+    out: dict[str, list[str]] = {}
+    for op in ops:
+        rule = parse_rule(op.content) if isinstance(op, Add) else None
+        if rule is None:
+            continue
+        assert isinstance(op, Add)
+        for source in op.sources:
+            known = out.setdefault(source, [])
+            if not any(same_action(a, rule.action) for a in known):
+                known.append(rule.action)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def seen_inputs(traces: Iterable[Trace], ops: Sequence[DeltaOp] = ()) -> list[Seen]:
+    """The traces with an input as evidence, with the actions of the ``ops`` they back."""
+    actions = _rule_actions(ops)
+    return [
+        Seen(t.id, input_words(t.input), _truth(t), actions.get(t.id, ()))
+        for t in traces
+        if t.input.strip()
+    ]
+
+
+class InputMemory:
+    """The inputs of a learner's recent steps, kept in memory as evidence for ``sharpen``.
+
+    A step of a few traces (the demo learns four at a time) holds too few
+    inputs to show that a word is shared by cases that need other actions; the
+    inputs of the steps before it do. Bounded (the latest ``limit`` inputs); it
+    is lost with the process, which loses nothing but evidence.
+    """
+
+    def __init__(self, limit: int = 512) -> None:
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit!r}")
+        self.limit = limit
+        self._items: dict[str, Seen] = {}
+
+    def remember(self, traces: Iterable[Trace], ops: Sequence[DeltaOp] = ()) -> None:
+        """Keep the traces' inputs, with the actions of the new rules they backed."""
+        for item in seen_inputs(traces, ops):
+            known = self._items.pop(item.id, None)
+            if known is not None:
+                # A trace seen again (the sequential strategy finishes run by run) keeps
+                # the actions it backed before.
+                extra = [
+                    a for a in known.actions if not any(same_action(a, b) for b in item.actions)
+                ]
+                item = dataclasses.replace(item, actions=(*item.actions, *extra))
+            self._items[item.id] = item
+        while len(self._items) > self.limit:
+            del self._items[next(iter(self._items))]
+
+    def items(self) -> list[Seen]:
+        """The inputs kept, oldest first."""
+        return list(self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def _needs(item: Seen, action: str, sources: set[str], truths: set[str]) -> bool | None:
+    """Whether the input needed ``action``: from its ground truth, else from the rules it backs.
+
+    An action that names no value ("call lookup_order first") is needed by an input
     whose ground truth is one of the ``truths`` of the runs backing it: rules in
     other words for one expected behaviour are not evidence against each other.
     """
-    truth = _truth(trace)
-    if truth:
-        verdict = followed(action, truth)
+    if item.truth:
+        verdict = followed(action, item.truth)
         if verdict is not None:
             return verdict
-        if truth in truths:
+        if item.truth in truths:
             return True
-    return True if trace.id in sources else None
+    if item.id in sources or any(same_action(a, action) for a in item.actions):
+        return True
+    return False if item.actions else None
 
 
-def sharpen(ops: Sequence[DeltaOp], traces: Sequence[Trace]) -> tuple[list[DeltaOp], int]:
-    """New rules without the alternatives the batch's inputs show cannot pick their action.
+def _evidence(
+    traces: Sequence[Trace], ops: Sequence[DeltaOp], memory: Sequence[Seen]
+) -> list[Seen]:
+    batch = seen_inputs(traces, ops)
+    ids = {item.id for item in batch}
+    return [*batch, *(item for item in memory if item.id not in ids)]
+
+
+def _sharp(
+    rule: Rule, sources: set[str], items: Sequence[Seen]
+) -> tuple[list[str], list[str]] | None:
+    """The rule's alternatives kept and dropped; None when no input needed another action."""
+    truths = {item.truth for item in items if item.id in sources} - {""}
+    need = {item.id: _needs(item, rule.action, sources, truths) for item in items}
+    if not any(v is False for v in need.values()):
+        return None
+    texts = {item.id: item.words for item in items}
+    parts = alternatives(rule.situation)
+    kept = [a for a in parts if _tells_apart(a, texts, need)]
+    return kept, [a for a in parts if a not in kept]
+
+
+def sharpen(
+    ops: Sequence[DeltaOp], traces: Sequence[Trace], memory: Sequence[Seen] = ()
+) -> tuple[list[DeltaOp], int]:
+    """New rules without the alternatives the inputs show cannot pick their action.
 
     For each alternative of a new rule's situation, the words of it that occur in
-    the batch's inputs are looked up: an alternative is kept when one of them
-    occurs at least as often (``MIN_PRECISION``) in inputs that needed the rule's
-    action as in others (by their ground truth, or by the rules their
-    reflections gave), or when
-    none of its words occurs in any input (a general term, such as "billing").
-    An alternative whose input words all occur more in inputs that needed
-    another action ("order management" where every ticket names an order) would
-    draw those inputs to this rule, and goes; a rule left with no alternative
-    goes too. With fewer than two inputs, or no input known to need another
-    action, nothing is dropped.
+    the batch's inputs (and those of earlier steps in ``memory``) are looked up:
+    an alternative is kept when one of them occurs at least as often
+    (``MIN_PRECISION``) in inputs that needed the rule's action as in others (by
+    their ground truth, or by the rules their reflections gave), or when none of
+    its words occurs in any input (a general term, such as "billing"). An
+    alternative whose input words all occur more in inputs that needed another
+    action ("order management" where every ticket names an order) would draw
+    those inputs to this rule, and goes; a rule left with no alternative goes
+    too. With fewer than two inputs, or no input known to need another action,
+    nothing is dropped.
 
     Returns:
         The ops, and how many alternatives were dropped (once per distinct rule).
     """
-    texts = {t.id: input_words(t.input) for t in traces if t.input.strip()}
-    if len(texts) < 2:
+    items = _evidence(traces, ops, memory)
+    if len(items) < 2:
         return list(ops), 0
     parsed = [
         (op, rule)
         for op in ops
         if isinstance(op, Add) and (rule := parse_rule(op.content)) is not None
     ]
-    by_id = {t.id: t for t in traces}
     out: list[DeltaOp] = []
     dropped: set[tuple[str, str]] = set()
     for op in ops:
@@ -640,23 +745,16 @@ def sharpen(ops: Sequence[DeltaOp], traces: Sequence[Trace]) -> tuple[list[Delta
         backing = {
             s for other, r in parsed if same_action(r.action, rule.action) for s in other.sources
         }
-        truths = {_truth(by_id[s]) for s in backing if s in by_id} - {""}
-        need = {tid: _needs(by_id[tid], rule.action, backing, truths) for tid in texts}
-        for other, r in parsed:
-            if same_action(r.action, rule.action):
-                continue
-            for source in other.sources:
-                if need.get(source) is None:
-                    need[source] = False
-        if not any(v is False for v in need.values()):
+        verdict = _sharp(rule, backing, items)
+        if verdict is None:
             out.append(op)
             continue
-        kept = [a for a in alternatives(rule.situation) if _tells_apart(a, texts, need)]
+        kept, gone = verdict
         # Copies of one rule (Combee gives each reflection to two curators) count once.
-        dropped.update((op.content, a) for a in alternatives(rule.situation) if a not in kept)
+        dropped.update((op.content, a) for a in gone)
         if not kept:
             continue
-        if len(kept) < len(alternatives(rule.situation)):
+        if gone:
             op = Add(
                 section=op.section,
                 content=Rule(" or ".join(kept), rule.action).text(),
@@ -664,6 +762,32 @@ def sharpen(ops: Sequence[DeltaOp], traces: Sequence[Trace]) -> tuple[list[Delta
             )
         out.append(op)
     return out, len(dropped)
+
+
+def sharpen_playbook(playbook: Playbook, memory: Sequence[Seen]) -> list[DeltaOp]:
+    """UPDATE ops narrowing live rules to the alternatives the inputs seen since still back.
+
+    An alternative learned from a small batch ("blender", an item two tickets
+    happened to name) can turn out, as more inputs come in, to occur as much in
+    inputs that need other actions. The same test as ``sharpen`` narrows such a
+    rule; a rule that proved itself in service, or one that would lose every
+    alternative, is left as it is (service, not word counts, judges it).
+    """
+    if len(memory) < 2:
+        return []
+    out: list[DeltaOp] = []
+    for bullet in playbook.live().bullets:
+        rule = parse_rule(bullet.content)
+        if rule is None or _proven(bullet) or len(alternatives(rule.situation)) < 2:
+            continue
+        verdict = _sharp(rule, set(bullet.provenance), memory)
+        if verdict is None:
+            continue
+        kept, gone = verdict
+        if kept and gone:
+            narrowed = Rule(" or ".join(kept), rule.action).text()
+            out.append(Update(id=bullet.id, content=narrowed))
+    return out
 
 
 def _tells_apart(

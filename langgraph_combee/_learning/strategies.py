@@ -57,6 +57,8 @@ class StepContext:
     # level 2's merge (the plain union of the level-1 proposals).
     corrections: bool = True
     merge: bool = True
+    # The inputs of this learner's earlier steps, evidence for sharpening situations.
+    memory: rules.InputMemory = field(default_factory=rules.InputMemory)
 
 
 @dataclass(frozen=True)
@@ -212,8 +214,16 @@ async def finish(
     """
     # Situations are sharpened on the batch's inputs whatever the corrections switch:
     # it is what a rule matches on, not a correction of an older one.
-    ops, vague = rules.sharpen(ops, traces if batch is None else batch)
+    whole = traces if batch is None else batch
+    earlier = ctx.memory.items()
+    ops, vague = rules.sharpen(ops, whole, earlier)
     report.vague_alternatives += vague
+    ctx.memory.remember(whole, ops)
+    # Rules already served are narrowed too, once the inputs seen since show an
+    # alternative of theirs is shared by cases that need other actions.
+    narrowed = rules.sharpen_playbook(playbook, ctx.memory.items()) if ctx.corrections else []
+    report.vague_alternatives += len(narrowed)
+    ops = [*narrowed, *ops]
     if ctx.corrections:
         ops = _weigh(playbook, ops, traces, report)
     else:
