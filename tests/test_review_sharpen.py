@@ -74,16 +74,16 @@ def test_punctuation_emoji_and_fence_tags_around_a_keyword_stay_out_of_the_situa
     )
 
 
-def test_keywords_in_scripts_without_spaces_never_raise() -> None:
-    # Chinese, Japanese and Arabic inputs: no keyword there is a word the rules can
-    # match on today; the model's own situation still gives the rule.
-    for source, keyword in [
-        ("我的包裹还没有到，已经晚了三天。", "包裹"),
-        ("荷物がまだ届いていません。", "荷物"),
-        ("لم يصل الطرد الخاص بي بعد", "الطرد"),
-        ("📦📦📦 ⏰", "📦"),
+def test_keywords_in_other_scripts_join_the_situation_and_symbols_do_not() -> None:
+    # Chinese, Japanese and Arabic inputs: a keyword the input holds is a word the
+    # rules match on (``tests/test_rules_unicode.py``); emoji are no words.
+    for source, keyword, expected in [
+        ("我的包裹还没有到，已经晚了三天。", "包裹", "When delivery delay or 包裹, answer LOG-5T."),
+        ("荷物がまだ届いていません。", "荷物", "When delivery delay or 荷物, answer LOG-5T."),
+        ("لم يصل الطرد الخاص بي بعد", "الطرد", "When delivery delay or الطرد, answer LOG-5T."),
+        ("📦📦📦 ⏰", "📦", "When delivery delay, answer LOG-5T."),
     ]:
-        assert _insight([keyword, "parcel"], source) == "When delivery delay, answer LOG-5T."
+        assert _insight([keyword, "parcel"], source) == expected
 
 
 def test_names_written_with_letters_outside_ascii_are_names() -> None:

@@ -21,6 +21,7 @@ tell when two rules speak about the same situation:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -28,12 +29,13 @@ from dataclasses import dataclass
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Bullet, Playbook
 from langgraph_combee._core.types import Trace
+from langgraph_combee._learning import words as _words
 
 _RULE = re.compile(
     r"^\s*(?:when|if|for)\s+(?P<situation>[^,]+?),\s*(?P<action>.+?)\s*$", re.I | re.S
 )
-_WORD = re.compile(r"[a-z0-9]+")
 # Words that say nothing about which case a situation is (generic request words).
+# English only: in other languages every word counts as a content word.
 _STOP = frozenset(
     [
         "a",
@@ -159,10 +161,20 @@ def parse_rule(text: str) -> Rule | None:
 
 
 def situation_words(situation: str) -> frozenset[str]:
-    """The situation's content words (stop words and generic request words left out)."""
-    # Single letters are left out too (the "s" of "user's"); digits are kept.
-    words = (_stem(w) for w in _WORD.findall(situation.lower()) if len(w) > 1 or w.isdigit())
-    return frozenset(w for w in words if w not in _STOP)
+    """The situation's content words (stop words and generic request words left out).
+
+    Words of any script count (``words.words``: case-folded, accents kept, scripts
+    without spaces as pairs of characters). Plurals and -ing forms are matched
+    to their stem, and stop words left out, in English (ASCII words) only.
+    """
+    # Single letters are left out too (the "s" of "user's", the "l" of "l'offre"),
+    # but not a character of a script without spaces, which can be a word alone.
+    found = (
+        _stem(w) if w.isascii() else w
+        for w in _words.words(situation)
+        if len(w) > 1 or w.isdigit() or _words.is_unspaced(w)
+    )
+    return frozenset(w for w in found if w not in _STOP)
 
 
 def input_words(text: str) -> frozenset[str]:
@@ -170,23 +182,24 @@ def input_words(text: str) -> frozenset[str]:
     return situation_words(text)
 
 
-# A word as written, in any script: letters and digits, joined by apostrophes or hyphens.
-_TOKEN = re.compile(r"[^\W_](?:[^\W_]|['-])*")
 _SENTENCE_END = re.compile(r"[.!?:]\s*$")
 MAX_KEYWORD_WORDS = 4
-"""Most words one keyword may have: the prompt asks for words, not a copied sentence."""
+"""Most words one keyword may have: the prompt asks for words, not a copied sentence.
+
+In a script without spaces, a word is counted per ``words.CHARS_PER_WORD`` characters."""
 
 
 def _proper_nouns(text: str) -> frozenset[str]:
     """Words written capitalised wherever they occur in ``text``, never first in a sentence.
 
     Names ("Priya", "Friday", "Müller") are such words; an acronym (all capitals,
-    "GDPR") is not.
+    "GDPR") is not. Scripts without case (Arabic, Chinese, Hindi...) have no such
+    words: no name is found in them.
     """
     capital: set[str] = set()
     other: set[str] = set()
     end = 0
-    for match in _TOKEN.finditer(text):
+    for match in _words.tokens(text):
         word = match.group()
         # Only the gap since the previous word is read: the text is scanned once
         # (a long input must not cost a pass per word).
@@ -222,8 +235,8 @@ def grounded_keywords(keywords: Sequence[str], text: str, *, limit: int = 4) -> 
     names = _proper_nouns(text)
     kept: list[str] = []
     for keyword in keywords:
-        raw = _TOKEN.findall(keyword)
-        if len(raw) > MAX_KEYWORD_WORDS:
+        raw = [m.group() for m in _words.tokens(keyword)]
+        if sum(_words.word_count(w) for w in raw) > MAX_KEYWORD_WORDS:
             continue
         phrase = " ".join(raw)
         words = situation_words(phrase)
@@ -308,8 +321,11 @@ def join_situations(*situations: str) -> str:
     return " or ".join(kept)
 
 
+# Actions are compared pairwise (``sharpen`` compares every new rule's action with
+# every other's): the few distinct actions of a step are read once each.
+@functools.lru_cache(maxsize=4096)
 def _norm(text: str) -> str:
-    return " ".join(_WORD.findall(text.lower()))
+    return _words.normalised(text)
 
 
 def same_action(a: str, b: str) -> bool:
