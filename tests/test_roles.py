@@ -904,3 +904,19 @@ def test_steps_of_a_few_traces_learn_situations_on_every_input_seen_so_far() -> 
         "When refund question, FIN-7Q.",
     ]
     assert later.steps[0].vague_alternatives == 1
+
+
+def test_words_that_mark_a_case_only_together_keep_their_alternative() -> None:
+    # Each word of "a0 run 12" is in inputs needing other answers; the three together
+    # are only in the input that needed A0-12 (the replica test's lookup rules).
+    traces = [
+        _ticket("x", "a0 run 12 hello", "A0-12"),
+        _ticket("y", "a0 run 13 hello", "A0-13"),
+        _ticket("w", "a0 run 14 hello", "A0-14"),
+        _ticket("z", "a1 run 12 hello", "A1-12"),
+    ]
+    ops = [_add("When a0 run 12, answer A0-12.", "x"), _add("When a0 run, answer A0-13.", "y")]
+    kept, dropped = rules.sharpen(ops, traces)
+    # "a0 run" is in three inputs that needed three answers: it goes.
+    assert [op.content for op in kept if isinstance(op, Add)] == ["When a0 run 12, answer A0-12."]
+    assert dropped == 1

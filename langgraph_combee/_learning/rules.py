@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -703,10 +704,17 @@ class InputMemory:
             raise ValueError(f"limit must be >= 0, got {limit!r}")
         self.limit = limit
         self._items: dict[str, Seen] = {}
+        # learn() in one thread and the background learner in another may share an engine.
+        self._lock = threading.Lock()
 
     def remember(self, traces: Iterable[Trace], ops: Sequence[DeltaOp] = ()) -> None:
         """Keep the traces' inputs, with the actions of the new rules they backed."""
-        for item in seen_inputs(traces, ops):
+        seen = seen_inputs(traces, ops)
+        with self._lock:
+            self._keep(seen)
+
+    def _keep(self, seen: Sequence[Seen]) -> None:
+        for item in seen:
             known = self._items.pop(item.id, None)
             if known is not None:
                 # A trace seen again (the sequential strategy finishes run by run) keeps
@@ -721,10 +729,12 @@ class InputMemory:
 
     def items(self) -> list[Seen]:
         """The inputs kept, oldest first."""
-        return list(self._items.values())
+        with self._lock:
+            return list(self._items.values())
 
     def __len__(self) -> int:
-        return len(self._items)
+        with self._lock:
+            return len(self._items)
 
 
 def _needs(item: Seen, action: str, sources: set[str], truths: set[str]) -> bool | None:
@@ -854,16 +864,32 @@ def sharpen_playbook(playbook: Playbook, memory: Sequence[Seen]) -> list[DeltaOp
 def _tells_apart(
     alternative: str, texts: dict[str, frozenset[str]], need: dict[str, bool | None]
 ) -> bool:
+    """Whether a word of the alternative, or all its words together, mostly mark inputs
+    that needed the action; True as well when none of its words occurs in a judged input."""
+    wanted = situation_words(alternative)
+
+    def telling(judged: list[bool]) -> bool:
+        # A tie (one input each way, in a small batch) is no evidence the word misleads.
+        return bool(judged) and sum(judged) / len(judged) >= MIN_PRECISION
+
+    # The conjunction is over the words that occur in inputs at all ("the input starts
+    # like 'a0 run 12'": "start" and "like" are the rule's, not the inputs').
+    present = {w for w in wanted if any(w in words for words in texts.values())}
+    # Inputs whose need is unknown (no ground truth, no rule from them) say nothing.
+    together = [
+        v for tid, words in texts.items() if present <= words and (v := need[tid]) is not None
+    ]
+    if len(present) > 1 and telling(together):
+        # "a0 run 12": each word is in many inputs, the three together in this case's only.
+        return True
     seen = False
-    for word in situation_words(alternative):
-        # Inputs whose need is unknown (no ground truth, no rule from them) say nothing.
+    for word in wanted:
         judged = [
             v for tid, words in texts.items() if word in words and (v := need[tid]) is not None
         ]
         if not judged:
             continue
         seen = True
-        # A tie (one input each way, in a small batch) is no evidence the word misleads.
-        if sum(judged) / len(judged) >= MIN_PRECISION:
+        if telling(judged):
             return True
     return not seen
