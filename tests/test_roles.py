@@ -858,15 +858,15 @@ def test_a_served_rule_is_narrowed_when_later_inputs_share_one_of_its_alternativ
             _ticket("c", "The parcel tracking with my blender is stuck.", "LOG-5T"),
         ]
     )
-    ops = rules.sharpen_playbook(pb, memory)
+    ops, _ = rules.sharpen_playbook(pb, memory)
     assert [(op.type, op.content) for op in ops] == [  # type: ignore[union-attr]
         ("UPDATE", "When parcel tracking, answer LOG-5T.")
     ]
     # A rule proved in service is judged by service, and no rule loses every alternative.
     proven = _playbook("When parcel tracking or blender, answer LOG-5T.", helpful=3)
-    assert rules.sharpen_playbook(proven, memory) == []
+    assert rules.sharpen_playbook(proven, memory) == ([], 0)
     lone = _playbook("When blender or the blender, answer LOG-5T.")
-    assert rules.sharpen_playbook(lone, memory) == []
+    assert rules.sharpen_playbook(lone, memory) == ([], 0)
 
 
 def test_steps_of_a_few_traces_learn_situations_on_every_input_seen_so_far() -> None:

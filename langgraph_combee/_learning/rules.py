@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Bullet, Playbook
 from langgraph_combee._core.types import Trace
+from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._learning import words as _words
 
 _RULE = re.compile(
@@ -700,8 +701,8 @@ class InputMemory:
     """
 
     def __init__(self, limit: int = 512) -> None:
-        if limit < 0:
-            raise ValueError(f"limit must be >= 0, got {limit!r}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ConfigurationError("limit", limit, "an int >= 0")
         self.limit = limit
         self._items: dict[str, Seen] = {}
         # learn() in one thread and the background learner in another may share an engine.
@@ -764,16 +765,20 @@ def _evidence(
 
 
 def _sharp(
-    rule: Rule, sources: set[str], items: Sequence[Seen]
+    rule: Rule, sources: set[str], items: Sequence[Seen], *, against: int = 1
 ) -> tuple[list[str], list[str]] | None:
-    """The rule's alternatives kept and dropped; None when no input needed another action."""
+    """The rule's alternatives kept and dropped; None when no input needed another action.
+
+    An alternative goes only when at least ``against`` inputs holding its words
+    needed another action.
+    """
     truths = {item.truth for item in items if item.id in sources} - {""}
     need = {item.id: _needs(item, rule.action, sources, truths) for item in items}
     if not any(v is False for v in need.values()):
         return None
     texts = {item.id: item.words for item in items}
     parts = alternatives(rule.situation)
-    kept = [a for a in parts if _tells_apart(a, texts, need)]
+    kept = [a for a in parts if _tells_apart(a, texts, need, against=against)]
     return kept, [a for a in parts if a not in kept]
 
 
@@ -835,41 +840,61 @@ def sharpen(
     return out, len(dropped)
 
 
-def sharpen_playbook(playbook: Playbook, memory: Sequence[Seen]) -> list[DeltaOp]:
+MIN_AGAINST_SERVED = 2
+"""Inputs needing another action it takes to drop an alternative of a served rule."""
+
+
+def sharpen_playbook(playbook: Playbook, memory: Sequence[Seen]) -> tuple[list[DeltaOp], int]:
     """UPDATE ops narrowing live rules to the alternatives the inputs seen since still back.
 
     An alternative learned from a small batch ("blender", an item two tickets
     happened to name) can turn out, as more inputs come in, to occur as much in
     inputs that need other actions. The same test as ``sharpen`` narrows such a
-    rule; a rule that proved itself in service, or one that would lose every
-    alternative, is left as it is (service, not word counts, judges it).
+    rule, with one more condition: at least ``MIN_AGAINST_SERVED`` inputs holding
+    the alternative's words needed another action. A new rule's own input is in
+    its batch, so one contrary input there is a tie; a served rule's inputs may
+    have left the memory (or the process restarted), and one contrary input
+    alone is noise. A rule that proved itself in service, or one that would
+    lose every alternative, is left as it is (service, not word counts, judges it).
+
+    Returns:
+        The UPDATE ops, and how many alternatives they drop.
     """
     if len(memory) < 2:
-        return []
+        return [], 0
     out: list[DeltaOp] = []
+    dropped = 0
     for bullet in playbook.live().bullets:
         rule = parse_rule(bullet.content)
         if rule is None or _proven(bullet) or len(alternatives(rule.situation)) < 2:
             continue
-        verdict = _sharp(rule, set(bullet.provenance), memory)
+        verdict = _sharp(rule, set(bullet.provenance), memory, against=MIN_AGAINST_SERVED)
         if verdict is None:
             continue
         kept, gone = verdict
         if kept and gone:
             narrowed = Rule(" or ".join(kept), rule.action).text()
             out.append(Update(id=bullet.id, content=narrowed))
-    return out
+            dropped += len(gone)
+    return out, dropped
 
 
 def _tells_apart(
-    alternative: str, texts: dict[str, frozenset[str]], need: dict[str, bool | None]
+    alternative: str,
+    texts: dict[str, frozenset[str]],
+    need: dict[str, bool | None],
+    *,
+    against: int = 1,
 ) -> bool:
     """Whether a word of the alternative, or all its words together, mostly mark inputs
-    that needed the action; True as well when none of its words occurs in a judged input."""
+    that needed the action; True as well when none of its words occurs in a judged input,
+    or fewer than ``against`` such inputs needed another action."""
     wanted = situation_words(alternative)
 
     def telling(judged: list[bool]) -> bool:
         # A tie (one input each way, in a small batch) is no evidence the word misleads.
+        if judged and judged.count(False) < against:
+            return True
         return bool(judged) and sum(judged) / len(judged) >= MIN_PRECISION
 
     # The conjunction is over the words that occur in inputs at all ("the input starts

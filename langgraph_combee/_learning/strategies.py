@@ -162,20 +162,29 @@ async def curate(
 
 
 def _weigh(
-    playbook: Playbook, ops: Sequence[DeltaOp], traces: Sequence[Trace], report: StepReport
+    playbook: Playbook,
+    narrowed: Sequence[DeltaOp],
+    ops: Sequence[DeltaOp],
+    traces: Sequence[Trace],
+    report: StepReport,
+    version: int,
 ) -> list[DeltaOp]:
-    """Served-outcome verdicts first, then the new rules settled among themselves, those
-    with one action folded into one rule, and all reconciled with the playbook
-    (``rules``), conflicts recorded in the report."""
+    """Served-outcome verdicts first, then the live rules ``narrowed`` by the memory, then
+    the new rules settled among themselves, those with one action folded into one rule,
+    and all reconciled with the playbook as narrowed (``rules``), conflicts recorded in
+    the report."""
     served = rules.served_tags(playbook, traces)
     for tag in served:
         assert isinstance(tag, Tag)
         report.served_helpful += tag.helpful
         report.served_harmful += tag.harmful
     settled, batch_conflicts = rules.settle_batch(list(ops))
-    reconciled, playbook_conflicts = rules.reconcile(playbook, rules.fold_actions(settled))
+    # Reconcile's UPDATE of a bullet carries its whole new text and comes after the
+    # narrowing: built on the text before it, it would put the dropped alternatives back.
+    basis = playbook.apply(narrowed, version=version).playbook if narrowed else playbook
+    reconciled, playbook_conflicts = rules.reconcile(basis, rules.fold_actions(settled))
     report.conflicts.extend(c.describe() for c in [*batch_conflicts, *playbook_conflicts])
-    return [*served, *reconciled]
+    return [*served, *narrowed, *reconciled]
 
 
 def _clean(playbook: Playbook, version: int, report: StepReport) -> tuple[Playbook, list[DeltaOp]]:
@@ -221,11 +230,10 @@ async def finish(
     ctx.memory.remember(whole, ops)
     # Rules already served are narrowed too, once the inputs seen since show an
     # alternative of theirs is shared by cases that need other actions.
-    narrowed = rules.sharpen_playbook(playbook, ctx.memory.items()) if ctx.corrections else []
-    report.vague_alternatives += len(narrowed)
-    ops = [*narrowed, *ops]
     if ctx.corrections:
-        ops = _weigh(playbook, ops, traces, report)
+        narrowed, dropped = rules.sharpen_playbook(playbook, ctx.memory.items())
+        report.vague_alternatives += dropped
+        ops = _weigh(playbook, narrowed, ops, traces, report, version)
     else:
         ops = [op for op in ops if isinstance(op, Add)]
     guard = ctx.guard
