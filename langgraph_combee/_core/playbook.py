@@ -16,7 +16,6 @@ from pydantic import BaseModel, Field
 
 from langgraph_combee._core.evidence import ReplayEvidence
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
-from langgraph_combee._core.rule_text import compact
 from langgraph_combee._core.tokens import estimate_tokens
 
 # ACE's default sections, with the short slugs used in bullet ids.
@@ -105,15 +104,8 @@ class Bullet(BaseModel):
         return self.helpful - self.harmful
 
     def render(self, *, ids: bool = False) -> str:
-        """Return the bullet as one line of the rendered playbook (with its id if ``ids``).
-
-        The agent's line (``ids=False``) of a rule that answers a value is dense,
-        ``- A, B: X`` for ``When A or B, answer X.`` (``rule_text.compact``); a
-        reviewer's line keeps the rule as learned.
-        """
-        if ids:
-            return f"- [{self.id}] {self.content}"
-        return f"- {compact(self.content) or self.content}"
+        """Return the bullet as one line of the rendered playbook (with its id if ``ids``)."""
+        return f"- [{self.id}] {self.content}" if ids else f"- {self.content}"
 
 
 @dataclass(frozen=True)

@@ -29,13 +29,13 @@ from dataclasses import dataclass
 
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Bullet, Playbook
-from langgraph_combee._core.rule_text import Rule as Rule
-from langgraph_combee._core.rule_text import alternatives as alternatives
-from langgraph_combee._core.rule_text import parse_rule as parse_rule
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._learning import words as _words
 
+_RULE = re.compile(
+    r"^\s*(?:when|if|for)\s+(?P<situation>[^,]+?),\s*(?P<action>.+?)\s*$", re.I | re.S
+)
 # Words that say nothing about which case a situation is (generic request words).
 # English only: in other languages every word counts as a content word.
 _STOP = frozenset(
@@ -140,6 +140,26 @@ SAME_SITUATION = 0.8
 """Word overlap (Jaccard) at which two situations are one: nearly all their words shared."""
 MIN_HARMFUL = 2
 """Harmful verdicts a bullet needs (and more than its helpful ones) to be removed."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule split into the situation it applies to and the action it asks for."""
+
+    situation: str
+    action: str
+
+    def text(self) -> str:
+        """The rule as a playbook line: ``When <situation>, <action>.``."""
+        return f"When {self.situation}, {self.action.rstrip('.')}."
+
+
+def parse_rule(text: str) -> Rule | None:
+    """Split ``"When <situation>, <action>."`` into its parts; None for other text."""
+    match = _RULE.match(text)
+    if match is None:
+        return None
+    return Rule(match["situation"].strip(), match["action"].strip().rstrip("."))
 
 
 def situation_words(situation: str) -> frozenset[str]:
@@ -261,6 +281,13 @@ def same_situation(a: str, b: str) -> bool:
 
 MAX_ALTERNATIVES = 6
 """Most alternatives one rule's situation keeps when rules with one action are folded."""
+_ALTERNATIVE = re.compile(r"\s+or\s+|\s*;\s*", re.I)
+
+
+def alternatives(situation: str) -> list[str]:
+    """The alternatives of a situation: ``"A or B; C"`` -> ``["A", "B", "C"]``."""
+    parts = [p.strip() for p in _ALTERNATIVE.split(situation)]
+    return [p for p in parts if p] or [situation.strip()]
 
 
 def overlaps(a: str, b: str) -> bool:
