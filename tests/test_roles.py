@@ -920,3 +920,12 @@ def test_words_that_mark_a_case_only_together_keep_their_alternative() -> None:
     # "a0 run" is in three inputs that needed three answers: it goes.
     assert [op.content for op in kept if isinstance(op, Add)] == ["When a0 run 12, answer A0-12."]
     assert dropped == 1
+
+
+def test_an_acronym_spelled_like_a_stop_word_is_a_content_word() -> None:
+    # Found in review: "shipping to the US" lost "US" ("us" is a stop word).
+    assert rules.situation_words("shipping to the US") == {"shipp", "us"}
+    assert rules.situation_words("IT support") == {"it", "support"}
+    assert rules.situation_words("send it to us") == {"send"}
+    # Text written all in capitals says nothing by its capitals.
+    assert rules.situation_words("WHERE IS MY PARCEL") == {"parcel"}

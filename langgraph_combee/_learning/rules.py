@@ -176,7 +176,25 @@ def situation_words(situation: str) -> frozenset[str]:
         for w in _words.words(situation)
         if len(w) > 1 or w.isdigit() or _words.is_unspaced(w)
     )
-    return frozenset(w for w in found if w not in _STOP)
+    kept = list(found)
+    if not any(w in _STOP for w in kept):
+        return frozenset(kept)
+    acronyms = _acronyms(situation)
+    return frozenset(w for w in kept if w not in _STOP or w in acronyms)
+
+
+def _acronyms(text: str) -> frozenset[str]:
+    """Stop words written in capitals in mixed-case text: "US", "IT", "WHO" are names there.
+
+    In text written all in capitals ("WHERE IS MY PARCEL") capitals say nothing.
+    """
+    if not any(c.islower() for c in text):
+        return frozenset()
+    return frozenset(
+        m.group().casefold()
+        for m in _words.tokens(text)
+        if len(m.group()) > 1 and m.group().isupper() and m.group().casefold() in _STOP
+    )
 
 
 def input_words(text: str) -> frozenset[str]:
