@@ -14,6 +14,7 @@ import concurrent.futures
 import contextlib
 import copy
 import logging
+import threading
 import uuid
 import weakref
 from collections.abc import (
@@ -400,6 +401,9 @@ class Combee:
             on_version=serving.on_version,
         )
         self._engines: dict[str | None, LearningEngine] = {}
+        # learn() in one thread and the background learner in another may ask for a new
+        # tenant's engine at once; each tenant must get one (its evidence memory is in it).
+        self._engines_lock = threading.Lock()
         self._registries: dict[str | None, PromptRegistry] = {}
         self._owned: contextlib.ExitStack | None = None  # a store from_conn_string opened
         self._stepper, self._learner_parts = _build_learner(
@@ -618,6 +622,13 @@ class Combee:
             raise ConfigurationError(
                 "model", None, "a learner model to learn with (Combee(model=...))"
             )
+        engine = self._engines.get(tenant)
+        if engine is not None:
+            return engine
+        with self._engines_lock:
+            return self._new_engine(tenant, self.model)
+
+    def _new_engine(self, tenant: str | None, model: BaseChatModel) -> LearningEngine:
         if tenant not in self._engines:
             metadata = {"combee_prompt_id": self.prompt_id}
             if tenant is not None:
@@ -628,7 +639,7 @@ class Combee:
                 copy.deepcopy(template) if isinstance(template, BatchSizeController) else None
             )
             self._engines[tenant] = LearningEngine(
-                self.model,
+                model,
                 strategy=self._strategy,
                 batch_size="auto" if controller is not None else cast("BatchSize", template),
                 controller=controller,
