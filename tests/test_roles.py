@@ -929,3 +929,61 @@ def test_an_acronym_spelled_like_a_stop_word_is_a_content_word() -> None:
     assert rules.situation_words("send it to us") == {"send"}
     # Text written all in capitals says nothing by its capitals.
     assert rules.situation_words("WHERE IS MY PARCEL") == {"parcel"}
+
+
+def test_a_value_the_runs_input_holds_is_made_general_in_the_rules_action() -> None:
+    from langgraph_combee._learning.schemas import SmallReflectionOut
+
+    # Seen on the 1.5B on the tool task: each rule carried its run's order id, so no
+    # two late-parcel rules had one action and none fitted another order.
+    late = SmallReflectionOut(situation="late parcel", action="whatever")
+    one = late.to_reflection(
+        "a",
+        ground_truth="send_voucher(order_id='NW-45858', code='SORRY10')",
+        source="I am still waiting for the tent from order NW-45858.",
+    )
+    two = late.to_reflection(
+        "b",
+        ground_truth="send_voucher(order_id='NW-12345', code='SORRY10')",
+        source="Order NW-12345 is late, nothing moves.",
+    )
+    assert (
+        one.key_insight
+        == two.key_insight
+        == (
+            "When late parcel, make the calls send_voucher(order_id='<as in the input>', "
+            "code='SORRY10')."
+        )
+    )
+    folded = rules.fold_actions([_add(one.key_insight, "a"), _add(two.key_insight, "b")])
+    assert len(folded) == 1
+    # The house value stays a value the served-outcome evidence can check; the
+    # placeholder is none.
+    action = rules.parse_rule(one.key_insight).action  # type: ignore[union-attr]
+    assert rules.action_values(action) == {"SORRY10"}
+    assert rules.followed(action, "send_voucher(order_id='NW-1', code='SORRY10')") is True
+    # A value the input does not hold is the rule's own; a plain answer is unchanged.
+    code = SmallReflectionOut(situation="refund", action="answer FIN-7Q")
+    assert code.to_reflection(
+        "c", ground_truth="FIN-7Q", source="refund order Z12"
+    ).key_insight == ("When refund, answer FIN-7Q.")
+
+
+def test_only_a_whole_value_of_the_input_is_made_general() -> None:
+    from langgraph_combee._learning.schemas import SmallReflectionOut
+
+    out = SmallReflectionOut(situation="ticket three", action="answer T-3")
+    # "T-3" is not the "3" of "ticket 3", and "18440" is not written in "EUR 184.40".
+    assert out.to_reflection("t", ground_truth="T-3", source="ticket 3 says hello").key_insight == (
+        "When ticket three, answer T-3."
+    )
+    refund = SmallReflectionOut(situation="money back", action="x")
+    insight = refund.to_reflection(
+        "r",
+        ground_truth="issue_refund(order_id='NW-9', amount='18440')",
+        source="Money back for order NW-9 please, it was EUR 184.40.",
+    ).key_insight
+    assert insight == (
+        "When money back, make the calls issue_refund(order_id='<as in the input>', "
+        "amount='18440')."
+    )

@@ -362,12 +362,19 @@ def same_action(a: str, b: str) -> bool:
     return _norm(a) == _norm(b)
 
 
+FROM_INPUT = "<as in the input>"
+"""What a value copied from the run's input reads as in a learned action (no value itself)."""
+
+
 def action_values(action: str) -> frozenset[str]:
-    """The specific values an action names (codes, numbers, quoted strings)."""
+    """The specific values an action names (codes, numbers, quoted strings).
+
+    ``FROM_INPUT`` stands for each run's own value, so it is none.
+    """
     found = set()
     for quoted, token in _VALUE.findall(action):
         value = (quoted or token).strip()
-        if value:
+        if value and value != FROM_INPUT:
             found.add(value)
     return frozenset(found)
 

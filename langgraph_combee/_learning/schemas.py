@@ -18,6 +18,7 @@ from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
 from langgraph_combee._core.types import BulletTag, Reflection
 from langgraph_combee._learning import guard_rules
 from langgraph_combee._learning.rules import (
+    FROM_INPUT,
     Rule,
     grounded_keywords,
     join_situations,
@@ -136,6 +137,37 @@ def _harmless(keyword: str) -> bool:
     )
 
 
+_INPUT_VALUE = re.compile(r"['\"`]([^'\"`\n]{1,60})['\"`]|(?<![\w-])([\w-]*\d[\w-]*)(?![\w-])")
+_CALLS = re.compile(r"^answer\s+(?P<calls>\w+\(.*\)(?:\s*;\s*\w+\(.*\))*)$", re.S)
+
+
+def _general_action(action: str, source: str) -> str:
+    """The action with the run's own values (an order id the input names) made general.
+
+    Seen on the 1.5B on a tool task: every rule answered with its run's expected
+    calls, order id included (``send_voucher(order_id='NW-45858', code='SORRY10')``),
+    so no two runs' rules had one action and none fitted another order. A value
+    the input holds verbatim is the input's, not the rule's; a value it does not
+    hold (``SORRY10``, a house value) stays. An answer that is a list of calls
+    reads as calls to make.
+    """
+
+    def general(match: re.Match[str]) -> str:
+        value = match.group(1) or match.group(2)
+        if not value or not re.search(r"\d", value):
+            return match.group(0)
+        # The whole value, as a word of the input: "T-3" is not the "3" of "ticket 3".
+        if re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", source) is None:
+            return match.group(0)
+        return match.group(0).replace(value, FROM_INPUT)
+
+    out = _INPUT_VALUE.sub(general, action)
+    calls = _CALLS.match(out)
+    if calls is not None and out != action:
+        out = f"make the calls {calls['calls']}"
+    return out
+
+
 SHORT_ANSWER_CHARS = 60
 """Expected answers up to this long are stated in a small-model rule when it leaves them out."""
 
@@ -173,6 +205,8 @@ class SmallReflectionOut(BaseModel):
         short = len(truth) <= SHORT_ANSWER_CHARS and "\n" not in truth
         if truth and short and truth.lower() not in action.lower():
             action = f"answer {truth}"
+        if source:
+            action = _general_action(action, source)
         # A situation of generic words only ("question", "the user's request") fits
         # every input: such a rule cannot tell one case from another.
         if not (situation and action and situation_words(situation)):
