@@ -951,7 +951,7 @@ def test_a_value_the_runs_input_holds_is_made_general_in_the_rules_action() -> N
         one.key_insight
         == two.key_insight
         == (
-            "When late parcel, make the calls send_voucher(order_id='<as in the input>', "
+            "When late parcel, make the calls send_voucher(order_id='the value in the input', "
             "code='SORRY10')."
         )
     )
@@ -984,6 +984,47 @@ def test_only_a_whole_value_of_the_input_is_made_general() -> None:
         source="Money back for order NW-9 please, it was EUR 184.40.",
     ).key_insight
     assert insight == (
-        "When money back, make the calls issue_refund(order_id='<as in the input>', "
+        "When money back, make the calls issue_refund(order_id='the value in the input', "
         "amount='18440')."
     )
+
+
+def test_a_tool_rule_made_general_is_learned_not_quarantined() -> None:
+    # The first placeholder ("<as in the input>") read as a markup tag to the guard,
+    # which quarantined every tool-task rule: the 1.5B learned nothing on the tool task.
+    late = "I am waiting for the tent from order NW-64350, no tracking."
+    courier = "Order NW-84465: the courier left my tent in the rain."
+    cases = [
+        (late, "send_voucher(order_id='NW-64350', code='SORRY10')", "late parcel"),
+        (
+            courier,
+            "lookup_order(order_id='NW-84465'); open_case(order_id='NW-84465', queue='LOG-8W')",
+            "courier complaint",
+        ),
+    ]
+
+    def reply(messages: list[BaseMessage]) -> str:
+        system, body = str(messages[0].content), str(messages[-1].content)
+        if "You study one run" in system:
+            text, truth, situation = next(c for c in cases if c[0] in body)
+            return json.dumps({"situation": situation, "action": f"answer {truth}"})
+        if "You are the curator" in system:
+            return json.dumps({"add": sorted(set(re.findall(r"\[(R\d+)\]", body)))})
+        return json.dumps({"drop": []})
+
+    combee = Combee(
+        prompt_id="tools",
+        model=FunctionChatModel(reply),
+        batch_size=2,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
+    report = combee.learn(
+        [_ticket(f"t{i}", text, truth) for i, (text, truth, _) in enumerate(cases)]
+    )
+    assert report.steps[0].quarantined == []
+    assert sorted(b.content for b in report.playbook.bullets) == [
+        "When courier complaint, make the calls lookup_order(order_id='the value in the input'); "
+        "open_case(order_id='the value in the input', queue='LOG-8W').",
+        "When late parcel, make the calls send_voucher(order_id='the value in the input', "
+        "code='SORRY10').",
+    ]

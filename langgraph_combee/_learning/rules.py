@@ -362,7 +362,7 @@ def same_action(a: str, b: str) -> bool:
     return _norm(a) == _norm(b)
 
 
-FROM_INPUT = "<as in the input>"
+FROM_INPUT = "the value in the input"
 """What a value copied from the run's input reads as in a learned action (no value itself)."""
 
 
