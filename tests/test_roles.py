@@ -1006,7 +1006,7 @@ def test_a_tool_rule_made_general_is_learned_not_quarantined() -> None:
     def reply(messages: list[BaseMessage]) -> str:
         system, body = str(messages[0].content), str(messages[-1].content)
         if "You study one run" in system:
-            text, truth, situation = next(c for c in cases if c[0] in body)
+            _, truth, situation = next(c for c in cases if c[0] in body)
             return json.dumps({"situation": situation, "action": f"answer {truth}"})
         if "You are the curator" in system:
             return json.dumps({"add": sorted(set(re.findall(r"\[(R\d+)\]", body)))})
