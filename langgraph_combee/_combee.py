@@ -373,6 +373,7 @@ class Combee:
             mode=algorithm.replay,
             settings=ReplaySettings(
                 max_replays=algorithm.max_replays,
+                focus_rules=serving.focus_rules,
                 max_concurrency=learning.max_concurrency,
                 timeout_seconds=learning.timeout_seconds,
                 seed=algorithm.seed,
@@ -389,6 +390,7 @@ class Combee:
                 drop_policy=capture.drop_policy,
                 flush_seconds=capture.flush_seconds,
                 first_read_seconds=serving.first_read_seconds,
+                focus_rules=serving.focus_rules,
                 durability=capture.durability,
                 limits=TraceLimits(
                     max_message_chars=capture.max_message_chars,

@@ -18,6 +18,7 @@ from langchain_core.language_models import BaseChatModel
 
 from langgraph_combee._agent.serving import DropPolicy, Durability
 from langgraph_combee._core.dedup import Embedder
+from langgraph_combee._core.situations import FOCUS_RULES, check_focus_rules
 from langgraph_combee._core.types import PromptVersion
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._learner.feedback_poll import FeedbackSource
@@ -181,13 +182,20 @@ class ServingSettings(_Settings):
         on_version: Callables ``(new, previous) -> None`` told each time this
             process puts a version in force (acceptance, approval, rollback),
             e.g. ``LangSmithPromptHub(client)``.
+        focus_rules: Most learned rules that match a request (all the words
+            of one of their situations occur in its latest human message)
+            repeated after the playbook, under "The rules that match this
+            request"; verified adoption replays with the same text. 0 serves
+            the playbook alone (an int from 0 to 20).
     """
 
     refresh_seconds: float = 5.0
     first_read_seconds: float = 1.0
     on_version: Sequence[VersionListener] = ()
+    focus_rules: int = FOCUS_RULES
 
     def __post_init__(self) -> None:
+        check_focus_rules(self.focus_rules)
         _number("refresh_seconds", self.refresh_seconds)
         _number("first_read_seconds", self.first_read_seconds)
         if isinstance(self.on_version, (str, bytes)) or not isinstance(self.on_version, Sequence):
@@ -377,7 +385,7 @@ MOVED: dict[str, tuple[str, type[_Settings], str]] = {
     },
     **{
         name: ("serving", ServingSettings, name)
-        for name in ("refresh_seconds", "first_read_seconds", "on_version")
+        for name in ("refresh_seconds", "first_read_seconds", "on_version", "focus_rules")
     },
     **{
         name: ("learner", LearnerSettings, name)

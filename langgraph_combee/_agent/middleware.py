@@ -94,6 +94,8 @@ from langgraph_combee._agent.serving import UNSCOPED
 from langgraph_combee._agent.side import AgentSide, agent_side_of
 from langgraph_combee._agent.traces import RunInfo, invocation_start, trace_from_messages
 from langgraph_combee._core.prompting import with_playbook
+from langgraph_combee._core.situations import focused
+from langgraph_combee._core.text import message_text
 from langgraph_combee._core.types import PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
 
@@ -405,10 +407,20 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 request.model, request.system_message, request.tools, request.tool_choice
             )
         metadata = version_metadata(self.agent.prompt_id, version) if observed(config) else {}
-        playbook = self.agent.server.rendered(version)
+        server = self.agent.server
+        playbook = server.rendered(version)
         if not playbook:
             return request, metadata
         system = request.system_message
+        limit = server.settings.focus_rules
+        if limit:
+            index = server.rule_index(version)
+            text = _request_text(request.messages) if index else ""
+            served = focused(playbook, index, text, limit=limit)
+            if len(served) != len(playbook):
+                # The rules this request names, after the playbook: a prompt of its own,
+                # not cached (the prefix up to the playbook is the same for every run).
+                return request.override(system_message=with_playbook(system, served)), metadata
         cache_key = (id(system), playbook)
         cached = self._prompts.get(cache_key)
         if cached is not None and cached[0] is system:
@@ -652,6 +664,14 @@ class _TraceRecipe:
             metadata=run_labels(self.prompt_id, version, tenant),
         )
         return trace_from_messages(self.messages, run, start=self.start)
+
+
+def _request_text(messages: Sequence[BaseMessage]) -> str:
+    """The text of the latest human message: what the learned rules are matched against."""
+    for message in reversed(messages):
+        if message.type == "human":
+            return message_text(message.content)
+    return ""
 
 
 def write_through(agent: AgentSide) -> bool:

@@ -39,6 +39,7 @@ from langgraph_combee._agent.buffer import (
     ServingStats,
 )
 from langgraph_combee._agent.limits import TraceLimits
+from langgraph_combee._core.situations import FOCUS_RULES, RuleIndex, check_focus_rules
 from langgraph_combee._core.types import Feedback, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._storage.queue import TraceQueue
@@ -107,6 +108,9 @@ class ServingSettings:
             tenant in this process.
         durability: ``"buffered"`` or ``"write_through"`` (see the module docstring).
         limits: Size limits of captured traces.
+        focus_rules: Most learned rules that match a request repeated after the
+            playbook for it (``situations.RuleIndex.focus``); 0 serves the
+            playbook alone.
     """
 
     refresh_seconds: float = 5.0
@@ -116,8 +120,10 @@ class ServingSettings:
     first_read_seconds: float = 1.0
     durability: Durability = "buffered"
     limits: TraceLimits = field(default_factory=TraceLimits)
+    focus_rules: int = FOCUS_RULES
 
     def __post_init__(self) -> None:
+        check_focus_rules(self.focus_rules)
         for name in ("refresh_seconds", "flush_seconds", "first_read_seconds"):
             _seconds(name, getattr(self, name))
         if (
@@ -157,6 +163,9 @@ class Server:
             collections.OrderedDict()
         )
         self._rendered: collections.OrderedDict[tuple[object, ...], str] = collections.OrderedDict()
+        self._indexes: collections.OrderedDict[tuple[object, ...], RuleIndex] = (
+            collections.OrderedDict()
+        )
         self._stale: set[str | None] = set()
         self._failed_at: float | None = None
         self._wake = threading.Event()
@@ -270,6 +279,19 @@ class Server:
                 while len(self._rendered) > 64:
                     self._rendered.popitem(last=False)
         return text
+
+    def rule_index(self, version: PromptVersion) -> RuleIndex:
+        """The live rules of ``version``, indexed for ``RuleIndex.focus`` (cached)."""
+        key = (version.tenant, version.version, version.created_at, len(version.playbook.bullets))
+        with self._lock:
+            index = self._indexes.get(key)
+        if index is None:
+            index = RuleIndex.of(version.playbook)
+            with self._lock:
+                self._indexes[key] = index
+                while len(self._indexes) > 64:
+                    self._indexes.popitem(last=False)
+        return index
 
     def has_head(self, tenant: str | None) -> bool:
         """Whether ``head(tenant)`` is served from memory (no store read)."""

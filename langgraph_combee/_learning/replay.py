@@ -34,6 +34,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_combee._core.evidence import ReplayReport
 from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.situations import FOCUS_RULES, RuleIndex, check_focus_rules, focused
 from langgraph_combee._core.text import message_text
 from langgraph_combee._core.tokens import estimate_tokens
 from langgraph_combee._core.types import Feedback, ToolCall, Trace, TraceMessage
@@ -136,14 +137,18 @@ class ReplaySettings:
         max_concurrency: Replay calls in flight at once.
         timeout_seconds: Per-call timeout; a call past it counts as failed.
         seed: Seed of the sample of previously right runs (mixed with the version).
+        focus_rules: Matching rules repeated after the playbook, as the agent
+            side serves them (``ServingSettings.focus_rules``).
     """
 
     max_replays: int = 32
     max_concurrency: int = 4
     timeout_seconds: float | None = 120.0
     seed: int = 0
+    focus_rules: int = FOCUS_RULES
 
     def __post_init__(self) -> None:
+        check_focus_rules(self.focus_rules)
         if isinstance(self.max_replays, bool) or not isinstance(self.max_replays, int):
             raise ConfigurationError("max_replays", self.max_replays, "an int >= 1")
         if self.max_replays < 1:
@@ -346,10 +351,15 @@ class ReplayRun:
         replay with no tool executed cannot redo, so the replay would judge a rule
         on a decision it never saw. Its rules stay unverified, not rejected.
         """
-        if any(m.role == "tool" for m in call_prefix(trace)):
+        prefix = call_prefix(trace)
+        if any(m.role == "tool" for m in prefix):
             self.report.unscored += 1
             return None, trace.output
-        messages = replay_messages(trace, self.render(self.target.system, playbook.render()))
+        request = next((m.content for m in reversed(prefix) if m.role == "human"), "")
+        text = focused(
+            playbook.render(), RuleIndex.of(playbook), request, limit=self.settings.focus_rules
+        )
+        messages = replay_messages(trace, self.render(self.target.system, text))
         async with self.semaphore:
             self.report.calls += 1
             try:

@@ -24,10 +24,11 @@ from typing import Any, ClassVar, Literal
 
 from langgraph_combee._core.ops import Add, DeltaOp
 from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.situations import parse_rule
 from langgraph_combee._core.types import Reflection, Trace
 from langgraph_combee._learning import aggregate, prompts
 from langgraph_combee._learning.calls import CallStats, LLMCaller
-from langgraph_combee._learning.rules import overlaps, parse_rule
+from langgraph_combee._learning.rules import overlaps
 from langgraph_combee._learning.schemas import (
     AggregateOut,
     CuratorOut,

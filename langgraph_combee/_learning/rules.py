@@ -27,112 +27,19 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from langgraph_combee._core import words as _words
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Bullet, Playbook
+from langgraph_combee._core.situations import (
+    Rule,
+    alternatives,
+    input_words,
+    parse_rule,
+    situation_words,
+)
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._learning import words as _words
 
-_RULE = re.compile(
-    r"^\s*(?:when|if|for)\s+(?P<situation>[^,]+?),\s*(?P<action>.+?)\s*$", re.I | re.S
-)
-# Words that say nothing about which case a situation is (generic request words).
-# English only: in other languages every word counts as a content word.
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "to",
-        "for",
-        "in",
-        "on",
-        "at",
-        "by",
-        "with",
-        "about",
-        "and",
-        "or",
-        "is",
-        "are",
-        "be",
-        "it",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "any",
-        "some",
-        "user",
-        "users",
-        "request",
-        "requests",
-        "input",
-        "inputs",
-        "message",
-        "messages",
-        "asks",
-        "ask",
-        "asking",
-        "question",
-        "questions",
-        "agent",
-        # Pronouns, auxiliaries and question words: in inputs of every kind (the 1.5B
-        # copied "me" from "send me" as a keyword).
-        "i",
-        "me",
-        "my",
-        "mine",
-        "we",
-        "us",
-        "our",
-        "you",
-        "your",
-        "he",
-        "she",
-        "they",
-        "them",
-        "their",
-        "his",
-        "her",
-        "can",
-        "could",
-        "would",
-        "should",
-        "will",
-        "do",
-        "does",
-        "did",
-        "have",
-        "has",
-        "had",
-        "was",
-        "were",
-        "been",
-        "am",
-        "how",
-        "what",
-        "why",
-        "who",
-        "which",
-        "where",
-        "there",
-        "here",
-        "so",
-        "but",
-        "from",
-        "as",
-        # Greetings and sign-offs wrap inputs of every kind.
-        "hi",
-        "hello",
-        "dear",
-        "regard",
-        "thank",
-        "please",
-    ]
-)
 # A value worth looking for in an answer: a token with a digit or an upper-case code,
 # or a quoted string.
 _VALUE = re.compile(r"['\"`]([^'\"`]{1,60})['\"`]|\b([A-Za-z]*\d[\w-]*|[A-Z]{2,}[\w-]*)\b")
@@ -140,66 +47,6 @@ SAME_SITUATION = 0.8
 """Word overlap (Jaccard) at which two situations are one: nearly all their words shared."""
 MIN_HARMFUL = 2
 """Harmful verdicts a bullet needs (and more than its helpful ones) to be removed."""
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A rule split into the situation it applies to and the action it asks for."""
-
-    situation: str
-    action: str
-
-    def text(self) -> str:
-        """The rule as a playbook line: ``When <situation>, <action>.``."""
-        return f"When {self.situation}, {self.action.rstrip('.')}."
-
-
-def parse_rule(text: str) -> Rule | None:
-    """Split ``"When <situation>, <action>."`` into its parts; None for other text."""
-    match = _RULE.match(text)
-    if match is None:
-        return None
-    return Rule(match["situation"].strip(), match["action"].strip().rstrip("."))
-
-
-def situation_words(situation: str) -> frozenset[str]:
-    """The situation's content words (stop words and generic request words left out).
-
-    Words of any script count (``words.words``: case-folded, accents kept, scripts
-    without spaces as pairs of characters). Plurals and -ing forms are matched
-    to their stem, and stop words left out, in English (ASCII words) only.
-    """
-    # Single letters are left out too (the "s" of "user's", the "l" of "l'offre"),
-    # but not a character of a script without spaces, which can be a word alone.
-    found = (
-        _stem(w) if w.isascii() else w
-        for w in _words.words(situation)
-        if len(w) > 1 or w.isdigit() or _words.is_unspaced(w)
-    )
-    kept = list(found)
-    if not any(w in _STOP for w in kept):
-        return frozenset(kept)
-    acronyms = _acronyms(situation)
-    return frozenset(w for w in kept if w not in _STOP or w in acronyms)
-
-
-def _acronyms(text: str) -> frozenset[str]:
-    """Stop words written in capitals in mixed-case text: "US", "IT", "WHO" are names there.
-
-    In text written all in capitals ("WHERE IS MY PARCEL") capitals say nothing.
-    """
-    if not any(c.islower() for c in text):
-        return frozenset()
-    return frozenset(
-        m.group().casefold()
-        for m in _words.tokens(text)
-        if len(m.group()) > 1 and m.group().isupper() and m.group().casefold() in _STOP
-    )
-
-
-def input_words(text: str) -> frozenset[str]:
-    """The content words of an input text, stemmed as situations are."""
-    return situation_words(text)
 
 
 _SENTENCE_END = re.compile(r"[.!?:]\s*$")
@@ -271,14 +118,6 @@ def grounded_keywords(keywords: Sequence[str], text: str, *, limit: int = 4) -> 
     return kept
 
 
-def _stem(word: str) -> str:
-    # Plurals and -ing forms match their stem ("refunds" ~ "refund").
-    for suffix in ("ing", "es", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
-
-
 def same_situation(a: str, b: str) -> bool:
     """Whether two situations describe the same case.
 
@@ -299,13 +138,6 @@ def same_situation(a: str, b: str) -> bool:
 
 MAX_ALTERNATIVES = 6
 """Most alternatives one rule's situation keeps when rules with one action are folded."""
-_ALTERNATIVE = re.compile(r"\s+or\s+|\s*;\s*", re.I)
-
-
-def alternatives(situation: str) -> list[str]:
-    """The alternatives of a situation: ``"A or B; C"`` -> ``["A", "B", "C"]``."""
-    parts = [p.strip() for p in _ALTERNATIVE.split(situation)]
-    return [p for p in parts if p] or [situation.strip()]
 
 
 def overlaps(a: str, b: str) -> bool:
