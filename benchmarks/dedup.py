@@ -12,21 +12,30 @@ same shape of rule: region, product and issue, then a desk code). Passes of
 * ``full``: every pair compared (``changed=None``), the worst case.
 
 Each figure is the median of ``--repeats`` passes (a tenth as many for
-``full``); ``first_call`` is the first pass of the process, which also builds
-the Unicode character classes when the text needs them. ``merges`` counts the
-bullets a pass folded into another.
+``full``); ``first_call`` is the first pass on the playbook, the first of the
+process building the Unicode character classes when its text needs them (the
+first non-ASCII playbook). ``merges`` counts the bullets a pass folded into
+another.
 
-    python -m benchmarks.dedup [--repeats 30] [--out DIR]
+``--baseline`` times an older ``dedup.py`` beside the current one, the two
+taking turns pass by pass (a shared machine's load falls on both), and prints
+the ratios:
+
+    git show ba77a7f:langgraph_combee/_core/dedup.py > /tmp/dedup_before.py
+    python -m benchmarks.dedup [--repeats 30] [--baseline /tmp/dedup_before.py] [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib.util
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from benchmarks._common import RESULTS, command, machine_info, write_json
@@ -152,50 +161,102 @@ def workloads() -> dict[str, list[str]]:
     return {"english": english, "chinese": chinese, "russian": russian}
 
 
-def _forget() -> None:
-    # Shingles are cached per text between passes; the code before the cache had
-    # none, so there is nothing to clear there.
-    getattr(dedup._shingles, "cache_clear", lambda: None)()
+Pass = Callable[[], Any]
 
 
-def _median_ms(passes: Sequence[Callable[[], object]], *, cold: bool = False) -> float:
-    times = []
-    for call in passes:
-        if cold:
-            _forget()
-        started = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+def _load(path: Path) -> ModuleType:
+    """An older ``dedup.py`` (e.g. ``git show REV:langgraph_combee/_core/dedup.py``) as a module."""
+    spec = importlib.util.spec_from_file_location("benchmarks._dedup_baseline", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"--baseline {str(path)!r}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it runs
+    spec.loader.exec_module(module)
+    return module
 
 
-def measure(rules: Sequence[str], repeats: int) -> dict[str, Any]:
-    """Time the passes over a playbook of ``rules``: one bullet new in each, or all pairs."""
+def _forget(module: ModuleType) -> None:
+    # Shingles are cached per text between passes; code without the cache has
+    # nothing to clear.
+    getattr(module._shingles, "cache_clear", lambda: None)()
+
+
+def _timed_ms(call: Pass) -> float:
+    started = time.perf_counter()
+    call()
+    return (time.perf_counter() - started) * 1000
+
+
+def _medians(
+    passes: dict[str, list[Pass]], modules: dict[str, ModuleType], cold: bool
+) -> dict[str, float]:
+    # The versions take turns pass by pass, so a change of load on a shared
+    # machine falls on both.
+    times: dict[str, list[float]] = {name: [] for name in passes}
+    for k in range(len(next(iter(passes.values())))):
+        for name, calls in passes.items():
+            if cold:
+                _forget(modules[name])
+            times[name].append(_timed_ms(calls[k]))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def measure(
+    rules: Sequence[str], repeats: int, modules: dict[str, ModuleType]
+) -> dict[str, dict[str, Any]]:
+    """Time each module's passes over a playbook of ``rules``: one bullet new, or all pairs."""
     adds = [Add(section="others", content=r) for r in rules]
     base = Playbook().apply(adds[:-1], version=1).playbook
     full = Playbook().apply(adds, version=1).playbook
 
-    def after_apply(k: int) -> Callable[[], dedup.DedupResult]:
+    def after_apply(module: ModuleType, k: int) -> Pass:
         # A bullet never seen before (its text is new) joins the 199 of the last pass.
         new = Add(section="others", content=f"{rules[-1]} ({k})")
         applied = base.apply([new], version=2).playbook
-        return lambda: dedup.deduplicate(applied, changed={applied.bullets[-1].id})
+        return lambda: module.deduplicate(applied, changed={applied.bullets[-1].id})
 
-    _forget()
-    started = time.perf_counter()
-    merges = len(after_apply(-1)().merges)
-    first = (time.perf_counter() - started) * 1000
-    return {
-        "bullets": len(full.bullets),
-        "merges_after_apply": merges,
-        "merges_full": len(dedup.deduplicate(full).merges),
-        "first_call_ms": first,
-        "after_apply_ms": _median_ms([after_apply(k) for k in range(repeats)]),
-        "after_apply_cold_ms": _median_ms(
-            [after_apply(k) for k in range(repeats, 2 * repeats)], cold=True
+    figures: dict[str, dict[str, Any]] = {}
+    for name, module in modules.items():
+        _forget(module)
+        first = after_apply(module, -1)
+        started = time.perf_counter()
+        merges = len(first().merges)
+        figures[name] = {
+            "bullets": len(full.bullets),
+            "first_call_ms": (time.perf_counter() - started) * 1000,
+            "merges_after_apply": merges,
+            "merges_full": len(module.deduplicate(full).merges),
+        }
+    runs = {
+        "after_apply_ms": (
+            {n: [after_apply(m, k) for k in range(repeats)] for n, m in modules.items()},
+            False,
         ),
-        "full_ms": _median_ms([lambda: dedup.deduplicate(full)] * max(3, repeats // 10)),
+        "after_apply_cold_ms": (
+            {n: [after_apply(m, repeats + k) for k in range(repeats)] for n, m in modules.items()},
+            True,
+        ),
+        "full_ms": (
+            {
+                n: [functools.partial(m.deduplicate, full)] * max(3, repeats // 10)
+                for n, m in modules.items()
+            },
+            False,
+        ),
     }
+    for key, (passes, cold) in runs.items():
+        for name, median in _medians(passes, modules, cold).items():
+            figures[name][key] = median
+    return figures
+
+
+def _line(language: str, name: str, f: dict[str, Any]) -> str:
+    return (
+        f"{language:8s} {name:8s} {f['bullets']} bullets: after one apply "
+        f"{f['after_apply_ms']:.2f} ms ({f['after_apply_cold_ms']:.2f} ms with nothing "
+        f"cached), all pairs {f['full_ms']:.1f} ms, first call {f['first_call_ms']:.1f} ms; "
+        f"merges {f['merges_after_apply']} / {f['merges_full']}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -203,29 +264,41 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__)
     parser.add_argument("--repeats", type=int, default=30, help="timed calls per figure")
+    parser.add_argument(
+        "--baseline", type=Path, help="an older dedup.py to time beside this one, turn by turn"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
     cmd = command(MODULE, argv)
     print(f"reproduce: {cmd}", flush=True)
-    results = {}
+    modules = {"current": dedup}
+    if args.baseline is not None:
+        modules["baseline"] = _load(args.baseline)
+    results: dict[str, Any] = {}
     for language, rules in workloads().items():
-        figures = measure(rules, args.repeats)
+        figures = measure(rules, args.repeats, modules)
         results[language] = figures
-        print(
-            f"{language:8s} {figures['bullets']} bullets: after one apply "
-            f"{figures['after_apply_ms']:.2f} ms ({figures['after_apply_cold_ms']:.2f} ms "
-            f"with nothing cached), all pairs {figures['full_ms']:.1f} ms, first call "
-            f"{figures['first_call_ms']:.1f} ms; merges "
-            f"{figures['merges_after_apply']} / {figures['merges_full']}",
-            flush=True,
-        )
+        for name, f in figures.items():
+            print(_line(language, name, f), flush=True)
+        if "baseline" in figures:
+            ratios = {
+                key: figures["current"][key] / figures["baseline"][key]
+                for key in ("after_apply_ms", "after_apply_cold_ms", "full_ms")
+            }
+            figures["ratio"] = ratios
+            print(
+                f"{language:8s} current / baseline: "
+                + ", ".join(f"{k.removesuffix('_ms')} {v:.2f}" for k, v in ratios.items()),
+                flush=True,
+            )
     record = {
         "benchmark": "dedup",
         "command": cmd,
         "machine": machine_info(),
         "repeats": args.repeats,
+        "baseline": None if args.baseline is None else str(args.baseline),
         "results": results,
     }
     path = write_json(args.out / "dedup.json", record)
