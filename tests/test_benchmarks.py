@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import feedback_race, overhead, quality, speed
+from benchmarks import dedup, feedback_race, overhead, quality, speed
 from benchmarks._common import percentile
 from benchmarks._latency import (
     CallRecord,
@@ -374,3 +374,21 @@ def test_feedback_race_benchmark_writes_well_formed_json(tmp_path: Path) -> None
     assert data == json.loads(json.dumps(record))
     assert (data["runs"], data["feedback_false"]) == (5, 0)
     assert data["serving"]["captured"] == 5
+
+
+def test_dedup_benchmark_times_a_baseline_beside_the_current_code(tmp_path: Path) -> None:
+    baseline = tmp_path / "dedup_before.py"
+    baseline.write_text(Path(dedup.dedup.__file__).read_text())
+    record = dedup.main(["--repeats", "1", "--baseline", str(baseline), "--out", str(tmp_path)])
+    data = read_json(tmp_path / "dedup.json")
+    assert data == json.loads(json.dumps(record))
+    assert set(data["results"]) == {"english", "chinese", "russian"}
+    for figures in data["results"].values():
+        current, base = figures["current"], figures["baseline"]
+        # The same code twice: the same playbooks and merges, every figure timed.
+        assert {k: v for k, v in current.items() if "ms" not in k} == {
+            k: v for k, v in base.items() if "ms" not in k
+        }
+        assert current["bullets"] == 200
+        assert set(figures["ratio"]) == {"after_apply_ms", "after_apply_cold_ms", "full_ms"}
+    assert data["results"]["english"]["current"]["merges_full"] == 0
