@@ -130,7 +130,8 @@ def test_a_near_duplicate_chinese_rule_merges_as_its_english_twin_does() -> None
 def test_a_hindi_vowel_sign_makes_another_word() -> None:
     # "माल" (goods) and "मेल" (mail) differ by a vowel sign only; a splitter that
     # leaves marks out reads both as "म", "ल". The sign makes a word as different as
-    # an unrelated one ("पैकेट", parcel).
+    # an unrelated one ("पैकेट", parcel). (Both pairs score 0.70, and merge: one word
+    # of nine differs, and Hindi's little words count, stop words being English only.)
     goods = "जब माल देर से आए, तो LOG-5T बताएं।"
     mail = goods.replace("माल", "मेल")
     parcel = goods.replace("माल", "पैकेट")
