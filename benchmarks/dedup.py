@@ -11,6 +11,10 @@ same shape of rule: region, product and issue, then a desk code). Passes of
   pass of a process, or one whose playbook outgrew the cache);
 * ``full``: every pair compared (``changed=None``), the worst case.
 
+``merges_full_one_desk`` counts the merges of an all-pairs pass over the same
+rules with every desk code replaced by one (``DESK-1``): rules whose values
+agree, which their words alone tell apart or not.
+
 Each figure is the median of ``--repeats`` passes (a tenth as many for
 ``full``); ``first_call`` is the first pass on the playbook, the first of the
 process building the Unicode character classes when its text needs them (the
@@ -30,6 +34,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib.util
+import re
 import statistics
 import sys
 import time
@@ -161,6 +166,15 @@ def workloads() -> dict[str, list[str]]:
     return {"english": english, "chinese": chinese, "russian": russian}
 
 
+# A desk code of any playbook ("FW-AUR-EU", "BILLING-120"); "GENERAL" is none.
+_DESK = re.compile(r"\b[A-Z]+(?:-[A-Z0-9]+)+\b")
+
+
+def one_desk(rules: Sequence[str]) -> list[str]:
+    """``rules`` with every desk code replaced by one, ``DESK-1``."""
+    return [_DESK.sub("DESK-1", r) for r in rules]
+
+
 Pass = Callable[[], Any]
 
 
@@ -176,9 +190,10 @@ def _load(path: Path) -> ModuleType:
 
 
 def _forget(module: ModuleType) -> None:
-    # Shingles are cached per text between passes; code without the cache has
-    # nothing to clear.
-    getattr(module._shingles, "cache_clear", lambda: None)()
+    # Shingles (and values) are cached per text between passes; code without the
+    # caches has nothing to clear.
+    for name in ("_shingles", "_values"):
+        getattr(getattr(module, name, None), "cache_clear", lambda: None)()
 
 
 def _timed_ms(call: Pass) -> float:
@@ -208,6 +223,7 @@ def measure(
     adds = [Add(section="others", content=r) for r in rules]
     base = Playbook().apply(adds[:-1], version=1).playbook
     full = Playbook().apply(adds, version=1).playbook
+    one = Playbook().apply([Add(section="others", content=r) for r in one_desk(rules)], version=1)
 
     def after_apply(module: ModuleType, k: int) -> Pass:
         # A bullet never seen before (its text is new) joins the 199 of the last pass.
@@ -226,6 +242,7 @@ def measure(
             "first_call_ms": (time.perf_counter() - started) * 1000,
             "merges_after_apply": merges,
             "merges_full": len(module.deduplicate(full).merges),
+            "merges_full_one_desk": len(module.deduplicate(one.playbook).merges),
         }
     runs = {
         "after_apply_ms": (
@@ -255,7 +272,8 @@ def _line(language: str, name: str, f: dict[str, Any]) -> str:
         f"{language:8s} {name:8s} {f['bullets']} bullets: after one apply "
         f"{f['after_apply_ms']:.2f} ms ({f['after_apply_cold_ms']:.2f} ms with nothing "
         f"cached), all pairs {f['full_ms']:.1f} ms, first call {f['first_call_ms']:.1f} ms; "
-        f"merges {f['merges_after_apply']} / {f['merges_full']}"
+        f"merges {f['merges_after_apply']} / {f['merges_full']} "
+        f"({f['merges_full_one_desk']} with one desk)"
     )
 
 

@@ -15,6 +15,7 @@ from langgraph_combee import AlgorithmSettings, Combee, Feedback, LearnerSetting
 from langgraph_combee._core.ops import Add
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Decision, PromptVersion, Reflection
+from langgraph_combee._core.values import values
 from langgraph_combee._learning import prompts, rules
 from langgraph_combee._learning.auto_roles import known_small
 from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller, bounded_model
@@ -960,7 +961,7 @@ def test_a_value_the_runs_input_holds_is_made_general_in_the_rules_action() -> N
     # The house value stays a value the served-outcome evidence can check; the
     # placeholder is none.
     action = rules.parse_rule(one.key_insight).action  # type: ignore[union-attr]
-    assert rules.action_values(action) == {"SORRY10"}
+    assert values(action) == {"SORRY10"}
     assert rules.followed(action, "send_voucher(order_id='NW-1', code='SORRY10')") is True
     # A value the input does not hold is the rule's own; a plain answer is unchanged.
     code = SmallReflectionOut(situation="refund", action="answer FIN-7Q")

@@ -7,6 +7,15 @@ scripts written without spaces read as pairs of characters, so two rules in
 Chinese or Russian about different cases do not look alike for lack of ASCII
 words. ASCII text is read exactly as before.
 
+Two bullets that name different values (``values.values``: codes, numbers,
+quoted strings; ``FW-AUR-EU`` and ``FW-AUR-US``) are never merged lexically,
+however alike their words: they are two rules, perhaps contradicting each
+other, and folding one into the other would lose it and hide the contradiction
+from the rules layer, which settles it. Bullets naming the same values, or none,
+or written in the same words (``answer 'coral'`` and ``answer coral``), are
+compared on their words. Values are read NFKC-normalised, so a full-width code
+is the code. With an embedder the cosine alone decides.
+
 Merging keeps the older bullet's id (and its content), sums the counters and
 unions the provenance, so no support evidence is lost.
 """
@@ -16,12 +25,14 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from langgraph_combee._core.playbook import Bullet, Playbook
-from langgraph_combee._core.words import words
+from langgraph_combee._core.values import values
+from langgraph_combee._core.words import normalised, words
 
 _STOPWORDS = frozenset(
     [
@@ -96,6 +107,18 @@ def _shingles(text: str) -> frozenset[str]:
     return frozenset({f"{a} {b}" for a, b in itertools.pairwise(found)} | set(found))
 
 
+@functools.lru_cache(maxsize=SHINGLE_CACHE)
+def _values(text: str) -> frozenset[str]:
+    return values(unicodedata.normalize("NFKC", text))
+
+
+def _same_values(a: str, b: str) -> bool:
+    # The same words are one rule whatever the quoting ("answer 'coral'", "answer
+    # coral"), as ``rules.same_action`` reads two actions. Only pairs alike enough
+    # to merge get here: the words are compared rarely, and not cached.
+    return _values(a) == _values(b) or normalised(a) == normalised(b)
+
+
 def _jaccard(sa: frozenset[str], sb: frozenset[str], a: str, b: str) -> float:
     if not sa and not sb:
         return 1.0 if a.strip().lower() == b.strip().lower() else 0.0
@@ -126,7 +149,8 @@ def deduplicate(
     Args:
         playbook: The playbook to clean.
         threshold: Similarity at or above which two bullets are merged. Defaults
-            to 0.9 with an embedder (cosine, as ACE's reference) and 0.7 lexically.
+            to 0.9 with an embedder (cosine, as ACE's reference) and 0.7 lexically,
+            where two bullets naming different values are never merged.
         embedder: Optional semantic embedder; without it, lexical similarity is used.
         changed: Ids of the bullets added or rewritten since the last pass; when
             given, only pairs involving one of them are compared (the others were
@@ -165,8 +189,12 @@ def deduplicate(
             if changed is not None and not (bullets[i].id in changed or bullets[j].id in changed):
                 continue
             score = similarity(i, j)
-            if score >= best:
-                target, best = j, score
+            if score < best:
+                continue
+            # Rules naming different values are two rules, however alike their words.
+            if vectors is None and not _same_values(bullets[i].content, bullets[j].content):
+                continue
+            target, best = j, score
         if target is None:
             survivors[i] = bullets[i].model_copy(deep=True)
             continue

@@ -27,6 +27,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from langgraph_combee._core import values as _values
 from langgraph_combee._core import words as _words
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Bullet, Playbook
@@ -40,9 +41,6 @@ from langgraph_combee._core.situations import (
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError
 
-# A value worth looking for in an answer: a token with a digit or an upper-case code,
-# or a quoted string.
-_VALUE = re.compile(r"['\"`]([^'\"`]{1,60})['\"`]|\b([A-Za-z]*\d[\w-]*|[A-Z]{2,}[\w-]*)\b")
 SAME_SITUATION = 0.8
 """Word overlap (Jaccard) at which two situations are one: nearly all their words shared."""
 MIN_HARMFUL = 2
@@ -188,32 +186,15 @@ def same_action(a: str, b: str) -> bool:
     """
     if _norm(a) == _norm(b):
         return True
-    va, vb = action_values(a), action_values(b)
+    va, vb = _values.values(a), _values.values(b)
     if va or vb:
         return va == vb
     return _norm(a) == _norm(b)
 
 
-FROM_INPUT = "the value in the input"
-"""What a value copied from the run's input reads as in a learned action (no value itself)."""
-
-
-def action_values(action: str) -> frozenset[str]:
-    """The specific values an action names (codes, numbers, quoted strings).
-
-    ``FROM_INPUT`` stands for each run's own value, so it is none.
-    """
-    found = set()
-    for quoted, token in _VALUE.findall(action):
-        value = (quoted or token).strip()
-        if value and value != FROM_INPUT:
-            found.add(value)
-    return frozenset(found)
-
-
 def followed(action: str, output: str) -> bool | None:
     """Whether an answer carries the action's values; None when the action names none."""
-    values = action_values(action)
+    values = _values.values(action)
     if not values:
         return None
     return all(v in output for v in values)

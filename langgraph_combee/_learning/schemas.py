@@ -17,8 +17,9 @@ from pydantic import BaseModel, BeforeValidator, Field, model_validator
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
 from langgraph_combee._core.situations import Rule, situation_words
 from langgraph_combee._core.types import BulletTag, Reflection
+from langgraph_combee._core.values import FROM_INPUT
 from langgraph_combee._learning import guard_rules
-from langgraph_combee._learning.rules import FROM_INPUT, grounded_keywords, join_situations
+from langgraph_combee._learning.rules import grounded_keywords, join_situations
 
 
 def _loose_str(value: Any) -> Any:
