@@ -192,7 +192,7 @@ def _load(path: Path) -> ModuleType:
 def _forget(module: ModuleType) -> None:
     # Shingles (and values) are cached per text between passes; code without the
     # caches has nothing to clear.
-    for name in ("_shingles", "_values"):
+    for name in ("_shingles", "_values", "_normalised"):
         getattr(getattr(module, name, None), "cache_clear", lambda: None)()
 
 

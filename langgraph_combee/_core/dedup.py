@@ -112,11 +112,15 @@ def _values(text: str) -> frozenset[str]:
     return values(unicodedata.normalize("NFKC", text))
 
 
+# Only pairs alike enough to merge are read so, but in a playbook of rules alike
+# but for their codes those are many, each text in many of them.
+_normalised = functools.lru_cache(maxsize=SHINGLE_CACHE)(normalised)
+
+
 def _same_values(a: str, b: str) -> bool:
     # The same words are one rule whatever the quoting ("answer 'coral'", "answer
-    # coral"), as ``rules.same_action`` reads two actions. Only pairs alike enough
-    # to merge get here: the words are compared rarely, and not cached.
-    return _values(a) == _values(b) or normalised(a) == normalised(b)
+    # coral"), as ``rules.same_action`` reads two actions.
+    return _values(a) == _values(b) or _normalised(a) == _normalised(b)
 
 
 def _jaccard(sa: frozenset[str], sb: frozenset[str], a: str, b: str) -> float:
