@@ -220,6 +220,7 @@ class _Indexed:
     order: int
     rule: Rule
     alternatives: tuple[tuple[str, frozenset[str]], ...]
+    words: frozenset[str]  # of all its alternatives
 
 
 def check_focus_rules(value: object) -> None:
@@ -252,7 +253,9 @@ class RuleIndex:
                 if (words := situation_words(alt))
             )
             if alts:
-                indexed.append(_Indexed(order, rule, alts))
+                indexed.append(
+                    _Indexed(order, rule, alts, frozenset().union(*(w for _, w in alts)))
+                )
         self._rules = tuple(indexed)
 
     @classmethod
@@ -266,10 +269,15 @@ class RuleIndex:
     def matching(self, text: str, *, limit: int = 3) -> list[Rule]:
         """The rules ``text`` names, most specific first, with only the alternatives it names.
 
-        A rule whose matched alternative has more words comes first (the whole
-        "desk lamp repair" before the "lamp" of another rule), then the rule
-        with more matched alternatives, then the rule written first. Two rules
-        with the same action are given once.
+        Ranked by, in turn: the most words in one matched alternative (the
+        whole "desk lamp repair" before the "lamp" of another rule); the most
+        of the request's words anywhere in the rule's situation (a "return
+        form" request: the rule naming "return" and "return form" before the
+        one naming "forms"); the largest share of the rule's alternatives that
+        hold a word of the request (the word is central to the rule: "refund"
+        in "refund or refund time or kettle" before "accounts" in "invoice or
+        company or accounts"); the most matched alternatives; the rule written
+        first. Two rules with the same action are given once.
         """
         if limit < 1 or not self._rules or not text:
             return []
@@ -279,8 +287,10 @@ class RuleIndex:
             named = [(alt, words) for alt, words in item.alternatives if words <= have]
             if named:
                 best = max(len(words) for _, words in named)
-                scored.append((-best, -len(named), item.order, item, named))
-        scored.sort(key=lambda s: s[:3])
+                shared = len(have & item.words)
+                central = sum(1 for _, w in item.alternatives if w & have) / len(item.alternatives)
+                scored.append((-best, -shared, -central, -len(named), item.order, item, named))
+        scored.sort(key=lambda s: s[:5])
         found: list[Rule] = []
         actions: set[str] = set()
         for *_, item, named in scored:
