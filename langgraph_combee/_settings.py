@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 
 from langgraph_combee._agent.serving import DropPolicy, Durability
 from langgraph_combee._core.dedup import Embedder
-from langgraph_combee._core.situations import FOCUS_RULES, check_focus_rules
+from langgraph_combee._core.situations import FOCUS_RULES, FOCUS_RULES_ALLOWED, valid_focus_rules
 from langgraph_combee._core.types import PromptVersion
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._learner.feedback_poll import FeedbackSource
@@ -195,7 +195,8 @@ class ServingSettings(_Settings):
     focus_rules: int = FOCUS_RULES
 
     def __post_init__(self) -> None:
-        check_focus_rules(self.focus_rules)
+        if not valid_focus_rules(self.focus_rules):
+            raise ConfigurationError("focus_rules", self.focus_rules, FOCUS_RULES_ALLOWED)
         _number("refresh_seconds", self.refresh_seconds)
         _number("first_read_seconds", self.first_read_seconds)
         if isinstance(self.on_version, (str, bytes)) or not isinstance(self.on_version, Sequence):

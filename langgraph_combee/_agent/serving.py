@@ -39,7 +39,12 @@ from langgraph_combee._agent.buffer import (
     ServingStats,
 )
 from langgraph_combee._agent.limits import TraceLimits
-from langgraph_combee._core.situations import FOCUS_RULES, RuleIndex, check_focus_rules
+from langgraph_combee._core.situations import (
+    FOCUS_RULES,
+    FOCUS_RULES_ALLOWED,
+    RuleIndex,
+    valid_focus_rules,
+)
 from langgraph_combee._core.types import Feedback, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._storage.queue import TraceQueue
@@ -123,7 +128,8 @@ class ServingSettings:
     focus_rules: int = FOCUS_RULES
 
     def __post_init__(self) -> None:
-        check_focus_rules(self.focus_rules)
+        if not valid_focus_rules(self.focus_rules):
+            raise ConfigurationError("focus_rules", self.focus_rules, FOCUS_RULES_ALLOWED)
         for name in ("refresh_seconds", "flush_seconds", "first_read_seconds"):
             _seconds(name, getattr(self, name))
         if (

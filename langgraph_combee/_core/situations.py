@@ -14,20 +14,20 @@ from dataclasses import dataclass
 
 from langgraph_combee._core import words as _words
 from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._errors import ConfigurationError
 
 __all__ = [
     "FOCUS_HEADER",
     "FOCUS_RULES",
+    "FOCUS_RULES_ALLOWED",
     "Rule",
     "RuleIndex",
     "alternatives",
-    "check_focus_rules",
     "focused",
     "input_words",
     "parse_rule",
     "situation_words",
     "stem",
+    "valid_focus_rules",
 ]
 
 _RULE = re.compile(
@@ -223,10 +223,13 @@ class _Indexed:
     words: frozenset[str]  # of all its alternatives
 
 
-def check_focus_rules(value: object) -> None:
-    """Raise ``ConfigurationError`` unless ``value`` is an int from 0 to 20."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 20:
-        raise ConfigurationError("focus_rules", value, "an int from 0 (off) to 20")
+FOCUS_RULES_ALLOWED = "an int from 0 (off) to 20"
+"""What ``focus_rules`` may be, for the error of a setting that is not (``valid_focus_rules``)."""
+
+
+def valid_focus_rules(value: object) -> bool:
+    """Whether ``value`` is a ``focus_rules`` setting: an int from 0 to 20 (not a bool)."""
+    return not isinstance(value, bool) and isinstance(value, int) and 0 <= value <= 20
 
 
 class RuleIndex:
