@@ -387,6 +387,47 @@ def test_a_run_is_served_its_pinned_versions_rules_after_a_newer_one_comes_in(
     ]
 
 
+@pytest.mark.parametrize("hooks", [False, True])
+async def test_async_runs_and_the_hook_mode_are_sent_the_same_focus(hooks: bool) -> None:
+    combee = Combee(prompt_id="router")
+    try:
+        version = accept_rules(combee, *RULES)
+        model = ScriptedChatModel(["ok"], cycle=True)
+        agent = create_agent(
+            model, [], system_prompt=APP, middleware=[combee.middleware(hooks=hooks)]
+        )
+        await agent.ainvoke({"messages": [HumanMessage("my password reset")]})
+        agent.invoke({"messages": [HumanMessage("my password reset")]})
+        expected = (
+            f"{APP}\n\n{version.render()}\n{FOCUS_HEADER}\n- When password reset, answer SEC-4X."
+        )
+        assert [str(p[0].text) for p in model.prompts] == [expected, expected]
+    finally:
+        combee._agent.server.close(flush=False)
+
+
+def test_each_tenant_is_sent_its_own_rules() -> None:
+    combee = Combee(
+        prompt_id="router", scope=lambda config: config.get("configurable", {}).get("tenant")
+    )
+    try:
+        accept_rules(combee, "When refund, answer FIN-1A.", tenant="acme")
+        accept_rules(combee, "When refund, answer FIN-2B.", tenant="globex")
+        model = ScriptedChatModel(["ok"], cycle=True)
+        agent = create_agent(model, [], system_prompt=APP, middleware=[combee.middleware()])
+        for tenant in ("acme", "globex", "acme"):
+            config: Any = {"configurable": {"tenant": tenant}}
+            agent.invoke({"messages": [HumanMessage("refund please")]}, config=config)
+        focus = [str(p[0].text).rpartition("\n")[2] for p in model.prompts]
+        assert focus == [
+            "- When refund, answer FIN-1A.",
+            "- When refund, answer FIN-2B.",
+            "- When refund, answer FIN-1A.",
+        ]
+    finally:
+        combee._agent.server.close(flush=False)
+
+
 def test_many_threads_get_each_versions_own_index(combee: Combee) -> None:
     server = combee._agent.server
     base = combee.registry().head()

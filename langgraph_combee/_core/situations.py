@@ -255,9 +255,9 @@ def focus_rules_ok(value: object) -> bool:
 
 
 def _keyword(alternative: str) -> bool:
-    return sum(_words.word_count(m.group()) for m in _words.tokens(alternative)) <= (
-        MAX_KEYWORD_WORDS
-    )
+    """Whether ``alternative`` is a keyword (``MAX_KEYWORD_WORDS`` words at most), not a clause."""
+    count = sum(_words.word_count(m.group()) for m in _words.tokens(alternative))
+    return count <= MAX_KEYWORD_WORDS
 
 
 def _forms(word: str) -> list[str]:
