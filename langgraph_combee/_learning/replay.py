@@ -38,8 +38,8 @@ from langgraph_combee._core.situations import (
     FOCUS_RULES,
     FOCUS_RULES_ALLOWED,
     RuleIndex,
+    focus_rules_ok,
     focused,
-    valid_focus_rules,
 )
 from langgraph_combee._core.text import message_text
 from langgraph_combee._core.tokens import estimate_tokens
@@ -154,7 +154,7 @@ class ReplaySettings:
     focus_rules: int = FOCUS_RULES
 
     def __post_init__(self) -> None:
-        if not valid_focus_rules(self.focus_rules):
+        if not focus_rules_ok(self.focus_rules):
             raise ConfigurationError("focus_rules", self.focus_rules, FOCUS_RULES_ALLOWED)
         if isinstance(self.max_replays, bool) or not isinstance(self.max_replays, int):
             raise ConfigurationError("max_replays", self.max_replays, "an int >= 1")
