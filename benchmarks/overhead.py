@@ -34,10 +34,13 @@ process, so they compete for the interpreter.
 The target is judged on paired differences: per round, an arm's block median
 minus noop-wrap's, for the agent thread's CPU time (the primary figure) and for
 wall time, with the median's 95% interval; ``--own-time`` and ``--call-cost``
-time the middleware's own work from inside a run and alone.
+time the middleware's own work from inside a run and alone. ``--focus``
+compares ``ServingSettings(focus_rules=3)`` (the default) with ``0`` on a
+playbook of 30 "When" rules and requests of about 500 characters
+(``focus_cost``).
 
     python -m benchmarks.overhead [--runs 2000] [--block 5] [--arms ...] [--own-time]
-        [--call-cost] [--out DIR]
+        [--call-cost] [--focus] [--out DIR]
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.runtime import Runtime
 
 from benchmarks._common import IMAGES, RESULTS, command, machine_info, percentile, write_json
+from benchmarks._focus import FOCUS_RULES, focus_combee, focus_requests
 from benchmarks._tickets import MAX_TRACES, make_traces, ticket_rule
 from langgraph_combee import (
     CaptureSettings,
@@ -524,6 +528,32 @@ def call_cost(
         "combee": combee.middleware(),
         "combee+playbook": learned.middleware(),
     }
+    try:
+        best = _time_calls(middlewares, request, config, response, repeats=repeats, number=number)
+    finally:
+        combee.stop()
+        learned.stop()
+    return {
+        "what": f"fastest of {repeats} x {number} wrap_model_call calls, canned response",
+        "us_per_call": best,
+        "over_noop_wrap_us": {n: t - best["noop-wrap"] for n, t in best.items()},
+    }
+
+
+def _time_calls(
+    middlewares: dict[str, Any],
+    request: Any,
+    config: Any,
+    response: Any,
+    *,
+    repeats: int,
+    number: int,
+) -> dict[str, float]:
+    """Microseconds per ``wrap_model_call`` of each middleware on ``request``: the fastest repeat.
+
+    The handler returns ``response`` at once. The captured runs' deferred traces
+    are built between repeats, untimed.
+    """
     best = dict.fromkeys(middlewares, float("inf"))
     token = var_child_runnable_config.set(config)
     try:
@@ -539,13 +569,61 @@ def call_cost(
                     middleware.agent.server.flush()  # the deferred traces, built untimed
     finally:
         var_child_runnable_config.reset(token)
-        combee.stop()
-        learned.stop()
+    return best
+
+
+def focus_cost(
+    *, runs: int, block: int, warmup: int, repeats: int = 30, number: int = 2000
+) -> dict[str, Any]:
+    """The focus's cost: ``focus_rules=3`` against ``0``, one playbook, one set of requests.
+
+    The playbook is 30 "When" rules and each request about 500 characters
+    (``benchmarks/_focus.py``). Whole runs are interleaved with ``plain`` as in
+    ``measure``; ``wrap_model_call`` alone is timed on one real request of that
+    set (as ``call_cost`` does). ``ratio`` is the focus arm's figure over the
+    arm without it: the share of the middleware's work the focus adds.
+    """
+    requests = focus_requests()
+    on, off = focus_combee(3), focus_combee(0)
+    try:
+        arms = [
+            Arm("plain", _focus_agent()),
+            Arm("focus-off", _focus_agent(off.middleware()), off),
+            Arm("focus", _focus_agent(on.middleware()), on),
+        ]
+        measure(arms, requests, runs=runs, block=block, warmup=warmup)
+        rows = {r["arm"]: r for r in summarize(arms)}
+        grab = _Grab()
+        _invoke(_focus_agent(grab), requests[0])
+        assert grab.seen is not None
+        request, config, response = grab.seen
+        middlewares = {"focus-off": off.middleware(), "focus": on.middleware()}
+        best = _time_calls(middlewares, request, config, response, repeats=repeats, number=number)
+    finally:
+        on.stop()
+        off.stop()
+    over = {n: rows[n]["paired_block_overhead_us"]["median"] for n in ("focus-off", "focus")}
+    cpu = {n: rows[n]["cpu_p50_us"] - rows["plain"]["cpu_p50_us"] for n in ("focus-off", "focus")}
     return {
-        "what": f"fastest of {repeats} x {number} wrap_model_call calls, canned response",
+        "what": "ServingSettings(focus_rules=3) against 0: 30 When rules, ~500-character requests",
+        "rules": len(FOCUS_RULES),
+        "request_chars": sum(map(len, requests)) / len(requests),
+        "runs": {n: rows[n] for n in ("plain", "focus-off", "focus")},
+        "paired_over_plain_us": over,
+        "cpu_over_plain_us_p50": cpu,
         "us_per_call": best,
-        "over_noop_wrap_us": {n: t - best["noop-wrap"] for n, t in best.items()},
+        "ratio": {
+            "wrap_model_call": best["focus"] / best["focus-off"],
+            "run_overhead": over["focus"] / over["focus-off"] if over["focus-off"] > 0 else None,
+        },
+        "added_us_per_call": best["focus"] - best["focus-off"],
     }
+
+
+def _focus_agent(*middleware: Any) -> Any:
+    return create_agent(
+        _agent_model(), tools=[], system_prompt=SYSTEM_PROMPT, middleware=list(middleware)
+    )
 
 
 def _paired(values: Sequence[float], floor: Sequence[float]) -> dict[str, float]:
@@ -782,6 +860,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         action="store_true",
         help="also time wrap_model_call alone on a canned request (timeit)",
     )
+    parser.add_argument(
+        "--focus",
+        action="store_true",
+        help="also compare focus_rules=3 with 0 (30 When rules, ~500-character requests)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for overhead.json")
     parser.add_argument(
         "--plot", default=str(IMAGES / "overhead.png"), help="PNG path ('' for no plot)"
@@ -871,6 +954,26 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         print("\nwrap_model_call alone, canned response (fastest of 30 x 2,000 calls):")
         for name, over in cost["over_noop_wrap_us"].items():
             print(f"  {name:<16} {cost['us_per_call'][name]:7.2f} us per call ({over:+.2f} us)")
+    focus = None
+    if args.focus:
+        focus = focus_cost(runs=args.runs, block=args.block, warmup=args.warmup)
+        print(
+            f"\nthe focus ({focus['rules']} When rules, {focus['request_chars']:.0f}-character "
+            "requests): focus_rules=3 against 0"
+        )
+        for name in ("focus-off", "focus"):
+            print(
+                f"  {name:<10} run +{focus['paired_over_plain_us'][name]:6.0f} us over plain "
+                f"(paired), CPU +{focus['cpu_over_plain_us_p50'][name]:6.0f} us; "
+                f"wrap_model_call {focus['us_per_call'][name]:7.1f} us"
+            )
+        ratio = focus["ratio"]
+        run_ratio = ratio["run_overhead"]
+        print(
+            f"  ratio focus / focus-off: wrap_model_call {ratio['wrap_model_call']:.2f}x "
+            f"(+{focus['added_us_per_call']:.1f} us per call), run overhead "
+            + (f"{run_ratio:.2f}x" if run_ratio is not None else "n/a")
+        )
     record_all = {
         "benchmark": "overhead",
         "command": cmd,
@@ -884,6 +987,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "arms": args.arms,
             "own_time": args.own_time,
             "call_cost": args.call_cost,
+            "focus": args.focus,
             "agent_model": 'FunctionChatModel(lambda m: "ok"), no tools',
             "learner": "fake_learner(insight=ticket_rule), evaluator supplies ground truth",
         },
@@ -894,6 +998,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "phases": phases,
         "own_time": own,
         "call_cost": cost,
+        "focus": focus,
     }
     path = write_json(args.out / "overhead.json", record_all)
     print(f"wrote {path}")

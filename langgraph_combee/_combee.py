@@ -585,9 +585,15 @@ class Combee:
         """A LangGraph node putting the learned system prompt first in ``messages``."""
         return make_node(self._agent)
 
-    def system_prompt(self, base: str, *, config: Mapping[str, Any] | None = None) -> str:
-        """``base`` with the learned playbook appended, for the current run."""
-        return system_prompt(self._agent, base, config=config)
+    def system_prompt(
+        self, base: str, *, config: Mapping[str, Any] | None = None, request: str | None = None
+    ) -> str:
+        """``base`` with the learned playbook appended, for the current run.
+
+        Pass ``request`` (the text of the user's latest message) to have the
+        rules it names repeated after the playbook, as the middleware does.
+        """
+        return system_prompt(self._agent, base, config=config, request=request)
 
     def wrap_model(self, llm: Any) -> LearnedPromptModel:
         """A runnable that injects the learned prompt into every call of ``llm``."""

@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 
 from langgraph_combee._agent.serving import DropPolicy, Durability
 from langgraph_combee._core.dedup import Embedder
-from langgraph_combee._core.situations import FOCUS_RULES, check_focus_rules
+from langgraph_combee._core.situations import FOCUS_RULES, FOCUS_RULES_ALLOWED, focus_rules_ok
 from langgraph_combee._core.types import PromptVersion
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._learner.feedback_poll import FeedbackSource
@@ -185,7 +185,9 @@ class ServingSettings(_Settings):
         focus_rules: Most learned rules that match a request (all the words
             of one of their situations occur in its latest human message)
             repeated after the playbook, under "The rules that match this
-            request"; verified adoption replays with the same text. 0 serves
+            request"; verified adoption replays with the same text. The
+            middleware, ``combee.node()`` and ``combee.wrap_model()`` serve
+            them, ``combee.system_prompt()`` when given ``request=``. 0 serves
             the playbook alone (an int from 0 to 20).
     """
 
@@ -195,7 +197,8 @@ class ServingSettings(_Settings):
     focus_rules: int = FOCUS_RULES
 
     def __post_init__(self) -> None:
-        check_focus_rules(self.focus_rules)
+        if not focus_rules_ok(self.focus_rules):
+            raise ConfigurationError("focus_rules", self.focus_rules, FOCUS_RULES_ALLOWED)
         _number("refresh_seconds", self.refresh_seconds)
         _number("first_read_seconds", self.first_read_seconds)
         if isinstance(self.on_version, (str, bytes)) or not isinstance(self.on_version, Sequence):

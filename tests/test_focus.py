@@ -79,6 +79,31 @@ def test_a_rule_with_more_named_alternatives_wins_a_tie_and_actions_are_given_on
     ]
 
 
+def test_a_tie_goes_to_the_rule_sharing_more_of_the_requests_words() -> None:
+    rules = RuleIndex(
+        [
+            "When form accessibility or forms or font, answer UX-3S.",
+            "When return or desk lamp return form, answer RET-3H.",
+        ]
+    )
+    found = rules.matching("The return form page gives me an error")
+    assert [r.action for r in found] == ["answer RET-3H", "answer UX-3S"]
+
+
+def test_a_tie_goes_to_the_rule_the_word_is_central_to() -> None:
+    rules = RuleIndex(
+        [
+            "When invoice request or company or accounts, answer ACC-2M.",
+            "When refund time or refund or kettle, answer FIN-7Q.",
+        ]
+    )
+    found = rules.matching("The refund is missing from my bank account")
+    assert [r.text() for r in found] == [
+        "When refund, answer FIN-7Q.",
+        "When accounts, answer ACC-2M.",
+    ]
+
+
 def test_the_limit_is_kept() -> None:
     text = "refund for the broken lamp and a password reset"
     assert len(index().matching(text, limit=2)) == 2

@@ -20,6 +20,11 @@ the middleware's, with the pins kept by the agent side) when the run is
 identifiable: the caller passed ``config["run_id"]``, or a tracer (the one
 ``instrument`` attaches, LangSmith's) is attached. The helpers also label the run's root with
 ``combee_version`` metadata, which is how the tracer learns the version served.
+
+Like the middleware, the node and the wrapper repeat the learned rules the
+run's latest human message names after the playbook (``ServingSettings.focus_rules``,
+``Server.served``); ``system_prompt`` does when it is given that message's
+text (``request=``). Verified adoption replays with that focus.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from langgraph_combee._agent.collector import CombeeTracer
 from langgraph_combee._agent.pinning import RUN_ID
 from langgraph_combee._agent.runs import current_config, version_metadata
 from langgraph_combee._agent.side import AgentSide, agent_side_of
+from langgraph_combee._agent.traces import request_text
 from langgraph_combee._core.prompting import join_prompt, with_playbook
 from langgraph_combee._core.types import PromptVersion
 from langgraph_combee._errors import ConfigurationError
@@ -78,7 +84,13 @@ def _serve(agent: AgentSide, config: Mapping[str, Any] | None) -> PromptVersion:
     return version
 
 
-def system_prompt(combee: object, base: str, *, config: Mapping[str, Any] | None = None) -> str:
+def system_prompt(
+    combee: object,
+    base: str,
+    *,
+    config: Mapping[str, Any] | None = None,
+    request: str | None = None,
+) -> str:
     """Return ``base`` with the learned playbook appended, for the current run.
 
     Args:
@@ -86,6 +98,10 @@ def system_prompt(combee: object, base: str, *, config: Mapping[str, Any] | None
         base: The app's own system prompt; it stays first and authoritative.
         config: The run's config (tenant scope, run id); default: the config of
             the node being executed, when called inside a graph.
+        request: The text of the run's latest human message, if known: the
+            learned rules it names are repeated after the playbook
+            (``ServingSettings.focus_rules``), as the middleware and verified
+            adoption do. None: the playbook alone.
 
     Returns:
         ``base`` unchanged when the playbook is empty, else ``base``, a blank
@@ -94,8 +110,10 @@ def system_prompt(combee: object, base: str, *, config: Mapping[str, Any] | None
     agent = agent_side_of(combee)
     if not isinstance(base, str):
         raise ConfigurationError("base", base, "a str (the app's system prompt)")
+    if request is not None and not isinstance(request, str):
+        raise ConfigurationError("request", request, "None or a str (the user's message)")
     version = _serve(agent, config if config is not None else current_config())
-    return join_prompt(base, agent.server.rendered(version))
+    return join_prompt(base, agent.server.served(version, request or ""))
 
 
 # --------------------------------------------------------------------------- node
@@ -176,7 +194,8 @@ def make_node(combee: object) -> PromptNode:
         )
         messages = convert_to_messages(raw or [])
         version = _serve(agent, config)
-        return {"messages": node_update(messages, agent.server.rendered(version))}
+        playbook = agent.server.served(version, request_text(messages))
+        return {"messages": node_update(messages, playbook)}
 
     return combee_prompt
 
@@ -245,10 +264,9 @@ class LearnedPromptModel(Runnable[LanguageModelInput, Any]):
             **(config.get("metadata") or {}),
             **version_metadata(self.agent.prompt_id, version),
         }
-        return inject(_as_messages(value), self.agent.server.rendered(version)), {
-            **config,
-            "metadata": metadata,
-        }
+        messages = _as_messages(value)
+        playbook = self.agent.server.served(version, request_text(messages))
+        return inject(messages, playbook), {**config, "metadata": metadata}
 
     def invoke(
         self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any

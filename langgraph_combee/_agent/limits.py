@@ -27,7 +27,7 @@ from typing import Any
 from langgraph_combee._core.types import Feedback, ToolCall, Trace, TraceMessage
 from langgraph_combee._errors import ConfigurationError
 
-__all__ = ["TraceLimits", "clip_feedback", "clip_trace", "cut_marker"]
+__all__ = ["TraceLimits", "clip_feedback", "clip_text", "clip_trace", "cut_marker"]
 
 MARKER_ROLE = "combee"
 
@@ -90,6 +90,11 @@ class _Cutter:
         if len(text) <= self.limit:
             return args
         return {"combee_cut_arguments": self.text(text)}
+
+
+def clip_text(value: str, limit: int | None) -> str:
+    """``value`` as a trace keeps one text field under ``max_message_chars=limit``."""
+    return _Cutter(limit).text(value)
 
 
 def _message_size(message: TraceMessage) -> int:

@@ -92,10 +92,13 @@ from langgraph_combee._agent.runs import (
 )
 from langgraph_combee._agent.serving import UNSCOPED
 from langgraph_combee._agent.side import AgentSide, agent_side_of
-from langgraph_combee._agent.traces import RunInfo, invocation_start, trace_from_messages
+from langgraph_combee._agent.traces import (
+    RunInfo,
+    invocation_start,
+    request_text,
+    trace_from_messages,
+)
 from langgraph_combee._core.prompting import with_playbook
-from langgraph_combee._core.situations import focused
-from langgraph_combee._core.text import message_text
 from langgraph_combee._core.types import PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
 
@@ -412,11 +415,8 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not playbook:
             return request, metadata
         system = request.system_message
-        limit = server.settings.focus_rules
-        if limit:
-            index = server.rule_index(version)
-            text = _request_text(request.messages) if index else ""
-            served = focused(playbook, index, text, limit=limit)
+        if server.settings.focus_rules:
+            served = server.served(version, request_text(request.messages))
             if len(served) != len(playbook):
                 # The rules this request names, after the playbook: a prompt of its own,
                 # not cached (the prefix up to the playbook is the same for every run).
@@ -664,14 +664,6 @@ class _TraceRecipe:
             metadata=run_labels(self.prompt_id, version, tenant),
         )
         return trace_from_messages(self.messages, run, start=self.start)
-
-
-def _request_text(messages: Sequence[BaseMessage]) -> str:
-    """The text of the latest human message: what the learned rules are matched against."""
-    for message in reversed(messages):
-        if message.type == "human":
-            return message_text(message.content)
-    return ""
 
 
 def write_through(agent: AgentSide) -> bool:

@@ -38,8 +38,14 @@ from langgraph_combee._agent.buffer import (
     Pending,
     ServingStats,
 )
-from langgraph_combee._agent.limits import TraceLimits
-from langgraph_combee._core.situations import FOCUS_RULES, RuleIndex, check_focus_rules
+from langgraph_combee._agent.limits import TraceLimits, clip_text
+from langgraph_combee._core.situations import (
+    FOCUS_RULES,
+    FOCUS_RULES_ALLOWED,
+    RuleIndex,
+    focus_rules_ok,
+    focused,
+)
 from langgraph_combee._core.types import Feedback, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._storage.queue import TraceQueue
@@ -123,7 +129,8 @@ class ServingSettings:
     focus_rules: int = FOCUS_RULES
 
     def __post_init__(self) -> None:
-        check_focus_rules(self.focus_rules)
+        if not focus_rules_ok(self.focus_rules):
+            raise ConfigurationError("focus_rules", self.focus_rules, FOCUS_RULES_ALLOWED)
         for name in ("refresh_seconds", "flush_seconds", "first_read_seconds"):
             _seconds(name, getattr(self, name))
         if (
@@ -264,12 +271,14 @@ class Server:
     def rendered(self, version: PromptVersion) -> str:
         """``version.render()``, cached: the hot path renders each served version once.
 
-        Versions are never changed once written (learning makes new ones), so the
-        key is the version's identity: tenant, number, creation time and size.
+        Learning makes new versions; the one change made to a written version's
+        playbook is a candidate's rebase (``PromptRegistry.rebase``), which keeps
+        its number and creation time and gives it another parent. So the key is
+        tenant, number, creation time, parent and size.
         """
         if not version.playbook.bullets:
             return ""  # what render() gives: most runs before any learning take no lock here
-        key = (version.tenant, version.version, version.created_at, len(version.playbook.bullets))
+        key = _version_key(version)
         with self._lock:
             text = self._rendered.get(key)
         if text is None:
@@ -280,9 +289,33 @@ class Server:
                     self._rendered.popitem(last=False)
         return text
 
+    def served(self, version: PromptVersion, request: str) -> str:
+        """What is appended to the app's prompt for ``request``: the playbook, then its focus.
+
+        The focus is the rules of ``version`` that ``request`` (the text of the
+        run's latest human message) names, at most ``settings.focus_rules``
+        (``RuleIndex.focus``). The request is read as its trace keeps it (cut
+        to ``limits.max_message_chars``), so verified adoption, which replays
+        the trace, matches the same words.
+        """
+        playbook = self.rendered(version)
+        limit = self.settings.focus_rules
+        if not playbook or not limit or not request:
+            return playbook
+        index = self.rule_index(version)
+        if not index:
+            return playbook
+        return focused(
+            playbook, index, clip_text(request, self.settings.limits.max_message_chars), limit=limit
+        )
+
     def rule_index(self, version: PromptVersion) -> RuleIndex:
-        """The live rules of ``version``, indexed for ``RuleIndex.focus`` (cached)."""
-        key = (version.tenant, version.version, version.created_at, len(version.playbook.bullets))
+        """The live rules of ``version``, indexed for ``RuleIndex.focus`` (cached as ``rendered``).
+
+        Built on the first model call that serves the version (a pure function of
+        its bullets, so two threads building it at once build the same index).
+        """
+        key = _version_key(version)
         with self._lock:
             index = self._indexes.get(key)
         if index is None:
@@ -537,6 +570,17 @@ class Server:
         """Close for good (the store is about to be closed): later captures are dropped, counted."""
         self.retired = True
         self.close(flush=False)
+
+
+def _version_key(version: PromptVersion) -> tuple[object, ...]:
+    """What tells two versions' playbooks apart without reading them (see ``Server.rendered``)."""
+    return (
+        version.tenant,
+        version.version,
+        version.created_at,
+        version.parent,
+        len(version.playbook.bullets),
+    )
 
 
 def _flush_at_exit(ref: weakref.ReferenceType[Server]) -> None:

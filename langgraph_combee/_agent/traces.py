@@ -30,6 +30,7 @@ from langgraph_combee._core.types import ToolCall, Trace, TraceMessage
 __all__ = [
     "RunInfo",
     "invocation_start",
+    "request_text",
     "text_of",
     "to_message",
     "to_messages",
@@ -157,6 +158,18 @@ def invocation_start(
             if message_text(messages[index].content) == anchor_text:
                 return index
     return humans[-1] if humans else 0
+
+
+def request_text(messages: Sequence[BaseMessage]) -> str:
+    """The text of the latest human message: what the learned rules are matched against.
+
+    The same message the trace of the run's last model call ends its human
+    turns with, so verified adoption replays with the same focus.
+    """
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return message_text(message.content)
+    return ""
 
 
 # --------------------------------------------------------------------------- trace

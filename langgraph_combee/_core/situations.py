@@ -14,15 +14,17 @@ from dataclasses import dataclass
 
 from langgraph_combee._core import words as _words
 from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._errors import ConfigurationError
 
 __all__ = [
     "FOCUS_HEADER",
     "FOCUS_RULES",
+    "FOCUS_RULES_ALLOWED",
+    "MAX_FOCUS_RULES",
+    "MAX_KEYWORD_WORDS",
     "Rule",
     "RuleIndex",
     "alternatives",
-    "check_focus_rules",
+    "focus_rules_ok",
     "focused",
     "input_words",
     "parse_rule",
@@ -30,10 +32,13 @@ __all__ = [
     "stem",
 ]
 
-_RULE = re.compile(
-    r"^\s*(?:when|if|for)\s+(?P<situation>[^,]+?),\s*(?P<action>.+?)\s*$", re.I | re.S
-)
-_ALTERNATIVE = re.compile(r"\s+or\s+|\s*;\s*", re.I)
+# The opening word of a rule; the rest is cut at the first comma with str.partition.
+# One pattern for the whole rule backtracked quadratically on a long run of spaces
+# (100,000 of them took minutes), and a bullet is parsed on the agent's hot path.
+_OPENING = re.compile(r"\s*(?:when|if|for)\s", re.I)
+# "or" between spaces, or ";": lookarounds, so a long run of spaces is read once.
+_ALTERNATIVE = re.compile(r"(?<=\s)or(?=\s)|;", re.I)
+_ASCII_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
 # Words that say nothing about which case a situation is (generic request words).
 # English only: in other languages every word counts as a content word.
 _STOP = frozenset(
@@ -146,11 +151,18 @@ class Rule:
 
 
 def parse_rule(text: str) -> Rule | None:
-    """Split ``"When <situation>, <action>."`` into its parts; None for other text."""
-    match = _RULE.match(text)
-    if match is None:
+    """Split ``"When <situation>, <action>."`` into its parts; None for other text.
+
+    The situation runs to the first comma; both parts must be there (a part of
+    spaces only is kept, as '').
+    """
+    opening = _OPENING.match(text)
+    if opening is None:
         return None
-    return Rule(match["situation"].strip(), match["action"].strip().rstrip("."))
+    situation, comma, action = text[opening.end() :].partition(",")
+    if not (situation and comma and action):
+        return None
+    return Rule(situation.strip(), action.strip().rstrip("."))
 
 
 def situation_words(situation: str) -> frozenset[str]:
@@ -181,9 +193,11 @@ def _acronyms(text: str) -> frozenset[str]:
     """
     if not any(c.islower() for c in text):
         return frozenset()
+    # ASCII text has the same tokens without the Unicode classes, eight times faster.
+    found = _ASCII_TOKEN.finditer(text) if text.isascii() else _words.tokens(text)
     return frozenset(
         m.group().casefold()
-        for m in _words.tokens(text)
+        for m in found
         if len(m.group()) > 1 and m.group().isupper() and m.group().casefold() in _STOP
     )
 
@@ -211,8 +225,16 @@ FOCUS_RULES = 3
 """Most matching rules repeated after the playbook for a request, by default."""
 FOCUS_HEADER = "### The rules that match this request"
 """The heading of the rules a request names, repeated after the playbook (``RuleIndex.focus``)."""
+MAX_FOCUS_RULES = 20
+"""Most rules ``focus_rules`` may ask to repeat."""
+FOCUS_RULES_ALLOWED = f"an int from 0 (off) to {MAX_FOCUS_RULES}"
+"""What ``focus_rules`` may be, for the error that refuses another value."""
 MAX_FOCUS_TEXT = 4000
 """Characters of a request read for its words (a long request is matched on its start)."""
+MAX_KEYWORD_WORDS = 4
+"""Most words of a keyword: what the small profile's situations list, joined by "or".
+
+In a script without spaces, a word is counted per ``words.CHARS_PER_WORD`` characters."""
 
 
 @dataclass(frozen=True)
@@ -220,12 +242,29 @@ class _Indexed:
     order: int
     rule: Rule
     alternatives: tuple[tuple[str, frozenset[str]], ...]
+    keywords: bool  # every alternative a keyword: the focus may name only the matched ones
 
 
-def check_focus_rules(value: object) -> None:
-    """Raise ``ConfigurationError`` unless ``value`` is an int from 0 to 20."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 20:
-        raise ConfigurationError("focus_rules", value, "an int from 0 (off) to 20")
+def focus_rules_ok(value: object) -> bool:
+    """Whether ``value`` is a valid ``focus_rules``: an int from 0 (off) to ``MAX_FOCUS_RULES``.
+
+    The settings that take it raise ``ConfigurationError`` with ``FOCUS_RULES_ALLOWED``
+    (the core raises nothing of ours: the import contract in ``pyproject.toml``).
+    """
+    return not isinstance(value, bool) and isinstance(value, int) and 0 <= value <= MAX_FOCUS_RULES
+
+
+def _keyword(alternative: str) -> bool:
+    """Whether ``alternative`` is a keyword (``MAX_KEYWORD_WORDS`` words at most), not a clause."""
+    count = sum(_words.word_count(m.group()) for m in _words.tokens(alternative))
+    return count <= MAX_KEYWORD_WORDS
+
+
+def _forms(word: str) -> list[str]:
+    """The words of a request ``situation_words`` reads as ``word``: itself and its endings."""
+    if not word.isascii():
+        return [word]  # words of other scripts are not stemmed
+    return [w for w in (word, word + "s", word + "es", word + "ing") if stem(w) == word]
 
 
 class RuleIndex:
@@ -236,8 +275,15 @@ class RuleIndex:
     "Where is my money? I want it back"). A small model reads a long list of
     rules and still answers with the wrong one; the matching rules repeated
     after the list, with only the alternatives the request names, is what the
-    bundled 1.5B follows (``docs/benchmarks.md``). Text that is not a rule never
-    matches. Built once per served version; ``focus`` is a pure function.
+    bundled 1.5B follows (``docs/benchmarks.md``). Only a situation that is a
+    list of keywords (at most ``MAX_KEYWORD_WORDS`` words each) is cut down so:
+    in "When a refund is asked for a damaged or lost parcel" the "or" is inside
+    one case, and "When lost parcel" would drop the rest of it, so such a rule
+    is repeated as written. Text that is not a rule never matches. Built once
+    per served version; ``focus`` is a pure function.
+
+    A request is read for the rules' own words only (``_words_of``): on the
+    agent's hot path, one pass over its words and a dictionary look-up each.
     """
 
     def __init__(self, contents: Sequence[str]) -> None:
@@ -252,8 +298,23 @@ class RuleIndex:
                 if (words := situation_words(alt))
             )
             if alts:
-                indexed.append(_Indexed(order, rule, alts))
+                keywords = all(_keyword(alt) for alt, _ in alts)
+                indexed.append(_Indexed(order, rule, alts, keywords))
         self._rules = tuple(indexed)
+        # A rule word -> the (rule, alternative) pairs that hold it: a request is
+        # checked against the alternatives it shares a word with, not against all.
+        self._postings: dict[str, list[tuple[int, int]]] = {}
+        for i, item in enumerate(indexed):
+            for j, (_, words) in enumerate(item.alternatives):
+                for word in words:
+                    self._postings.setdefault(word, []).append((i, j))
+        vocabulary = set(self._postings)
+        # A request's word -> the rule word it is read as ("refunds" -> "refund").
+        self._forms = {form: w for w in vocabulary for form in _forms(w)}
+        # A stop word is a rule word only as an acronym ("US customers"); whether a
+        # request names it depends on the request's capitals: read such requests
+        # exactly as ``input_words`` does.
+        self._exact = bool(vocabulary & _STOP)
 
     @classmethod
     def of(cls, playbook: Playbook) -> RuleIndex:
@@ -263,24 +324,50 @@ class RuleIndex:
     def __bool__(self) -> bool:
         return bool(self._rules)
 
+    def _words_of(self, text: str) -> frozenset[str] | set[str]:
+        """The rules' words ``text`` holds: ``input_words(text)`` as far as any rule can tell."""
+        if self._exact:
+            return input_words(text)
+        forms = self._forms
+        # The single letters ``situation_words`` leaves out are never rule words.
+        return {forms[w] for w in _words.words(text) if w in forms}
+
     def matching(self, text: str, *, limit: int = 3) -> list[Rule]:
         """The rules ``text`` names, most specific first, with only the alternatives it names.
 
-        A rule whose matched alternative has more words comes first (the whole
-        "desk lamp repair" before the "lamp" of another rule), then the rule
-        with more matched alternatives, then the rule written first. Two rules
-        with the same action are given once.
+        Ranked by, in turn: the most words in one matched alternative (the
+        whole "desk lamp repair" before the "lamp" of another rule); the most
+        of the request's words anywhere in the rule's situation (a "return
+        form" request: the rule naming "return" and "return form" before the
+        one naming "forms"); the largest share of the rule's alternatives that
+        hold a word of the request (the word is central to the rule: "refund"
+        in "refund or refund time or kettle" before "accounts" in "invoice or
+        company or accounts"); the most matched alternatives; the rule written
+        first. Two rules with the same action are given once. A rule whose
+        situation is not a list of keywords is given whole.
         """
         if limit < 1 or not self._rules or not text:
             return []
-        have = input_words(text[:MAX_FOCUS_TEXT])
+        hits: dict[tuple[int, int], int] = {}
+        shared: dict[int, set[str]] = {}  # rule -> the request's words in its situation
+        for word in self._words_of(text[:MAX_FOCUS_TEXT]):
+            for key in self._postings.get(word, ()):
+                hits[key] = hits.get(key, 0) + 1
+                shared.setdefault(key[0], set()).add(word)
+        named_in: dict[int, list[int]] = {}
+        touched: dict[int, int] = {}  # rule -> its alternatives holding a word of the request
+        for (i, j), count in hits.items():
+            touched[i] = touched.get(i, 0) + 1
+            if count == len(self._rules[i].alternatives[j][1]):  # all of its words
+                named_in.setdefault(i, []).append(j)
         scored = []
-        for item in self._rules:
-            named = [(alt, words) for alt, words in item.alternatives if words <= have]
-            if named:
-                best = max(len(words) for _, words in named)
-                scored.append((-best, -len(named), item.order, item, named))
-        scored.sort(key=lambda s: s[:3])
+        for i, js in named_in.items():
+            item = self._rules[i]
+            named = [item.alternatives[j] for j in sorted(js)]
+            best = max(len(words) for _, words in named)
+            central = touched[i] / len(item.alternatives)
+            scored.append((-best, -len(shared[i]), -central, -len(named), item.order, item, named))
+        scored.sort(key=lambda s: s[:5])
         found: list[Rule] = []
         actions: set[str] = set()
         for *_, item, named in scored:
@@ -288,7 +375,8 @@ class RuleIndex:
             if action in actions:
                 continue
             actions.add(action)
-            found.append(Rule(" or ".join(alt for alt, _ in named), item.rule.action))
+            situation = " or ".join(alt for alt, _ in named) if item.keywords else None
+            found.append(Rule(situation or item.rule.situation, item.rule.action))
             if len(found) == limit:
                 break
         return found

@@ -34,7 +34,13 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_combee._core.evidence import ReplayReport
 from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._core.situations import FOCUS_RULES, RuleIndex, check_focus_rules, focused
+from langgraph_combee._core.situations import (
+    FOCUS_RULES,
+    FOCUS_RULES_ALLOWED,
+    RuleIndex,
+    focus_rules_ok,
+    focused,
+)
 from langgraph_combee._core.text import message_text
 from langgraph_combee._core.tokens import estimate_tokens
 from langgraph_combee._core.types import Feedback, ToolCall, Trace, TraceMessage
@@ -148,7 +154,8 @@ class ReplaySettings:
     focus_rules: int = FOCUS_RULES
 
     def __post_init__(self) -> None:
-        check_focus_rules(self.focus_rules)
+        if not focus_rules_ok(self.focus_rules):
+            raise ConfigurationError("focus_rules", self.focus_rules, FOCUS_RULES_ALLOWED)
         if isinstance(self.max_replays, bool) or not isinstance(self.max_replays, int):
             raise ConfigurationError("max_replays", self.max_replays, "an int >= 1")
         if self.max_replays < 1:

@@ -32,6 +32,7 @@ from langgraph_combee._core import words as _words
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Bullet, Playbook
 from langgraph_combee._core.situations import (
+    MAX_KEYWORD_WORDS,
     Rule,
     alternatives,
     input_words,
@@ -48,10 +49,6 @@ MIN_HARMFUL = 2
 
 
 _SENTENCE_END = re.compile(r"[.!?:]\s*$")
-MAX_KEYWORD_WORDS = 4
-"""Most words one keyword may have: the prompt asks for words, not a copied sentence.
-
-In a script without spaces, a word is counted per ``words.CHARS_PER_WORD`` characters."""
 
 
 def _proper_nouns(text: str) -> frozenset[str]:
