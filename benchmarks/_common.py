@@ -27,7 +27,7 @@ def command(module: str, argv: Sequence[str]) -> str:
     return shlex.join(["python", "-m", module, *argv])
 
 
-def _git_commit() -> str | None:
+def git_commit() -> str | None:
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
@@ -59,7 +59,7 @@ def machine_info() -> dict[str, Any]:
         "processor": platform.processor() or None,
         "cpu_count": os.cpu_count(),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(),
         "packages": versions,
     }
 

@@ -91,7 +91,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.outputs import LLMResult
 from pydantic import BaseModel, Field, ValidationError
 
-from benchmarks._common import RESULTS, command, machine_info, write_json
+from benchmarks._common import RESULTS, command, git_commit, machine_info, write_json
 from benchmarks.quality import replay_evaluator, summarise
 from langgraph_combee import AlgorithmSettings, Combee, LearnerSettings, Trace
 from langgraph_combee._agent.traces import RunInfo, trace_from_messages
@@ -1276,6 +1276,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             finally:
                 models.close()
         row["unit_seconds"] = round(time.perf_counter() - mark, 2)
+        # A resumed record can mix commits; each row names its own.
+        row["commit"] = git_commit()
         record["configs"].append(row)
         ran += 1
         _save(path, record, started)
