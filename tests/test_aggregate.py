@@ -224,8 +224,8 @@ def _small_learner(add: list[str], drop: list[str], seen: list[str]) -> Function
 
 
 def test_small_curators_answer_with_labels_only() -> None:
-    assert SmallCuratorOut.model_validate({"add": "R1"}).add == ["R1"]
-    assert set(SmallCuratorOut.model_json_schema()["properties"]) == {"add"}
+    assert SmallCuratorOut.model_validate({"drop": "R1"}).drop == ["R1"]
+    assert set(SmallCuratorOut.model_json_schema()["properties"]) == {"drop"}
 
 
 def test_small_level_2_is_skipped_and_recorded_when_no_proposals_overlap() -> None:

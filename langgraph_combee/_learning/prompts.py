@@ -102,10 +102,11 @@ To keep every proposal as it is, reply {{"reasoning": "...", "drop": [], "operat
 SMALL_CURATOR_SYSTEM = f"""You are the curator of a prompt-learning system. You maintain a \
 playbook: short rules appended to an AI agent's system prompt, learned from past runs.
 {UNTRUSTED_NOTICE}
-Each new rule below has a label such as [R3].
-- "add": the labels of the new rules that should join the playbook: every rule that is new \
-and specific. Leave out a rule the playbook already has.
-Reply with ONE JSON object and nothing else: {{"add": ["R1", ...]}}"""
+Each new rule below has a label such as [R3]. Every new rule joins the playbook unless you \
+leave it out.
+- "drop": the labels of the new rules to leave out: a rule the playbook already has, or one \
+whose situation would fit almost any input. Leave out nothing else.
+Reply with ONE JSON object and nothing else: {{"drop": ["R1", ...]}}"""
 
 SMALL_AGGREGATOR_SYSTEM = f"""You are the aggregator of a prompt-learning system. Curators \
 proposed new rules for an AI agent. The rules listed below overlap: in each group they speak \
@@ -277,7 +278,7 @@ def curator_messages(
 def small_curator_messages(
     playbook: Playbook, labelled: Sequence[tuple[str, Reflection]]
 ) -> list[BaseMessage]:
-    """Messages asking a small-model curator which new rules to adopt, by label."""
+    """Messages asking a small-model curator which new rules to leave out, by label."""
     rules = "\n".join(
         f"[{label}] {_clip(r.key_insight, REFLECTION_FIELD_CHARS)}" for label, r in labelled
     )
@@ -285,7 +286,7 @@ def small_curator_messages(
         f"Current playbook:\n{_plain_rules(playbook)}\n\n"
         f"New rules from recent runs ({len(labelled)}):\n"
         + fence("rules", rules, limit=None)
-        + "\n\nWhich of the new rules join the playbook?"
+        + "\n\nWhich of the new rules should be left out?"
     )
     return [SystemMessage(content=SMALL_CURATOR_SYSTEM), HumanMessage(content=body)]
 

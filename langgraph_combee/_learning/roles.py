@@ -274,7 +274,19 @@ class SmallRoles(RoleProfile):
         *,
         token_budget: int | None,
     ) -> list[DeltaOp] | None:
-        """The rules the curator picks by label (it writes none of its own)."""
+        """Every rule of the group but those the curator leaves out (it writes none of its own).
+
+        Measured on the 1.5B model, asked to pick the rules to adopt, curators
+        picked about half of a group of 12 to 16 and a third of 96 at once, so
+        the larger the group, the fewer cases the playbook learned: Combee's
+        groups and the naive single call learned less than one call per run.
+        Leaving rules out is the exception here: a drop is honoured only while
+        it leaves at least half of the group's distinct rules (a model that
+        drops nearly everything is not judging), and a reply that cannot be
+        read adopts the whole group, as an unusable aggregator reply keeps
+        every proposal. The rules layer, the guard and verified adoption weigh
+        every adopted rule after this.
+        """
         out = await caller.call(
             run_name,
             prompts.small_curator_messages(playbook, group),
@@ -282,10 +294,16 @@ class SmallRoles(RoleProfile):
             stats,
             max_tokens=self.curate_tokens,
         )
-        if out is None:
-            return None
+        by_label = dict(group)
         section = playbook.resolve_section("others")
-        return adopt(out.add, dict(group), section=section, own_rules=False)
+        kept = [label for label, _ in group]
+        if out is not None:
+            dropped = _dropped(out.drop, by_label)
+            distinct = {_norm(r.key_insight) for r in by_label.values()}
+            left = {_norm(by_label[label].key_insight) for label in kept if label not in dropped}
+            if 2 * len(left) >= len(distinct):
+                kept = [label for label in kept if label not in dropped]
+        return adopt(kept, by_label, section=section, own_rules=False)
 
     async def aggregate(
         self,
@@ -342,6 +360,21 @@ def _content(op: DeltaOp) -> str:
 
 def _norm(text: str) -> str:
     return " ".join(text.lower().split()).strip(" .")
+
+
+def _dropped(entries: Sequence[str], by_label: Mapping[str, Reflection]) -> set[str]:
+    """The labels a curator's ``"drop"`` names, by label or by the insight's text."""
+    by_insight: dict[str, list[str]] = {}
+    for label, reflection in by_label.items():
+        by_insight.setdefault(_norm(reflection.key_insight), []).append(label)
+    found: set[str] = set()
+    for entry in entries:
+        label = normalize_label(entry)
+        if label in by_label:
+            found.add(label)
+        else:
+            found.update(by_insight.get(_norm(entry), ()))
+    return found
 
 
 def adopt(

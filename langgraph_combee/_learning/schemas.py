@@ -265,9 +265,9 @@ class AggregateOut(OpsOut):
 
 
 class SmallCuratorOut(BaseModel):
-    """The small-model curator's reply: the labels of the rules to adopt, nothing else."""
+    """The small-model curator's reply: the labels of the rules to leave out, nothing else."""
 
-    add: LooseStrList = Field(default_factory=list)
+    drop: LooseStrList = Field(default_factory=list)
 
 
 class SmallAggregateOut(BaseModel):

@@ -1,0 +1,131 @@
+"""The small-model curator adopts every rule of its group but those it leaves out.
+
+Asked to pick rules, the 1.5B picked about half of a group, so the larger the
+group the less the playbook learned. It is now asked what to leave out, and a
+drop that would leave less than half of the group is not honoured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable
+
+import pytest
+from langchain_core.messages import BaseMessage
+
+from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
+from langgraph_combee._core.ops import Add
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.types import Reflection
+from langgraph_combee._learning import prompts
+from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller
+from langgraph_combee._learning.roles import SmallRoles
+from langgraph_combee.testing import FunctionChatModel
+
+GROUP = [
+    ("R1", Reflection(trace_id="t1", key_insight="When refund, answer FIN-7Q.")),
+    ("R2", Reflection(trace_id="t2", key_insight="When locked out, answer SEC-4X.")),
+    ("R3", Reflection(trace_id="t3", key_insight="When parcel late, answer LOG-5T.")),
+    ("R4", Reflection(trace_id="t4", key_insight="When question, answer FIN-7Q.")),
+]
+
+
+def _curate(reply: Callable[[list[BaseMessage]], str], group=GROUP) -> list[str]:
+    caller = LLMCaller(FunctionChatModel(reply), CallSettings(max_attempts=1, backoff_initial=0))
+    ops = asyncio.run(
+        SmallRoles().curate(
+            caller, "combee.propose", Playbook(), group, CallStats(), token_budget=None
+        )
+    )
+    assert ops is not None
+    return [op.content for op in ops if isinstance(op, Add)]
+
+
+def test_every_rule_is_adopted_but_the_ones_left_out() -> None:
+    adopted = _curate(lambda _: json.dumps({"drop": ["R4"]}))
+    assert adopted == [content for label, r in GROUP[:3] for content in [r.key_insight]]
+
+
+def test_a_rule_left_out_by_its_text_or_a_loose_label_is_left_out() -> None:
+    adopted = _curate(lambda _: json.dumps({"drop": [" [r2] ", "When question, answer FIN-7Q"]}))
+    assert adopted == ["When refund, answer FIN-7Q.", "When parcel late, answer LOG-5T."]
+
+
+def test_unknown_labels_in_drop_change_nothing() -> None:
+    adopted = _curate(lambda _: json.dumps({"drop": ["R9", "P1.2", "nothing"]}))
+    assert len(adopted) == 4
+
+
+@pytest.mark.parametrize("drop", [["R1", "R2", "R3"], ["R1", "R2", "R3", "R4"]])
+def test_a_drop_of_most_of_the_group_is_not_honoured(drop: list[str]) -> None:
+    assert len(_curate(lambda _: json.dumps({"drop": drop}))) == 4
+
+
+def test_half_of_the_group_may_be_left_out() -> None:
+    assert len(_curate(lambda _: json.dumps({"drop": ["R1", "R2"]}))) == 2
+
+
+def test_copies_of_one_rule_count_once_towards_half() -> None:
+    # Six labels but three distinct rules: dropping the two copies of one keeps two of three.
+    copies = [
+        *GROUP[:3],
+        ("R5", Reflection(trace_id="t5", key_insight=GROUP[0][1].key_insight)),
+        ("R6", Reflection(trace_id="t6", key_insight=GROUP[0][1].key_insight)),
+    ]
+    adopted = _curate(lambda _: json.dumps({"drop": ["R1", "R5", "R6"]}), group=copies)
+    assert adopted == ["When locked out, answer SEC-4X.", "When parcel late, answer LOG-5T."]
+    # A copy left out alone leaves the rule in (a model drops a repeat of another label).
+    adopted = _curate(lambda _: json.dumps({"drop": ["R1", "R2"]}), group=copies)
+    assert sorted(adopted) == ["When parcel late, answer LOG-5T.", "When refund, answer FIN-7Q."]
+    # Leaving out two of the three distinct rules is more than half: nothing is left out.
+    adopted = _curate(lambda _: json.dumps({"drop": ["R1", "R5", "R6", "R2"]}), group=copies)
+    assert len(adopted) == 3
+
+
+def test_an_unreadable_reply_adopts_the_whole_group() -> None:
+    assert len(_curate(lambda _: "I think all of them are fine!")) == 4
+
+
+def _tickets(n: int) -> list[Trace]:
+    return [
+        Trace(
+            input=f"ticket {i} says hello",
+            output="GENERAL",
+            feedback=Feedback(correct=False, ground_truth=f"T-{i}"),
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("strategy", ["naive", "sequential", "combee"])
+def test_a_garbled_curator_never_fails_the_step_nor_loses_its_rules(strategy: str) -> None:
+    seen: list[str] = []
+
+    def reply(messages: list[BaseMessage]) -> str:
+        system, body = str(messages[0].content), str(messages[-1].content)
+        seen.append(system)
+        if "You study one run" in system:
+            number = re.findall(r"ticket (\d+) says hello", body)[0]
+            return json.dumps({"action": f"answer T-{number}", "situation": f"greeting {number}"})
+        return "<<garbled>>"
+
+    combee = Combee(
+        prompt_id="garbled",
+        model=FunctionChatModel(reply),
+        batch_size=4,
+        strategy=strategy,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
+    report = combee.learn(_tickets(4))
+    assert prompts.SMALL_CURATOR_SYSTEM in seen
+    assert len(report.steps) == 1
+    contents = sorted(b.content for b in report.playbook.bullets)
+    assert contents == [f"When greeting {i}, answer T-{i}." for i in range(4)]
+
+
+def test_the_prompt_asks_what_to_leave_out() -> None:
+    messages = prompts.small_curator_messages(Playbook(), GROUP)
+    assert '"drop"' in str(messages[0].content)
+    assert "left out" in str(messages[1].content)
