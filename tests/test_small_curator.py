@@ -129,3 +129,48 @@ def test_the_prompt_asks_what_to_leave_out() -> None:
     messages = prompts.small_curator_messages(Playbook(), GROUP)
     assert '"drop"' in str(messages[0].content)
     assert "left out" in str(messages[1].content)
+
+
+# ------------------------------------------- a step's rules settle alternative by alternative
+
+
+def _add(content: str, *sources: str) -> Add:
+    return Add(section="others", content=content, sources=list(sources))
+
+
+def test_rules_that_share_one_alternative_lose_only_that_one() -> None:
+    from langgraph_combee._learning import rules
+
+    settled, found = rules.settle_batch(
+        [
+            _add("When promo code expiration or promo or code, answer MKT-4V.", "a"),
+            _add("When two-factor authentication or code or rejected, answer SEC-9D.", "b"),
+            _add("When refund, answer FIN-7Q.", "c"),
+        ]
+    )
+    assert [op.content for op in settled if isinstance(op, Add)] == [
+        "When promo code expiration or promo, answer MKT-4V.",
+        "When two-factor authentication or rejected, answer SEC-9D.",
+        "When refund, answer FIN-7Q.",
+    ]
+    assert [c.reason for c in found] == ["ambiguous situation"] * 2
+    assert all("'code' of When" in c.describe() for c in found)
+
+
+def test_the_action_more_runs_back_keeps_the_shared_alternative() -> None:
+    from langgraph_combee._learning import rules
+
+    settled, found = rules.settle_batch(
+        [
+            _add("When promo or code, answer MKT-4V.", "a", "b"),
+            _add("When two-factor login or code, answer SEC-9D.", "c"),
+            _add("When code, answer PAY-2D.", "d"),
+        ]
+    )
+    assert [op.content for op in settled if isinstance(op, Add)] == [
+        "When promo or code, answer MKT-4V.",
+        "When two-factor login, answer SEC-9D.",
+    ]
+    assert sorted(c.reason for c in found) == ["outvoted in this step"] * 2
+    # The PAY-2D rule had nothing else: it is dropped whole, and said so.
+    assert any(c.dropped == "When code, answer PAY-2D." for c in found)

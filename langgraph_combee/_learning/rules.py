@@ -8,9 +8,10 @@ tell when two rules speak about the same situation:
   unless the bullet has proved itself in service, in which case the new rule
   is dropped and the conflict recorded;
 * ``settle_batch`` resolves new rules of one step that give different actions
-  for one situation: the action most reflections back wins; a tie means the
-  situation does not tell the cases apart (e.g. the name of the whole task),
-  and every rule of the tie is dropped;
+  for one situation, alternative by alternative: the action most reflections
+  back keeps it; a tie means the situation does not tell the cases apart
+  (e.g. the name of the whole task), and every rule of the tie loses it (a
+  rule left with no alternative is dropped);
 * ``served_tags`` moves helpful/harmful counters from served outcomes: a run
   whose answer carries a served rule's value followed that rule, and its
   verdict (right or wrong) is evidence for or against it;
@@ -344,30 +345,38 @@ def fold_actions(ops: Sequence[DeltaOp]) -> list[DeltaOp]:
 def settle_batch(ops: Sequence[DeltaOp]) -> tuple[list[DeltaOp], list[Conflict]]:
     """Resolve new rules of one step that give different actions for one situation.
 
-    Rules are grouped by situation; within a group whose actions differ, the
-    action backed by the most source traces is kept (its rules fold into one),
-    and a tie drops the whole group: a situation every answer claims cannot
-    route anything.
+    Settled alternative by alternative: the alternatives of the step's rules
+    that are one situation (``same_situation``) are grouped, and where a group
+    holds rules of different actions, the action backed by the most source
+    traces keeps it and the other rules lose it; a tie takes it from every rule:
+    a situation every answer claims cannot route anything. A rule keeps its
+    other alternatives ("When promo code or code, MKT-4V." and "When
+    two-factor login or code, SEC-9D." lose only "code"); a rule left with none
+    is dropped (the name of the whole task, given with every answer, is such a
+    situation). Each loss is recorded.
     """
-    adds = [(i, op, parse_rule(op.content)) for i, op in enumerate(ops) if isinstance(op, Add)]
-    groups: list[list[tuple[int, Add, Rule]]] = []
-    for i, op, rule in adds:
-        if rule is None:
-            continue
-        assert isinstance(op, Add)
-        for group in groups:
-            if overlaps(group[0][2].situation, rule.situation):
-                group.append((i, op, rule))
-                break
-        else:
-            groups.append([(i, op, rule)])
-    drop: set[int] = set()
-    conflicts: list[Conflict] = []
+    adds = [
+        (i, op, rule)
+        for i, op in enumerate(ops)
+        if isinstance(op, Add) and (rule := parse_rule(op.content)) is not None
+    ]
+    # Groups of one situation: (index into adds, the alternative) pairs.
+    groups: list[list[tuple[int, str]]] = []
+    for n, (_, _, rule) in enumerate(adds):
+        for alternative in alternatives(rule.situation):
+            for group in groups:
+                if same_situation(group[0][1], alternative):
+                    group.append((n, alternative))
+                    break
+            else:
+                groups.append([(n, alternative)])
+    lost: dict[int, list[tuple[str, str, str]]] = {}  # add -> (alternative, kept, reason)
     for group in groups:
-        by_action: list[list[tuple[int, Add, Rule]]] = []
+        by_action: list[list[tuple[int, str]]] = []
         for item in group:
+            action = adds[item[0]][2].action
             for side in by_action:
-                if same_action(side[0][2].action, item[2].action):
+                if same_action(adds[side[0][0]][2].action, action):
                     side.append(item)
                     break
             else:
@@ -376,20 +385,36 @@ def settle_batch(ops: Sequence[DeltaOp]) -> tuple[list[DeltaOp], list[Conflict]]
             continue
         support = sorted(
             (
-                (len({s for _, op, _ in side for s in op.sources} or {""}), side)
+                (len({s for n, _ in side for s in adds[n][1].sources} or {""}), side)
                 for side in by_action
             ),
             key=lambda pair: -pair[0],
         )
         best, runner_up = support[0][0], support[1][0]
         losers = [side for _, side in support[1:]] if best > runner_up else by_action
+        kept = adds[support[0][1][0][0]][1].content if best > runner_up else "(none)"
+        reason = "outvoted in this step" if best > runner_up else "ambiguous situation"
         for side in losers:
-            drop.update(i for i, _, _ in side)
-        kept = support[0][1][0][1].content if best > runner_up else "(none)"
-        for side in losers:
-            reason = "outvoted in this step" if best > runner_up else "ambiguous situation"
-            conflicts.append(Conflict(kept, side[0][1].content, reason))
-    return [op for i, op in enumerate(ops) if i not in drop], conflicts
+            for n, alternative in side:
+                lost.setdefault(n, []).append((alternative, kept, reason))
+    out = list(ops)
+    drop: set[int] = set()
+    conflicts: list[Conflict] = []
+    for n, losses in lost.items():
+        i, op, rule = adds[n]
+        gone = {alternative for alternative, _, _ in losses}
+        rest = [a for a in alternatives(rule.situation) if a not in gone]
+        _, kept, reason = losses[0]
+        if not rest:
+            drop.add(i)
+            conflicts.append(Conflict(kept, op.content, reason))
+            continue
+        narrowed = Rule(" or ".join(rest), rule.action).text()
+        out[i] = Add(section=op.section, content=narrowed, sources=list(op.sources))
+        for alternative, kept, reason in losses:
+            conflicts.append(Conflict(kept, f"{alternative!r} of {op.content}", reason))
+    # Copies of one rule (two curators adopted it) lose the same way: said once.
+    return [op for i, op in enumerate(out) if i not in drop], list(dict.fromkeys(conflicts))
 
 
 def served(playbook: Playbook, trace: Trace) -> list[Bullet]:
