@@ -174,6 +174,16 @@ def summarise(reports: Sequence[StepReport], failures: Sequence[str]) -> dict[st
         "rules_verified_by_replay": sum(
             1 for r in replayed for v in r.replay.rules if v.evidence.status == "verified"
         ),
+        "rules_narrowed_by_replay": sum(
+            1 for r in replayed for v in r.replay.rules if v.evidence.status == "narrowed"
+        ),
+        # What replay decided against, and why: the rule as judged, then its verdict.
+        "replay_verdicts": [
+            f"{v.evidence.status}: {v.content} ({v.evidence.reason})"
+            for r in replayed
+            for v in r.replay.rules
+            if v.evidence.status in ("rejected", "narrowed")
+        ],
         "truncated": sum(sum(r.truncated.values()) for r in reports),
         "aggregation": [r.aggregation for r in reports],
         "conflicts_settled": sum(len(r.conflicts) for r in reports),

@@ -14,9 +14,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-ReplayStatus = Literal["verified", "unverified", "rejected"]
+ReplayStatus = Literal["verified", "unverified", "narrowed", "rejected"]
 """``verified``: replays of runs it was learned from turned right, none was broken;
 ``unverified``: nothing could be concluded (no scorable replay, failed calls, off);
+``narrowed``: it broke or pulled runs only through alternatives of its situation
+that those runs name; kept without them;
 ``rejected``: the replays showed it harmful, over-general or ineffective (dropped)."""
 
 

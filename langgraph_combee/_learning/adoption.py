@@ -13,6 +13,10 @@ ground truth), and judges every rule the step added or changed:
   it turned a previously right replay wrong; or it is over-general, pulling a
   run whose right answer differs towards the answer of the runs it came from;
   or it is ineffective, the failing runs it came from staying wrong under it;
+* **narrowed** (kept, with fewer alternatives): it would be rejected for the
+  runs it broke or pulled, and each of those runs names an alternative of its
+  situation ("When parcel tracking or parcel, LOG-5T." pulled a damaged-parcel
+  ticket through "parcel"): those alternatives leave the rule and the rest stays;
 * **unverified** (kept): nothing could be concluded (no scorable replay of a
   run it came from, failed calls, the replay limit reached).
 
@@ -37,6 +41,13 @@ from langchain_core.callbacks import Callbacks
 
 from langgraph_combee._core.evidence import ReplayEvidence, ReplayReport, RuleVerdict
 from langgraph_combee._core.playbook import Bullet, Playbook
+from langgraph_combee._core.situations import (
+    Rule,
+    alternatives,
+    input_words,
+    parse_rule,
+    situation_words,
+)
 from langgraph_combee._core.types import StepReport, Trace
 from langgraph_combee._learning.budget import LearnerBudget
 from langgraph_combee._learning.replay import (
@@ -260,6 +271,30 @@ async def verify(
     return _adopt(before, candidate, verdicts), report
 
 
+def _narrowed(bullet: Bullet, runs: Sequence[_Outcome]) -> tuple[str, list[str]] | None:
+    """The rule without the alternatives ``runs`` name, and those alternatives.
+
+    None when the rule is no "When <situation>, <action>." rule, when some run
+    names none of its alternatives (the rule drew it some other way), or when
+    every alternative would go.
+    """
+    rule = parse_rule(bullet.content)
+    if rule is None or not runs:
+        return None
+    parts = alternatives(rule.situation)
+    gone: set[str] = set()
+    for outcome in runs:
+        words = input_words(outcome.trace.input)
+        named = {a for a in parts if (need := situation_words(a)) and need <= words}
+        if not named:
+            return None
+        gone |= named
+    rest = [a for a in parts if a not in gone]
+    if not rest:
+        return None
+    return Rule(" or ".join(rest), rule.action).text(), [a for a in parts if a in gone]
+
+
 def _verdict(
     bullet: Bullet,
     replayed: Mapping[str, _Outcome],
@@ -268,9 +303,17 @@ def _verdict(
     version: int,
 ) -> RuleVerdict:
     evidence = _judge(bullet, replayed, answers, broken.get(bullet.id, []), version)
+    content = bullet.content
+    if evidence.status == "rejected" and (evidence.broken or evidence.pulled):
+        runs = [replayed[t] for t in [*evidence.broken, *evidence.pulled] if t in replayed]
+        narrowed = _narrowed(bullet, runs)
+        if narrowed is not None:
+            content, gone = narrowed
+            evidence.status = "narrowed"
+            evidence.reason = f"{evidence.reason}; narrowed: left out {', '.join(map(repr, gone))}"
     return RuleVerdict(
         bullet_id=bullet.id,
-        content=bullet.content,
+        content=content,
         kept=evidence.status != "rejected",
         evidence=evidence,
     )
@@ -360,7 +403,10 @@ def _adopt(before: Playbook, candidate: Playbook, verdicts: Sequence[RuleVerdict
         if verdict is None:
             bullets.append(bullet)
         elif verdict.kept:
-            bullets.append(bullet.model_copy(update={"replay": verdict.evidence}))
+            update: dict[str, object] = {"replay": verdict.evidence}
+            if verdict.content != bullet.content:  # narrowed
+                update["content"] = verdict.content
+            bullets.append(bullet.model_copy(update=update))
         elif bullet.id in previous:
             bullets.append(previous[bullet.id])  # an update that failed: the old text stays
     return candidate.replace_bullets(bullets)

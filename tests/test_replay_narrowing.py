@@ -1,0 +1,155 @@
+"""Verified adoption narrows a rule that breaks or pulls runs through some of its alternatives.
+
+A rule "When parcel tracking or parcel, LOG-5T." that pulls a damaged-parcel
+ticket to LOG-5T through "parcel" loses that alternative and keeps the rest;
+before, the whole rule was dropped and its case left uncovered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from langchain_core.messages import BaseMessage, SystemMessage
+
+from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
+from langgraph_combee._core.evidence import ReplayReport
+from langgraph_combee._core.situations import alternatives, input_words, situation_words
+from langgraph_combee._core.types import TraceMessage
+from langgraph_combee.testing import FunctionChatModel, fake_learner
+
+APP_PROMPT = "Route the ticket. Answer with the team code only."
+WHEN = re.compile(r"^- (?:\[[\w-]+\] )?When (.+?), answer (\S+?)\.?$")
+
+TRUTH = {
+    "refund urgent": "FIN",
+    "ship urgent": "SHIP",
+    "refund for shipping": "SHIP",
+    "lamp broken": "HW",
+}
+
+
+def when_follower(*, greedy: bool = False) -> FunctionChatModel:
+    """Answers with the code of the last rule one of whose alternatives the ticket names.
+
+    ``greedy``: any learned FIN rule in the prompt makes it answer FIN, named or not.
+    """
+
+    def reply(messages: Sequence[BaseMessage]) -> str:
+        system = str(messages[0].text) if isinstance(messages[0], SystemMessage) else ""
+        words = input_words(str(messages[-1].text))
+        hits = []
+        for line in system.splitlines():
+            m = WHEN.match(line)
+            if m is None:
+                continue
+            if greedy and m.group(2) == "FIN":
+                return "FIN"
+            if any((need := situation_words(a)) and need <= words for a in alternatives(m[1])):
+                hits.append(m.group(2))
+        return hits[-1] if hits else "NONE"
+
+    return FunctionChatModel(reply)
+
+
+def run(trace_id: str, text: str, output: str) -> Trace:
+    return Trace(
+        id=trace_id,
+        input=text,
+        output=output,
+        messages=[
+            TraceMessage(role="human", content=text),
+            TraceMessage(role="ai", content=output),
+        ],
+        feedback=Feedback(correct=TRUTH[text] == output, ground_truth=TRUTH[text]),
+    )
+
+
+def evaluator(trace: Trace) -> Feedback:
+    return Feedback(correct=trace.output == TRUTH[trace.input], source="evaluator")
+
+
+def learn(
+    rules: dict[str, str],
+    batch: list[Trace],
+    agent: FunctionChatModel | None = None,
+    prompt: str = APP_PROMPT,
+) -> tuple[Combee, ReplayReport]:
+    combee = Combee(
+        prompt_id="narrowing",
+        model=fake_learner(insight=lambda text, truth, output: rules.get(text, "")),
+        evaluator=evaluator,
+        batch_size=8,
+        algorithm=AlgorithmSettings(agent_model=agent or when_follower(), agent_prompt=prompt),
+    )
+    replay = combee.learn(batch).steps[0].replay
+    assert replay is not None
+    return combee, replay
+
+
+def contents(combee: Combee) -> list[str]:
+    return [b.content for b in combee.current().playbook.bullets]
+
+
+def test_a_rule_that_pulls_a_run_through_one_alternative_loses_only_that_one() -> None:
+    combee, replay = learn(
+        {"refund urgent": "When refund or urgent, answer FIN."},
+        [run("t1", "refund urgent", "NONE"), run("t2", "ship urgent", "NONE")],
+    )
+    assert contents(combee) == ["When refund, answer FIN."]
+    (verdict,) = replay.rules
+    assert verdict.kept and verdict.content == "When refund, answer FIN."
+    assert verdict.evidence.status == "narrowed"
+    assert verdict.evidence.pulled == ["t2"]
+    assert "left out 'urgent'" in verdict.evidence.reason
+    (bullet,) = combee.current().playbook.bullets
+    assert bullet.replay is not None and bullet.replay.status == "narrowed"
+    assert replay.dropped == []
+
+
+def test_a_rule_that_breaks_a_right_run_through_one_alternative_loses_only_that_one() -> None:
+    combee, replay = learn(
+        {"refund urgent": "When refund or urgent, answer FIN."},
+        [run("t1", "refund urgent", "NONE"), run("r1", "refund for shipping", "SHIP")],
+        prompt=f"{APP_PROMPT}\n- When shipping, answer SHIP.",
+    )
+    (verdict,) = replay.rules
+    assert verdict.evidence.broken == ["r1"]
+    assert verdict.evidence.status == "narrowed"
+    assert contents(combee) == ["When urgent, answer FIN."]
+
+
+def test_a_rule_left_with_no_alternative_is_still_dropped() -> None:
+    combee, replay = learn(
+        {"refund urgent": "When urgent, answer FIN."},
+        [run("t1", "refund urgent", "NONE"), run("t2", "ship urgent", "NONE")],
+    )
+    assert contents(combee) == []
+    (verdict,) = replay.rules
+    assert verdict.evidence.status == "rejected"
+    assert not verdict.kept
+
+
+def test_a_rule_that_pulls_a_run_naming_none_of_its_alternatives_is_dropped() -> None:
+    # The agent took the rule's answer for a ticket the rule does not name: narrowing
+    # cannot help, the rule goes.
+    combee, replay = learn(
+        {"refund urgent": "When refund or urgent, answer FIN."},
+        [run("t1", "refund urgent", "NONE"), run("t3", "lamp broken", "NONE")],
+        agent=when_follower(greedy=True),
+    )
+    assert contents(combee) == []
+    (verdict,) = replay.rules
+    assert verdict.evidence.status == "rejected"
+    assert verdict.evidence.pulled == ["t3"]
+
+
+def test_a_rule_that_is_not_a_when_rule_is_dropped_as_before() -> None:
+    _, replay = learn(
+        {"refund urgent": "Answer FIN for refunds or anything polite."},
+        [run("t1", "refund urgent", "NONE"), run("t2", "ship urgent", "NONE")],
+        agent=when_follower(greedy=True),
+    )
+    (verdict,) = replay.rules
+    assert verdict.evidence.status in ("rejected", "unverified")
+    assert verdict.evidence.status != "narrowed"
