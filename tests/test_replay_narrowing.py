@@ -26,6 +26,7 @@ TRUTH = {
     "ship urgent": "SHIP",
     "refund for shipping": "SHIP",
     "lamp broken": "HW",
+    "urgent help": "FIN",
 }
 
 
@@ -153,3 +154,42 @@ def test_a_rule_that_is_not_a_when_rule_is_dropped_as_before() -> None:
     (verdict,) = replay.rules
     assert verdict.evidence.status in ("rejected", "unverified")
     assert verdict.evidence.status != "narrowed"
+
+
+def test_a_rule_is_not_narrowed_down_to_alternatives_of_generic_words() -> None:
+    # "any question" fits every ticket: left alone, the rule would pull every run.
+    combee, replay = learn(
+        {"refund urgent": "When urgent or any question, answer FIN."},
+        [run("t1", "refund urgent", "NONE"), run("t2", "ship urgent", "NONE")],
+    )
+    assert contents(combee) == []
+    (verdict,) = replay.rules
+    assert verdict.evidence.status == "rejected"
+    assert not verdict.kept
+
+
+def test_narrowing_an_update_keeps_the_alternatives_the_rule_had_before() -> None:
+    # v1 verified "When refund, answer FIN."; v2's step widened it with "urgent", and a
+    # run served before v1 names "refund": that alternative was accepted and is not
+    # the step's change, so the update is rejected and v1's text stays, instead of
+    # the rule losing the case it was verified on.
+    rules = {"refund urgent": "When refund, answer FIN.", "urgent help": "When urgent, answer FIN."}
+    combee = Combee(
+        prompt_id="narrowing",
+        model=fake_learner(insight=lambda text, truth, output: rules.get(text, "")),
+        evaluator=evaluator,
+        batch_size=8,
+        algorithm=AlgorithmSettings(agent_model=when_follower(), agent_prompt=APP_PROMPT),
+    )
+    combee.learn([run("t1", "refund urgent", "NONE")])
+    assert contents(combee) == ["When refund, answer FIN."]
+    replay = (
+        combee.learn([run("t4", "urgent help", "NONE"), run("r1", "refund for shipping", "SHIP")])
+        .steps[0]
+        .replay
+    )
+    assert replay is not None
+    (verdict,) = replay.rules
+    assert verdict.evidence.broken == ["r1"]
+    assert verdict.evidence.status == "rejected"
+    assert contents(combee) == ["When refund, answer FIN."]

@@ -174,3 +174,21 @@ def test_the_action_more_runs_back_keeps_the_shared_alternative() -> None:
     assert sorted(c.reason for c in found) == ["outvoted in this step"] * 2
     # The PAY-2D rule had nothing else: it is dropped whole, and said so.
     assert any(c.dropped == "When code, answer PAY-2D." for c in found)
+
+
+def test_a_rule_left_with_only_generic_alternatives_is_dropped() -> None:
+    from langgraph_combee._learning import rules
+
+    # "any question" fits every input: "When any question, answer MKT-4V." would route
+    # every ticket to MKT-4V.
+    settled, found = rules.settle_batch(
+        [
+            _add("When code or any question, answer MKT-4V.", "a"),
+            _add("When code, answer SEC-9D.", "b"),
+        ]
+    )
+    assert settled == []
+    assert {c.dropped for c in found} == {
+        "When code or any question, answer MKT-4V.",
+        "When code, answer SEC-9D.",
+    }

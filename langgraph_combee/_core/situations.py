@@ -149,6 +149,17 @@ class Rule:
         """The rule as a playbook line: ``When <situation>, <action>.``."""
         return f"When {self.situation}, {self.action.rstrip('.')}."
 
+    def keeping(self, rest: Sequence[str]) -> Rule | None:
+        """The rule with only the alternatives ``rest``; None when none has a content word.
+
+        An alternative of stop words and generic request words only ("any
+        question") fits every input: a rule narrowed down to such alternatives
+        would apply to every request, which is what narrowing it was against.
+        """
+        if not any(situation_words(a) for a in rest):
+            return None
+        return Rule(" or ".join(rest), self.action)
+
 
 def parse_rule(text: str) -> Rule | None:
     """Split ``"When <situation>, <action>."`` into its parts; None for other text.

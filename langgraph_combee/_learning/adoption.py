@@ -42,7 +42,6 @@ from langchain_core.callbacks import Callbacks
 from langgraph_combee._core.evidence import ReplayEvidence, ReplayReport, RuleVerdict
 from langgraph_combee._core.playbook import Bullet, Playbook
 from langgraph_combee._core.situations import (
-    Rule,
     alternatives,
     input_words,
     parse_rule,
@@ -59,6 +58,7 @@ from langgraph_combee._learning.replay import (
     answers_match,
     normalise,
 )
+from langgraph_combee._learning.rules import same_action, same_situation
 
 __all__ = ["changed_bullets", "record", "verify"]
 
@@ -255,7 +255,8 @@ async def verify(
     report.replayed = list(replayed)
     answers = {b.id: _answers(b, outcomes) for b in changed}
     broken = await _attribute(run, before, changed, replayed, answers)
-    verdicts = [_verdict(b, replayed, answers, broken, version) for b in changed]
+    previous = {b.id: b for b in before.bullets}
+    verdicts = [_verdict(b, replayed, answers, broken, version, previous) for b in changed]
     verdicts = await _after_drops(
         run, before, candidate, changed, verdicts, replayed, broken, version
     )
@@ -271,28 +272,43 @@ async def verify(
     return _adopt(before, candidate, verdicts), report
 
 
-def _narrowed(bullet: Bullet, runs: Sequence[_Outcome]) -> tuple[str, list[str]] | None:
+def _narrowed(
+    bullet: Bullet, runs: Sequence[_Outcome], previous: Bullet | None
+) -> tuple[str, list[str]] | None:
     """The rule without the alternatives ``runs`` name, and those alternatives.
 
+    Only what the step brought may go: for an update of a rule in force
+    (``previous``, its text before the step), the alternatives that text
+    already gave with the same action stay; they were accepted, and what
+    service showed of them weighs more than one replay (``sharpen_playbook``
+    needs two contrary inputs, and never touches a proven rule).
+
     None when the rule is no "When <situation>, <action>." rule, when some run
-    names none of its alternatives (the rule drew it some other way), or when
-    every alternative would go.
+    names none of the alternatives that may go (the rule drew it some other
+    way), or when no alternative with a content word would be left.
     """
     rule = parse_rule(bullet.content)
     if rule is None or not runs:
         return None
     parts = alternatives(rule.situation)
+    old = parse_rule(previous.content) if previous is not None else None
+    kept_before = (
+        alternatives(old.situation)
+        if old is not None and same_action(old.action, rule.action)
+        else []
+    )
+    new = [a for a in parts if not any(same_situation(a, k) for k in kept_before)]
     gone: set[str] = set()
     for outcome in runs:
         words = input_words(outcome.trace.input)
-        named = {a for a in parts if (need := situation_words(a)) and need <= words}
+        named = {a for a in new if (need := situation_words(a)) and need <= words}
         if not named:
             return None
         gone |= named
-    rest = [a for a in parts if a not in gone]
-    if not rest:
+    narrowed = rule.keeping([a for a in parts if a not in gone])
+    if narrowed is None:
         return None
-    return Rule(" or ".join(rest), rule.action).text(), [a for a in parts if a in gone]
+    return narrowed.text(), [a for a in parts if a in gone]
 
 
 def _verdict(
@@ -301,12 +317,13 @@ def _verdict(
     answers: Mapping[str, list[str]],
     broken: Mapping[str, list[str]],
     version: int,
+    previous: Mapping[str, Bullet],
 ) -> RuleVerdict:
     evidence = _judge(bullet, replayed, answers, broken.get(bullet.id, []), version)
     content = bullet.content
     if evidence.status == "rejected" and (evidence.broken or evidence.pulled):
         runs = [replayed[t] for t in [*evidence.broken, *evidence.pulled] if t in replayed]
-        narrowed = _narrowed(bullet, runs)
+        narrowed = _narrowed(bullet, runs, previous.get(bullet.id))
         if narrowed is not None:
             content, gone = narrowed
             evidence.status = "narrowed"
@@ -349,9 +366,10 @@ async def _after_drops(
     kept = [b for b in changed if b.id not in dropped]
     answers = {b.id: _answers(b, replayed) for b in kept}
     by_id = {b.id: b for b in changed}
+    previous = {b.id: b for b in before.bullets}
     again = {v.bullet_id for v in waiting}
     return [
-        _verdict(by_id[v.bullet_id], replayed, answers, broken, version)
+        _verdict(by_id[v.bullet_id], replayed, answers, broken, version, previous)
         if v.bullet_id in again
         else v
         for v in verdicts

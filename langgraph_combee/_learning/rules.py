@@ -351,9 +351,10 @@ def settle_batch(ops: Sequence[DeltaOp]) -> tuple[list[DeltaOp], list[Conflict]]
     traces keeps it and the other rules lose it; a tie takes it from every rule:
     a situation every answer claims cannot route anything. A rule keeps its
     other alternatives ("When promo code or code, MKT-4V." and "When
-    two-factor login or code, SEC-9D." lose only "code"); a rule left with none
-    is dropped (the name of the whole task, given with every answer, is such a
-    situation). Each loss is recorded.
+    two-factor login or code, SEC-9D." lose only "code"); a rule left with none,
+    or with only alternatives of generic words ("any question"), is dropped (the
+    name of the whole task, given with every answer, is such a situation). Each
+    loss is recorded.
     """
     adds = [
         (i, op, rule)
@@ -403,14 +404,13 @@ def settle_batch(ops: Sequence[DeltaOp]) -> tuple[list[DeltaOp], list[Conflict]]
     for n, losses in lost.items():
         i, op, rule = adds[n]
         gone = {alternative for alternative, _, _ in losses}
-        rest = [a for a in alternatives(rule.situation) if a not in gone]
+        narrowed = rule.keeping([a for a in alternatives(rule.situation) if a not in gone])
         _, kept, reason = losses[0]
-        if not rest:
+        if narrowed is None:
             drop.add(i)
             conflicts.append(Conflict(kept, op.content, reason))
             continue
-        narrowed = Rule(" or ".join(rest), rule.action).text()
-        out[i] = Add(section=op.section, content=narrowed, sources=list(op.sources))
+        out[i] = Add(section=op.section, content=narrowed.text(), sources=list(op.sources))
         for alternative, kept, reason in losses:
             conflicts.append(Conflict(kept, f"{alternative!r} of {op.content}", reason))
     # Copies of one rule (two curators adopted it) lose the same way: said once.
