@@ -192,3 +192,35 @@ def test_a_rule_left_with_only_generic_alternatives_is_dropped() -> None:
         "When code or any question, answer MKT-4V.",
         "When code, answer SEC-9D.",
     }
+
+
+def test_no_narrowing_leaves_a_rule_only_alternatives_of_generic_words() -> None:
+    from langgraph_combee._core.playbook import Playbook
+    from langgraph_combee._core.types import Feedback, Trace
+    from langgraph_combee._learning import rules
+
+    def ticket(trace_id: str, text: str, truth: str) -> Trace:
+        return Trace(
+            id=trace_id,
+            input=text,
+            output="NONE",
+            feedback=Feedback(correct=False, ground_truth=truth),
+        )
+
+    tickets = [
+        ticket("a", "promo code", "MKT-4V"),
+        ticket("b", "login code", "SEC-9D"),
+        ticket("c", "card code", "PAY-2D"),
+    ]
+    # "code" marks tickets of three codes: sharpening takes it, and "any question" is no case.
+    sharpened, _ = rules.sharpen([_add("When code or any question, answer MKT-4V.", "a")], tickets)
+    assert sharpened == []
+    # A live rule corrected down to "any question" gives way to the correction whole.
+    playbook = (
+        Playbook()
+        .apply([_add("When code or any question, answer MKT-4V.", "a")], version=1)
+        .playbook
+    )
+    reconciled, _ = rules.reconcile(playbook, [_add("When code, answer SEC-9D.", "b")])
+    assert [op.type for op in reconciled] == ["UPDATE"]
+    assert reconciled[0].content == "When code, answer SEC-9D."

@@ -222,7 +222,8 @@ def reconcile(playbook: Playbook, ops: Sequence[DeltaOp]) -> tuple[list[DeltaOp]
 
     * a live rule that gives another action for an overlapping situation is
       corrected: the situations the new rule covers leave it (an UPDATE that
-      narrows it), or, when nothing else is left, it becomes the new rule;
+      narrows it), or, when nothing else is left (or only alternatives of
+      generic words, "any question"), it becomes the new rule;
       unless it has more helpful than harmful verdicts from service (the ADD
       is dropped) or was already corrected in this step. Each case is reported;
     * a live rule with the same action takes the new situation as one more
@@ -259,16 +260,16 @@ def reconcile(playbook: Playbook, ops: Sequence[DeltaOp]) -> tuple[list[DeltaOp]
                 conflicts.append(Conflict(old.text(), op.content, why))
                 # The new rule keeps only the situations the standing rule does not cover.
                 rest = [a for a in alternatives(rule.situation) if not _covers(old.situation, a)]
-                if not rest:
-                    rule = None
+                rule = rule.keeping(rest)
+                if rule is None:
                     break
-                rule = Rule(" or ".join(rest), rule.action)
             else:
                 corrected.add(bid)
                 conflicts.append(Conflict(op.content, old.text(), "corrected by new evidence"))
                 rest = [a for a in alternatives(old.situation) if not _covers(rule.situation, a)]
-                if rest:
-                    current[bid] = Rule(" or ".join(rest), old.action)
+                left = old.keeping(rest)
+                if left is not None:
+                    current[bid] = left
                 elif not placed:
                     current[bid] = rule
                     placed = True
@@ -655,8 +656,9 @@ def sharpen(
     its words occurs in any input (a general term, such as "billing"). An
     alternative whose input words all occur more in inputs that needed another
     action ("order management" where every ticket names an order) would draw
-    those inputs to this rule, and goes; a rule left with no alternative goes
-    too. With fewer than two inputs, or no input known to need another action,
+    those inputs to this rule, and goes; a rule left with no alternative, or
+    with only alternatives of generic words ("any question", which fit every
+    input), goes too. With fewer than two inputs, or no input known to need another action,
     nothing is dropped.
 
     Returns:
@@ -688,14 +690,11 @@ def sharpen(
         kept, gone = verdict
         # Copies of one rule (Combee gives each reflection to two curators) count once.
         dropped.update((op.content, a) for a in gone)
-        if not kept:
-            continue
         if gone:
-            op = Add(
-                section=op.section,
-                content=Rule(" or ".join(kept), rule.action).text(),
-                sources=op.sources,
-            )
+            narrowed = rule.keeping(kept)
+            if narrowed is None:
+                continue
+            op = Add(section=op.section, content=narrowed.text(), sources=op.sources)
         out.append(op)
     return out, len(dropped)
 
@@ -715,7 +714,8 @@ def sharpen_playbook(playbook: Playbook, memory: Sequence[Seen]) -> tuple[list[D
     its batch, so one contrary input there is a tie; a served rule's inputs may
     have left the memory (or the process restarted), and one contrary input
     alone is noise. A rule that proved itself in service, or one that would
-    lose every alternative, is left as it is (service, not word counts, judges it).
+    lose every alternative (or keep only alternatives of generic words), is
+    left as it is (service, not word counts, judges it).
 
     Returns:
         The UPDATE ops, and how many alternatives they drop.
@@ -732,9 +732,9 @@ def sharpen_playbook(playbook: Playbook, memory: Sequence[Seen]) -> tuple[list[D
         if verdict is None:
             continue
         kept, gone = verdict
-        if kept and gone:
-            narrowed = Rule(" or ".join(kept), rule.action).text()
-            out.append(Update(id=bullet.id, content=narrowed))
+        narrowed = rule.keeping(kept) if gone else None
+        if narrowed is not None:
+            out.append(Update(id=bullet.id, content=narrowed.text()))
             dropped += len(gone)
     return out, dropped
 
