@@ -193,3 +193,15 @@ def test_narrowing_an_update_keeps_the_alternatives_the_rule_had_before() -> Non
     assert verdict.evidence.broken == ["r1"]
     assert verdict.evidence.status == "rejected"
     assert contents(combee) == ["When refund, answer FIN."]
+
+
+def test_a_stored_bullet_with_a_status_from_a_newer_release_still_loads() -> None:
+    from langgraph_combee._core.playbook import Bullet
+
+    stored = {"id": "oth-00001", "section": "others", "content": "When refund, answer FIN."}
+    narrowed = Bullet.model_validate({**stored, "replay": {"status": "narrowed", "version": 3}})
+    assert narrowed.replay is not None and narrowed.replay.status == "narrowed"
+    newer = Bullet.model_validate({**stored, "replay": {"status": "re-verified", "version": 3}})
+    assert newer.replay is not None
+    assert (newer.replay.status, newer.replay.version) == ("unverified", 3)
+    assert Bullet.model_validate(stored).replay is None  # a playbook stored before replay

@@ -10,9 +10,9 @@ no I/O, no LLM.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 ReplayStatus = Literal["verified", "unverified", "narrowed", "rejected"]
 """``verified``: replays of runs it was learned from turned right, none was broken;
@@ -22,11 +22,18 @@ that those runs name; kept without them;
 ``rejected``: the replays showed it harmful, over-general or ineffective (dropped)."""
 
 
+def _known_status(value: object) -> object:
+    # A status written by a newer release ("narrowed" was new once) reads as
+    # "unverified": the evidence is a record, and a stored version must still load.
+    return value if value in get_args(ReplayStatus) else "unverified"
+
+
 class ReplayEvidence(BaseModel):
     """What replaying runs under the candidate playbook showed about one rule.
 
     Attributes:
-        status: The verdict (see ``ReplayStatus``).
+        status: The verdict (see ``ReplayStatus``); a status this release does
+            not know, written by a newer one, reads as ``"unverified"``.
         version: The version whose learning step judged the rule; a bullet
             updated later carries evidence about its earlier text until judged again.
         fixed: Failing runs the rule was learned from whose replay turned right.
@@ -36,7 +43,7 @@ class ReplayEvidence(BaseModel):
         reason: One line saying why the verdict was reached.
     """
 
-    status: ReplayStatus = "unverified"
+    status: Annotated[ReplayStatus, BeforeValidator(_known_status)] = "unverified"
     version: int = 0
     fixed: list[str] = Field(default_factory=list)
     still_wrong: list[str] = Field(default_factory=list)
