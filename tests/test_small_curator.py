@@ -53,6 +53,33 @@ def test_a_rule_left_out_by_its_text_or_a_loose_label_is_left_out() -> None:
     assert adopted == ["When refund, answer FIN-7Q.", "When parcel late, answer LOG-5T."]
 
 
+@pytest.mark.parametrize(
+    "drop",
+    [
+        "R3, R4",
+        ["[R3] [R4]"],
+        ["[R3] When parcel late, answer LOG-5T.", "R4: When question, answer FIN-7Q."],
+        ['"When parcel late, answer LOG-5T."', "when question, answer FIN-7Q!"],
+    ],
+)
+def test_drops_written_as_small_models_write_them_are_honoured(drop: object) -> None:
+    # Several labels in one string, the line as the prompt shows it, the insight quoted.
+    adopted = _curate(lambda _: json.dumps({"drop": drop}))
+    assert adopted == ["When refund, answer FIN-7Q.", "When locked out, answer SEC-4X."]
+
+
+def test_a_label_inside_an_insight_is_not_a_drop() -> None:
+    group = [
+        ("R1", Reflection(trace_id="t1", key_insight="When error R2 shows, answer SEC-4X.")),
+        *GROUP[1:],
+    ]
+    adopted = _curate(
+        lambda _: json.dumps({"drop": ["When error R2 shows, answer SEC-4X."]}), group
+    )
+    assert "When locked out, answer SEC-4X." in adopted
+    assert "When error R2 shows, answer SEC-4X." not in adopted
+
+
 def test_unknown_labels_in_drop_change_nothing() -> None:
     adopted = _curate(lambda _: json.dumps({"drop": ["R9", "P1.2", "nothing"]}))
     assert len(adopted) == 4

@@ -17,6 +17,7 @@ every profile.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -362,18 +363,37 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split()).strip(" .")
 
 
+# A label at the head of an entry: the line as the prompt shows it ("[R3] When ...").
+_LEADING_LABEL = re.compile(r"\s*\[?\s*([A-Za-z]+\d+)\s*\]?(?=[\s:.,;)-]|$)")
+_LIST_SEPARATOR = re.compile(r"[\s,;]+")
+
+
+def _quoted(text: str) -> str:
+    """An insight as a model may quote it back: case, spaces, quotes and end marks aside."""
+    return _norm(text).strip(" .!?;:\"'`\u201c\u201d\u2018\u2019")
+
+
 def _dropped(entries: Sequence[str], by_label: Mapping[str, Reflection]) -> set[str]:
-    """The labels a curator's ``"drop"`` names, by label or by the insight's text."""
+    """The labels a curator's ``"drop"`` names, by label or by the insight's text.
+
+    Small models write one label (``"R3"``, ``"[r3]"``), several in one string
+    (``"R3, R4"``), the labelled line as the prompt shows it (``"[R3] When ..."``)
+    or the insight itself, quoted or with other end punctuation.
+    """
     by_insight: dict[str, list[str]] = {}
     for label, reflection in by_label.items():
-        by_insight.setdefault(_norm(reflection.key_insight), []).append(label)
+        by_insight.setdefault(_quoted(reflection.key_insight), []).append(label)
     found: set[str] = set()
     for entry in entries:
-        label = normalize_label(entry)
-        if label in by_label:
-            found.add(label)
-        else:
-            found.update(by_insight.get(_norm(entry), ()))
+        labels = [normalize_label(t) for t in _LIST_SEPARATOR.split(entry) if t.strip("[] ")]
+        if labels and all(label in by_label for label in labels):
+            found.update(labels)
+            continue
+        lead = _LEADING_LABEL.match(entry)
+        if lead is not None and normalize_label(lead[1]) in by_label:
+            found.add(normalize_label(lead[1]))
+            continue
+        found.update(by_insight.get(_quoted(entry), ()))
     return found
 
 
