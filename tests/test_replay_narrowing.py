@@ -205,3 +205,30 @@ def test_a_stored_bullet_with_a_status_from_a_newer_release_still_loads() -> Non
     assert newer.replay is not None
     assert (newer.replay.status, newer.replay.version) == ("unverified", 3)
     assert Bullet.model_validate(stored).replay is None  # a playbook stored before replay
+
+
+def test_a_rebased_candidate_keeps_the_rule_as_replay_narrowed_it() -> None:
+    # Both candidates are learned from v0; v1 is approved after v2, so it is rebased:
+    # its stored ops are re-applied to v2, and they must not bring the wide rule back.
+    from langgraph_combee import ManualApproval
+
+    rules = {
+        "refund urgent": "When refund or urgent, answer FIN.",
+        "lamp broken": "When lamp, answer HW.",
+    }
+    combee = Combee(
+        prompt_id="narrowing",
+        model=fake_learner(insight=lambda text, truth, output: rules.get(text, "")),
+        evaluator=evaluator,
+        batch_size=8,
+        acceptance=ManualApproval(),
+        algorithm=AlgorithmSettings(agent_model=when_follower(), agent_prompt=APP_PROMPT),
+    )
+    step = combee.learn([run("t1", "refund urgent", "NONE"), run("t2", "ship urgent", "NONE")])
+    assert step.steps[0].replay is not None
+    assert [v.evidence.status for v in step.steps[0].replay.rules] == ["narrowed"]
+    combee.learn([run("t3", "lamp broken", "NONE")])
+    combee.approve(2)
+    head = combee.approve(1)
+    assert head.rebased_from == 0
+    assert sorted(contents(combee)) == ["When lamp, answer HW.", "When refund, answer FIN."]

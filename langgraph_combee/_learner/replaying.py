@@ -23,7 +23,7 @@ from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.prompting import with_playbook
 from langgraph_combee._core.types import Feedback, Trace
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._learning.adoption import record, verify
+from langgraph_combee._learning.adoption import adopted_ops, record, verify
 from langgraph_combee._learning.budget import LearnerBudget
 from langgraph_combee._learning.replay import AgentCalls, ReplaySettings, ReplayTarget, make_scorer
 from langgraph_combee._learning.strategies import StepResult
@@ -142,4 +142,5 @@ class Replayer:
                 len(report.dropped),
                 "; ".join(f"{r.bullet_id} ({r.evidence.reason})" for r in report.dropped),
             )
-        return dataclasses.replace(result, playbook=playbook)
+        ops = adopted_ops(result.ops, result.playbook, report.rules)
+        return dataclasses.replace(result, playbook=playbook, ops=ops)

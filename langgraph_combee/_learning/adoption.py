@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from langchain_core.callbacks import Callbacks
 
 from langgraph_combee._core.evidence import ReplayEvidence, ReplayReport, RuleVerdict
+from langgraph_combee._core.ops import Add, DeltaOp, Update
 from langgraph_combee._core.playbook import Bullet, Playbook
 from langgraph_combee._core.situations import (
     alternatives,
@@ -60,7 +61,7 @@ from langgraph_combee._learning.replay import (
 )
 from langgraph_combee._learning.rules import same_action, same_situation
 
-__all__ = ["changed_bullets", "record", "verify"]
+__all__ = ["adopted_ops", "changed_bullets", "record", "verify"]
 
 
 @dataclass
@@ -428,6 +429,34 @@ def _adopt(before: Playbook, candidate: Playbook, verdicts: Sequence[RuleVerdict
         elif bullet.id in previous:
             bullets.append(previous[bullet.id])  # an update that failed: the old text stays
     return candidate.replace_bullets(bullets)
+
+
+def adopted_ops(
+    ops: Sequence[DeltaOp], candidate: Playbook, verdicts: Sequence[RuleVerdict]
+) -> list[DeltaOp]:
+    """The step's ops as replay adopted them: rejected rules out, narrowed ones narrowed.
+
+    A candidate's stored ops are what a rebase re-applies to a newer HEAD; left
+    as the strategy wrote them, they would bring back the rules replay dropped,
+    and narrowed rules whole. An ADD is matched to its bullet by its text, an
+    UPDATE by the bullet's id.
+    """
+    by_id = {v.bullet_id: v for v in verdicts}
+    by_text = {b.content: by_id[b.id] for b in candidate.bullets if b.id in by_id}
+    out: list[DeltaOp] = []
+    for op in ops:
+        if isinstance(op, Add):
+            verdict = by_text.get(op.content)
+        elif isinstance(op, Update):
+            verdict = by_id.get(op.id)
+        else:
+            verdict = None
+        if verdict is None:
+            out.append(op)
+        elif verdict.kept:
+            assert isinstance(op, Add | Update)
+            out.append(op.model_copy(update={"content": verdict.content}))
+    return out
 
 
 def record(report: StepReport, replay: ReplayReport) -> None:
