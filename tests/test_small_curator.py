@@ -1,8 +1,8 @@
 """The small-model curator adopts every rule of its group but those it leaves out.
 
-Asked to pick rules, the 1.5B picked about half of a group, so the larger the
-group the less the playbook learned. It is now asked what to leave out, and a
-drop that would leave less than half of the group is not honoured.
+Asked to pick rules, the 1.5B's single naive curator call over 48 rules left 11
+rules for 24 codes. It is now asked what to leave out, and a drop that would
+leave less than half of the group is not honoured.
 """
 
 from __future__ import annotations

@@ -277,16 +277,15 @@ class SmallRoles(RoleProfile):
     ) -> list[DeltaOp] | None:
         """Every rule of the group but those the curator leaves out (it writes none of its own).
 
-        Measured on the 1.5B model, asked to pick the rules to adopt, curators
-        picked about half of a group of 12 to 16 and a third of 96 at once, so
-        the larger the group, the fewer cases the playbook learned: Combee's
-        groups and the naive single call learned less than one call per run.
-        Leaving rules out is the exception here: a drop is honoured only while
-        it leaves at least half of the group's distinct rules (a model that
-        drops nearly everything is not judging), and a reply that cannot be
-        read adopts the whole group, as an unusable aggregator reply keeps
-        every proposal. The rules layer, the guard and verified adoption weigh
-        every adopted rule after this.
+        Measured on the 1.5B model: asked to pick the rules to adopt, the naive
+        strategy's single curator call over 48 rules left a playbook of 11
+        rules for 24 codes; asked what to leave out, 23 and 24 (two seeds,
+        ``docs/benchmarks.md``). Leaving rules out is the exception here: a
+        drop is honoured only while it leaves at least half of the group's
+        distinct rules (a model that drops nearly everything is not judging),
+        and a reply that cannot be read adopts the whole group, as an unusable
+        aggregator reply keeps every proposal. The rules layer, the guard and
+        verified adoption weigh every adopted rule after this.
         """
         out = await caller.call(
             run_name,
