@@ -117,3 +117,15 @@ def assert_every_step_in_head(versions: Sequence[PromptVersion], head: PromptVer
     assert added == {b.content for b in head.playbook.bullets}
     traces = [t for v in versions for t in v.source_trace_ids]
     assert len(traces) == len(set(traces)), "a trace was learned twice"
+
+
+def hello_tickets(n: int) -> list[Trace]:
+    """``n`` failing runs "ticket <i> says hello", each with the ground truth ``T-<i>``."""
+    return [
+        Trace(
+            input=f"ticket {i} says hello",
+            output="GENERAL",
+            feedback=Feedback(correct=False, ground_truth=f"T-{i}"),
+        )
+        for i in range(n)
+    ]

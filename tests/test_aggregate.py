@@ -20,6 +20,7 @@ from langgraph_combee._learning.schemas import (
 )
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, fake_learner
+from tests.helpers import hello_tickets
 
 
 def _proposals() -> list[list[Add | Remove]]:
@@ -150,17 +151,6 @@ def test_the_small_reflector_asks_for_situation_and_action_only() -> None:
     assert wrapped.to_reflection("t1").key_insight == "When 'late'; lost parcels, LOG-5T."
 
 
-def _tickets(n: int) -> list[Trace]:
-    return [
-        Trace(
-            input=f"ticket {i} says hello",
-            output="GENERAL",
-            feedback=Feedback(correct=False, ground_truth=f"T-{i}"),
-        )
-        for i in range(n)
-    ]
-
-
 def test_combee_learns_with_the_small_profile() -> None:
     combee = Combee(
         prompt_id="small",
@@ -169,7 +159,7 @@ def test_combee_learns_with_the_small_profile() -> None:
         algorithm=AlgorithmSettings(roles="small"),
     )
     assert combee.describe_roles()["profile"] == "small"
-    report = combee.learn(_tickets(6))
+    report = combee.learn(hello_tickets(6))
     rules = [b.content for b in report.playbook.bullets]
     assert "When inputs like 'ticket 3 says hello', answer T-3." in rules
     assert report.steps[0].roles["profile"] == "small"
@@ -238,7 +228,7 @@ def test_small_level_2_is_skipped_and_recorded_when_no_proposals_overlap() -> No
         batch_size=4,
         algorithm=AlgorithmSettings(roles="small"),
     )
-    report = combee.learn(_tickets(4))
+    report = combee.learn(hello_tickets(4))
     assert prompts.SMALL_CURATOR_SYSTEM in seen
     assert prompts.SMALL_AGGREGATOR_SYSTEM not in seen  # four distinct situations
     assert report.steps[0].aggregation == "nothing to merge"

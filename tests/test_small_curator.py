@@ -15,7 +15,7 @@ from collections.abc import Callable
 import pytest
 from langchain_core.messages import BaseMessage
 
-from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
+from langgraph_combee import AlgorithmSettings, Combee, Trace
 from langgraph_combee._core.ops import Add
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Reflection
@@ -23,6 +23,7 @@ from langgraph_combee._learning import prompts
 from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller
 from langgraph_combee._learning.roles import SmallRoles
 from langgraph_combee.testing import FunctionChatModel
+from tests.helpers import hello_tickets
 
 GROUP = [
     ("R1", Reflection(trace_id="t1", key_insight="When refund, answer FIN-7Q.")),
@@ -115,17 +116,6 @@ def test_an_unreadable_reply_adopts_the_whole_group() -> None:
     assert len(_curate(lambda _: "I think all of them are fine!")) == 4
 
 
-def _tickets(n: int) -> list[Trace]:
-    return [
-        Trace(
-            input=f"ticket {i} says hello",
-            output="GENERAL",
-            feedback=Feedback(correct=False, ground_truth=f"T-{i}"),
-        )
-        for i in range(n)
-    ]
-
-
 @pytest.mark.parametrize("strategy", ["naive", "sequential", "combee"])
 def test_a_garbled_curator_never_fails_the_step_nor_loses_its_rules(strategy: str) -> None:
     seen: list[str] = []
@@ -145,7 +135,7 @@ def test_a_garbled_curator_never_fails_the_step_nor_loses_its_rules(strategy: st
         strategy=strategy,
         algorithm=AlgorithmSettings(roles="small"),
     )
-    report = combee.learn(_tickets(4))
+    report = combee.learn(hello_tickets(4))
     assert prompts.SMALL_CURATOR_SYSTEM in seen
     assert len(report.steps) == 1
     contents = sorted(b.content for b in report.playbook.bullets)
