@@ -27,6 +27,7 @@ TRUTH = {
     "refund for shipping": "SHIP",
     "lamp broken": "HW",
     "urgent help": "FIN",
+    "printer jammed": "HW",
 }
 
 
@@ -131,18 +132,76 @@ def test_a_rule_left_with_no_alternative_is_still_dropped() -> None:
     assert not verdict.kept
 
 
-def test_a_rule_that_pulls_a_run_naming_none_of_its_alternatives_is_dropped() -> None:
-    # The agent took the rule's answer for a ticket the rule does not name: narrowing
-    # cannot help, the rule goes.
+def test_a_rule_that_pulls_more_runs_naming_none_of_it_than_it_fixes_is_dropped() -> None:
+    # The agent took the rule's answer for two tickets the rule does not name, and
+    # the rule turned one run right: narrowing cannot help, the rule goes.
     combee, replay = learn(
         {"refund urgent": "When refund or urgent, answer FIN."},
-        [run("t1", "refund urgent", "NONE"), run("t3", "lamp broken", "NONE")],
+        [
+            run("t1", "refund urgent", "NONE"),
+            run("t3", "lamp broken", "NONE"),
+            run("t4", "printer jammed", "NONE"),
+        ],
         agent=when_follower(greedy=True),
     )
     assert contents(combee) == []
     (verdict,) = replay.rules
     assert verdict.evidence.status == "rejected"
+    assert verdict.evidence.fixed == ["t1"]
+    assert verdict.evidence.pulled == ["t3", "t4"]
+
+
+def test_a_stray_pull_of_a_run_wrong_before_is_outweighed_by_the_runs_it_fixed() -> None:
+    # "lamp broken" was wrong before and names nothing of the rule: the model copied
+    # the rule's answer onto it. That costs no right answer, and the rule turned its
+    # own run right, so it stays, verified, with the pull on its evidence.
+    combee, replay = learn(
+        {"refund urgent": "When refund or urgent, answer FIN."},
+        [run("t1", "refund urgent", "NONE"), run("t3", "lamp broken", "NONE")],
+        agent=when_follower(greedy=True),
+    )
+    assert contents(combee) == ["When refund or urgent, answer FIN."]
+    (verdict,) = replay.rules
+    assert verdict.kept
+    assert verdict.evidence.status == "verified"
     assert verdict.evidence.pulled == ["t3"]
+    assert "outweighs the 1 run(s)" in verdict.evidence.reason
+
+
+def test_a_stray_pull_of_a_run_right_before_still_drops_the_rule() -> None:
+    # The same copy onto "lamp broken", which was right before: a right answer lost.
+    combee, replay = learn(
+        {"refund urgent": "When refund or urgent, answer FIN."},
+        [run("t1", "refund urgent", "NONE"), run("t3", "lamp broken", "HW")],
+        agent=when_follower(greedy=True),
+    )
+    assert contents(combee) == []
+    (verdict,) = replay.rules
+    assert verdict.evidence.status == "rejected"
+    assert verdict.evidence.broken == ["t3"]
+
+
+def test_a_rule_with_a_stray_and_a_drawn_pull_is_narrowed_for_the_drawn_one() -> None:
+    # Two fixes; "ship urgent" is drawn through "urgent", "lamp broken" through nothing.
+    combee, replay = learn(
+        {
+            "refund urgent": "When refund or urgent, answer FIN.",
+            "urgent help": "When refund or urgent, answer FIN.",
+        },
+        [
+            run("t1", "refund urgent", "NONE"),
+            run("t5", "urgent help", "NONE"),
+            run("t2", "ship urgent", "NONE"),
+            run("t3", "lamp broken", "NONE"),
+        ],
+        agent=when_follower(greedy=True),
+    )
+    (verdict,) = replay.rules
+    assert verdict.evidence.status == "narrowed"
+    assert sorted(verdict.evidence.pulled) == ["t2", "t3"]
+    assert "left out 'urgent'" in verdict.evidence.reason
+    assert "outweighs the 1 run(s)" in verdict.evidence.reason
+    assert contents(combee) == ["When refund, answer FIN."]
 
 
 def test_a_rule_that_is_not_a_when_rule_is_dropped_as_before() -> None:

@@ -11,8 +11,10 @@ ground truth), and judges every rule the step added or changed:
 * **verified** (kept): replays of failing runs it was learned from turned right;
 * **rejected** (dropped; an updated rule goes back to its previous text):
   it turned a previously right replay wrong; or it is over-general, pulling a
-  run whose right answer differs towards the answer of the runs it came from;
-  or it is ineffective, the failing runs it came from staying wrong under it;
+  run whose right answer differs towards the answer of the runs it came from
+  (unless every such run was wrong before and names none of its situation, a
+  stray copy of its answer, and it fixed at least as many runs as it pulled:
+  then it is verified); or it is ineffective, the failing runs it came from staying wrong under it;
 * **narrowed** (kept, with fewer alternatives): it would be rejected for the
   runs it broke or pulled, and each of those runs names an alternative of its
   situation ("When parcel tracking or parcel, LOG-5T." pulled a damaged-parcel
@@ -164,9 +166,16 @@ def _judge(
     evidence = ReplayEvidence(
         version=version, fixed=fixed, still_wrong=still, broken=list(broken), pulled=pulled
     )
+    stray = _stray(bullet, [outcomes[t] for t in pulled])
     if broken:
         evidence.status = "rejected"
         evidence.reason = f"turned {len(broken)} previously right run(s) wrong"
+    elif pulled and len(stray) == len(pulled) and len(fixed) >= len(stray):
+        evidence.status = "verified"
+        evidence.reason = (
+            f"turned {len(fixed)} of {len(failing)} failing run(s) it came from right; "
+            f"{_outweighs(stray)}"
+        )
     elif pulled:
         evidence.status = "rejected"
         evidence.reason = (
@@ -183,6 +192,37 @@ def _judge(
     else:
         evidence.reason = "no scorable replay of a failing run it came from"
     return evidence
+
+
+def _names(bullet: Bullet, outcome: _Outcome) -> bool | None:
+    """Whether the run's input names an alternative of the rule's situation.
+
+    None when the rule is no "When <situation>, <action>." rule (nothing to tell).
+    """
+    rule = parse_rule(bullet.content)
+    if rule is None:
+        return None
+    words = input_words(outcome.trace.input)
+    return any((need := situation_words(a)) and need <= words for a in alternatives(rule.situation))
+
+
+def _stray(bullet: Bullet, pulled: Sequence[_Outcome]) -> list[str]:
+    """The pulled runs that cost nothing and that the rule's situation does not draw.
+
+    Such a run was wrong before the step (a previously right one is blamed as
+    broken) and names none of the rule's alternatives: the model put the rule's
+    answer on a run it was already getting wrong, for no word of the rule. That
+    says the model copies answers, not that the situation is too wide, and
+    narrowing cannot help; it is weighed against the runs the rule turned right.
+    """
+    return [o.trace.id for o in pulled if o.before is False and _names(bullet, o) is False]
+
+
+def _outweighs(stray: Sequence[str]) -> str:
+    return (
+        f"outweighs the {len(stray)} run(s), wrong before, it pulled to its answer "
+        "without their naming its situation"
+    )
 
 
 def _with_bullet(before: Playbook, bullet: Bullet) -> Playbook:
@@ -323,12 +363,22 @@ def _verdict(
     evidence = _judge(bullet, replayed, answers, broken.get(bullet.id, []), version)
     content = bullet.content
     if evidence.status == "rejected" and (evidence.broken or evidence.pulled):
-        runs = [replayed[t] for t in [*evidence.broken, *evidence.pulled] if t in replayed]
+        pulled = [replayed[t] for t in evidence.pulled if t in replayed]
+        # Stray pulls the rule's fixes outweigh need no narrowing; the others do.
+        stray = _stray(bullet, pulled) if not evidence.broken else []
+        if len(evidence.fixed) < len(stray):
+            stray = []
+        runs = [
+            *(replayed[t] for t in evidence.broken if t in replayed),
+            *(o for o in pulled if o.trace.id not in stray),
+        ]
         narrowed = _narrowed(bullet, runs, previous.get(bullet.id))
         if narrowed is not None:
             content, gone = narrowed
             evidence.status = "narrowed"
             evidence.reason = f"{evidence.reason}; narrowed: left out {', '.join(map(repr, gone))}"
+            if stray:
+                evidence.reason += f"; it {_outweighs(stray)}"
     return RuleVerdict(
         bullet_id=bullet.id,
         content=content,
