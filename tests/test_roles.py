@@ -974,7 +974,8 @@ def test_only_a_whole_value_of_the_input_is_made_general() -> None:
     from langgraph_combee._learning.schemas import SmallReflectionOut
 
     out = SmallReflectionOut(situation="ticket three", action="answer T-3")
-    # "T-3" is not the "3" of "ticket 3", and "18440" is not written in "EUR 184.40".
+    # "T-3" is not the "3" of "ticket 3"; "18440" is "EUR 184.40" written in cents
+    # (tests/test_converted_values.py), so it is the input's, described.
     assert out.to_reflection("t", ground_truth="T-3", source="ticket 3 says hello").key_insight == (
         "When ticket three, answer T-3."
     )
@@ -986,7 +987,7 @@ def test_only_a_whole_value_of_the_input_is_made_general() -> None:
     ).key_insight
     assert insight == (
         "When money back, make the calls issue_refund(order_id='the value in the input', "
-        "amount='18440')."
+        "amount='the value in the input, in cents, digits only')."
     )
 
 

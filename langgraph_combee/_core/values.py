@@ -14,11 +14,43 @@ Pure functions of text.
 from __future__ import annotations
 
 import re
+from datetime import date
 
-__all__ = ["FROM_INPUT", "values"]
+__all__ = ["FROM_INPUT", "converted", "values"]
 
 FROM_INPUT = "the value in the input"
 """What a value copied from the run's input reads as in a learned action (no value itself)."""
+
+IN_CENTS = f"{FROM_INPUT}, in cents, digits only"
+"""An amount of the input written in hundredths (EUR 24.90 -> 2490)."""
+DIGITS_ONLY = f"{FROM_INPUT}, digits only"
+"""A number of the input without its separators (1,250 -> 1250)."""
+_DATE_FORMATS = {
+    "YYYYMMDD": "%Y%m%d",
+    "YYYY-MM-DD": "%Y-%m-%d",
+    "YYYY/MM/DD": "%Y/%m/%d",
+    "DD/MM/YYYY": "%d/%m/%Y",
+    "MM/DD/YYYY": "%m/%d/%Y",
+    "DD.MM.YYYY": "%d.%m.%Y",
+    "DD-MM-YYYY": "%d-%m-%Y",
+}
+
+
+def _as_date(layout: str) -> str:
+    return f"{FROM_INPUT}, as a date written {layout}"
+
+
+# Every description a learned action may hold in place of a value: none is a value.
+_DESCRIBED = re.compile(
+    "|".join(
+        re.escape(d)
+        for d in sorted(
+            [IN_CENTS, DIGITS_ONLY, *map(_as_date, _DATE_FORMATS), FROM_INPUT],
+            key=len,
+            reverse=True,
+        )
+    )
+)
 
 # A value worth looking for in an answer: a token with a digit or an upper-case code,
 # or a quoted string.
@@ -33,8 +65,102 @@ def values(text: str) -> frozenset[str]:
     forms normalises them first (NFKC).
     """
     found = set()
-    for quoted, token in _VALUE.findall(text):
+    for quoted, token in _VALUE.findall(_DESCRIBED.sub(" ", text)):
         value = (quoted or token).strip()
-        if value and value != FROM_INPUT:
+        if value:
             found.add(value)
     return frozenset(found)
+
+
+_MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)  # fmt: skip
+_MONTH = r"(?P<month>[A-Za-z]{3,9})\.?"
+_DATES = (
+    re.compile(r"(?<!\d)(?P<year>\d{4})-(?P<mm>\d{1,2})-(?P<day>\d{1,2})(?!\d)"),
+    re.compile(
+        rf"(?<!\d)(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(?P<year>\d{{4}})"
+    ),
+    re.compile(rf"{_MONTH}\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<year>\d{{4}})"),
+    re.compile(r"(?<!\d)(?P<a>\d{1,2})[./](?P<b>\d{1,2})[./](?P<year>\d{4})(?!\d)"),
+)
+# A number as an amount is written: "24.90", "1,250", "1.250,00", "184.4".
+_NUMBER = re.compile(
+    r"(?<![\w.,-])\d{1,3}(?:[.,]\d{3})*(?:[.,]\d{1,2})?(?![\w-])|(?<![\w.,-])\d+[.,]\d{1,2}(?![\w-])"
+)
+_CURRENCY = re.compile(r"(?:[$\u00a3\u20ac\u00a5]|\b[A-Z]{3})\s?$")
+
+
+def _month(name: str) -> int | None:
+    name = name.lower()
+    for number, month in enumerate(_MONTHS, start=1):
+        if len(name) >= 3 and month.startswith(name):
+            return number
+    return None
+
+
+def _dates(source: str) -> list[date]:
+    """The calendar dates ``source`` writes out (a day/month order that fits either is both)."""
+    found: list[date] = []
+    for pattern in _DATES:
+        for m in pattern.finditer(source):
+            parts = m.groupdict()
+            year = int(parts["year"])
+            if "a" in parts:
+                pairs = [(int(parts["b"]), int(parts["a"])), (int(parts["a"]), int(parts["b"]))]
+            else:
+                month = int(parts["mm"]) if "mm" in parts else _month(parts["month"])
+                if month is None:
+                    continue
+                pairs = [(month, int(parts["day"]))]
+            for month, day in pairs:
+                try:
+                    found.append(date(year, month, day))
+                except ValueError:
+                    continue
+    return found
+
+
+def converted(value: str, source: str) -> str | None:
+    """What ``value`` is, when it is a value of ``source`` written another way; else None.
+
+    Seen on the 1.5B on a tool task: a rule's action carried its run's amount in
+    cents (``amount='8530'`` for "EUR 85.30") or its date rewritten
+    (``date='20270511'`` for "11 May 2027"), so it fitted no other run and two
+    runs' rules looked like a conflict. The description says how the input's
+    value is written instead (``IN_CENTS``, ``DIGITS_ONLY``, a date layout such
+    as ``"YYYYMMDD"``), names no value, and is the same for every run.
+    """
+    value = value.strip()
+    for day in _dates(source):
+        for layout, fmt in _DATE_FORMATS.items():
+            if day.strftime(fmt) == value:
+                return _as_date(layout)
+    if not value.isdigit():
+        return None
+    for m in _NUMBER.finditer(source):
+        written = m.group(0)
+        if written.isdigit():
+            # A whole amount, in cents: "EUR 25" -> 2500 (a currency says it is money).
+            if value == f"{written}00" and _CURRENCY.search(source[: m.start()]):
+                return IN_CENTS
+            continue
+        if re.sub(r"\D", "", written).lstrip("0") != value.lstrip("0"):
+            continue
+        return IN_CENTS if re.search(r"[.,]\d{2}$", written) else DIGITS_ONLY
+    return None
+    for m in _NUMBER.finditer(source):
+        written = m.group(0)
+        digits = re.sub(r"\D", "", written)
+        if written == value or digits.lstrip("0") != value.lstrip("0"):
+            if not written.isdigit() or not _CURRENCY.search(source[: m.start()]):
+                continue
+            if value != f"{written}00":
+                continue
+            return IN_CENTS
+        decimals = re.search(r"[.,](\d{1,2})$", written)
+        if decimals is not None and len(decimals.group(1)) == 2:
+            return IN_CENTS
+        return DIGITS_ONLY
+    return None

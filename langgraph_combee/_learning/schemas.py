@@ -17,7 +17,7 @@ from pydantic import BaseModel, BeforeValidator, Field, model_validator
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
 from langgraph_combee._core.situations import Rule, situation_words
 from langgraph_combee._core.types import BulletTag, Reflection
-from langgraph_combee._core.values import FROM_INPUT
+from langgraph_combee._core.values import FROM_INPUT, converted
 from langgraph_combee._learning import guard_rules
 from langgraph_combee._learning.rules import grounded_keywords, join_situations
 
@@ -144,8 +144,10 @@ def _general_action(action: str, source: str) -> str:
     calls, order id included (``send_voucher(order_id='NW-45858', code='SORRY10')``),
     so no two runs' rules had one action and none fitted another order. A value
     the input holds verbatim is the input's, not the rule's; a value it does not
-    hold (``SORRY10``, a house value) stays. An answer that is a list of calls
-    reads as calls to make.
+    hold (``SORRY10``, a house value) stays, unless it is one of the input's
+    written another way (``values.converted``: ``amount='8530'`` for "EUR 85.30"
+    becomes the input's value "in cents, digits only"). An answer that is a
+    list of calls reads as calls to make.
     """
 
     def general(match: re.Match[str]) -> str:
@@ -154,7 +156,10 @@ def _general_action(action: str, source: str) -> str:
             return match.group(0)
         # The whole value, as a word of the input: "T-3" is not the "3" of "ticket 3".
         if re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", source) is None:
-            return match.group(0)
+            # A value of the input written another way (an amount in cents, a date
+            # rewritten) is the input's too; the rule says how it is written.
+            described = converted(value, source)
+            return match.group(0) if described is None else match.group(0).replace(value, described)
         return match.group(0).replace(value, FROM_INPUT)
 
     out = _INPUT_VALUE.sub(general, action)

@@ -1,0 +1,110 @@
+"""A value of the run's input written another way is the input's, not the rule's.
+
+Seen on the 1.5B on the tool task: rules carried their run's amount in cents
+(``amount='8530'`` for "EUR 85.30") and their run's date rewritten
+(``date='20270511'`` for "11 May 2027"), so each fitted one order only, and two
+refund rules looked like a conflict to settle.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from langgraph_combee._core.values import DIGITS_ONLY, FROM_INPUT, IN_CENTS, converted, values
+from langgraph_combee._learning import rules
+from langgraph_combee._learning.schemas import SmallReflectionOut
+
+YMD = f"{FROM_INPUT}, as a date written YYYYMMDD"
+
+
+@pytest.mark.parametrize(
+    ("value", "source", "expected"),
+    [
+        ("18440", "It was EUR 184.40, order NW-99213.", IN_CENTS),
+        ("2490", "refund the 24,90 EUR please", IN_CENTS),
+        ("99", "it cost EUR 0.99", IN_CENTS),
+        ("2500", "I paid EUR 25 for it", IN_CENTS),
+        ("2500", "I paid $25 for it", IN_CENTS),
+        ("1250", "about 1,250 of them", DIGITS_ONLY),
+        ("20270511", "Please deliver it on 11 May 2027.", YMD),
+        ("20270511", "deliver on May 11th, 2027", YMD),
+        ("20270511", "deliver on the 11th of May 2027", YMD),
+        ("20270511", "deliver on 2027-05-11", YMD),
+        ("2027-05-11", "deliver on 11 May 2027", f"{FROM_INPUT}, as a date written YYYY-MM-DD"),
+        ("11/05/2027", "deliver on 11 May 2027", f"{FROM_INPUT}, as a date written DD/MM/YYYY"),
+        # 11/05/2027 reads as 11 May or as 5 November: either order is the input's.
+        ("20271105", "on 11/05/2027", YMD),
+        ("20270511", "on 11/05/2027", YMD),
+    ],
+)
+def test_a_value_of_the_input_written_another_way_is_described(
+    value: str, source: str, expected: str
+) -> None:
+    assert converted(value, source) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "source"),
+    [
+        ("99213", "order NW-99213"),  # part of an id, not a number of the input
+        ("2500", "I ordered 25 items"),  # no currency: 25 is no amount
+        ("SORRY10", "my parcel is late"),  # a house value
+        ("20270512", "deliver on 11 May 2027"),  # another day
+        ("20270230", "deliver on 30 February 2027"),  # no such day
+        ("1844", "EUR 184.45"),
+        ("", "EUR 1.00"),
+    ],
+)
+def test_a_value_the_input_does_not_hold_in_any_form_is_the_rules_own(
+    value: str, source: str
+) -> None:
+    assert converted(value, source) is None
+
+
+def test_a_description_is_no_value_so_the_house_values_alone_are_checked() -> None:
+    action = (
+        f"make the calls reschedule_delivery(order_id='{FROM_INPUT}', date='{YMD}'); "
+        f"send_voucher(order_id='{FROM_INPUT}', code='SORRY10')"
+    )
+    assert values(action) == {"SORRY10"}
+    assert values(f"answer {FROM_INPUT}, in cents, digits only") == frozenset()
+    assert rules.followed(action, "send_voucher(order_id='NW-1', code='SORRY10')") is True
+
+
+def test_two_runs_rules_with_their_own_amount_and_date_get_one_action() -> None:
+    # Longer than a short answer: the reflector's own action carries the calls.
+    one_truth = "lookup_order(order_id='NW-1'); issue_refund(order_id='NW-1', amount='8530')"
+    two_truth = "lookup_order(order_id='NW-2'); issue_refund(order_id='NW-2', amount='2490')"
+    one = SmallReflectionOut(
+        situation="refund request", action=f"answer {one_truth}"
+    ).to_reflection(
+        "a",
+        ground_truth=one_truth,
+        source="Please refund the EUR 85.30 I paid for the rain jacket, order NW-1.",
+    )
+    two = SmallReflectionOut(
+        situation="refund request", action=f"answer {two_truth}"
+    ).to_reflection(
+        "b", ground_truth=two_truth, source="I want my EUR 24.90 back as a refund, order NW-2."
+    )
+    assert (
+        one.key_insight
+        == two.key_insight
+        == (
+            f"When refund request, make the calls lookup_order(order_id='{FROM_INPUT}'); "
+            f"issue_refund(order_id='{FROM_INPUT}', amount='{IN_CENTS}')."
+        )
+    )
+    dates = SmallReflectionOut(situation="new delivery date", action="x")
+    moved = dates.to_reflection(
+        "c",
+        ground_truth="reschedule_delivery(order_id='NW-3', date='20270511')",
+        source="Could you deliver order NW-3 on 11 May 2027 instead?",
+    )
+    assert moved.key_insight == (
+        f"When new delivery date, make the calls reschedule_delivery(order_id='{FROM_INPUT}', "
+        f"date='{YMD}')."
+    )
+    action_one = rules.parse_rule(one.key_insight).action  # type: ignore[union-attr]
+    action_two = rules.parse_rule(two.key_insight).action  # type: ignore[union-attr]
+    assert rules.same_action(action_one, action_two)
