@@ -10,7 +10,15 @@ from __future__ import annotations
 
 import pytest
 
-from langgraph_combee._core.values import DIGITS_ONLY, FROM_INPUT, IN_CENTS, converted, values
+from langgraph_combee._core.values import (
+    DIGITS_ONLY,
+    FROM_INPUT,
+    IN_CAPITALS,
+    IN_CENTS,
+    IN_LOWER_CASE,
+    converted,
+    values,
+)
 from langgraph_combee._learning import rules
 from langgraph_combee._learning.schemas import SmallReflectionOut
 
@@ -35,6 +43,8 @@ YMD = f"{FROM_INPUT}, as a date written YYYYMMDD"
         # 11/05/2027 reads as 11 May or as 5 November: either order is the input's.
         ("20271105", "on 11/05/2027", YMD),
         ("20270511", "on 11/05/2027", YMD),
+        ("NW-123", "my order nw-123 is late", IN_CAPITALS),
+        ("nw-123", "my order NW-123 is late", IN_LOWER_CASE),
     ],
 )
 def test_a_value_of_the_input_written_another_way_is_described(
@@ -53,6 +63,9 @@ def test_a_value_of_the_input_written_another_way_is_described(
         ("20270230", "deliver on 30 February 2027"),  # no such day
         ("1844", "EUR 184.45"),
         ("", "EUR 1.00"),
+        ("NW-123", "my order NW-123 is late"),  # as written: that is FROM_INPUT
+        ("T-3", "ticket 3 says hello"),  # "T-3" is not the "3" of "ticket 3"
+        ("Nw-123", "order nw-123"),  # neither in capitals nor in lower case
     ],
 )
 def test_a_value_the_input_does_not_hold_in_any_form_is_the_rules_own(

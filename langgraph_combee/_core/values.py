@@ -16,7 +16,15 @@ from __future__ import annotations
 import re
 from datetime import date
 
-__all__ = ["FROM_INPUT", "converted", "values"]
+__all__ = [
+    "DIGITS_ONLY",
+    "FROM_INPUT",
+    "IN_CAPITALS",
+    "IN_CENTS",
+    "IN_LOWER_CASE",
+    "converted",
+    "values",
+]
 
 FROM_INPUT = "the value in the input"
 """What a value copied from the run's input reads as in a learned action (no value itself)."""
@@ -25,6 +33,10 @@ IN_CENTS = f"{FROM_INPUT}, in cents, digits only"
 """An amount of the input written in hundredths (EUR 24.90 -> 2490)."""
 DIGITS_ONLY = f"{FROM_INPUT}, digits only"
 """A number of the input without its separators (1,250 -> 1250)."""
+IN_CAPITALS = f"{FROM_INPUT}, in capitals"
+"""A value of the input in upper case (nw-123 -> NW-123)."""
+IN_LOWER_CASE = f"{FROM_INPUT}, in lower case"
+"""A value of the input in lower case (NW-123 -> nw-123)."""
 _DATE_FORMATS = {
     "YYYYMMDD": "%Y%m%d",
     "YYYY-MM-DD": "%Y-%m-%d",
@@ -45,7 +57,14 @@ _DESCRIBED = re.compile(
     "|".join(
         re.escape(d)
         for d in sorted(
-            [IN_CENTS, DIGITS_ONLY, *map(_as_date, _DATE_FORMATS), FROM_INPUT],
+            [
+                IN_CENTS,
+                DIGITS_ONLY,
+                IN_CAPITALS,
+                IN_LOWER_CASE,
+                *map(_as_date, _DATE_FORMATS),
+                FROM_INPUT,
+            ],
             key=len,
             reverse=True,
         )
@@ -122,6 +141,15 @@ def _dates(source: str) -> list[date]:
     return found
 
 
+def holds(value: str, source: str) -> bool:
+    """Whether ``source`` holds ``value`` as a whole word, as written.
+
+    "T-3" is not the "3" of "ticket 3", nor "99" the cents of "0.99".
+    """
+    pattern = rf"(?<![\w-])(?<!\d[.,]){re.escape(value)}(?![\w-])(?![.,]\d)"
+    return re.search(pattern, source) is not None
+
+
 def converted(value: str, source: str) -> str | None:
     """What ``value`` is, when it is a value of ``source`` written another way; else None.
 
@@ -129,10 +157,19 @@ def converted(value: str, source: str) -> str | None:
     cents (``amount='8530'`` for "EUR 85.30") or its date rewritten
     (``date='20270511'`` for "11 May 2027"), so it fitted no other run and two
     runs' rules looked like a conflict. The description says how the input's
-    value is written instead (``IN_CENTS``, ``DIGITS_ONLY``, a date layout such
-    as ``"YYYYMMDD"``), names no value, and is the same for every run.
+    value is written instead (``IN_CENTS``, ``DIGITS_ONLY``, ``IN_CAPITALS``,
+    ``IN_LOWER_CASE``, a date layout such as ``"YYYYMMDD"``), names no value,
+    and is the same for every run. None for a value ``source`` holds as written
+    (that is ``FROM_INPUT``) and for one it holds in no form.
     """
     value = value.strip()
+    if not value or holds(value, source):
+        return None
+    if holds(value.lower(), source.lower()):
+        if value == value.upper() != value.lower():
+            return IN_CAPITALS
+        if value == value.lower() != value.upper():
+            return IN_LOWER_CASE
     for day in _dates(source):
         for layout, fmt in _DATE_FORMATS.items():
             if day.strftime(fmt) == value:
@@ -149,18 +186,4 @@ def converted(value: str, source: str) -> str | None:
         if re.sub(r"\D", "", written).lstrip("0") != value.lstrip("0"):
             continue
         return IN_CENTS if re.search(r"[.,]\d{2}$", written) else DIGITS_ONLY
-    return None
-    for m in _NUMBER.finditer(source):
-        written = m.group(0)
-        digits = re.sub(r"\D", "", written)
-        if written == value or digits.lstrip("0") != value.lstrip("0"):
-            if not written.isdigit() or not _CURRENCY.search(source[: m.start()]):
-                continue
-            if value != f"{written}00":
-                continue
-            return IN_CENTS
-        decimals = re.search(r"[.,](\d{1,2})$", written)
-        if decimals is not None and len(decimals.group(1)) == 2:
-            return IN_CENTS
-        return DIGITS_ONLY
     return None

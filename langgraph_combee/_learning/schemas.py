@@ -17,7 +17,7 @@ from pydantic import BaseModel, BeforeValidator, Field, model_validator
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
 from langgraph_combee._core.situations import Rule, situation_words
 from langgraph_combee._core.types import BulletTag, Reflection
-from langgraph_combee._core.values import FROM_INPUT, converted
+from langgraph_combee._core.values import FROM_INPUT, converted, holds
 from langgraph_combee._learning import guard_rules
 from langgraph_combee._learning.rules import grounded_keywords, join_situations
 
@@ -155,7 +155,7 @@ def _general_action(action: str, source: str) -> str:
         if not value or not re.search(r"\d", value):
             return match.group(0)
         # The whole value, as a word of the input: "T-3" is not the "3" of "ticket 3".
-        if re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", source) is None:
+        if not holds(value, source):
             # A value of the input written another way (an amount in cents, a date
             # rewritten) is the input's too; the rule says how it is written.
             described = converted(value, source)
