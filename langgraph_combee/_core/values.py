@@ -19,9 +19,7 @@ from datetime import date
 __all__ = [
     "DIGITS_ONLY",
     "FROM_INPUT",
-    "IN_CAPITALS",
     "IN_CENTS",
-    "IN_LOWER_CASE",
     "converted",
     "values",
 ]
@@ -33,10 +31,6 @@ IN_CENTS = f"{FROM_INPUT}, in cents, digits only"
 """An amount of the input written in hundredths (EUR 24.90 -> 2490)."""
 DIGITS_ONLY = f"{FROM_INPUT}, digits only"
 """A number of the input without its separators (1,250 -> 1250)."""
-IN_CAPITALS = f"{FROM_INPUT}, in capitals"
-"""A value of the input in upper case (nw-123 -> NW-123)."""
-IN_LOWER_CASE = f"{FROM_INPUT}, in lower case"
-"""A value of the input in lower case (NW-123 -> nw-123)."""
 _DATE_FORMATS = {
     "YYYYMMDD": "%Y%m%d",
     "YYYY-MM-DD": "%Y-%m-%d",
@@ -60,8 +54,6 @@ _DESCRIBED = re.compile(
             [
                 IN_CENTS,
                 DIGITS_ONLY,
-                IN_CAPITALS,
-                IN_LOWER_CASE,
                 *map(_as_date, _DATE_FORMATS),
                 FROM_INPUT,
             ],
@@ -157,19 +149,16 @@ def converted(value: str, source: str) -> str | None:
     cents (``amount='8530'`` for "EUR 85.30") or its date rewritten
     (``date='20270511'`` for "11 May 2027"), so it fitted no other run and two
     runs' rules looked like a conflict. The description says how the input's
-    value is written instead (``IN_CENTS``, ``DIGITS_ONLY``, ``IN_CAPITALS``,
-    ``IN_LOWER_CASE``, a date layout such as ``"YYYYMMDD"``), names no value,
-    and is the same for every run. None for a value ``source`` holds as written
+    value is written instead (``IN_CENTS``, ``DIGITS_ONLY``, a date layout
+    such as ``"YYYYMMDD"``), names no value, and is the same for every run. A
+    code in another case ("nw-123" answered ``NW-123``) is left the rule's own:
+    a rule telling the agent to echo a code of the input in capitals would let
+    an input choose the answer. None for a value ``source`` holds as written
     (that is ``FROM_INPUT``) and for one it holds in no form.
     """
     value = value.strip()
     if not value or holds(value, source):
         return None
-    if holds(value.lower(), source.lower()):
-        if value == value.upper() != value.lower():
-            return IN_CAPITALS
-        if value == value.lower() != value.upper():
-            return IN_LOWER_CASE
     for day in _dates(source):
         for layout, fmt in _DATE_FORMATS.items():
             if day.strftime(fmt) == value:
