@@ -21,6 +21,7 @@ __all__ = [
     "FROM_INPUT",
     "IN_CENTS",
     "converted",
+    "holds",
     "values",
 ]
 
