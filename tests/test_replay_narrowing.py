@@ -204,6 +204,21 @@ def test_a_rule_with_a_stray_and_a_drawn_pull_is_narrowed_for_the_drawn_one() ->
     assert contents(combee) == ["When refund, answer FIN."]
 
 
+def test_a_rule_whose_situation_fits_every_input_is_not_kept_for_its_pulls() -> None:
+    # "any question" has no content word: it draws every ticket, so the pull of
+    # "lamp broken" is the rule's doing, not a stray copy, and it is dropped as before.
+    combee, replay = learn(
+        {"refund urgent": "When any question, answer FIN."},
+        [run("t1", "refund urgent", "NONE"), run("t3", "lamp broken", "NONE")],
+        agent=when_follower(greedy=True),
+    )
+    assert contents(combee) == []
+    (verdict,) = replay.rules
+    assert verdict.evidence.status == "rejected"
+    assert verdict.evidence.fixed == ["t1"]
+    assert verdict.evidence.pulled == ["t3"]
+
+
 def test_a_rule_that_is_not_a_when_rule_is_dropped_as_before() -> None:
     _, replay = learn(
         {"refund urgent": "Answer FIN for refunds or anything polite."},

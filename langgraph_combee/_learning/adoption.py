@@ -197,13 +197,16 @@ def _judge(
 def _names(bullet: Bullet, outcome: _Outcome) -> bool | None:
     """Whether the run's input names an alternative of the rule's situation.
 
-    None when the rule is no "When <situation>, <action>." rule (nothing to tell).
+    An alternative without a content word ("any question") fits, and so names,
+    every input. None when the rule is no "When <situation>, <action>." rule
+    (nothing to tell).
     """
     rule = parse_rule(bullet.content)
     if rule is None:
         return None
     words = input_words(outcome.trace.input)
-    return any((need := situation_words(a)) and need <= words for a in alternatives(rule.situation))
+    needs = [situation_words(a) for a in alternatives(rule.situation)]
+    return any(not need or need <= words for need in needs)
 
 
 def _stray(bullet: Bullet, pulled: Sequence[_Outcome]) -> list[str]:
