@@ -219,6 +219,20 @@ def test_a_rule_whose_situation_fits_every_input_is_not_kept_for_its_pulls() -> 
     assert verdict.evidence.pulled == ["t3"]
 
 
+def test_a_pull_through_a_word_of_the_situation_is_not_stray() -> None:
+    # A situation written as a clause, as the full profile writes them: "ship urgent"
+    # holds not all of its words, but it holds "urgent", which drew it to FIN.
+    combee, replay = learn(
+        {"refund urgent": "When the customer wants a refund for an urgent order, answer FIN."},
+        [run("t1", "refund urgent", "NONE"), run("t2", "ship urgent", "NONE")],
+        agent=when_follower(greedy=True),
+    )
+    assert contents(combee) == []
+    (verdict,) = replay.rules
+    assert verdict.evidence.status == "rejected"
+    assert verdict.evidence.pulled == ["t2"]
+
+
 def test_a_rule_that_is_not_a_when_rule_is_dropped_as_before() -> None:
     _, replay = learn(
         {"refund urgent": "Answer FIN for refunds or anything polite."},

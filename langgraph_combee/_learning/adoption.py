@@ -12,7 +12,7 @@ ground truth), and judges every rule the step added or changed:
 * **rejected** (dropped; an updated rule goes back to its previous text):
   it turned a previously right replay wrong; or it is over-general, pulling a
   run whose right answer differs towards the answer of the runs it came from
-  (unless every such run was wrong before and names none of its situation, a
+  (unless every such run was wrong before and holds no word of its situation, a
   stray copy of its answer, and it fixed at least as many runs as it pulled:
   then it is verified); or it is ineffective, the failing runs it came from staying wrong under it;
 * **narrowed** (kept, with fewer alternatives): it would be rejected for the
@@ -194,37 +194,39 @@ def _judge(
     return evidence
 
 
-def _names(bullet: Bullet, outcome: _Outcome) -> bool | None:
-    """Whether the run's input names an alternative of the rule's situation.
+def _draws(bullet: Bullet, outcome: _Outcome) -> bool | None:
+    """Whether the rule's situation may have drawn the run: its input holds a word of it.
 
-    An alternative without a content word ("any question") fits, and so names,
-    every input. None when the rule is no "When <situation>, <action>." rule
-    (nothing to tell).
+    Any word, not all the words of an alternative: a situation written as a
+    clause ("a refund for an urgent order") is rarely named whole, and the one
+    word a run holds ("urgent") is what may have drawn it. An alternative
+    without a content word ("any question") draws every run. None when the rule
+    is no "When <situation>, <action>." rule (nothing to tell).
     """
     rule = parse_rule(bullet.content)
     if rule is None:
         return None
     words = input_words(outcome.trace.input)
     needs = [situation_words(a) for a in alternatives(rule.situation)]
-    return any(not need or need <= words for need in needs)
+    return any(not need or need & words for need in needs)
 
 
 def _stray(bullet: Bullet, pulled: Sequence[_Outcome]) -> list[str]:
     """The pulled runs that cost nothing and that the rule's situation does not draw.
 
     Such a run was wrong before the step (a previously right one is blamed as
-    broken) and names none of the rule's alternatives: the model put the rule's
+    broken) and holds no word of the rule's situation: the model put the rule's
     answer on a run it was already getting wrong, for no word of the rule. That
     says the model copies answers, not that the situation is too wide, and
     narrowing cannot help; it is weighed against the runs the rule turned right.
     """
-    return [o.trace.id for o in pulled if o.before is False and _names(bullet, o) is False]
+    return [o.trace.id for o in pulled if o.before is False and _draws(bullet, o) is False]
 
 
 def _outweighs(stray: Sequence[str]) -> str:
     return (
         f"outweighs the {len(stray)} run(s), wrong before, it pulled to its answer "
-        "without their naming its situation"
+        "without their holding a word of its situation"
     )
 
 
