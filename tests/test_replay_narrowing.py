@@ -181,6 +181,25 @@ def test_a_stray_pull_of_a_run_right_before_still_drops_the_rule() -> None:
     assert verdict.evidence.broken == ["t3"]
 
 
+def test_a_pull_of_a_run_another_rule_came_from_is_not_stray() -> None:
+    # "lamp broken" was wrong before, but the step learned "When lamp, answer HW."
+    # from it: copying FIN onto it costs that rule its fix. The FIN rule is dropped,
+    # and the lamp rule, judged again without it, turns its run right.
+    combee, replay = learn(
+        {
+            "refund urgent": "When refund or urgent, answer FIN.",
+            "lamp broken": "When lamp, answer HW.",
+        },
+        [run("t1", "refund urgent", "NONE"), run("t3", "lamp broken", "NONE")],
+        agent=when_follower(greedy=True),
+    )
+    fin, lamp = replay.rules
+    assert fin.evidence.status == "rejected"
+    assert fin.evidence.pulled == ["t3"]
+    assert lamp.evidence.status == "verified"
+    assert contents(combee) == ["When lamp, answer HW."]
+
+
 def test_a_rule_with_a_stray_and_a_drawn_pull_is_narrowed_for_the_drawn_one() -> None:
     # Two fixes; "ship urgent" is drawn through "urgent", "lamp broken" through nothing.
     combee, replay = learn(

@@ -148,6 +148,8 @@ def _judge(
     answers: Mapping[str, list[str]],
     broken: Sequence[str],
     version: int,
+    *,
+    learned: frozenset[str],
 ) -> ReplayEvidence:
     mine = set(bullet.provenance)
     sources = [t for t in bullet.provenance if t in outcomes and outcomes[t].after is not None]
@@ -166,7 +168,7 @@ def _judge(
     evidence = ReplayEvidence(
         version=version, fixed=fixed, still_wrong=still, broken=list(broken), pulled=pulled
     )
-    stray = _stray(bullet, [outcomes[t] for t in pulled])
+    stray = _stray(bullet, [outcomes[t] for t in pulled], learned)
     if broken:
         evidence.status = "rejected"
         evidence.reason = f"turned {len(broken)} previously right run(s) wrong"
@@ -211,16 +213,22 @@ def _draws(bullet: Bullet, outcome: _Outcome) -> bool | None:
     return any(not need or need & words for need in needs)
 
 
-def _stray(bullet: Bullet, pulled: Sequence[_Outcome]) -> list[str]:
+def _stray(bullet: Bullet, pulled: Sequence[_Outcome], learned: frozenset[str]) -> list[str]:
     """The pulled runs that cost nothing and that the rule's situation does not draw.
 
     Such a run was wrong before the step (a previously right one is blamed as
-    broken) and holds no word of the rule's situation: the model put the rule's
-    answer on a run it was already getting wrong, for no word of the rule. That
-    says the model copies answers, not that the situation is too wide, and
-    narrowing cannot help; it is weighed against the runs the rule turned right.
+    broken), no other rule of the step was learned from it (``learned``: the
+    runs the rules judged came from; pulling one costs that rule its fix), and
+    it holds no word of the rule's situation: the model put the rule's answer
+    on a run it was already getting wrong, for no word of the rule. That says
+    the model copies answers, not that the situation is too wide, and narrowing
+    cannot help; it is weighed against the runs the rule turned right.
     """
-    return [o.trace.id for o in pulled if o.before is False and _draws(bullet, o) is False]
+    return [
+        o.trace.id
+        for o in pulled
+        if o.before is False and o.trace.id not in learned and _draws(bullet, o) is False
+    ]
 
 
 def _outweighs(stray: Sequence[str]) -> str:
@@ -302,7 +310,10 @@ async def verify(
     answers = {b.id: _answers(b, outcomes) for b in changed}
     broken = await _attribute(run, before, changed, replayed, answers)
     previous = {b.id: b for b in before.bullets}
-    verdicts = [_verdict(b, replayed, answers, broken, version, previous) for b in changed]
+    learned = frozenset(t for b in changed for t in b.provenance)
+    verdicts = [
+        _verdict(b, replayed, answers, broken, version, previous, learned=learned) for b in changed
+    ]
     verdicts = await _after_drops(
         run, before, candidate, changed, verdicts, replayed, broken, version
     )
@@ -364,13 +375,17 @@ def _verdict(
     broken: Mapping[str, list[str]],
     version: int,
     previous: Mapping[str, Bullet],
+    *,
+    learned: frozenset[str],
 ) -> RuleVerdict:
-    evidence = _judge(bullet, replayed, answers, broken.get(bullet.id, []), version)
+    evidence = _judge(
+        bullet, replayed, answers, broken.get(bullet.id, []), version, learned=learned
+    )
     content = bullet.content
     if evidence.status == "rejected" and (evidence.broken or evidence.pulled):
         pulled = [replayed[t] for t in evidence.pulled if t in replayed]
         # Stray pulls the rule's fixes outweigh need no narrowing; the others do.
-        stray = _stray(bullet, pulled) if not evidence.broken else []
+        stray = _stray(bullet, pulled, learned) if not evidence.broken else []
         if len(evidence.fixed) < len(stray):
             stray = []
         runs = [
@@ -424,8 +439,9 @@ async def _after_drops(
     by_id = {b.id: b for b in changed}
     previous = {b.id: b for b in before.bullets}
     again = {v.bullet_id for v in waiting}
+    learned = frozenset(t for b in kept for t in b.provenance)
     return [
-        _verdict(by_id[v.bullet_id], replayed, answers, broken, version, previous)
+        _verdict(by_id[v.bullet_id], replayed, answers, broken, version, previous, learned=learned)
         if v.bullet_id in again
         else v
         for v in verdicts
