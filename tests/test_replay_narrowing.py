@@ -252,6 +252,26 @@ def test_a_pull_through_a_word_of_the_situation_is_not_stray() -> None:
     assert verdict.evidence.pulled == ["t2"]
 
 
+def test_a_narrowed_rule_weighs_its_stray_pulls_only_against_the_fixes_it_keeps() -> None:
+    # Its one fix, "urgent help", came through "urgent", which narrowing takes out
+    # for "ship urgent": "When refund, answer FIN." fixes nothing it was learned
+    # from, so the stray pull of "lamp broken" is outweighed by nothing.
+    combee, replay = learn(
+        {"urgent help": "When refund or urgent, answer FIN."},
+        [
+            run("t5", "urgent help", "NONE"),
+            run("t2", "ship urgent", "NONE"),
+            run("t3", "lamp broken", "NONE"),
+        ],
+        agent=when_follower(greedy=True),
+    )
+    assert contents(combee) == []
+    (verdict,) = replay.rules
+    assert verdict.evidence.status == "rejected"
+    assert verdict.evidence.fixed == ["t5"]
+    assert sorted(verdict.evidence.pulled) == ["t2", "t3"]
+
+
 def test_a_rule_that_is_not_a_when_rule_is_dropped_as_before() -> None:
     _, replay = learn(
         {"refund urgent": "Answer FIN for refunds or anything polite."},

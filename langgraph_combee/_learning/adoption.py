@@ -196,7 +196,7 @@ def _judge(
     return evidence
 
 
-def _draws(bullet: Bullet, outcome: _Outcome) -> bool | None:
+def _draws(content: str, outcome: _Outcome) -> bool | None:
     """Whether the rule's situation may have drawn the run: its input holds a word of it.
 
     Any word, not all the words of an alternative: a situation written as a
@@ -205,7 +205,7 @@ def _draws(bullet: Bullet, outcome: _Outcome) -> bool | None:
     without a content word ("any question") draws every run. None when the rule
     is no "When <situation>, <action>." rule (nothing to tell).
     """
-    rule = parse_rule(bullet.content)
+    rule = parse_rule(content)
     if rule is None:
         return None
     words = input_words(outcome.trace.input)
@@ -227,8 +227,19 @@ def _stray(bullet: Bullet, pulled: Sequence[_Outcome], learned: frozenset[str]) 
     return [
         o.trace.id
         for o in pulled
-        if o.before is False and o.trace.id not in learned and _draws(bullet, o) is False
+        if o.before is False and o.trace.id not in learned and _draws(bullet.content, o) is False
     ]
+
+
+def _kept_fixes(content: str, narrowed: str, fixed: Sequence[_Outcome]) -> list[str]:
+    """The fixed runs a rule narrowed to ``narrowed`` still accounts for.
+
+    A fix is lost when the rule's situation drew the run and the narrowed one
+    does not (it came through an alternative that was left out); a fix the
+    situation did not draw came from the model copying the answer, which
+    narrowing does not change.
+    """
+    return [o.trace.id for o in fixed if not (_draws(content, o) and _draws(narrowed, o) is False)]
 
 
 def _outweighs(stray: Sequence[str]) -> str:
@@ -393,6 +404,16 @@ def _verdict(
             *(o for o in pulled if o.trace.id not in stray),
         ]
         narrowed = _narrowed(bullet, runs, previous.get(bullet.id))
+        if narrowed is not None and stray:
+            # The fixes that outweigh the strays must be ones the narrowed rule still makes.
+            kept = _kept_fixes(bullet.content, narrowed[0], [replayed[t] for t in evidence.fixed])
+            if len(kept) < len(stray):
+                evidence.reason += (
+                    f"; narrowed, it would keep {len(kept)} of its {len(evidence.fixed)} "
+                    f"fix(es), fewer than the {len(stray)} run(s) it pulled without their "
+                    "holding a word of its situation"
+                )
+                narrowed = None
         if narrowed is not None:
             content, gone = narrowed
             evidence.status = "narrowed"
