@@ -12,13 +12,16 @@ ground truth), and judges every rule the step added or changed:
 * **rejected** (dropped; an updated rule goes back to its previous text):
   it turned a previously right replay wrong; or it is over-general, pulling a
   run whose right answer differs towards the answer of the runs it came from
-  (unless every such run was wrong before and holds no word of its situation, a
-  stray copy of its answer, and it fixed at least as many runs as it pulled:
-  then it is verified); or it is ineffective, the failing runs it came from staying wrong under it;
+  (unless every such run was wrong before, came from no other rule of the
+  step and holds no word of its situation, a stray copy of its answer, and it
+  fixed at least as many runs as it pulled: then it is verified); or it is
+  ineffective, the failing runs it came from staying wrong under it;
 * **narrowed** (kept, with fewer alternatives): it would be rejected for the
   runs it broke or pulled, and each of those runs names an alternative of its
   situation ("When parcel tracking or parcel, LOG-5T." pulled a damaged-parcel
-  ticket through "parcel"): those alternatives leave the rule and the rest stays;
+  ticket through "parcel"): those alternatives leave the rule and the rest stays.
+  Stray pulls need no alternative named when the fixes the narrowed rule still
+  makes are at least as many;
 * **unverified** (kept): nothing could be concluded (no scorable replay of a
   run it came from, failed calls, the replay limit reached).
 
