@@ -181,6 +181,25 @@ def test_a_stray_pull_of_a_run_right_before_still_drops_the_rule() -> None:
     assert verdict.evidence.broken == ["t3"]
 
 
+def test_a_pull_of_a_run_another_rule_came_from_is_not_stray() -> None:
+    # "lamp broken" was wrong before, but the step learned "When lamp, answer HW."
+    # from it: copying FIN onto it costs that rule its fix. The FIN rule is dropped,
+    # and the lamp rule, judged again without it, turns its run right.
+    combee, replay = learn(
+        {
+            "refund urgent": "When refund or urgent, answer FIN.",
+            "lamp broken": "When lamp, answer HW.",
+        },
+        [run("t1", "refund urgent", "NONE"), run("t3", "lamp broken", "NONE")],
+        agent=when_follower(greedy=True),
+    )
+    fin, lamp = replay.rules
+    assert fin.evidence.status == "rejected"
+    assert fin.evidence.pulled == ["t3"]
+    assert lamp.evidence.status == "verified"
+    assert contents(combee) == ["When lamp, answer HW."]
+
+
 def test_a_rule_with_a_stray_and_a_drawn_pull_is_narrowed_for_the_drawn_one() -> None:
     # Two fixes; "ship urgent" is drawn through "urgent", "lamp broken" through nothing.
     combee, replay = learn(
@@ -202,6 +221,55 @@ def test_a_rule_with_a_stray_and_a_drawn_pull_is_narrowed_for_the_drawn_one() ->
     assert "left out 'urgent'" in verdict.evidence.reason
     assert "outweighs the 1 run(s)" in verdict.evidence.reason
     assert contents(combee) == ["When refund, answer FIN."]
+
+
+def test_a_rule_whose_situation_fits_every_input_is_not_kept_for_its_pulls() -> None:
+    # "any question" has no content word: it draws every ticket, so the pull of
+    # "lamp broken" is the rule's doing, not a stray copy, and it is dropped as before.
+    combee, replay = learn(
+        {"refund urgent": "When any question, answer FIN."},
+        [run("t1", "refund urgent", "NONE"), run("t3", "lamp broken", "NONE")],
+        agent=when_follower(greedy=True),
+    )
+    assert contents(combee) == []
+    (verdict,) = replay.rules
+    assert verdict.evidence.status == "rejected"
+    assert verdict.evidence.fixed == ["t1"]
+    assert verdict.evidence.pulled == ["t3"]
+
+
+def test_a_pull_through_a_word_of_the_situation_is_not_stray() -> None:
+    # A situation written as a clause, as the full profile writes them: "ship urgent"
+    # holds not all of its words, but it holds "urgent", which drew it to FIN.
+    combee, replay = learn(
+        {"refund urgent": "When the customer wants a refund for an urgent order, answer FIN."},
+        [run("t1", "refund urgent", "NONE"), run("t2", "ship urgent", "NONE")],
+        agent=when_follower(greedy=True),
+    )
+    assert contents(combee) == []
+    (verdict,) = replay.rules
+    assert verdict.evidence.status == "rejected"
+    assert verdict.evidence.pulled == ["t2"]
+
+
+def test_a_narrowed_rule_weighs_its_stray_pulls_only_against_the_fixes_it_keeps() -> None:
+    # Its one fix, "urgent help", came through "urgent", which narrowing takes out
+    # for "ship urgent": "When refund, answer FIN." fixes nothing it was learned
+    # from, so the stray pull of "lamp broken" is outweighed by nothing.
+    combee, replay = learn(
+        {"urgent help": "When refund or urgent, answer FIN."},
+        [
+            run("t5", "urgent help", "NONE"),
+            run("t2", "ship urgent", "NONE"),
+            run("t3", "lamp broken", "NONE"),
+        ],
+        agent=when_follower(greedy=True),
+    )
+    assert contents(combee) == []
+    (verdict,) = replay.rules
+    assert verdict.evidence.status == "rejected"
+    assert verdict.evidence.fixed == ["t5"]
+    assert sorted(verdict.evidence.pulled) == ["t2", "t3"]
 
 
 def test_a_rule_that_is_not_a_when_rule_is_dropped_as_before() -> None:

@@ -12,13 +12,16 @@ ground truth), and judges every rule the step added or changed:
 * **rejected** (dropped; an updated rule goes back to its previous text):
   it turned a previously right replay wrong; or it is over-general, pulling a
   run whose right answer differs towards the answer of the runs it came from
-  (unless every such run was wrong before and names none of its situation, a
-  stray copy of its answer, and it fixed at least as many runs as it pulled:
-  then it is verified); or it is ineffective, the failing runs it came from staying wrong under it;
+  (unless every such run was wrong before, came from no other rule of the
+  step and holds no word of its situation, a stray copy of its answer, and it
+  fixed at least as many runs as it pulled: then it is verified); or it is
+  ineffective, the failing runs it came from staying wrong under it;
 * **narrowed** (kept, with fewer alternatives): it would be rejected for the
   runs it broke or pulled, and each of those runs names an alternative of its
   situation ("When parcel tracking or parcel, LOG-5T." pulled a damaged-parcel
-  ticket through "parcel"): those alternatives leave the rule and the rest stays;
+  ticket through "parcel"): those alternatives leave the rule and the rest stays.
+  Stray pulls need no alternative named when the fixes the narrowed rule still
+  makes are at least as many;
 * **unverified** (kept): nothing could be concluded (no scorable replay of a
   run it came from, failed calls, the replay limit reached).
 
@@ -148,6 +151,8 @@ def _judge(
     answers: Mapping[str, list[str]],
     broken: Sequence[str],
     version: int,
+    *,
+    learned: frozenset[str],
 ) -> ReplayEvidence:
     mine = set(bullet.provenance)
     sources = [t for t in bullet.provenance if t in outcomes and outcomes[t].after is not None]
@@ -166,7 +171,7 @@ def _judge(
     evidence = ReplayEvidence(
         version=version, fixed=fixed, still_wrong=still, broken=list(broken), pulled=pulled
     )
-    stray = _stray(bullet, [outcomes[t] for t in pulled])
+    stray = _stray(bullet, [outcomes[t] for t in pulled], learned)
     if broken:
         evidence.status = "rejected"
         evidence.reason = f"turned {len(broken)} previously right run(s) wrong"
@@ -194,34 +199,56 @@ def _judge(
     return evidence
 
 
-def _names(bullet: Bullet, outcome: _Outcome) -> bool | None:
-    """Whether the run's input names an alternative of the rule's situation.
+def _draws(content: str, outcome: _Outcome) -> bool | None:
+    """Whether the rule's situation may have drawn the run: its input holds a word of it.
 
-    None when the rule is no "When <situation>, <action>." rule (nothing to tell).
+    Any word, not all the words of an alternative: a situation written as a
+    clause ("a refund for an urgent order") is rarely named whole, and the one
+    word a run holds ("urgent") is what may have drawn it. An alternative
+    without a content word ("any question") draws every run. None when the rule
+    is no "When <situation>, <action>." rule (nothing to tell).
     """
-    rule = parse_rule(bullet.content)
+    rule = parse_rule(content)
     if rule is None:
         return None
     words = input_words(outcome.trace.input)
-    return any((need := situation_words(a)) and need <= words for a in alternatives(rule.situation))
+    needs = [situation_words(a) for a in alternatives(rule.situation)]
+    return any(not need or need & words for need in needs)
 
 
-def _stray(bullet: Bullet, pulled: Sequence[_Outcome]) -> list[str]:
+def _stray(bullet: Bullet, pulled: Sequence[_Outcome], learned: frozenset[str]) -> list[str]:
     """The pulled runs that cost nothing and that the rule's situation does not draw.
 
     Such a run was wrong before the step (a previously right one is blamed as
-    broken) and names none of the rule's alternatives: the model put the rule's
-    answer on a run it was already getting wrong, for no word of the rule. That
-    says the model copies answers, not that the situation is too wide, and
-    narrowing cannot help; it is weighed against the runs the rule turned right.
+    broken), no other rule of the step was learned from it (``learned``: the
+    runs the rules judged came from; pulling one costs that rule its fix), and
+    it holds no word of the rule's situation: the model put the rule's answer
+    on a run it was already getting wrong, for no word of the rule. That says
+    the model copies answers, not that the situation is too wide, and narrowing
+    cannot help; it is weighed against the runs the rule turned right.
     """
-    return [o.trace.id for o in pulled if o.before is False and _names(bullet, o) is False]
+    return [
+        o.trace.id
+        for o in pulled
+        if o.before is False and o.trace.id not in learned and _draws(bullet.content, o) is False
+    ]
+
+
+def _kept_fixes(content: str, narrowed: str, fixed: Sequence[_Outcome]) -> list[str]:
+    """The fixed runs a rule narrowed to ``narrowed`` still accounts for.
+
+    A fix is lost when the rule's situation drew the run and the narrowed one
+    does not (it came through an alternative that was left out); a fix the
+    situation did not draw came from the model copying the answer, which
+    narrowing does not change.
+    """
+    return [o.trace.id for o in fixed if not (_draws(content, o) and _draws(narrowed, o) is False)]
 
 
 def _outweighs(stray: Sequence[str]) -> str:
     return (
         f"outweighs the {len(stray)} run(s), wrong before, it pulled to its answer "
-        "without their naming its situation"
+        "without their holding a word of its situation"
     )
 
 
@@ -297,7 +324,10 @@ async def verify(
     answers = {b.id: _answers(b, outcomes) for b in changed}
     broken = await _attribute(run, before, changed, replayed, answers)
     previous = {b.id: b for b in before.bullets}
-    verdicts = [_verdict(b, replayed, answers, broken, version, previous) for b in changed]
+    learned = frozenset(t for b in changed for t in b.provenance)
+    verdicts = [
+        _verdict(b, replayed, answers, broken, version, previous, learned=learned) for b in changed
+    ]
     verdicts = await _after_drops(
         run, before, candidate, changed, verdicts, replayed, broken, version
     )
@@ -359,13 +389,17 @@ def _verdict(
     broken: Mapping[str, list[str]],
     version: int,
     previous: Mapping[str, Bullet],
+    *,
+    learned: frozenset[str],
 ) -> RuleVerdict:
-    evidence = _judge(bullet, replayed, answers, broken.get(bullet.id, []), version)
+    evidence = _judge(
+        bullet, replayed, answers, broken.get(bullet.id, []), version, learned=learned
+    )
     content = bullet.content
     if evidence.status == "rejected" and (evidence.broken or evidence.pulled):
         pulled = [replayed[t] for t in evidence.pulled if t in replayed]
         # Stray pulls the rule's fixes outweigh need no narrowing; the others do.
-        stray = _stray(bullet, pulled) if not evidence.broken else []
+        stray = _stray(bullet, pulled, learned) if not evidence.broken else []
         if len(evidence.fixed) < len(stray):
             stray = []
         runs = [
@@ -373,6 +407,16 @@ def _verdict(
             *(o for o in pulled if o.trace.id not in stray),
         ]
         narrowed = _narrowed(bullet, runs, previous.get(bullet.id))
+        if narrowed is not None and stray:
+            # The fixes that outweigh the strays must be ones the narrowed rule still makes.
+            kept = _kept_fixes(bullet.content, narrowed[0], [replayed[t] for t in evidence.fixed])
+            if len(kept) < len(stray):
+                evidence.reason += (
+                    f"; narrowed, it would keep {len(kept)} of its {len(evidence.fixed)} "
+                    f"fix(es), fewer than the {len(stray)} run(s) it pulled without their "
+                    "holding a word of its situation"
+                )
+                narrowed = None
         if narrowed is not None:
             content, gone = narrowed
             evidence.status = "narrowed"
@@ -419,8 +463,9 @@ async def _after_drops(
     by_id = {b.id: b for b in changed}
     previous = {b.id: b for b in before.bullets}
     again = {v.bullet_id for v in waiting}
+    learned = frozenset(t for b in kept for t in b.provenance)
     return [
-        _verdict(by_id[v.bullet_id], replayed, answers, broken, version, previous)
+        _verdict(by_id[v.bullet_id], replayed, answers, broken, version, previous, learned=learned)
         if v.bullet_id in again
         else v
         for v in verdicts
