@@ -8,8 +8,12 @@ refund rules looked like a conflict to settle.
 
 from __future__ import annotations
 
-import pytest
+import json
 
+import pytest
+from langchain_core.messages import BaseMessage
+
+from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
 from langgraph_combee._core.values import (
     DIGITS_ONLY,
     FROM_INPUT,
@@ -19,6 +23,7 @@ from langgraph_combee._core.values import (
 )
 from langgraph_combee._learning import rules
 from langgraph_combee._learning.schemas import SmallReflectionOut
+from langgraph_combee.testing import FunctionChatModel
 
 YMD = f"{FROM_INPUT}, as a date written YYYYMMDD"
 
@@ -117,3 +122,47 @@ def test_two_runs_rules_with_their_own_amount_and_date_get_one_action() -> None:
     action_one = rules.parse_rule(one.key_insight).action  # type: ignore[union-attr]
     action_two = rules.parse_rule(two.key_insight).action  # type: ignore[union-attr]
     assert rules.same_action(action_one, action_two)
+
+
+def test_tool_rules_with_described_amounts_and_dates_are_learned_not_quarantined() -> None:
+    # The guard once read a placeholder as a markup tag and quarantined every tool
+    # rule; the written forms go through it the same way as the placeholder.
+    # (A refund rule would be held for approval as a policy change that moves money.)
+    alert = "Warn me when my account NW-23001 goes over EUR 85.30 this month."
+    moved = "Could you deliver order NW-23002 on 11 May 2027 instead?"
+    cases = {
+        alert: ("set_alert(account='NW-23001', threshold='8530')", "spending alert"),
+        moved: ("reschedule_delivery(order_id='NW-23002', date='20270511')", "new delivery date"),
+    }
+
+    def reply(messages: list[BaseMessage]) -> str:
+        system, body = str(messages[0].content), str(messages[-1].content)
+        if "You study one run" in system:
+            truth, situation = next(v for k, v in cases.items() if k in body)
+            return json.dumps({"situation": situation, "action": f"answer {truth}"})
+        return json.dumps({"drop": []})
+
+    combee = Combee(
+        prompt_id="tools",
+        model=FunctionChatModel(reply),
+        batch_size=2,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
+    traces = [
+        Trace(
+            id=f"t{i}",
+            input=text,
+            output="",
+            feedback=Feedback(correct=False, ground_truth=truth),
+        )
+        for i, (text, (truth, _)) in enumerate(cases.items())
+    ]
+    report = combee.learn(traces)
+    assert report.steps[0].quarantined == []
+    assert report.steps[0].held == []
+    assert sorted(b.content for b in report.playbook.bullets) == [
+        f"When new delivery date, make the calls reschedule_delivery(order_id='{FROM_INPUT}', "
+        f"date='{YMD}').",
+        f"When spending alert, make the calls set_alert(account='{FROM_INPUT}', "
+        f"threshold='{IN_CENTS}').",
+    ]
