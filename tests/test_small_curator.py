@@ -112,6 +112,19 @@ def test_copies_of_one_rule_count_once_towards_half() -> None:
     assert len(adopted) == 3
 
 
+def test_a_group_of_one_distinct_rule_makes_no_call() -> None:
+    # Leaving out its only rule could never be honoured; the copies are one rule.
+    calls: list[str] = []
+
+    def reply(text: str) -> str:
+        calls.append(text)
+        return json.dumps({"drop": ["R1"]})
+
+    one = [("R1", GROUP[0][1]), ("R2", GROUP[0][1].model_copy(update={"trace_id": "other"}))]
+    assert len(_curate(reply, group=one)) == 1
+    assert calls == []
+
+
 def test_an_unreadable_reply_adopts_the_whole_group() -> None:
     assert len(_curate(lambda _: "I think all of them are fine!")) == 4
 
@@ -136,7 +149,8 @@ def test_a_garbled_curator_never_fails_the_step_nor_loses_its_rules(strategy: st
         algorithm=AlgorithmSettings(roles="small"),
     )
     report = combee.learn(hello_tickets(4))
-    assert prompts.SMALL_CURATOR_SYSTEM in seen
+    # Sequential curates one run's rule at a time: a group of one rule makes no call.
+    assert (prompts.SMALL_CURATOR_SYSTEM in seen) is (strategy != "sequential")
     assert len(report.steps) == 1
     contents = sorted(b.content for b in report.playbook.bullets)
     assert contents == [f"When greeting {i}, answer T-{i}." for i in range(4)]

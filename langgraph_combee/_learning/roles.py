@@ -285,8 +285,16 @@ class SmallRoles(RoleProfile):
         distinct rules (a model that drops nearly everything is not judging),
         and a reply that cannot be read adopts the whole group, as an unusable
         aggregator reply keeps every proposal. The rules layer, the guard and
-        verified adoption weigh every adopted rule after this.
+        verified adoption weigh every adopted rule after this. A group of one
+        distinct rule (every group of the sequential strategy) makes no call:
+        no drop of it could be honoured.
         """
+        by_label = dict(group)
+        section = playbook.resolve_section("others")
+        kept = [label for label, _ in group]
+        distinct = {_norm(r.key_insight) for r in by_label.values()}
+        if len(distinct) < 2:
+            return adopt(kept, by_label, section=section, own_rules=False)
         out = await caller.call(
             run_name,
             prompts.small_curator_messages(playbook, group),
@@ -294,12 +302,8 @@ class SmallRoles(RoleProfile):
             stats,
             max_tokens=self.curate_tokens,
         )
-        by_label = dict(group)
-        section = playbook.resolve_section("others")
-        kept = [label for label, _ in group]
         if out is not None:
             dropped = _dropped(out.drop, by_label)
-            distinct = {_norm(r.key_insight) for r in by_label.values()}
             left = {_norm(by_label[label].key_insight) for label in kept if label not in dropped}
             if 2 * len(left) >= len(distinct):
                 kept = [label for label in kept if label not in dropped]
