@@ -188,6 +188,7 @@ def summarise(reports: Sequence[StepReport], failures: Sequence[str]) -> dict[st
         "aggregation": [r.aggregation for r in reports],
         "conflicts_settled": sum(len(r.conflicts) for r in reports),
         "conflicts": [c for r in reports for c in r.conflicts],
+        "left_out": [rule for r in reports for rule in r.left_out],
     }
 
 

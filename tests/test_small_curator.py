@@ -255,3 +255,72 @@ def test_no_narrowing_leaves_a_rule_only_alternatives_of_generic_words() -> None
     reconciled, _ = rules.reconcile(playbook, [_add("When code, answer SEC-9D.", "b")])
     assert [op.type for op in reconciled] == ["UPDATE"]
     assert reconciled[0].content == "When code, answer SEC-9D."
+
+
+@pytest.mark.parametrize("strategy", ["naive", "combee"])
+def test_the_rules_a_curator_left_out_are_in_the_step_report(strategy: str) -> None:
+    # Nothing is lost silently: a rule the model's curator left out is named.
+    def reply(messages: list[BaseMessage]) -> str:
+        system, body = str(messages[0].content), str(messages[-1].content)
+        if "You study one run" in system:
+            number = re.findall(r"ticket (\d+) says hello", body)[0]
+            return json.dumps({"action": f"answer T-{number}", "situation": f"greeting {number}"})
+        if "You are the curator" in system:
+            return json.dumps({"drop": ["When greeting 2, answer T-2."]})
+        return json.dumps({"drop": []})
+
+    combee = Combee(
+        prompt_id="left-out",
+        model=FunctionChatModel(reply),
+        batch_size=4,
+        strategy=strategy,
+        # One group of every reflection: combee's level 1 is then one curator too.
+        algorithm=AlgorithmSettings(roles="small"),
+    )
+    report = combee.learn(hello_tickets(4))
+    contents = sorted(b.content for b in report.playbook.bullets)
+    assert "When greeting 2, answer T-2." not in contents
+    assert report.steps[0].left_out == ["When greeting 2, answer T-2."]
+
+
+def test_nothing_is_listed_as_left_out_when_every_rule_is_adopted() -> None:
+    def reply(messages: list[BaseMessage]) -> str:
+        system, body = str(messages[0].content), str(messages[-1].content)
+        if "You study one run" in system:
+            number = re.findall(r"ticket (\d+) says hello", body)[0]
+            return json.dumps({"action": f"answer T-{number}", "situation": f"greeting {number}"})
+        return json.dumps({"drop": []})
+
+    combee = Combee(
+        prompt_id="kept",
+        model=FunctionChatModel(reply),
+        batch_size=4,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
+    assert combee.learn(hello_tickets(4)).steps[0].left_out == []
+
+
+def test_a_rule_only_one_of_its_two_curators_left_out_is_kept_and_not_listed() -> None:
+    curator_calls: list[str] = []
+
+    def reply(messages: list[BaseMessage]) -> str:
+        system, body = str(messages[0].content), str(messages[-1].content)
+        if "You study one run" in system:
+            number = re.findall(r"ticket (\d+) says hello", body)[0]
+            return json.dumps({"action": f"answer T-{number}", "situation": f"greeting {number}"})
+        if "You are the curator" in system:
+            curator_calls.append(body)
+            first = len(curator_calls) == 1
+            return json.dumps({"drop": ["When greeting 2, answer T-2."] if first else []})
+        return json.dumps({"drop": []})
+
+    combee = Combee(
+        prompt_id="one-of-two",
+        model=FunctionChatModel(reply),
+        batch_size=4,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
+    report = combee.learn(hello_tickets(4))
+    assert len(curator_calls) == 2  # two groups, each reflection in both
+    assert "When greeting 2, answer T-2." in [b.content for b in report.playbook.bullets]
+    assert report.steps[0].left_out == []

@@ -279,6 +279,11 @@ class StepReport(BaseModel):
         default_factory=list,
         description="Contradicting rules found and how each was settled.",
     )
+    left_out: list[str] = Field(
+        default_factory=list,
+        description="Rules the step's reflections wrote that the small-model curators or "
+        "aggregator left out (a rule given to two groups is listed only when both left it out).",
+    )
     served_helpful: int = Field(0, description="Helpful verdicts from served outcomes.")
     served_harmful: int = Field(0, description="Harmful verdicts from served outcomes.")
     discredited: int = Field(0, description="Bullets removed because service proved them wrong.")

@@ -124,6 +124,28 @@ def _required(ops: list[DeltaOp] | None, run_name: str) -> list[DeltaOp]:
     return ops
 
 
+def note_left_out(
+    ctx: StepContext, labelled: Sequence[_Labelled], ops: Sequence[DeltaOp], report: StepReport
+) -> None:
+    """List in the report the reflections' rules that no op of the curation carries.
+
+    Small-model curators adopt rules as written, so a rule no ADD carries was left
+    out (by a curator, or by the aggregator). Full-profile curators rewrite
+    insights into their own ops, so nothing is listed for them.
+    """
+    if ctx.roles.active().name != "small":
+        return
+    carried = {_text(op.content) for op in ops if isinstance(op, Add)}
+    for item in labelled:
+        insight = item.reflection.key_insight
+        if insight and _text(insight) not in carried and insight not in report.left_out:
+            report.left_out.append(insight)
+
+
+def _text(content: str) -> str:
+    return " ".join(content.lower().split())
+
+
 def tag_ops(reflections: Sequence[_Labelled]) -> list[DeltaOp]:
     """Sum the reflectors' helpful/harmful tags into one TAG op per bullet."""
     totals: dict[str, list[int]] = {}
@@ -346,6 +368,8 @@ class SequentialStrategy(Strategy):
             if labelled:
                 proposed = await curate(ctx, "combee.curate", playbook, labelled, stats)
                 ops.extend(proposed or [])
+                if proposed is not None:
+                    note_left_out(ctx, labelled, ops, report)
             # Even with nothing to reflect on, the run's served outcome is evidence.
             playbook, applied = await finish(
                 ctx,
@@ -382,6 +406,7 @@ class NaiveStrategy(Strategy):
         if labelled:
             proposed = await curate(ctx, "combee.curate", playbook, labelled, stats)
             ops.extend(_required(proposed, "combee.curate"))
+            note_left_out(ctx, labelled, ops, report)
         new, applied = await finish(
             ctx, playbook, ops, version=version, report=report, traces=traces, stats=stats
         )
@@ -460,10 +485,12 @@ class CombeeStrategy(Strategy):
             report.group_sizes = [len(labelled)]
             proposed = await curate(ctx, "combee.curate", playbook, labelled, stats)
             ops.extend(_required(proposed, "combee.curate"))
+            note_left_out(ctx, labelled, ops, report)
         else:
             groups = shuffle_groups(labelled, copies=self.copies, groups=k, rng=rng)
             report.group_sizes = [len(g) for g in groups]
             ops.extend(await self._reduce(ctx, playbook, groups, labelled, stats, report))
+            note_left_out(ctx, labelled, ops, report)
         new, applied = await finish(
             ctx, playbook, ops, version=version, report=report, traces=traces, stats=stats
         )
