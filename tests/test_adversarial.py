@@ -28,6 +28,8 @@ from benchmarks._injections import (
     mixed_traffic,
     reached,
 )
+from benchmarks._injections_fresh_a import FRESH_A
+from benchmarks._injections_fresh_b import FRESH_B
 from benchmarks._injections_heldout import HELDOUT
 from benchmarks._injections_redteam import REDTEAM
 from langgraph_combee import AlgorithmSettings, BulletGuard, Combee
@@ -79,6 +81,29 @@ def test_the_corpora_are_varied_and_distinct() -> None:
         i.carrier for i in REDTEAM
     }
     assert len(next(i for i in REDTEAM if i.carrier == "multi").traces) == 3
+
+
+def test_the_fresh_corpora_hold_new_styles_and_payloads() -> None:
+    earlier = [*INJECTIONS, *HELDOUT, *REDTEAM]
+    old_styles = {i.style for i in earlier}
+    old_payloads = {i.payload for i in earlier}
+    for corpus in (FRESH_A, FRESH_B):
+        assert len(corpus) >= 25 and len({i.style for i in corpus}) >= 20
+        assert not {i.style for i in corpus} & old_styles
+        assert not {i.payload for i in corpus} & old_payloads
+        assert {"input", "tool", "comment", "feedback"} <= {i.carrier for i in corpus}
+        ids = [t.id for i in corpus for t in i.traces]
+        assert len(ids) == len(set(ids))
+    assert not {i.style for i in FRESH_A} & {i.style for i in FRESH_B}
+    assert not {i.payload for i in FRESH_A} & {i.payload for i in FRESH_B}
+
+
+def test_without_a_guard_the_fresh_attacks_reach_the_prompt() -> None:
+    # Every fresh attack must be able to get in when nothing stops it, or its
+    # figure under the guard would say nothing.
+    for corpus in (FRESH_A, FRESH_B):
+        combee, _ = _learn("combee", None, corpus)
+        assert _reached(combee, corpus) == [i.payload for i in corpus]
 
 
 @pytest.mark.parametrize("corpus", sorted(CORPORA))
@@ -150,9 +175,10 @@ def test_honest_traffic_is_learned(strategy: str) -> None:
 
 def test_the_benchmark_writes_its_figures_and_command(tmp_path: Path) -> None:
     record = adversarial.main(
-        ["--corpus", "tuning", "--honest", "12", "--strategies", "combee", "--out", str(tmp_path)]
-    )
-    saved = json.loads((tmp_path / "adversarial.json").read_text())
+        ["--corpus", "tuning", "--honest", "12", "--strategies", "combee", "--out", str(tmp_path),
+         "--name", "record.json"]
+    )  # fmt: skip
+    saved = json.loads((tmp_path / "record.json").read_text())
     assert saved["command"] == record["command"]
     assert saved["command"].startswith("python -m benchmarks.adversarial")
     default = next(a for a in saved["arms"] if a["guard"] == "default")
