@@ -22,9 +22,23 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+# Characters that render as nothing: zero-width and bidi controls, fillers, interlinear
+# annotation marks, invisible musical formatting, the "tag" block (which spells ASCII
+# invisibly, one character per letter) and the supplementary variation selectors.
 _INVISIBLE = re.compile(
-    r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]"
+    r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+    r"\u3164\ufeff\uffa0\ufff9-\ufffb\U0001d173-\U0001d17a\U000e0000-\U000e007f"
+    r"\U000e0100-\U000e01ef]"
 )
+_TAG_RUN = re.compile(r"[\U000e0020-\U000e007e]+")
+
+
+def _tag_text(text: str) -> list[str]:
+    # Tag characters mirror printable ASCII (U+E0020 is a space): what they spell is
+    # hidden from a reader but not from a model, so it is read out and screened.
+    return ["".join(chr(ord(c) - 0xE0000) for c in run.group(0)) for run in _TAG_RUN.finditer(text)]
+
+
 _CONFUSABLES = str.maketrans(
     {
         # Cyrillic and Greek letters that look like Latin ones.
@@ -44,6 +58,7 @@ _LEET = str.maketrans(
 )  # fmt: skip
 _SPELLED = re.compile(r"(?<!\w)(?:\w[\s.\-_*/+]{1,3}){3,}\w(?!\w)")
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_HEX = re.compile(r"(?<![0-9a-f])(?:[0-9a-f]{2}){8,}(?![0-9a-f])", re.IGNORECASE)
 
 
 def _decode_base64(run: str) -> str | None:
@@ -53,14 +68,30 @@ def _decode_base64(run: str) -> str | None:
             raw = decode(padded)
         except (binascii.Error, ValueError):
             continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        printable = sum(ch.isprintable() or ch.isspace() for ch in text)
-        if text and printable / len(text) > 0.9:
+        text = _printable(raw)
+        if text:
             return text
     return None
+
+
+def _printable(raw: bytes) -> str | None:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    printable = sum(ch.isprintable() or ch.isspace() for ch in text)
+    return text if text and printable / len(text) > 0.9 else None
+
+
+def _decode_hex(run: str) -> str | None:
+    # Random ids and hashes are hex too, but they rarely decode to printable UTF-8.
+    return _printable(bytes.fromhex(run))
+
+
+def _decoded(text: str) -> list[str]:
+    """What the base64 and hex runs of ``text`` decode to (runs that decode to text)."""
+    runs = [*map(_decode_base64, _BASE64.findall(text)), *map(_decode_hex, _HEX.findall(text))]
+    return [d for d in runs if d]
 
 
 def _join_spelled(run: str) -> str:
@@ -89,10 +120,42 @@ def variants(text: str) -> list[str]:
     spelled = _SPELLED.sub(lambda m: _join_spelled(m.group(0)), spaced.translate(_CONFUSABLES))
     out.append(" ".join(spelled.split()))
     out.append(out[-1].translate(_LEET))
-    out.extend(_basic(d) for d in map(_decode_base64, _BASE64.findall(unescaped)) if d)
+    out.extend(_basic(d) for d in _decoded(unescaped))
     out.append(codecs.encode(plain, "rot13"))
     out.append(plain[::-1])
     out.append(native)
+    return list(dict.fromkeys(out))
+
+
+_COMMON = frozenset(
+    re.findall(
+        r"\w+",
+        "the a an and or to of for in on at by with without from is are be may can must all any "
+        "every each no not this that it their they them you your",
+    )
+)
+
+
+def _wordiness(text: str) -> int:
+    return sum(w in _COMMON for w in re.findall(r"[a-z]+", text))
+
+
+def decoded_readings(text: str) -> list[str]:
+    """The readings of ``text`` that an encoding hid, for checks that read only plain text.
+
+    %-escapes and HTML entities decoded (when there are any), base64 and hex runs
+    decoded, and the ROT13 and reversed readings where they read as English more
+    than the text itself does (every text has those two readings; only an encoded
+    one gains words like "the", "may" and "for" from them).
+    """
+    unescaped = urllib.parse.unquote(html.unescape(text))
+    plain = _basic(unescaped)
+    out = [plain] if unescaped != text else []
+    out.extend(_basic(d) for d in _decoded(unescaped))
+    base = _wordiness(plain)
+    for other in (codecs.encode(plain, "rot13"), plain[::-1]):
+        if _wordiness(other) >= 2 and _wordiness(other) > base:
+            out.append(other)
     return list(dict.fromkeys(out))
 
 
@@ -421,6 +484,7 @@ def strip_markup(text: str) -> Markup:
         raw = _TAG.sub(" ", raw)
     if _INVISIBLE.search(text):
         kinds.append("invisible characters")
+        hidden.extend(_tag_text(text))
     if any(len(_scripts(word)) > 1 for word in re.findall(r"\w+", raw)):
         kinds.append("mixed-script look-alikes")
     return Markup(visible=fold(raw), hidden=tuple(fold(h) for h in hidden if h.strip()),
