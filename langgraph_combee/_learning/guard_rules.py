@@ -168,6 +168,32 @@ _NEGATED = re.compile(
     r"\s+((?!(hesitate|fail|forget|refuse|stop|neglect|omit|skip)\b)\w+\s+){0,3}$"
 )
 
+_IRREGULAR = {
+    "tell": ("told",), "give": ("gave", "given"), "send": ("sent",), "show": ("shown",),
+    "spell": ("spelt",), "read": (), "output": ("outputting",),
+}  # fmt: skip
+
+
+def _forms(verb: str) -> list[str]:
+    """``verb`` (its first word) in every English form: "share" -> shares, shared, sharing."""
+    head, space, rest = verb.partition(" ")
+    if head.endswith("e"):
+        forms = [head, head + "s", head + "d", head[:-1] + "ing"]
+    elif head.endswith("y") and head[-2:-1] not in "aeiou":
+        forms = [head, head[:-1] + "ies", head[:-1] + "ied", head + "ing"]
+    elif head.endswith(("sh", "ch", "x", "s", "o")):
+        forms = [head, head + "es", head + "ed", head + "ing"]
+    else:
+        forms = [head, head + "s", head + "ed", head + "ing"]
+    forms.extend(_IRREGULAR.get(head, ()))
+    return [f + space + rest for f in dict.fromkeys(forms)]
+
+
+def _verbs(*verbs: str) -> str:
+    """An alternation of English ``verbs`` in all their forms, longest first."""
+    return "|".join(sorted({f for v in verbs for f in _forms(v)}, key=len, reverse=True))
+
+
 _CREDENTIAL = (
     r"(system\s*prompt|(hidden|secret|internal|initial|original|system)\s+(instructions?|prompt|rules)"
     r"|instructions\s+above|admin(istrator)?\s*(password|credentials?|account|login|pin)"
@@ -178,14 +204,20 @@ _CREDENTIAL = (
     r"|passwort|senha|wachtwoord|пароль|密码|パスワード|has[lł]o|şifre)"
 )
 _REVEAL_VERBS = (
-    r"(reveal|disclose|leak|expose|dump|exfiltrate|divulge|r[ée]v[èe]le[rz]?|revela[r]?"
-    r"|verr[aä]t|preisgeben|rivela(re)?|revele|раскрой|покажи|透露|泄露|告诉)"
+    "("
+    + _verbs("reveal", "disclose", "leak", "expose", "dump", "exfiltrate", "divulge")
+    + r"|r[ée]v[èe]le[rz]?|revela[r]?|verr[aä]t|preisgeben|rivela(re)?|revele|раскрой|покажи"
+    r"|透露|泄露|告诉)"
 )
 _SHARE_VERBS = (
-    r"(show|tell|give|share|provide|output|repeat|display|send|include|paste|print|read out"
-    r"|type|spell out|hand over|reply with|respond with|answer with|donne[rz]?|envoie[rz]?"
-    r"|dame|dime|env[ií]a|gib|sende|dai|mostra|manda)"
-)
+    "("
+    + _verbs(
+        "show", "tell", "give", "share", "provide", "output", "repeat", "display", "send",
+        "include", "paste", "print", "read out", "type", "spell out", "hand over", "reply with",
+        "respond with", "answer with",
+    )
+    + r"|donne[rz]?|envoie[rz]?|dame|dime|env[ií]a|gib|sende|dai|mostra|manda)"
+)  # fmt: skip
 
 OVERRIDE: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p)
@@ -373,6 +405,13 @@ _CHAT_TOKENS = re.compile(
     re.IGNORECASE,
 )
 _TAG = re.compile(r"</?[a-z][a-z0-9_-]*(?:\s[^<>]*)?/?>", re.IGNORECASE)
+# A fenced code block labelled as a role or as instructions ("```system"): a chat
+# transcript or a prompt pasted in, which a model reading the rule may obey.
+_ROLE_FENCE = re.compile(
+    r"(?:`{3,}|~{3,})[ \t]*(?:system|developer|assistant|admin(?:istrator)?|operator|root|sys"
+    r"|instructions?|prompt|policy|rules?|override)\b",
+    re.IGNORECASE,
+)
 _ROLE_KEY = re.compile(r"[\"']?\brole\b[\"']?\s*[:=]\s*[\"']?(system|developer|assistant|tool"
                        r"|user|operator|admin)\b", re.IGNORECASE)  # fmt: skip
 _MARKS = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u20d0-\u20ff]")
@@ -479,6 +518,8 @@ def strip_markup(text: str) -> Markup:
     if _CHAT_TOKENS.search(raw):
         kinds.append("chat-template token")
         raw = _CHAT_TOKENS.sub(" ", raw)
+    if _ROLE_FENCE.search(raw):
+        kinds.append("role-labelled code block")
     if _TAG.search(raw):
         kinds.append("markup tag")
         raw = _TAG.sub(" ", raw)
@@ -537,9 +578,31 @@ _GRANT = re.compile(
     r"|부여|付与|授予|授权|verleih|conced|otorg|przyzna|предостав|منح"
 )
 _DISCLOSE = re.compile(
-    r"\b(?:print|reveal|show|tell|repeat|output|display|share|read (?:out|back)?|disclose|recite"
-    r"|dump|echo|paste|send|forward|give out|hand out|expose|mostra\w*|mostrar"
-    r"|zeig\w*|montre\w*|visa|pokaż\w*|göster\w*|покаж\w*|показ\w*)\b.{0,60}"
+    r"\b(?:"
+    + _verbs(
+        "print",
+        "reveal",
+        "show",
+        "tell",
+        "repeat",
+        "output",
+        "display",
+        "share",
+        "read out",
+        "read back",
+        "read",
+        "disclose",
+        "recite",
+        "dump",
+        "echo",
+        "paste",
+        "send",
+        "forward",
+        "give out",
+        "hand out",
+        "expose",
+    )
+    + r"|mostra\w*|mostrar|zeig\w*|montre\w*|visa|pokaż\w*|göster\w*|покаж\w*|показ\w*)\b.{0,60}"
     r"(?:prompt|instruction|configuration|config\b|setup|system|rules|above|everything"
     r"|verbatim|word for word|history|internal|notes?\b|records?|details|data|reset code"
     r"|codes?\b|anyone|any (?:customer|user|caller)|other (?:customer|user)s?|memory"
