@@ -237,6 +237,14 @@ OVERRIDE: tuple[re.Pattern[str], ...] = tuple(
         r"\b(add|write|put|insert|save|store|append|include|remember|record)\b.{0,40}"
         r"\b(to|in|into|as)\b\s*(your|the|a)\s+(new\s+)?(rules?|instructions|playbook|system prompt"
         r"|prompt|memory|guidelines|policy)\b",
+        # "Keep this as your standing instructions", "adopt as a permanent house rule": the
+        # message itself (or nothing) is what becomes the rule.
+        r"\b(keep|adopt|treat|take|use|save|store|remember|record|file|memori[sz]e)\s+"
+        r"((this|that|these|it|the following|the above|what follows|my (message|note|words)"
+        r"|this (message|note|text|ticket|rule|line))\s+)?as\s+((your|the|a|an|our|my)\s+)?"
+        r"((new|standing|permanent|official|house|main|core|updated|revised|internal|own|default"
+        r"|current|first|only|real|top|golden|overriding|binding)\s+){0,2}(rules?|instructions?"
+        r"|playbook|prompt|guidelines|polic(y|ies)|directives?|brief|orders|guidance)\b",
         r"\balways\s+" + _REVEAL_VERBS + r"\b",
         r"\b(ignore[zs]?|oublie[zs]?)\b.{0,30}\b(instructions|consignes|r[èe]gles)\b",
         r"\b(ignora|olvida|omite)\b.{0,30}\b(instrucciones|reglas|istruzioni|regole|instru[çc][õo]es)\b",
@@ -545,6 +553,7 @@ _LOOSEN = re.compile(
     r"|\bwithout\b|\bno (?:need|longer)\b|\b(?:do|does|did|don't|doesn't|need) ?n[o']t need\b"
     r"|\bnot (?:needed|required|necessary|mandatory)\b|\bunnecessary\b|\boptional\b"
     r"|\bneed(?:s)? not\b|\bno (?:\w+ )?(?:check|verification|review|approval|limit|cap)s?\b"
+    r"|\bnever (?:need|require)s?\b"
     r"|\bunlimited\b|\b(?:auto|pre)[- ]?(?:approv|verif|authori[sz])\w*"
     r"|\b(?:automatic(?:ally)?|immediately|in full|directly)\b"
     r"|\b(?:count|counts|counted|considered|treated|deemed|already|is|are|as) (?:as )?verified\b"
@@ -556,6 +565,15 @@ _LOOSEN = re.compile(
     r"|nicht (?:nötig|erforderlich|notwendig)|non (?:serve|è necessari)|não (?:precisa|é necessári)"
     r"|geen \w+ nodig|nie (?:trzeba|jest potrzebn)|gerek yok|не нужн|не требу|behövs inte"
     r"|\bбез\b|省略|不要|不需|无需|無需|免除|없이|생략|بدون|\bignor|\bomit|\bsalt"
+)
+# Forbidding a check loosens it as much as skipping it: "never ask for a receipt".
+# Forbidding the collection of a secret ("never ask for the password") is not one.
+_FORBID_CHECK = re.compile(
+    r"\b(?:never|not|no longer|stop|quit|cease|don'?t|doesn'?t|do not|does not|must not"
+    r"|mustn'?t|should not|shouldn'?t|need not|needn'?t)\s+(?:\w+\s+){0,2}?"
+    r"(?:ask\w*|request\w*|requir\w*|demand\w*|insist\w*|collect\w*|check\w*)\b.{0,40}?"
+    r"\b(?:ids?|identification|identity|proof|receipts?|documents?|documentation|photos?"
+    r"|pictures?|passports?|licen[cs]es?|verification|security questions?|signatures?)\b"
 )
 _CONTROL = re.compile(
     r"verif|identi|\bid\b|\bids\b|authentic|\b2fa\b|two[- ]?(?:step|factor)|\bmfa\b|\botp\b"
@@ -655,6 +673,8 @@ def find_policy_change(text: str) -> list[str]:
     loosen = _LOOSEN.search(text)
     if loosen and _CONTROL.search(text):
         reasons.append(f"loosens a control ({loosen.group(0)!r})")
+    elif found := _FORBID_CHECK.search(text):
+        reasons.append(f"loosens a control (forbids a check: {found.group(0)!r})")
     if found := _unnegated(_GRANT, text):
         reasons.append(f"grants a permission ({found.group(0)!r})")
     if found := _unnegated(_DISCLOSE, text):
