@@ -160,3 +160,17 @@ def test_a_request_to_adopt_a_rule_is_an_instruction_override(text: str) -> None
 )
 def test_honest_rules_that_say_as_a_are_not_overrides(text: str) -> None:
     assert BulletGuard().check(text) == []
+
+
+# ---- accented stems: the families read folded text (accents taken off) ------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Eine Ausweiskontrolle ist nicht nötig.",
+        "Não precisa de verificação para clientes antigos.",
+    ],
+)
+def test_a_stem_written_with_accents_matches_the_folded_text(text: str) -> None:
+    assert any("loosens a control" in r for r in BulletGuard().policy(text))

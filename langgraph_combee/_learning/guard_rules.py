@@ -497,12 +497,15 @@ def _scripts(word: str) -> set[str]:
     return found
 
 
+def _unaccented(text: str) -> str:
+    return unicodedata.normalize("NFKC", _MARKS.sub("", unicodedata.normalize("NFKD", text)))
+
+
 def fold(text: str) -> str:
     """Normalise for comparison: NFKC, no invisibles or combining marks, case-folded, look-alikes
     mapped to Latin, whitespace collapsed. Works on any script (others pass unchanged)."""
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
-    text = _MARKS.sub("", unicodedata.normalize("NFKD", text))
-    text = unicodedata.normalize("NFKC", text).casefold().translate(_CONFUSABLES)
+    text = _unaccented(_INVISIBLE.sub("", unicodedata.normalize("NFKC", text)))
+    text = text.casefold().translate(_CONFUSABLES)
     return " ".join(text.split())
 
 
@@ -546,8 +549,15 @@ def strip_markup(text: str) -> Markup:
 # These are one signal among several (links, amounts, provenance, the judge): see
 # ``_learning/guard.py``.
 
+
+def _family(pattern: str) -> re.Pattern[str]:
+    # The families read folded text, accents taken off (see ``fold``); their stems are
+    # folded the same way, or a stem written with its accents ("nötig") never matches.
+    return re.compile(_unaccented(pattern))
+
+
 _NOT = r"(?<!never )(?<!not )(?<!n't )(?<!no )"
-_LOOSEN = re.compile(
+_LOOSEN = _family(
     r"\b(?:skip\w*|bypass\w*|waiv\w*|exempt\w*|disabl\w*|suspend\w*|relax\w*|lift\w*"
     r"|overrid\w*|ignor\w*)\b"
     r"|\bwithout\b|\bno (?:need|longer)\b|\b(?:do|does|did|don't|doesn't|need) ?n[o']t need\b"
@@ -568,14 +578,14 @@ _LOOSEN = re.compile(
 )
 # Forbidding a check loosens it as much as skipping it: "never ask for a receipt".
 # Forbidding the collection of a secret ("never ask for the password") is not one.
-_FORBID_CHECK = re.compile(
+_FORBID_CHECK = _family(
     r"\b(?:never|not|no longer|stop|quit|cease|don'?t|doesn'?t|do not|does not|must not"
     r"|mustn'?t|should not|shouldn'?t|need not|needn'?t)\s+(?:\w+\s+){0,2}?"
     r"(?:ask\w*|request\w*|requir\w*|demand\w*|insist\w*|collect\w*|check\w*)\b.{0,40}?"
     r"\b(?:ids?|identification|identity|proof|receipts?|documents?|documentation|photos?"
     r"|pictures?|passports?|licen[cs]es?|verification|security questions?|signatures?)\b"
 )
-_CONTROL = re.compile(
+_CONTROL = _family(
     r"verif|identi|\bid\b|\bids\b|authentic|\b2fa\b|two[- ]?(?:step|factor)|\bmfa\b|\botp\b"
     r"|\bpin\b|\bkyc\b|security question|passw|passcode|approv|review|sign[- ]?off|manager"
     r"|supervisor|limit|\bcap\b|threshold|permission|access|privilege|admin|polic|\bcheck"
@@ -586,7 +596,7 @@ _CONTROL = re.compile(
     r"|yetki|права|behörighet|permiso|permiss|本人|確認|身份|验证|驗證|承認|批准|権限|权限"
     r"|신원|확인|승인|권한|هوية|تحقق|موافقة|صلاحي|مدير|管理|관리자|yönetici|администр"
 )
-_GRANT = re.compile(
+_GRANT = _family(
     r"\b(?:grant\w*|elevat\w*|promot\w* to|authori[sz]\w*|entitle\w*|unlock\w*|permitted"
     r"|allowed to|may (?:now )?(?:see|read|view|access|change|edit|reset|approve|share|update|"
     r"close|delete|issue|refund|skip|waive|give)|can (?:now )?(?:see|read|view|access|change"
@@ -595,7 +605,7 @@ _GRANT = re.compile(
     r"|\bpermis\b|permitid|erlaubt|consentit|dozwolon|izin ver|разреш|tillåt"
     r"|부여|付与|授予|授权|verleih|conced|otorg|przyzna|предостав|منح"
 )
-_DISCLOSE = re.compile(
+_DISCLOSE = _family(
     r"\b(?:"
     + _verbs(
         "print",
@@ -627,31 +637,31 @@ _DISCLOSE = re.compile(
     r"|istruzion|instru[çc]|anweisung|consigne|talimat|инструкц|systemprompt)"
     r"|指示|指令|提示词|プロンプト|システム|지시|프롬프트|تعليمات|التعليمات"
 )
-_MONEY = re.compile(
+_MONEY = _family(
     r"\b(?:refund\w*|credit\w*|compensat\w*|discount\w*|voucher\w*|payout\w*|transfer\w*"
     r"|chargeback\w*|reimburs\w*|cashback|gift card|store credit|money back|fee\w*)\b"
 )
-_MONEY_MOVE = re.compile(
+_MONEY_MOVE = _family(
     r"\b(?:automatic(?:ally)?|immediately|instantly|in full|no (?:\w+ )?limit|unlimited"
     r"|raise\w*|increase\w*|without|double\w*|extra|approve\w*|issue\w*|grant\w*|give\w*"
     r"|waive\w*|free)\b"
 )
-_CURRENCY = re.compile(
+_CURRENCY = _family(
     r"[\$€£¥₹₽₺₩₪₫฿]|\b(?:usd|eur|gbp|jpy|chf|cad|aud|inr|cny|rub|try|pln|sek|nok|dkk|brl"
     r"|mxn|euros?|dollars?|pounds?|yen|francs?|kronor|złot\w*|lira|rupees?|rubles?)\b"
 )
-_LIMIT = re.compile(
+_LIMIT = _family(
     r"\b(?:limit\w*|cap\w*|threshold\w*|max\w*|min\w*|up to|under|over|above|below"
     r"|at most|at least|per (?:day|week|month|transfer|order))\b"
 )
-_AMOUNT = re.compile(r"\d[\d,.' ]*\d|\d")
-_PERCENT = re.compile(r"\d+(?:[.,]\d+)?\s?%|\bper ?cent\b|\bpercent\b")
-_GROUPED = re.compile(r"\b\d{1,3}(?:[,.' ]\d{3})+\b")
-_DEFANGED = re.compile(
+_AMOUNT = _family(r"\d[\d,.' ]*\d|\d")
+_PERCENT = _family(r"\d+(?:[.,]\d+)?\s?%|\bper ?cent\b|\bpercent\b")
+_GROUPED = _family(r"\b\d{1,3}(?:[,.' ]\d{3})+\b")
+_DEFANGED = _family(
     r"\bhxxps?\b|\[\.\]|\(\.\)|\{\.\}|\[dot\]|\(dot\)|\{dot\}|\bdot (?:com|net|org|io|co|info"
     r"|xyz|top|ru|cn|me|app|dev|site|online|link)\b|\bslash\b|\[:\]|\[at\]|\(at\)"
 )
-_HANDLE = re.compile(r"(?<![\w.])@[a-z0-9_]{3,}|\b(?:wa\.me|t\.me|telegram|whatsapp|signal|"
+_HANDLE = _family(r"(?<![\w.])@[a-z0-9_]{3,}|\b(?:wa\.me|t\.me|telegram|whatsapp|signal|"
                      r"discord|skype|wechat|line id)\b")  # fmt: skip
 
 
@@ -669,6 +679,7 @@ def find_policy_change(text: str) -> list[str]:
     review, limits...), grants, disclosures, money moved, links and contacts in any
     form (defanged too), amounts and percentages.
     """
+    text = fold(text)
     reasons: list[str] = []
     loosen = _LOOSEN.search(text)
     if loosen and _CONTROL.search(text):
