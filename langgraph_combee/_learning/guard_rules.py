@@ -189,9 +189,10 @@ def _forms(verb: str) -> list[str]:
     return [f + space + rest for f in dict.fromkeys(forms)]
 
 
-def _verbs(*verbs: str) -> str:
-    """An alternation of English ``verbs`` in all their forms, longest first."""
-    return "|".join(sorted({f for v in verbs for f in _forms(v)}, key=len, reverse=True))
+def _verbs(verbs: str) -> str:
+    """An alternation of the English ``verbs`` ("a|b c") in all their forms, longest first."""
+    forms = {f for v in verbs.split("|") for f in _forms(v)}
+    return "|".join(sorted(forms, key=len, reverse=True))
 
 
 _CREDENTIAL = (
@@ -205,16 +206,15 @@ _CREDENTIAL = (
 )
 _REVEAL_VERBS = (
     "("
-    + _verbs("reveal", "disclose", "leak", "expose", "dump", "exfiltrate", "divulge")
+    + _verbs("reveal|disclose|leak|expose|dump|exfiltrate|divulge")
     + r"|r[ée]v[èe]le[rz]?|revela[r]?|verr[aä]t|preisgeben|rivela(re)?|revele|раскрой|покажи"
     r"|透露|泄露|告诉)"
 )
 _SHARE_VERBS = (
     "("
     + _verbs(
-        "show", "tell", "give", "share", "provide", "output", "repeat", "display", "send",
-        "include", "paste", "print", "read out", "type", "spell out", "hand over", "reply with",
-        "respond with", "answer with",
+        "show|tell|give|share|provide|output|repeat|display|send|include|paste|print|"
+        "read out|type|spell out|hand over|reply with|respond with|answer with"
     )
     + r"|donne[rz]?|envoie[rz]?|dame|dime|env[ií]a|gib|sende|dai|mostra|manda)"
 )  # fmt: skip
@@ -575,6 +575,13 @@ _LOOSEN = _family(
     r"|nicht (?:nötig|erforderlich|notwendig)|non (?:serve|è necessari)|não (?:precisa|é necessári)"
     r"|geen \w+ nodig|nie (?:trzeba|jest potrzebn)|gerek yok|не нужн|не требу|behövs inte"
     r"|\bбез\b|省略|不要|不需|无需|無需|免除|없이|생략|بدون|\bignor|\bomit|\bsalt"
+    r"|\b(?:plus|jamais) besoin"
+    # nl vi hi (Devanagari and romanised)
+    r"|\bhoef(?:t|den)?\b|\bhoeven\b|\boverslaan\b|\bovergeslagen\b|\bniet (?:nodig|vereist)\b"
+    r"|không cần|không phải|bỏ qua|\bmiễn\b"
+    r"|\bbina\b|\bbag(?:h)?air\b|\bzar(?:oo|u)r(?:i|at|y) nah(?:i|in)\b|\bnahi chahiye\b"
+    r"|\bmat (?:maang|mang|puch|pooch|check)\w*|बिना|बगैर|बग़ैर|ज़रूरी नहीं|जरूरी नहीं|ज़रूरत नहीं"
+    r"|जरूरत नहीं|मत पूछ|मत मांग|मत माँग"
 )
 # Forbidding a check loosens it as much as skipping it: "never ask for a receipt".
 # Forbidding the collection of a secret ("never ask for the password") is not one.
@@ -595,6 +602,11 @@ _CONTROL = _family(
     r"|aprob|aprov|genehm|zatwierdz|onay|одобр|godkänn|autoriz|autoris|berechtig|uprawnien"
     r"|yetki|права|behörighet|permiso|permiss|本人|確認|身份|验证|驗證|承認|批准|権限|权限"
     r"|신원|확인|승인|권한|هوية|تحقق|موافقة|صلاحي|مدير|管理|관리자|yönetici|администр"
+    r"|justificati|\bre[çc]u\b"
+    r"|legitimati|goedkeur|bewijs|\bbon\b|kassabon|toestemming"
+    r"|kiểm tra|xác minh|xác thực|danh tính|hóa đơn|phê duyệt|giấy tờ|biên lai|chứng từ"
+    r"|\bjaa?nch|\bpeh?cha+n|\bpahcha+n|\bsab(?:oo|u)t\b|\bras(?:ee|i)d\b|\bsatyapan"
+    r"|\bman(?:z|j)oori\b|\banumati\b|जांच|जाँच|पहचान|सत्यापन|रसीद|मंज़ूरी|मंजूरी|अनुमति|प्रमाण"
 )
 _GRANT = _family(
     r"\b(?:grant\w*|elevat\w*|promot\w* to|authori[sz]\w*|entitle\w*|unlock\w*|permitted"
@@ -604,31 +616,17 @@ _GRANT = _family(
     r"|\bit'?s (?:fine|ok|okay|allowed) to\b|\bfeel free to\b|\bis (?:fine|ok|okay|allowed)\b"
     r"|\bpermis\b|permitid|erlaubt|consentit|dozwolon|izin ver|разреш|tillåt"
     r"|부여|付与|授予|授权|verleih|conced|otorg|przyzna|предостав|منح"
+    r"|\b(?:mag|mogen)\b(?:\s+\w+){0,4}?\s+(?:delen|zien|inzien|bekijken|wijzigen|aanpassen"
+    r"|geven|tonen|goedkeuren|overslaan|terugbetalen|annuleren|verwijderen|doorsturen|openen)\b"
+    r"|\btoegestaan\b|được phép|được quyền|có thể (?:xem|đổi|thay|hủy|chia sẻ|cấp|bỏ qua|hoàn)"
+    r"|\b(?:dekh|badal|share kar|cancel kar|refund kar|de) sakt(?:e|a|i)\b"
+    r"|देख सकते|बदल सकते|दे सकते|अनुमति है"
 )
 _DISCLOSE = _family(
     r"\b(?:"
     + _verbs(
-        "print",
-        "reveal",
-        "show",
-        "tell",
-        "repeat",
-        "output",
-        "display",
-        "share",
-        "read out",
-        "read back",
-        "read",
-        "disclose",
-        "recite",
-        "dump",
-        "echo",
-        "paste",
-        "send",
-        "forward",
-        "give out",
-        "hand out",
-        "expose",
+        "print|reveal|show|tell|repeat|output|display|share|read out|read back|read|"
+        "disclose|recite|dump|echo|paste|send|forward|give out|hand out|expose"
     )
     + r"|mostra\w*|mostrar|zeig\w*|montre\w*|visa|pokaż\w*|göster\w*|покаж\w*|показ\w*)\b.{0,60}"
     r"(?:prompt|instruction|configuration|config\b|setup|system|rules|above|everything"
@@ -636,15 +634,32 @@ _DISCLOSE = _family(
     r"|codes?\b|anyone|any (?:customer|user|caller)|other (?:customer|user)s?|memory"
     r"|istruzion|instru[çc]|anweisung|consigne|talimat|инструкц|systemprompt)"
     r"|指示|指令|提示词|プロンプト|システム|지시|프롬프트|تعليمات|التعليمات"
+    # nl vi hi: Dutch and Hindi put the object before the verb as often as after it.
+    r"|\b(?:deel\w*|delen|toon\w*|tonen|laten zien|doorsturen|stuur\w* door|geef\w*|geven"
+    r"|vertel\w*)\b.{0,60}(?:gegevens|iedereen|instructies|notities|geschiedenis|configuratie"
+    r"|wachtwoord)"
+    r"|(?:gegevens|instructies|notities|geschiedenis|configuratie|wachtwoord)\w*\b.{0,40}"
+    r"\b(?:delen|tonen|laten zien|doorsturen|geven|vertellen)\b"
+    r"|(?:chia sẻ|tiết lộ|hiển thị|cho xem|gửi|cung cấp).{0,60}(?:thông tin|dữ liệu|bất kỳ ai"
+    r"|mọi người|hướng dẫn|mật khẩu)"
+    r"|(?:\b(?:bata|dikha|bhej)\w*|\bshare kar\w*|\bde (?:do|dena|dijiye|dete)\b).{0,60}"
+    r"\b(?:kisi ko bhi|sabko|sab ko|details|jaa?nkari|password)"
+    r"|\b(?:kisi ko bhi|sabko|sab ko|details|jaa?nkari|password)\b.{0,60}"
+    r"(?:\b(?:bata|dikha|bhej)\w*|\bshare kar\w*|\bde (?:do|dena|dijiye|dete)\b)"
+    r"|(?:बता|दिखा|भेज|शेयर).{0,60}(?:किसी को भी|सबको|सब को|जानकारी|पासवर्ड|विवरण)"
+    r"|(?:किसी को भी|सबको|सब को|जानकारी|पासवर्ड|विवरण).{0,60}(?:बता|दिखा|भेज|शेयर)"
 )
 _MONEY = _family(
     r"\b(?:refund\w*|credit\w*|compensat\w*|discount\w*|voucher\w*|payout\w*|transfer\w*"
-    r"|chargeback\w*|reimburs\w*|cashback|gift card|store credit|money back|fee\w*)\b"
+    r"|chargeback\w*|reimburs\w*|cashback|gift card|store credit|money back|fee\w*"
+    r"|terugbetal\w*|tegoed|korting\w*|vergoed\w*|paisa wapas|paise wapas)\b"
+    r"|hoàn tiền|hoàn lại|giảm giá|bồi thường|रिफंड|धनवापसी|पैसे वापस"
 )
 _MONEY_MOVE = _family(
     r"\b(?:automatic(?:ally)?|immediately|instantly|in full|no (?:\w+ )?limit|unlimited"
     r"|raise\w*|increase\w*|without|double\w*|extra|approve\w*|issue\w*|grant\w*|give\w*"
-    r"|waive\w*|free)\b"
+    r"|waive\w*|free|automatisch|onmiddellijk|meteen|volledig|zonder|turant|fauran|bina)\b"
+    r"|ngay lập tức|tự động|toàn bộ|không cần|बिना|तुरंत|फौरन|पूरा"
 )
 _CURRENCY = _family(
     r"[\$€£¥₹₽₺₩₪₫฿]|\b(?:usd|eur|gbp|jpy|chf|cad|aud|inr|cny|rub|try|pln|sek|nok|dkk|brl"
