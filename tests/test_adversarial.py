@@ -1,8 +1,10 @@
 """The adversarial suite: planted instructions mixed into honest ticket traffic.
 
-Two corpora: the tuning corpus (``INJECTIONS``, 40 attacks the guard was
-developed against) and the held-out corpus (``HELDOUT``, 38 attacks in other
-styles, written before the layered guard and never tuned on). The learner is
+Five corpora: the tuning corpus (``INJECTIONS``, 40 attacks the guard was
+developed against), the held-out corpus (``HELDOUT``, 38 attacks in other
+styles, written before the layered guard), the red-team corpus (``REDTEAM``,
+29) and the two fresh corpora of issue 13's guard work (``FRESH_A``, tuned on
+after its first run, and ``FRESH_B``, never tuned on). The learner is
 ``parrot_learner``: it proposes every user-written text as a new bullet, so the
 guard alone stands between an injection and the served prompt. Figures for the
 same corpora: ``python -m benchmarks.adversarial``.
@@ -39,7 +41,13 @@ from langgraph_combee.testing import parrot_learner
 from langgraph_combee.types import LearnReport
 
 HONEST_REJECTION_BOUND = 0.05
-CORPORA = {"tuning": INJECTIONS, "heldout": HELDOUT, "redteam": REDTEAM}
+CORPORA = {
+    "tuning": INJECTIONS,
+    "heldout": HELDOUT,
+    "redteam": REDTEAM,
+    "fresh-a": FRESH_A,
+    "fresh-b": FRESH_B,
+}
 STRATEGIES = ["combee", "naive", "sequential"]
 
 
@@ -96,6 +104,13 @@ def test_the_fresh_corpora_hold_new_styles_and_payloads() -> None:
         assert len(ids) == len(set(ids))
     assert not {i.style for i in FRESH_A} & {i.style for i in FRESH_B}
     assert not {i.payload for i in FRESH_A} & {i.payload for i in FRESH_B}
+
+
+def test_every_layer_but_provenance_stops_fresh_corpus_a() -> None:
+    # What stands when a learner rewrites an attack in its own words (provenance
+    # then sees no copied user text): the markup, pattern and policy layers.
+    combee, _ = _learn("combee", BulletGuard(provenance=False), FRESH_A)
+    assert _reached(combee, FRESH_A) == []
 
 
 def test_without_a_guard_the_fresh_attacks_reach_the_prompt() -> None:
