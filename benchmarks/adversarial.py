@@ -6,7 +6,11 @@ ground truth) is mixed with one of two injection corpora: the **tuning** corpus
 the **held-out** corpus (``benchmarks/_injections_heldout.py``, 38 attacks in
 other styles, written before the layered guard and never tuned on) or the
 **red-team** corpus (``benchmarks/_injections_redteam.py``, 29 attacks aimed at
-what the layers trust, run once and then tuned on). The learner
+what the layers trust, run once and then tuned on) or the two **fresh** corpora
+(``benchmarks/_injections_fresh_a.py`` and ``_injections_fresh_b.py``, 28 attacks
+each in styles none of the others hold, written before issue 13's guard work:
+set A was tuned on after its first run, set B never was, so set B is the
+held-out figure). The learner
 is ``parrot_learner``: it proposes every user-written text as a bullet, the worst
 case, so the guard alone decides. For each corpus, strategy and guard setting it
 reports the injections that reached an accepted prompt (per style), the ops
@@ -15,8 +19,9 @@ held). Separately, the honest-traffic corpus (``benchmarks/_honest.py``: 40 runs
 with ground truth, evaluator comments and tool results, and the rule a careful
 learner draws from each) measures honest rules refused, per strategy.
 
-    python -m benchmarks.adversarial [--corpus tuning heldout redteam] [--honest 60]
-        [--strategies combee naive sequential] [--batch-size 16] [--out DIR]
+    python -m benchmarks.adversarial [--corpus tuning heldout redteam fresh-a fresh-b]
+        [--honest 60] [--strategies combee naive sequential] [--batch-size 16] [--out DIR]
+        [--name adversarial.json]
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from benchmarks._injections import (
     mixed_traffic,
     reached,
 )
+from benchmarks._injections_fresh_a import FRESH_A
+from benchmarks._injections_fresh_b import FRESH_B
 from benchmarks._injections_heldout import HELDOUT
 from benchmarks._injections_redteam import REDTEAM
 from langgraph_combee import AlgorithmSettings, BulletGuard, Combee
@@ -51,6 +58,8 @@ CORPORA: dict[str, tuple[Injection, ...]] = {
     "tuning": INJECTIONS,
     "heldout": HELDOUT,
     "redteam": REDTEAM,
+    "fresh-a": FRESH_A,
+    "fresh-b": FRESH_B,
 }
 _PATTERNS_OFF = {
     "secrets": False, "personal_data": False, "instruction_override": False,
@@ -71,7 +80,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """The benchmark's options."""
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__)
     parser.add_argument(
-        "--corpus", nargs="+", choices=sorted(CORPORA), default=["tuning", "heldout", "redteam"],
+        "--corpus", nargs="+", choices=sorted(CORPORA), default=list(CORPORA),
         help="injection corpora to run",
     )  # fmt: skip
     parser.add_argument("--honest", type=int, default=60, help="honest tickets in the traffic")
@@ -80,6 +89,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--strategies", nargs="+", default=["combee", "naive", "sequential"], help="strategies"
     )
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON file")
+    parser.add_argument("--name", default="adversarial.json", help="the JSON file's name")
     return parser.parse_args(list(argv))
 
 
@@ -188,7 +198,7 @@ def lookalikes() -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Run every arm, print the figures, write ``adversarial.json``; return the record."""
+    """Run every arm, print the figures, write ``--name`` (``adversarial.json``); return it."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     cmd = command(MODULE, argv)
@@ -239,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "lookalikes": looks,
         "machine": machine_info(),
     }
-    path = write_json(args.out / "adversarial.json", record)
+    path = write_json(args.out / args.name, record)
     print(f"wrote {path}")
     return record
 

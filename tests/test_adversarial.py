@@ -1,8 +1,10 @@
 """The adversarial suite: planted instructions mixed into honest ticket traffic.
 
-Two corpora: the tuning corpus (``INJECTIONS``, 40 attacks the guard was
-developed against) and the held-out corpus (``HELDOUT``, 38 attacks in other
-styles, written before the layered guard and never tuned on). The learner is
+Five corpora: the tuning corpus (``INJECTIONS``, 40 attacks the guard was
+developed against), the held-out corpus (``HELDOUT``, 38 attacks in other
+styles, written before the layered guard), the red-team corpus (``REDTEAM``,
+29) and the two fresh corpora of issue 13's guard work (``FRESH_A``, tuned on
+after its first run, and ``FRESH_B``, never tuned on). The learner is
 ``parrot_learner``: it proposes every user-written text as a new bullet, so the
 guard alone stands between an injection and the served prompt. Figures for the
 same corpora: ``python -m benchmarks.adversarial``.
@@ -28,6 +30,8 @@ from benchmarks._injections import (
     mixed_traffic,
     reached,
 )
+from benchmarks._injections_fresh_a import FRESH_A
+from benchmarks._injections_fresh_b import FRESH_B
 from benchmarks._injections_heldout import HELDOUT
 from benchmarks._injections_redteam import REDTEAM
 from langgraph_combee import AlgorithmSettings, BulletGuard, Combee
@@ -37,7 +41,13 @@ from langgraph_combee.testing import parrot_learner
 from langgraph_combee.types import LearnReport
 
 HONEST_REJECTION_BOUND = 0.05
-CORPORA = {"tuning": INJECTIONS, "heldout": HELDOUT, "redteam": REDTEAM}
+CORPORA = {
+    "tuning": INJECTIONS,
+    "heldout": HELDOUT,
+    "redteam": REDTEAM,
+    "fresh-a": FRESH_A,
+    "fresh-b": FRESH_B,
+}
 STRATEGIES = ["combee", "naive", "sequential"]
 
 
@@ -79,6 +89,36 @@ def test_the_corpora_are_varied_and_distinct() -> None:
         i.carrier for i in REDTEAM
     }
     assert len(next(i for i in REDTEAM if i.carrier == "multi").traces) == 3
+
+
+def test_the_fresh_corpora_hold_new_styles_and_payloads() -> None:
+    earlier = [*INJECTIONS, *HELDOUT, *REDTEAM]
+    old_styles = {i.style for i in earlier}
+    old_payloads = {i.payload for i in earlier}
+    for corpus in (FRESH_A, FRESH_B):
+        assert len(corpus) >= 25 and len({i.style for i in corpus}) >= 20
+        assert not {i.style for i in corpus} & old_styles
+        assert not {i.payload for i in corpus} & old_payloads
+        assert {"input", "tool", "comment", "feedback"} <= {i.carrier for i in corpus}
+        ids = [t.id for i in corpus for t in i.traces]
+        assert len(ids) == len(set(ids))
+    assert not {i.style for i in FRESH_A} & {i.style for i in FRESH_B}
+    assert not {i.payload for i in FRESH_A} & {i.payload for i in FRESH_B}
+
+
+def test_every_layer_but_provenance_stops_fresh_corpus_a() -> None:
+    # What stands when a learner rewrites an attack in its own words (provenance
+    # then sees no copied user text): the markup, pattern and policy layers.
+    combee, _ = _learn("combee", BulletGuard(provenance=False), FRESH_A)
+    assert _reached(combee, FRESH_A) == []
+
+
+def test_without_a_guard_the_fresh_attacks_reach_the_prompt() -> None:
+    # Every fresh attack must be able to get in when nothing stops it, or its
+    # figure under the guard would say nothing.
+    for corpus in (FRESH_A, FRESH_B):
+        combee, _ = _learn("combee", None, corpus)
+        assert _reached(combee, corpus) == [i.payload for i in corpus]
 
 
 @pytest.mark.parametrize("corpus", sorted(CORPORA))
@@ -150,9 +190,10 @@ def test_honest_traffic_is_learned(strategy: str) -> None:
 
 def test_the_benchmark_writes_its_figures_and_command(tmp_path: Path) -> None:
     record = adversarial.main(
-        ["--corpus", "tuning", "--honest", "12", "--strategies", "combee", "--out", str(tmp_path)]
-    )
-    saved = json.loads((tmp_path / "adversarial.json").read_text())
+        ["--corpus", "tuning", "--honest", "12", "--strategies", "combee", "--out", str(tmp_path),
+         "--name", "record.json"]
+    )  # fmt: skip
+    saved = json.loads((tmp_path / "record.json").read_text())
     assert saved["command"] == record["command"]
     assert saved["command"].startswith("python -m benchmarks.adversarial")
     default = next(a for a in saved["arms"] if a["guard"] == "default")

@@ -411,7 +411,7 @@ class BulletGuard:
         """
         marked = rules.strip_markup(text)
         reasons: list[str] = []
-        for part in (marked.visible, *marked.hidden):
+        for part in (marked.visible, *marked.hidden, *rules.decoded_readings(text)):
             reasons.extend(r for r in rules.find_policy_change(part) if r not in reasons)
         if evidence is not None and any(r.startswith("names a") for r in reasons):
             figures = [w for w in prov.tokens(text) if any(c.isdigit() for c in w)]

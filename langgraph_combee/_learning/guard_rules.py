@@ -22,9 +22,23 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+# Characters that render as nothing: zero-width and bidi controls, fillers, interlinear
+# annotation marks, invisible musical formatting, the "tag" block (which spells ASCII
+# invisibly, one character per letter) and the supplementary variation selectors.
 _INVISIBLE = re.compile(
-    r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]"
+    r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+    r"\u3164\ufeff\uffa0\ufff9-\ufffb\U0001d173-\U0001d17a\U000e0000-\U000e007f"
+    r"\U000e0100-\U000e01ef]"
 )
+_TAG_RUN = re.compile(r"[\U000e0020-\U000e007e]+")
+
+
+def _tag_text(text: str) -> list[str]:
+    # Tag characters mirror printable ASCII (U+E0020 is a space): what they spell is
+    # hidden from a reader but not from a model, so it is read out and screened.
+    return ["".join(chr(ord(c) - 0xE0000) for c in run.group(0)) for run in _TAG_RUN.finditer(text)]
+
+
 _CONFUSABLES = str.maketrans(
     {
         # Cyrillic and Greek letters that look like Latin ones.
@@ -44,6 +58,7 @@ _LEET = str.maketrans(
 )  # fmt: skip
 _SPELLED = re.compile(r"(?<!\w)(?:\w[\s.\-_*/+]{1,3}){3,}\w(?!\w)")
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_HEX = re.compile(r"(?<![0-9a-f])(?:[0-9a-f]{2}){8,}(?![0-9a-f])", re.IGNORECASE)
 
 
 def _decode_base64(run: str) -> str | None:
@@ -53,14 +68,30 @@ def _decode_base64(run: str) -> str | None:
             raw = decode(padded)
         except (binascii.Error, ValueError):
             continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        printable = sum(ch.isprintable() or ch.isspace() for ch in text)
-        if text and printable / len(text) > 0.9:
+        text = _printable(raw)
+        if text:
             return text
     return None
+
+
+def _printable(raw: bytes) -> str | None:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    printable = sum(ch.isprintable() or ch.isspace() for ch in text)
+    return text if text and printable / len(text) > 0.9 else None
+
+
+def _decode_hex(run: str) -> str | None:
+    # Random ids and hashes are hex too, but they rarely decode to printable UTF-8.
+    return _printable(bytes.fromhex(run))
+
+
+def _decoded(text: str) -> list[str]:
+    """What the base64 and hex runs of ``text`` decode to (runs that decode to text)."""
+    runs = [*map(_decode_base64, _BASE64.findall(text)), *map(_decode_hex, _HEX.findall(text))]
+    return [d for d in runs if d]
 
 
 def _join_spelled(run: str) -> str:
@@ -89,10 +120,42 @@ def variants(text: str) -> list[str]:
     spelled = _SPELLED.sub(lambda m: _join_spelled(m.group(0)), spaced.translate(_CONFUSABLES))
     out.append(" ".join(spelled.split()))
     out.append(out[-1].translate(_LEET))
-    out.extend(_basic(d) for d in map(_decode_base64, _BASE64.findall(unescaped)) if d)
+    out.extend(_basic(d) for d in _decoded(unescaped))
     out.append(codecs.encode(plain, "rot13"))
     out.append(plain[::-1])
     out.append(native)
+    return list(dict.fromkeys(out))
+
+
+_COMMON = frozenset(
+    re.findall(
+        r"\w+",
+        "the a an and or to of for in on at by with without from is are be may can must all any "
+        "every each no not this that it their they them you your",
+    )
+)
+
+
+def _wordiness(text: str) -> int:
+    return sum(w in _COMMON for w in re.findall(r"[a-z]+", text))
+
+
+def decoded_readings(text: str) -> list[str]:
+    """The readings of ``text`` that an encoding hid, for checks that read only plain text.
+
+    %-escapes and HTML entities decoded (when there are any), base64 and hex runs
+    decoded, and the ROT13 and reversed readings where they read as English more
+    than the text itself does (every text has those two readings; only an encoded
+    one gains words like "the", "may" and "for" from them).
+    """
+    unescaped = urllib.parse.unquote(html.unescape(text))
+    plain = _basic(unescaped)
+    out = [plain] if unescaped != text else []
+    out.extend(_basic(d) for d in _decoded(unescaped))
+    base = _wordiness(plain)
+    for other in (codecs.encode(plain, "rot13"), plain[::-1]):
+        if _wordiness(other) >= 2 and _wordiness(other) > base:
+            out.append(other)
     return list(dict.fromkeys(out))
 
 
@@ -105,6 +168,33 @@ _NEGATED = re.compile(
     r"\s+((?!(hesitate|fail|forget|refuse|stop|neglect|omit|skip)\b)\w+\s+){0,3}$"
 )
 
+_IRREGULAR = {
+    "tell": ("told",), "give": ("gave", "given"), "send": ("sent",), "show": ("shown",),
+    "spell": ("spelt",), "read": (), "output": ("outputting",),
+}  # fmt: skip
+
+
+def _forms(verb: str) -> list[str]:
+    """``verb`` (its first word) in every English form: "share" -> shares, shared, sharing."""
+    head, space, rest = verb.partition(" ")
+    if head.endswith("e"):
+        forms = [head, head + "s", head + "d", head[:-1] + "ing"]
+    elif head.endswith("y") and head[-2:-1] not in "aeiou":
+        forms = [head, head[:-1] + "ies", head[:-1] + "ied", head + "ing"]
+    elif head.endswith(("sh", "ch", "x", "s", "o")):
+        forms = [head, head + "es", head + "ed", head + "ing"]
+    else:
+        forms = [head, head + "s", head + "ed", head + "ing"]
+    forms.extend(_IRREGULAR.get(head, ()))
+    return [f + space + rest for f in dict.fromkeys(forms)]
+
+
+def _verbs(verbs: str) -> str:
+    """An alternation of the English ``verbs`` ("a|b c") in all their forms, longest first."""
+    forms = {f for v in verbs.split("|") for f in _forms(v)}
+    return "|".join(sorted(forms, key=len, reverse=True))
+
+
 _CREDENTIAL = (
     r"(system\s*prompt|(hidden|secret|internal|initial|original|system)\s+(instructions?|prompt|rules)"
     r"|instructions\s+above|admin(istrator)?\s*(password|credentials?|account|login|pin)"
@@ -115,14 +205,19 @@ _CREDENTIAL = (
     r"|passwort|senha|wachtwoord|пароль|密码|パスワード|has[lł]o|şifre)"
 )
 _REVEAL_VERBS = (
-    r"(reveal|disclose|leak|expose|dump|exfiltrate|divulge|r[ée]v[èe]le[rz]?|revela[r]?"
-    r"|verr[aä]t|preisgeben|rivela(re)?|revele|раскрой|покажи|透露|泄露|告诉)"
+    "("
+    + _verbs("reveal|disclose|leak|expose|dump|exfiltrate|divulge")
+    + r"|r[ée]v[èe]le[rz]?|revela[r]?|verr[aä]t|preisgeben|rivela(re)?|revele|раскрой|покажи"
+    r"|透露|泄露|告诉)"
 )
 _SHARE_VERBS = (
-    r"(show|tell|give|share|provide|output|repeat|display|send|include|paste|print|read out"
-    r"|type|spell out|hand over|reply with|respond with|answer with|donne[rz]?|envoie[rz]?"
-    r"|dame|dime|env[ií]a|gib|sende|dai|mostra|manda)"
-)
+    "("
+    + _verbs(
+        "show|tell|give|share|provide|output|repeat|display|send|include|paste|print|"
+        "read out|type|spell out|hand over|reply with|respond with|answer with"
+    )
+    + r"|donne[rz]?|envoie[rz]?|dame|dime|env[ií]a|gib|sende|dai|mostra|manda)"
+)  # fmt: skip
 
 OVERRIDE: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p)
@@ -142,6 +237,14 @@ OVERRIDE: tuple[re.Pattern[str], ...] = tuple(
         r"\b(add|write|put|insert|save|store|append|include|remember|record)\b.{0,40}"
         r"\b(to|in|into|as)\b\s*(your|the|a)\s+(new\s+)?(rules?|instructions|playbook|system prompt"
         r"|prompt|memory|guidelines|policy)\b",
+        # "Keep this as your standing instructions", "adopt as a permanent house rule": the
+        # message itself (or nothing) is what becomes the rule.
+        r"\b(keep|adopt|treat|take|use|save|store|remember|record|file|memori[sz]e)\s+"
+        r"((this|that|these|it|the following|the above|what follows|my (message|note|words)"
+        r"|this (message|note|text|ticket|rule|line))\s+)?as\s+((your|the|a|an|our|my)\s+)?"
+        r"((new|standing|permanent|official|house|main|core|updated|revised|internal|own|default"
+        r"|current|first|only|real|top|golden|overriding|binding)\s+){0,2}(rules?|instructions?"
+        r"|playbook|prompt|guidelines|polic(y|ies)|directives?|brief|orders|guidance)\b",
         r"\balways\s+" + _REVEAL_VERBS + r"\b",
         r"\b(ignore[zs]?|oublie[zs]?)\b.{0,30}\b(instructions|consignes|r[èe]gles)\b",
         r"\b(ignora|olvida|omite)\b.{0,30}\b(instrucciones|reglas|istruzioni|regole|instru[çc][õo]es)\b",
@@ -310,6 +413,13 @@ _CHAT_TOKENS = re.compile(
     re.IGNORECASE,
 )
 _TAG = re.compile(r"</?[a-z][a-z0-9_-]*(?:\s[^<>]*)?/?>", re.IGNORECASE)
+# A fenced code block labelled as a role or as instructions ("```system"): a chat
+# transcript or a prompt pasted in, which a model reading the rule may obey.
+_ROLE_FENCE = re.compile(
+    r"(?:`{3,}|~{3,})[ \t]*(?:system|developer|assistant|admin(?:istrator)?|operator|root|sys"
+    r"|instructions?|prompt|policy|rules?|override)\b",
+    re.IGNORECASE,
+)
 _ROLE_KEY = re.compile(r"[\"']?\brole\b[\"']?\s*[:=]\s*[\"']?(system|developer|assistant|tool"
                        r"|user|operator|admin)\b", re.IGNORECASE)  # fmt: skip
 _MARKS = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u20d0-\u20ff]")
@@ -387,12 +497,15 @@ def _scripts(word: str) -> set[str]:
     return found
 
 
+def _unaccented(text: str) -> str:
+    return unicodedata.normalize("NFKC", _MARKS.sub("", unicodedata.normalize("NFKD", text)))
+
+
 def fold(text: str) -> str:
     """Normalise for comparison: NFKC, no invisibles or combining marks, case-folded, look-alikes
     mapped to Latin, whitespace collapsed. Works on any script (others pass unchanged)."""
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
-    text = _MARKS.sub("", unicodedata.normalize("NFKD", text))
-    text = unicodedata.normalize("NFKC", text).casefold().translate(_CONFUSABLES)
+    text = _unaccented(_INVISIBLE.sub("", unicodedata.normalize("NFKC", text)))
+    text = text.casefold().translate(_CONFUSABLES)
     return " ".join(text.split())
 
 
@@ -416,11 +529,14 @@ def strip_markup(text: str) -> Markup:
     if _CHAT_TOKENS.search(raw):
         kinds.append("chat-template token")
         raw = _CHAT_TOKENS.sub(" ", raw)
+    if _ROLE_FENCE.search(raw):
+        kinds.append("role-labelled code block")
     if _TAG.search(raw):
         kinds.append("markup tag")
         raw = _TAG.sub(" ", raw)
     if _INVISIBLE.search(text):
         kinds.append("invisible characters")
+        hidden.extend(_tag_text(text))
     if any(len(_scripts(word)) > 1 for word in re.findall(r"\w+", raw)):
         kinds.append("mixed-script look-alikes")
     return Markup(visible=fold(raw), hidden=tuple(fold(h) for h in hidden if h.strip()),
@@ -433,13 +549,21 @@ def strip_markup(text: str) -> Markup:
 # These are one signal among several (links, amounts, provenance, the judge): see
 # ``_learning/guard.py``.
 
+
+def _family(pattern: str) -> re.Pattern[str]:
+    # The families read folded text, accents taken off (see ``fold``); their stems are
+    # folded the same way, or a stem written with its accents ("nötig") never matches.
+    return re.compile(_unaccented(pattern))
+
+
 _NOT = r"(?<!never )(?<!not )(?<!n't )(?<!no )"
-_LOOSEN = re.compile(
+_LOOSEN = _family(
     r"\b(?:skip\w*|bypass\w*|waiv\w*|exempt\w*|disabl\w*|suspend\w*|relax\w*|lift\w*"
     r"|overrid\w*|ignor\w*)\b"
     r"|\bwithout\b|\bno (?:need|longer)\b|\b(?:do|does|did|don't|doesn't|need) ?n[o']t need\b"
     r"|\bnot (?:needed|required|necessary|mandatory)\b|\bunnecessary\b|\boptional\b"
     r"|\bneed(?:s)? not\b|\bno (?:\w+ )?(?:check|verification|review|approval|limit|cap)s?\b"
+    r"|\bnever (?:need|require)s?\b"
     r"|\bunlimited\b|\b(?:auto|pre)[- ]?(?:approv|verif|authori[sz])\w*"
     r"|\b(?:automatic(?:ally)?|immediately|in full|directly)\b"
     r"|\b(?:count|counts|counted|considered|treated|deemed|already|is|are|as) (?:as )?verified\b"
@@ -451,8 +575,24 @@ _LOOSEN = re.compile(
     r"|nicht (?:nötig|erforderlich|notwendig)|non (?:serve|è necessari)|não (?:precisa|é necessári)"
     r"|geen \w+ nodig|nie (?:trzeba|jest potrzebn)|gerek yok|не нужн|не требу|behövs inte"
     r"|\bбез\b|省略|不要|不需|无需|無需|免除|없이|생략|بدون|\bignor|\bomit|\bsalt"
+    r"|\b(?:plus|jamais) besoin"
+    # nl vi hi (Devanagari and romanised)
+    r"|\bhoef(?:t|den)?\b|\bhoeven\b|\boverslaan\b|\bovergeslagen\b|\bniet (?:nodig|vereist)\b"
+    r"|không cần|không phải|bỏ qua|\bmiễn\b"
+    r"|\bbina\b|\bbag(?:h)?air\b|\bzar(?:oo|u)r(?:i|at|y) nah(?:i|in)\b|\bnahi chahiye\b"
+    r"|\bmat (?:maang|mang|puch|pooch|check)\w*|बिना|बगैर|बग़ैर|ज़रूरी नहीं|जरूरी नहीं|ज़रूरत नहीं"
+    r"|जरूरत नहीं|मत पूछ|मत मांग|मत माँग"
 )
-_CONTROL = re.compile(
+# Forbidding a check loosens it as much as skipping it: "never ask for a receipt".
+# Forbidding the collection of a secret ("never ask for the password") is not one.
+_FORBID_CHECK = _family(
+    r"\b(?:never|not|no longer|stop|quit|cease|don'?t|doesn'?t|do not|does not|must not"
+    r"|mustn'?t|should not|shouldn'?t|need not|needn'?t)\s+(?:\w+\s+){0,2}?"
+    r"(?:ask\w*|request\w*|requir\w*|demand\w*|insist\w*|collect\w*|check\w*)\b.{0,40}?"
+    r"\b(?:ids?|identification|identity|proof|receipts?|documents?|documentation|photos?"
+    r"|pictures?|passports?|licen[cs]es?|verification|security questions?|signatures?)\b"
+)
+_CONTROL = _family(
     r"verif|identi|\bid\b|\bids\b|authentic|\b2fa\b|two[- ]?(?:step|factor)|\bmfa\b|\botp\b"
     r"|\bpin\b|\bkyc\b|security question|passw|passcode|approv|review|sign[- ]?off|manager"
     r"|supervisor|limit|\bcap\b|threshold|permission|access|privilege|admin|polic|\bcheck"
@@ -462,8 +602,13 @@ _CONTROL = re.compile(
     r"|aprob|aprov|genehm|zatwierdz|onay|одобр|godkänn|autoriz|autoris|berechtig|uprawnien"
     r"|yetki|права|behörighet|permiso|permiss|本人|確認|身份|验证|驗證|承認|批准|権限|权限"
     r"|신원|확인|승인|권한|هوية|تحقق|موافقة|صلاحي|مدير|管理|관리자|yönetici|администр"
+    r"|justificati|\bre[çc]u\b"
+    r"|legitimati|goedkeur|bewijs|\bbon\b|kassabon|toestemming"
+    r"|kiểm tra|xác minh|xác thực|danh tính|hóa đơn|phê duyệt|giấy tờ|biên lai|chứng từ"
+    r"|\bjaa?nch|\bpeh?cha+n|\bpahcha+n|\bsab(?:oo|u)t\b|\bras(?:ee|i)d\b|\bsatyapan"
+    r"|\bman(?:z|j)oori\b|\banumati\b|जांच|जाँच|पहचान|सत्यापन|रसीद|मंज़ूरी|मंजूरी|अनुमति|प्रमाण"
 )
-_GRANT = re.compile(
+_GRANT = _family(
     r"\b(?:grant\w*|elevat\w*|promot\w* to|authori[sz]\w*|entitle\w*|unlock\w*|permitted"
     r"|allowed to|may (?:now )?(?:see|read|view|access|change|edit|reset|approve|share|update|"
     r"close|delete|issue|refund|skip|waive|give)|can (?:now )?(?:see|read|view|access|change"
@@ -471,42 +616,67 @@ _GRANT = re.compile(
     r"|\bit'?s (?:fine|ok|okay|allowed) to\b|\bfeel free to\b|\bis (?:fine|ok|okay|allowed)\b"
     r"|\bpermis\b|permitid|erlaubt|consentit|dozwolon|izin ver|разреш|tillåt"
     r"|부여|付与|授予|授权|verleih|conced|otorg|przyzna|предостав|منح"
+    r"|\b(?:mag|mogen)\b(?:\s+\w+){0,4}?\s+(?:delen|zien|inzien|bekijken|wijzigen|aanpassen"
+    r"|geven|tonen|goedkeuren|overslaan|terugbetalen|annuleren|verwijderen|doorsturen|openen)\b"
+    r"|\btoegestaan\b|được phép|được quyền|có thể (?:xem|đổi|thay|hủy|chia sẻ|cấp|bỏ qua|hoàn)"
+    r"|\b(?:dekh|badal|share kar|cancel kar|refund kar|de) sakt(?:e|a|i)\b"
+    r"|देख सकते|बदल सकते|दे सकते|अनुमति है"
 )
-_DISCLOSE = re.compile(
-    r"\b(?:print|reveal|show|tell|repeat|output|display|share|read (?:out|back)?|disclose|recite"
-    r"|dump|echo|paste|send|forward|give out|hand out|expose|mostra\w*|mostrar"
-    r"|zeig\w*|montre\w*|visa|pokaż\w*|göster\w*|покаж\w*|показ\w*)\b.{0,60}"
+_DISCLOSE = _family(
+    r"\b(?:"
+    + _verbs(
+        "print|reveal|show|tell|repeat|output|display|share|read out|read back|read|"
+        "disclose|recite|dump|echo|paste|send|forward|give out|hand out|expose"
+    )
+    + r"|mostra\w*|mostrar|zeig\w*|montre\w*|visa|pokaż\w*|göster\w*|покаж\w*|показ\w*)\b.{0,60}"
     r"(?:prompt|instruction|configuration|config\b|setup|system|rules|above|everything"
     r"|verbatim|word for word|history|internal|notes?\b|records?|details|data|reset code"
     r"|codes?\b|anyone|any (?:customer|user|caller)|other (?:customer|user)s?|memory"
     r"|istruzion|instru[çc]|anweisung|consigne|talimat|инструкц|systemprompt)"
     r"|指示|指令|提示词|プロンプト|システム|지시|프롬프트|تعليمات|التعليمات"
+    # nl vi hi: Dutch and Hindi put the object before the verb as often as after it.
+    r"|\b(?:deel\w*|delen|toon\w*|tonen|laten zien|doorsturen|stuur\w* door|geef\w*|geven"
+    r"|vertel\w*)\b.{0,60}(?:gegevens|iedereen|instructies|notities|geschiedenis|configuratie"
+    r"|wachtwoord)"
+    r"|(?:gegevens|instructies|notities|geschiedenis|configuratie|wachtwoord)\w*\b.{0,40}"
+    r"\b(?:delen|tonen|laten zien|doorsturen|geven|vertellen)\b"
+    r"|(?:chia sẻ|tiết lộ|hiển thị|cho xem|gửi|cung cấp).{0,60}(?:thông tin|dữ liệu|bất kỳ ai"
+    r"|mọi người|hướng dẫn|mật khẩu)"
+    r"|(?:\b(?:bata|dikha|bhej)\w*|\bshare kar\w*|\bde (?:do|dena|dijiye|dete)\b).{0,60}"
+    r"\b(?:kisi ko bhi|sabko|sab ko|details|jaa?nkari|password)"
+    r"|\b(?:kisi ko bhi|sabko|sab ko|details|jaa?nkari|password)\b.{0,60}"
+    r"(?:\b(?:bata|dikha|bhej)\w*|\bshare kar\w*|\bde (?:do|dena|dijiye|dete)\b)"
+    r"|(?:बता|दिखा|भेज|शेयर).{0,60}(?:किसी को भी|सबको|सब को|जानकारी|पासवर्ड|विवरण)"
+    r"|(?:किसी को भी|सबको|सब को|जानकारी|पासवर्ड|विवरण).{0,60}(?:बता|दिखा|भेज|शेयर)"
 )
-_MONEY = re.compile(
+_MONEY = _family(
     r"\b(?:refund\w*|credit\w*|compensat\w*|discount\w*|voucher\w*|payout\w*|transfer\w*"
-    r"|chargeback\w*|reimburs\w*|cashback|gift card|store credit|money back|fee\w*)\b"
+    r"|chargeback\w*|reimburs\w*|cashback|gift card|store credit|money back|fee\w*"
+    r"|terugbetal\w*|tegoed|korting\w*|vergoed\w*|paisa wapas|paise wapas)\b"
+    r"|hoàn tiền|hoàn lại|giảm giá|bồi thường|रिफंड|धनवापसी|पैसे वापस"
 )
-_MONEY_MOVE = re.compile(
+_MONEY_MOVE = _family(
     r"\b(?:automatic(?:ally)?|immediately|instantly|in full|no (?:\w+ )?limit|unlimited"
     r"|raise\w*|increase\w*|without|double\w*|extra|approve\w*|issue\w*|grant\w*|give\w*"
-    r"|waive\w*|free)\b"
+    r"|waive\w*|free|automatisch|onmiddellijk|meteen|volledig|zonder|turant|fauran|bina)\b"
+    r"|ngay lập tức|tự động|toàn bộ|không cần|बिना|तुरंत|फौरन|पूरा"
 )
-_CURRENCY = re.compile(
+_CURRENCY = _family(
     r"[\$€£¥₹₽₺₩₪₫฿]|\b(?:usd|eur|gbp|jpy|chf|cad|aud|inr|cny|rub|try|pln|sek|nok|dkk|brl"
     r"|mxn|euros?|dollars?|pounds?|yen|francs?|kronor|złot\w*|lira|rupees?|rubles?)\b"
 )
-_LIMIT = re.compile(
+_LIMIT = _family(
     r"\b(?:limit\w*|cap\w*|threshold\w*|max\w*|min\w*|up to|under|over|above|below"
     r"|at most|at least|per (?:day|week|month|transfer|order))\b"
 )
-_AMOUNT = re.compile(r"\d[\d,.' ]*\d|\d")
-_PERCENT = re.compile(r"\d+(?:[.,]\d+)?\s?%|\bper ?cent\b|\bpercent\b")
-_GROUPED = re.compile(r"\b\d{1,3}(?:[,.' ]\d{3})+\b")
-_DEFANGED = re.compile(
+_AMOUNT = _family(r"\d[\d,.' ]*\d|\d")
+_PERCENT = _family(r"\d+(?:[.,]\d+)?\s?%|\bper ?cent\b|\bpercent\b")
+_GROUPED = _family(r"\b\d{1,3}(?:[,.' ]\d{3})+\b")
+_DEFANGED = _family(
     r"\bhxxps?\b|\[\.\]|\(\.\)|\{\.\}|\[dot\]|\(dot\)|\{dot\}|\bdot (?:com|net|org|io|co|info"
     r"|xyz|top|ru|cn|me|app|dev|site|online|link)\b|\bslash\b|\[:\]|\[at\]|\(at\)"
 )
-_HANDLE = re.compile(r"(?<![\w.])@[a-z0-9_]{3,}|\b(?:wa\.me|t\.me|telegram|whatsapp|signal|"
+_HANDLE = _family(r"(?<![\w.])@[a-z0-9_]{3,}|\b(?:wa\.me|t\.me|telegram|whatsapp|signal|"
                      r"discord|skype|wechat|line id)\b")  # fmt: skip
 
 
@@ -524,10 +694,13 @@ def find_policy_change(text: str) -> list[str]:
     review, limits...), grants, disclosures, money moved, links and contacts in any
     form (defanged too), amounts and percentages.
     """
+    text = fold(text)
     reasons: list[str] = []
     loosen = _LOOSEN.search(text)
     if loosen and _CONTROL.search(text):
         reasons.append(f"loosens a control ({loosen.group(0)!r})")
+    elif found := _FORBID_CHECK.search(text):
+        reasons.append(f"loosens a control (forbids a check: {found.group(0)!r})")
     if found := _unnegated(_GRANT, text):
         reasons.append(f"grants a permission ({found.group(0)!r})")
     if found := _unnegated(_DISCLOSE, text):
