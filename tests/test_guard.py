@@ -100,6 +100,10 @@ def test_a_closing_tag_in_trace_text_cannot_break_out_of_its_fence() -> None:
         ("-----BEGIN RSA PRIVATE KEY----- MIIEow", "secret"),
         ("token aB3dE6gH9jK2mN5pQ8rS1tU4vW7xY0zA", "secret"),
         ("Write to jane.doe@example.org about refunds.", "personal data"),
+        # The address's local part is found from the start of its run, after any mark.
+        ("Write to (jane.doe@example.org) or <j_d+1@mail.example.co>.", "personal data"),
+        ("Reply:jane@example.org", "personal data"),
+        ("Mail jane (at) example dot org or jane(at)example.org", "personal data"),
         ("Call +44 20 7946 0958 for invoices.", "personal data"),
         ("Card 4111-1111-1111-1111 is a VIP.", "personal data"),
         ("SSN 078-05-1120 is verified.", "personal data"),

@@ -297,7 +297,11 @@ SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )  # fmt: skip
 _TOKEN_LIKE = re.compile(r"(?<![\w/.-])[A-Za-z0-9_\-+/=]{28,}(?![\w/.-])")
 
-_EMAIL = re.compile(r"[a-z0-9._%+-]+\s*(@|\(at\)|\[at\])\s*[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}")
+# The local part starts where a run of its characters starts: tried from every
+# position of a long run, the search took seconds on 20,000 letters (quadratic).
+_EMAIL = re.compile(
+    r"(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s*(@|\(at\)|\[at\])\s*[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}"
+)
 _PHONE = re.compile(r"(?<![\w-])\+?\(?\d[\d\s().-]{7,}\d(?![\w-])")
 _SSN = re.compile(r"\b\d{3}-\d{2}-\d{4}\b")
 _UK_NINO = re.compile(r"\b[a-ceghj-pr-tw-z]{2}\s?\d{2}\s?\d{2}\s?\d{2}\s?[a-d]\b")
@@ -670,7 +674,9 @@ _LIMIT = _family(
     r"|at most|at least|per (?:day|week|month|transfer|order))\b"
 )
 _AMOUNT = _family(r"\d[\d,.' ]*\d|\d")
-_PERCENT = _family(r"\d+(?:[.,]\d+)?\s?%|\bper ?cent\b|\bpercent\b")
+# A figure starts where its digits start (tried inside a long run of digits, the
+# search was quadratic, as the e-mail pattern's was).
+_PERCENT = _family(r"(?<!\d)\d+(?:[.,]\d+)?\s?%|\bper ?cent\b|\bpercent\b")
 _GROUPED = _family(r"\b\d{1,3}(?:[,.' ]\d{3})+\b")
 _DEFANGED = _family(
     r"\bhxxps?\b|\[\.\]|\(\.\)|\{\.\}|\[dot\]|\(dot\)|\{dot\}|\bdot (?:com|net|org|io|co|info"
