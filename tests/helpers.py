@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -129,3 +130,9 @@ def hello_tickets(n: int) -> list[Trace]:
         )
         for i in range(n)
     ]
+
+
+def hello_rule(body: str) -> str:
+    """The small reflector's reply for a ``hello_tickets`` run (rule: greeting <i>, T-<i>)."""
+    number = re.findall(r"ticket (\d+) says hello", body)[0]
+    return json.dumps({"action": f"answer T-{number}", "situation": f"greeting {number}"})

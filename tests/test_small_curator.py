@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Callable
 
 import pytest
@@ -23,7 +22,7 @@ from langgraph_combee._learning import prompts
 from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller
 from langgraph_combee._learning.roles import SmallRoles
 from langgraph_combee.testing import FunctionChatModel
-from tests.helpers import hello_tickets
+from tests.helpers import hello_rule, hello_tickets
 
 GROUP = [
     ("R1", Reflection(trace_id="t1", key_insight="When refund, answer FIN-7Q.")),
@@ -137,8 +136,7 @@ def test_a_garbled_curator_never_fails_the_step_nor_loses_its_rules(strategy: st
         system, body = str(messages[0].content), str(messages[-1].content)
         seen.append(system)
         if "You study one run" in system:
-            number = re.findall(r"ticket (\d+) says hello", body)[0]
-            return json.dumps({"action": f"answer T-{number}", "situation": f"greeting {number}"})
+            return hello_rule(body)
         return "<<garbled>>"
 
     combee = Combee(
@@ -263,8 +261,7 @@ def test_the_rules_a_curator_left_out_are_in_the_step_report(strategy: str) -> N
     def reply(messages: list[BaseMessage]) -> str:
         system, body = str(messages[0].content), str(messages[-1].content)
         if "You study one run" in system:
-            number = re.findall(r"ticket (\d+) says hello", body)[0]
-            return json.dumps({"action": f"answer T-{number}", "situation": f"greeting {number}"})
+            return hello_rule(body)
         if "You are the curator" in system:
             return json.dumps({"drop": ["When greeting 2, answer T-2."]})
         return json.dumps({"drop": []})
@@ -287,8 +284,7 @@ def test_nothing_is_listed_as_left_out_when_every_rule_is_adopted() -> None:
     def reply(messages: list[BaseMessage]) -> str:
         system, body = str(messages[0].content), str(messages[-1].content)
         if "You study one run" in system:
-            number = re.findall(r"ticket (\d+) says hello", body)[0]
-            return json.dumps({"action": f"answer T-{number}", "situation": f"greeting {number}"})
+            return hello_rule(body)
         return json.dumps({"drop": []})
 
     combee = Combee(
@@ -306,8 +302,7 @@ def test_a_rule_only_one_of_its_two_curators_left_out_is_kept_and_not_listed() -
     def reply(messages: list[BaseMessage]) -> str:
         system, body = str(messages[0].content), str(messages[-1].content)
         if "You study one run" in system:
-            number = re.findall(r"ticket (\d+) says hello", body)[0]
-            return json.dumps({"action": f"answer T-{number}", "situation": f"greeting {number}"})
+            return hello_rule(body)
         if "You are the curator" in system:
             curator_calls.append(body)
             first = len(curator_calls) == 1
