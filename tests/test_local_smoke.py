@@ -81,11 +81,17 @@ def test_structured_reflection_is_usable_by_the_learner(local: LocalModel) -> No
     assert not parsed.to_reflection("ticket-1").is_empty()
 
 
-def _learner(local: LocalModel, roles: str = "auto") -> Combee:
-    """Combee at batch size 4 on the shared server, with the ``roles`` setting."""
+def _learner(local: LocalModel, roles: str = "auto", max_tokens: int | None = None) -> Combee:
+    """Combee at batch size 4 on the shared server, with the ``roles`` setting.
+
+    ``max_tokens`` gives the learner its own reply cap on the same server.
+    """
+    model = local.chat_model
+    if max_tokens is not None:
+        model = local.chat(temperature=0.0, max_tokens=max_tokens, seed=0, max_string_length=240)
     return Combee(
         prompt_id=f"smoke-{roles}",
-        model=local.chat_model,
+        model=model,
         strategy="combee",
         batch_size=4,
         learner=LearnerSettings(max_concurrency=4, timeout_seconds=900, max_attempts=2),
@@ -94,16 +100,16 @@ def _learner(local: LocalModel, roles: str = "auto") -> Combee:
 
 
 def test_combee_learns_a_rule_from_failing_tickets(local: LocalModel) -> None:
-    # ACE's full roles are too long for the 0.5B now and then: both level-1
-    # proposals can be cut at their length limit (recorded in ``truncated``), and
-    # the step then rightly writes nothing. The server batches parallel requests,
-    # so replies are not reproducible run to run (on a busy machine, a CI dry run
-    # saw two steps in a row write nothing: both proposals cut, then one cut and
-    # the other's rule refused): each further step on a fresh Combee gets its own
+    # ACE's full roles write long replies: at the module's 384-token cap both
+    # level-1 proposals of the 0.5B were cut (recorded in ``truncated``) in three
+    # steps in a row on CI, and a step whose proposals are all cut rightly writes
+    # nothing. The full roles get 1024 tokens here, what ``LocalModel`` gives by
+    # default. The server batches parallel requests, so replies are not
+    # reproducible run to run: each further step on a fresh Combee gets its own
     # chance. Each step must still reflect and parse.
     learned = []
     for _attempt in range(3):
-        combee = _learner(local, roles="full")
+        combee = _learner(local, roles="full", max_tokens=1024)
         report = combee.learn(_traces())
         assert len(report.steps) == 1
         step = report.steps[0]
