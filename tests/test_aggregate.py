@@ -218,7 +218,7 @@ def test_small_curators_answer_with_labels_only() -> None:
     assert set(SmallCuratorOut.model_json_schema()["properties"]) == {"drop"}
 
 
-def test_small_level_2_is_skipped_and_recorded_when_no_proposals_overlap() -> None:
+def test_small_levels_1_and_2_are_skipped_and_recorded_when_no_rules_overlap() -> None:
     seen: list[str] = []
     # A small model's habits: quotes around the answer, a playbook line copied into "add".
     copied = "[str-00001] helpful=0 harmful=0 :: greeting ticket 0: T-0"
@@ -229,8 +229,9 @@ def test_small_level_2_is_skipped_and_recorded_when_no_proposals_overlap() -> No
         algorithm=AlgorithmSettings(roles="small"),
     )
     report = combee.learn(hello_tickets(4))
-    assert prompts.SMALL_CURATOR_SYSTEM in seen
-    assert prompts.SMALL_AGGREGATOR_SYSTEM not in seen  # four distinct situations
+    # Four distinct situations: no curator nor aggregator has anything to decide.
+    assert prompts.SMALL_CURATOR_SYSTEM not in seen
+    assert prompts.SMALL_AGGREGATOR_SYSTEM not in seen
     assert report.steps[0].aggregation == "nothing to merge"
     assert prompts.CURATOR_SYSTEM not in seen
     # Each reflection reaches two groups; the copies fold into one bullet each. The

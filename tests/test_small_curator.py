@@ -1,15 +1,19 @@
 """The small-model curator adopts every rule of its group but those it leaves out.
 
 Asked to pick rules, the 1.5B's single naive curator call over 48 rules left 11
-rules for 24 codes. It is now asked what to leave out, and a drop that would
-leave less than half of the group is not honoured.
+rules for 24 codes. It is now asked what to leave out, and only about the rules
+that speak about a situation another rule of the group speaks about (asked about
+whole groups, it left out nothing in eight grid rows); a drop that would leave a
+situation without a rule, or less than half of the rules shown, is not honoured.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
@@ -22,17 +26,23 @@ from langgraph_combee._learning import prompts
 from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller
 from langgraph_combee._learning.roles import SmallRoles
 from langgraph_combee.testing import FunctionChatModel
-from tests.helpers import hello_rule, hello_tickets
+from tests.helpers import hello_tickets
 
 GROUP = [
+    # Two rules for refunds, two for late parcels, one of its own: only the first
+    # four speak about a situation another rule speaks about.
     ("R1", Reflection(trace_id="t1", key_insight="When refund, answer FIN-7Q.")),
-    ("R2", Reflection(trace_id="t2", key_insight="When locked out, answer SEC-4X.")),
+    ("R2", Reflection(trace_id="t2", key_insight="When refund, answer PAY-2D.")),
     ("R3", Reflection(trace_id="t3", key_insight="When parcel late, answer LOG-5T.")),
-    ("R4", Reflection(trace_id="t4", key_insight="When question, answer FIN-7Q.")),
+    ("R4", Reflection(trace_id="t4", key_insight="When parcel late, answer LOG-8W.")),
+    ("R5", Reflection(trace_id="t5", key_insight="When locked out, answer SEC-4X.")),
 ]
+ALL = [r.key_insight for _, r in GROUP]
 
 
-def _curate(reply: Callable[[list[BaseMessage]], str], group=GROUP) -> list[str]:
+def _curate(
+    reply: Callable[[list[BaseMessage]], str], group: list[tuple[str, Reflection]] = GROUP
+) -> list[str]:
     caller = LLMCaller(FunctionChatModel(reply), CallSettings(max_attempts=1, backoff_initial=0))
     ops = asyncio.run(
         SmallRoles().curate(
@@ -43,72 +53,114 @@ def _curate(reply: Callable[[list[BaseMessage]], str], group=GROUP) -> list[str]
     return [op.content for op in ops if isinstance(op, Add)]
 
 
+def _without(*gone: str) -> list[str]:
+    return [rule for rule in ALL if rule not in gone]
+
+
 def test_every_rule_is_adopted_but_the_ones_left_out() -> None:
     adopted = _curate(lambda _: json.dumps({"drop": ["R4"]}))
-    assert adopted == [content for label, r in GROUP[:3] for content in [r.key_insight]]
+    assert adopted == _without("When parcel late, answer LOG-8W.")
+
+
+def test_the_curator_sees_only_the_rules_that_share_a_situation() -> None:
+    bodies: list[str] = []
+
+    def reply(messages: list[BaseMessage]) -> str:
+        bodies.append(str(messages[-1].content))
+        return json.dumps({"drop": ["R5"]})  # not shown: not honoured
+
+    assert _curate(reply) == ALL
+    assert len(bodies) == 1
+    assert "PAY-2D" in bodies[0] and "LOG-8W" in bodies[0]
+    assert "SEC-4X" not in bodies[0]
+
+
+def test_a_group_whose_rules_share_no_situation_makes_no_call() -> None:
+    calls: list[str] = []
+
+    def reply(messages: list[BaseMessage]) -> str:
+        calls.append(str(messages[-1].content))
+        return json.dumps({"drop": ["R1"]})
+
+    apart = [GROUP[0], GROUP[2], GROUP[4]]
+    assert _curate(reply, group=apart) == [r.key_insight for _, r in apart]
+    assert calls == []
 
 
 def test_a_rule_left_out_by_its_text_or_a_loose_label_is_left_out() -> None:
-    adopted = _curate(lambda _: json.dumps({"drop": [" [r2] ", "When question, answer FIN-7Q"]}))
-    assert adopted == ["When refund, answer FIN-7Q.", "When parcel late, answer LOG-5T."]
+    adopted = _curate(lambda _: json.dumps({"drop": [" [r2] ", "When parcel late, answer LOG-8W"]}))
+    assert adopted == _without("When refund, answer PAY-2D.", "When parcel late, answer LOG-8W.")
 
 
 @pytest.mark.parametrize(
     "drop",
     [
-        "R3, R4",
-        ["[R3] [R4]"],
-        ["[R3] When parcel late, answer LOG-5T.", "R4: When question, answer FIN-7Q."],
-        ['"When parcel late, answer LOG-5T."', "when question, answer FIN-7Q!"],
+        "R2, R4",
+        ["[R2] [R4]"],
+        ["[R2] When refund, answer PAY-2D.", "R4: When parcel late, answer LOG-8W."],
+        ['"When refund, answer PAY-2D."', "when parcel late, answer LOG-8W!"],
     ],
 )
 def test_drops_written_as_small_models_write_them_are_honoured(drop: object) -> None:
     # Several labels in one string, the line as the prompt shows it, the insight quoted.
     adopted = _curate(lambda _: json.dumps({"drop": drop}))
-    assert adopted == ["When refund, answer FIN-7Q.", "When locked out, answer SEC-4X."]
+    assert adopted == _without("When refund, answer PAY-2D.", "When parcel late, answer LOG-8W.")
 
 
 def test_a_label_inside_an_insight_is_not_a_drop() -> None:
     group = [
         ("R1", Reflection(trace_id="t1", key_insight="When error R2 shows, answer SEC-4X.")),
-        *GROUP[1:],
+        ("R2", Reflection(trace_id="t2", key_insight="When error R2 shows, answer SEC-9D.")),
+        *GROUP[2:],
     ]
     adopted = _curate(
         lambda _: json.dumps({"drop": ["When error R2 shows, answer SEC-4X."]}), group
     )
-    assert "When locked out, answer SEC-4X." in adopted
+    assert "When error R2 shows, answer SEC-9D." in adopted
     assert "When error R2 shows, answer SEC-4X." not in adopted
 
 
 def test_unknown_labels_in_drop_change_nothing() -> None:
     adopted = _curate(lambda _: json.dumps({"drop": ["R9", "P1.2", "nothing"]}))
-    assert len(adopted) == 4
+    assert adopted == ALL
 
 
-@pytest.mark.parametrize("drop", [["R1", "R2", "R3"], ["R1", "R2", "R3", "R4"]])
-def test_a_drop_of_most_of_the_group_is_not_honoured(drop: list[str]) -> None:
-    assert len(_curate(lambda _: json.dumps({"drop": drop}))) == 4
+@pytest.mark.parametrize("drop", [["R1", "R2"], ["R1", "R2", "R3", "R4"], ["R3", "R4"]])
+def test_a_drop_of_every_rule_for_a_situation_is_not_honoured(drop: list[str]) -> None:
+    assert _curate(lambda _: json.dumps({"drop": drop})) == ALL
 
 
-def test_half_of_the_group_may_be_left_out() -> None:
-    assert len(_curate(lambda _: json.dumps({"drop": ["R1", "R2"]}))) == 2
+def test_one_rule_of_each_situation_may_be_left_out() -> None:
+    assert _curate(lambda _: json.dumps({"drop": ["R1", "R3"]})) == _without(
+        "When refund, answer FIN-7Q.", "When parcel late, answer LOG-5T."
+    )
 
 
-def test_copies_of_one_rule_count_once_towards_half() -> None:
-    # Six labels but three distinct rules: dropping the two copies of one keeps two of three.
-    copies = [
-        *GROUP[:3],
-        ("R5", Reflection(trace_id="t5", key_insight=GROUP[0][1].key_insight)),
-        ("R6", Reflection(trace_id="t6", key_insight=GROUP[0][1].key_insight)),
+def test_less_than_half_of_the_rules_shown_is_never_left() -> None:
+    # Three rules for one case: leaving out two keeps one, but less than half.
+    three = [
+        *GROUP[:2],
+        ("R6", Reflection(trace_id="t6", key_insight="When refund, answer RET-3H.")),
     ]
-    adopted = _curate(lambda _: json.dumps({"drop": ["R1", "R5", "R6"]}), group=copies)
-    assert adopted == ["When locked out, answer SEC-4X.", "When parcel late, answer LOG-5T."]
-    # A copy left out alone leaves the rule in (a model drops a repeat of another label).
-    adopted = _curate(lambda _: json.dumps({"drop": ["R1", "R2"]}), group=copies)
-    assert sorted(adopted) == ["When parcel late, answer LOG-5T.", "When refund, answer FIN-7Q."]
-    # Leaving out two of the three distinct rules is more than half: nothing is left out.
-    adopted = _curate(lambda _: json.dumps({"drop": ["R1", "R5", "R6", "R2"]}), group=copies)
-    assert len(adopted) == 3
+    assert len(_curate(lambda _: json.dumps({"drop": ["R1", "R2"]}), group=three)) == 3
+    assert len(_curate(lambda _: json.dumps({"drop": ["R1"]}), group=three)) == 2
+
+
+def test_copies_of_one_rule_go_with_it() -> None:
+    # The copies are not shown (one line per rule); leaving the rule out leaves them out.
+    copies = [
+        *GROUP,
+        ("R6", Reflection(trace_id="t6", key_insight=GROUP[0][1].key_insight)),
+        ("R7", Reflection(trace_id="t7", key_insight=GROUP[0][1].key_insight)),
+    ]
+    bodies: list[str] = []
+
+    def reply(messages: list[BaseMessage]) -> str:
+        bodies.append(str(messages[-1].content))
+        return json.dumps({"drop": ["R1"]})
+
+    assert _curate(reply, group=copies) == _without("When refund, answer FIN-7Q.")
+    assert "[R6]" not in bodies[0] and "[R7]" not in bodies[0]
 
 
 def test_a_group_of_one_distinct_rule_makes_no_call() -> None:
@@ -125,33 +177,49 @@ def test_a_group_of_one_distinct_rule_makes_no_call() -> None:
 
 
 def test_an_unreadable_reply_adopts_the_whole_group() -> None:
-    assert len(_curate(lambda _: "I think all of them are fine!")) == 4
+    assert _curate(lambda _: "I think all of them are fine!") == ALL
 
 
-@pytest.mark.parametrize("strategy", ["naive", "sequential", "combee"])
-def test_a_garbled_curator_never_fails_the_step_nor_loses_its_rules(strategy: str) -> None:
+def _two_rules_for_greeting_2(body: str) -> str:
+    """The small reflector for ``hello_tickets``; tickets 2 and 3 both name greeting 2."""
+    number = int(re.findall(r"ticket (\d+) says hello", body)[0])
+    return json.dumps({"action": f"answer T-{number}", "situation": f"greeting {min(number, 2)}"})
+
+
+def _learn(strategy: str, curator: Callable[[str], str]) -> tuple[list[str], list[str], Any]:
+    """One small-profile step on four hello tickets; the system prompts seen, the rules."""
     seen: list[str] = []
 
     def reply(messages: list[BaseMessage]) -> str:
         system, body = str(messages[0].content), str(messages[-1].content)
         seen.append(system)
         if "You study one run" in system:
-            return hello_rule(body)
-        return "<<garbled>>"
+            return _two_rules_for_greeting_2(body)
+        if "You are the curator" in system:
+            return curator(body)
+        return json.dumps({"drop": []})
 
     combee = Combee(
-        prompt_id="garbled",
+        prompt_id=f"curate-{strategy}",
         model=FunctionChatModel(reply),
         batch_size=4,
         strategy=strategy,
+        # Batch 4: combee's two groups each hold every reflection.
         algorithm=AlgorithmSettings(roles="small"),
     )
     report = combee.learn(hello_tickets(4))
+    assert len(report.steps) == 1
+    return seen, sorted(b.content for b in report.playbook.bullets), report
+
+
+@pytest.mark.parametrize("strategy", ["naive", "sequential", "combee"])
+def test_a_garbled_curator_never_fails_the_step_nor_loses_its_rules(strategy: str) -> None:
+    seen, garbled, _ = _learn(strategy, lambda _: "<<garbled>>")
     # Sequential curates one run's rule at a time: a group of one rule makes no call.
     assert (prompts.SMALL_CURATOR_SYSTEM in seen) is (strategy != "sequential")
-    assert len(report.steps) == 1
-    contents = sorted(b.content for b in report.playbook.bullets)
-    assert contents == [f"When greeting {i}, answer T-{i}." for i in range(4)]
+    _, kept_all, _ = _learn(strategy, lambda _: json.dumps({"drop": []}))
+    assert garbled == kept_all
+    assert "When greeting 0, answer T-0." in garbled
 
 
 def test_the_prompt_asks_what_to_leave_out() -> None:
@@ -258,64 +326,27 @@ def test_no_narrowing_leaves_a_rule_only_alternatives_of_generic_words() -> None
 @pytest.mark.parametrize("strategy", ["naive", "combee"])
 def test_the_rules_a_curator_left_out_are_in_the_step_report(strategy: str) -> None:
     # Nothing is lost silently: a rule the model's curator left out is named.
-    def reply(messages: list[BaseMessage]) -> str:
-        system, body = str(messages[0].content), str(messages[-1].content)
-        if "You study one run" in system:
-            return hello_rule(body)
-        if "You are the curator" in system:
-            return json.dumps({"drop": ["When greeting 2, answer T-2."]})
-        return json.dumps({"drop": []})
-
-    combee = Combee(
-        prompt_id="left-out",
-        model=FunctionChatModel(reply),
-        batch_size=4,
-        strategy=strategy,
-        # One group of every reflection: combee's level 1 is then one curator too.
-        algorithm=AlgorithmSettings(roles="small"),
+    _, contents, report = _learn(
+        strategy, lambda _: json.dumps({"drop": ["When greeting 2, answer T-2."]})
     )
-    report = combee.learn(hello_tickets(4))
-    contents = sorted(b.content for b in report.playbook.bullets)
     assert "When greeting 2, answer T-2." not in contents
     assert report.steps[0].left_out == ["When greeting 2, answer T-2."]
 
 
 def test_nothing_is_listed_as_left_out_when_every_rule_is_adopted() -> None:
-    def reply(messages: list[BaseMessage]) -> str:
-        system, body = str(messages[0].content), str(messages[-1].content)
-        if "You study one run" in system:
-            return hello_rule(body)
-        return json.dumps({"drop": []})
-
-    combee = Combee(
-        prompt_id="kept",
-        model=FunctionChatModel(reply),
-        batch_size=4,
-        algorithm=AlgorithmSettings(roles="small"),
-    )
-    assert combee.learn(hello_tickets(4)).steps[0].left_out == []
+    _, _, report = _learn("combee", lambda _: json.dumps({"drop": []}))
+    assert report.steps[0].left_out == []
 
 
 def test_a_rule_only_one_of_its_two_curators_left_out_is_kept_and_not_listed() -> None:
     curator_calls: list[str] = []
 
-    def reply(messages: list[BaseMessage]) -> str:
-        system, body = str(messages[0].content), str(messages[-1].content)
-        if "You study one run" in system:
-            return hello_rule(body)
-        if "You are the curator" in system:
-            curator_calls.append(body)
-            first = len(curator_calls) == 1
-            return json.dumps({"drop": ["When greeting 2, answer T-2."] if first else []})
-        return json.dumps({"drop": []})
+    def curator(body: str) -> str:
+        curator_calls.append(body)
+        first = len(curator_calls) == 1
+        return json.dumps({"drop": ["When greeting 2, answer T-2."] if first else []})
 
-    combee = Combee(
-        prompt_id="one-of-two",
-        model=FunctionChatModel(reply),
-        batch_size=4,
-        algorithm=AlgorithmSettings(roles="small"),
-    )
-    report = combee.learn(hello_tickets(4))
+    _, contents, report = _learn("combee", curator)
     assert len(curator_calls) == 2  # two groups, each reflection in both
-    assert "When greeting 2, answer T-2." in [b.content for b in report.playbook.bullets]
+    assert "When greeting 2, answer T-2." in contents
     assert report.steps[0].left_out == []

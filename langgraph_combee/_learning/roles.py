@@ -10,8 +10,8 @@ every profile.
   approach, key insight and helpful/harmful tags; curators adopt insights and
   write ADD/UPDATE/REMOVE; the aggregator drops, merges and reconciles.
 * ``SmallRoles``: for models of a few billion parameters. The reflector writes
-  one "When <situation>, <action>." rule; curators pick rules by label; the
-  aggregator is asked only about proposals that overlap.
+  one "When <situation>, <action>." rule; curators and the aggregator are
+  asked only about rules that speak about one situation, and leave some out.
 ``auto_roles.AutoRoles`` (the default) chooses between the two by itself.
 """
 
@@ -122,20 +122,29 @@ def _union(proposals: Sequence[Sequence[DeltaOp]]) -> list[DeltaOp]:
 
 def _overlaps(proposed: Mapping[str, DeltaOp]) -> list[list[str]]:
     """Groups of proposal labels whose rules speak about one situation (exact repeats folded)."""
-    seen: dict[str, str] = {}
-    rules: list[tuple[str, str]] = []
-    for label, op in proposed.items():
-        if not isinstance(op, Add):
-            continue
-        key = _key(op)
+    added = [(label, op.content) for label, op in proposed.items() if isinstance(op, Add)]
+    return _same_situation(added)
+
+
+def _same_situation(rules: Sequence[tuple[str, str]]) -> list[list[str]]:
+    """Groups of two or more labels whose rules speak about one situation.
+
+    Exact repeats of a rule are folded into its first label (nothing to decide
+    between copies); text that is no "When <situation>, <action>." rule is in
+    no group.
+    """
+    seen: set[str] = set()
+    parsed: list[tuple[str, str]] = []
+    for label, content in rules:
+        key = _norm(content)
         if key in seen:
-            continue  # the other copy of one reflection: folded, nothing to decide
-        seen[key] = label
-        rule = parse_rule(op.content)
+            continue
+        seen.add(key)
+        rule = parse_rule(content)
         if rule is not None:
-            rules.append((label, rule.situation))
+            parsed.append((label, rule.situation))
     groups: list[list[tuple[str, str]]] = []
-    for label, situation in rules:
+    for label, situation in parsed:
         for group in groups:
             if overlaps(group[0][1], situation):
                 group.append((label, situation))
@@ -280,33 +289,45 @@ class SmallRoles(RoleProfile):
         Measured on the 1.5B model: asked to pick the rules to adopt, the naive
         strategy's single curator call over 48 rules left a playbook of 11
         rules for 24 codes; asked what to leave out, 23 and 24 (two seeds,
-        ``docs/benchmarks.md``). Leaving rules out is the exception here: a
-        drop is honoured only while it leaves at least half of the group's
-        distinct rules (a model that drops nearly everything is not judging),
-        and a reply that cannot be read adopts the whole group, as an unusable
-        aggregator reply keeps every proposal. The rules layer, the guard and
-        verified adoption weigh every adopted rule after this. A group of one
-        distinct rule (every group of the sequential strategy) makes no call:
-        no drop of it could be honoured.
+        ``docs/benchmarks.md``). Asked what to leave out of whole groups, it
+        left out no rule in eight grid rows, while Combee's level-1 calls took
+        most of its step. So, as the aggregator, the curator is asked only
+        about the rules of the group that speak about one situation (two rules
+        for one case: a duplicate or a conflict); a group with no such rules
+        makes no call (every group of the sequential strategy, one rule per
+        run). Leaving rules out stays the exception: a drop is honoured only
+        while each situation keeps at least one distinct rule and at least
+        half of the rules shown stay, and a reply that cannot be read adopts
+        the whole group, as an unusable aggregator reply keeps every proposal.
+        The rules layer, the guard and verified adoption weigh every adopted
+        rule after this.
         """
         by_label = dict(group)
         section = playbook.resolve_section("others")
         kept = [label for label, _ in group]
-        distinct = {_norm(r.key_insight) for r in by_label.values()}
-        if len(distinct) < 2:
+        situations = _same_situation([(label, r.key_insight) for label, r in group])
+        if not situations:
             return adopt(kept, by_label, section=section, own_rules=False)
+        shown = [(label, by_label[label]) for labels in situations for label in labels]
         out = await caller.call(
             run_name,
-            prompts.small_curator_messages(playbook, group),
+            prompts.small_curator_messages(playbook, shown),
             SmallCuratorOut,
             stats,
             max_tokens=self.curate_tokens,
         )
-        if out is not None:
-            dropped = _dropped(out.drop, by_label)
-            left = {_norm(by_label[label].key_insight) for label in kept if label not in dropped}
-            if 2 * len(left) >= len(distinct):
-                kept = [label for label in kept if label not in dropped]
+        if out is None:
+            return adopt(kept, by_label, section=section, own_rules=False)
+        asked = _dropped(out.drop, dict(shown))
+        drop: set[str] = set()
+        for labels in situations:
+            chosen = [label for label in labels if label in asked]
+            if len(chosen) < len(labels):
+                drop.update(chosen)
+        if drop and 2 * (len(shown) - len(drop)) >= len(shown):
+            # A rule left out goes with its exact repeats (the other copies, not shown).
+            gone = {_norm(by_label[label].key_insight) for label in drop}
+            kept = [label for label in kept if _norm(by_label[label].key_insight) not in gone]
         return adopt(kept, by_label, section=section, own_rules=False)
 
     async def aggregate(
