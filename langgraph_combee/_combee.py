@@ -13,6 +13,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import copy
+import functools
 import logging
 import threading
 import uuid
@@ -82,6 +83,7 @@ from langgraph_combee._settings import (
     VersionListener,
     refuse_moved,
 )
+from langgraph_combee._storage._io import loop_closed
 from langgraph_combee._storage.keys import validate_label
 from langgraph_combee._storage.locked import thread_safe, unwrap
 from langgraph_combee._storage.queue import TraceQueue
@@ -915,7 +917,12 @@ def _build_agent(
     queues (the cache's refresh and the capture buffer's writes), the replayer's
     record of the agent's model calls, and the platform store's binding.
     """
-    server = Server(registry_for=combee.registry, queue_for=combee.queue, settings=serving)
+    server = Server(
+        registry_for=combee.registry,
+        queue_for=combee.queue,
+        settings=serving,
+        store_gone=functools.partial(loop_closed, combee.store),
+    )
     server.listeners.extend(on_version)
     platform = combee._platform_store
     return AgentSide(

@@ -148,7 +148,12 @@ class ServingSettings:
 
 
 class Server:
-    """Caches HEAD per tenant and buffers captured traces for the durable queue."""
+    """Caches HEAD per tenant and buffers captured traces for the durable queue.
+
+    ``store_gone()`` tells whether the store can never answer again (an async
+    store whose event loop has closed); the worker then retires the server
+    instead of trying it again forever.
+    """
 
     def __init__(
         self,
@@ -157,8 +162,10 @@ class Server:
         queue_for: Callable[[str | None], TraceQueue],
         settings: ServingSettings,
         clock: Callable[[], float] = time.monotonic,
+        store_gone: Callable[[], bool] = lambda: False,
     ) -> None:
         self._registry_for = registry_for
+        self._store_gone = store_gone
         self._queue_for = queue_for
         self.settings = settings
         self._clock = clock
@@ -529,30 +536,55 @@ class Server:
                 return
             self._stop.clear()
             self.closed = False
-            self._thread = threading.Thread(target=self._work, name="combee-serving", daemon=True)
+            # The thread holds the server weakly (``_serve``): a Combee dropped
+            # without close() does not keep a thread reading its store forever.
+            self._thread = threading.Thread(
+                target=_serve,
+                args=(weakref.ref(self), self._wake, self._stop),
+                name="combee-serving",
+                daemon=True,
+            )
             self._thread.start()
 
-    def _work(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait(self.settings.flush_seconds)
-            self._wake.clear()
-            with contextlib.suppress(Exception):  # counted in the buffer; never kill the worker
-                self.flush()
-            now = self._clock()
-            with self._lock:
-                # Every cached tenant is refreshed once it is older than refresh_seconds,
-                # served or not: an idle replica's first run after a quiet spell must
-                # not get a version older than that either.
-                aged = {
-                    tenant
-                    for tenant, entry in self._heads.items()
-                    if now - entry.loaded_at >= self.settings.refresh_seconds
-                }
-                stale, self._stale = self._stale | aged, set()
-            for tenant in stale:
-                # Failures are counted in _load_head; the cache keeps being served.
-                with contextlib.suppress(Exception):
-                    self.refresh(tenant)
+    def has_pending(self) -> bool:
+        """Whether traces or feedback wait in memory for the store."""
+        return bool(self.buffered() or self.deferred_feedback())
+
+    def _work_once(self) -> None:
+        """One pass of the worker: flush the buffer, then refresh every stale HEAD."""
+        if self._store_gone():
+            self._give_up()
+            return
+        with contextlib.suppress(Exception):  # counted in the buffer; never kill the worker
+            self.flush()
+        now = self._clock()
+        with self._lock:
+            # Every cached tenant is refreshed once it is older than refresh_seconds,
+            # served or not: an idle replica's first run after a quiet spell must
+            # not get a version older than that either.
+            aged = {
+                tenant
+                for tenant, entry in self._heads.items()
+                if now - entry.loaded_at >= self.settings.refresh_seconds
+            }
+            stale, self._stale = self._stale | aged, set()
+        for tenant in stale:
+            # Failures are counted in _load_head; the cache keeps being served.
+            with contextlib.suppress(Exception):
+                self.refresh(tenant)
+
+    def _give_up(self) -> None:
+        """Retire for good: the store can never answer again (see the class docstring)."""
+        waiting = self.buffered()
+        self.retired = True
+        self.closed = True  # nothing for the exit hook to flush either
+        self._stop.set()
+        logger.warning(
+            "the store's event loop is closed, so the store can never answer again: "
+            "the serving thread stops, the cached HEAD keeps being served and %d "
+            "buffered traces are lost (close the Combee before its store's loop ends)",
+            waiting,
+        )
 
     def close(self, *, flush: bool = True) -> None:
         """Stop the worker; flush what is buffered first (best effort)."""
@@ -581,6 +613,32 @@ def _version_key(version: PromptVersion) -> tuple[object, ...]:
         version.parent,
         len(version.playbook.bullets),
     )
+
+
+def _serve(
+    ref: weakref.ReferenceType[Server], wake: threading.Event, stop: threading.Event
+) -> None:
+    """The serving thread: a worker pass every ``flush_seconds`` (or when woken).
+
+    It holds its server across a wait only while traces or feedback wait to be
+    written, so a server nobody else holds is collected once they are out, and
+    the thread ends.
+    """
+    while not stop.is_set():
+        server = ref()
+        if server is None:
+            return
+        seconds = server.settings.flush_seconds
+        held = server if server.has_pending() else None
+        del server
+        wake.wait(seconds)
+        wake.clear()
+        server = held or ref()
+        held = None
+        if server is None:
+            return
+        server._work_once()
+        del server
 
 
 def _flush_at_exit(ref: weakref.ReferenceType[Server]) -> None:

@@ -26,6 +26,8 @@ from typing import Any, TypeVar, cast
 from langgraph.store.base import BaseStore, GetOp, Item, Op, PutOp, SearchItem
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 
+from langgraph_combee._storage.locked import unwrap
+
 T = TypeVar("T")
 
 # Items fetched per ``search`` call when reading a whole namespace. ``BaseStore.search``
@@ -219,6 +221,17 @@ def _foreign_loop(store: BaseStore) -> asyncio.AbstractEventLoop | None:
         return None
     home = store._loop
     return None if home is asyncio.get_running_loop() else home
+
+
+def loop_closed(store: BaseStore) -> bool:
+    """Whether ``store`` is an async-native store whose event loop has closed.
+
+    Such a store (``AsyncPostgresStore``, ``AsyncSqliteStore``) can never answer
+    again: its sync calls and its async calls from other loops are all handed to
+    that loop, and fail with "Event loop is closed".
+    """
+    inner = unwrap(store)
+    return isinstance(inner, AsyncBatchedBaseStore) and inner._loop.is_closed()
 
 
 async def _aexecute_on(
