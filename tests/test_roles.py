@@ -543,6 +543,15 @@ def test_the_small_aggregator_keeps_a_rule_for_every_situation_of_a_chain() -> N
     assert kept == ["When refund, answer PAY-2D.", "When parcel late, answer LOG-8W."]
 
 
+def test_a_rule_the_small_aggregator_drops_goes_with_its_repeats() -> None:
+    # The repeat without the full stop is folded into P1.1 and not shown: it goes too.
+    proposals = [
+        ["When refund, answer FIN-7Q."],
+        ["When refund, answer FIN-7Q", "When refund, answer PAY-2D."],
+    ]
+    assert _small_aggregate(proposals, ["P1.1"]) == ["When refund, answer PAY-2D."]
+
+
 @pytest.mark.parametrize("roles", ["small", "full"])
 def test_an_unusable_aggregator_reply_falls_back_to_the_union_and_says_so(roles: str) -> None:
     seen: list[str] = []

@@ -398,7 +398,7 @@ class SmallRoles(RoleProfile):
 
 def _key(op: DeltaOp) -> str:
     if isinstance(op, Add):
-        return " ".join(op.content.lower().split())
+        return _norm(op.content)  # as ``_same_situation`` folds repeats
     return f"{op.type}|{op.id}"
 
 
