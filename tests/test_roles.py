@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -516,6 +517,39 @@ def test_the_small_aggregator_cannot_drop_a_whole_group() -> None:
         "When locked accounts, SEC-4X.", "When refunds, FIN-7Q.",
     ]  # fmt: skip
     assert any("ambiguous situation" in c for c in report.steps[0].conflicts)
+
+
+def _small_aggregate(proposals: list[list[str]], drop: list[str]) -> list[str]:
+    """The contents the small aggregator keeps of ``proposals`` when it replies ``drop``."""
+    caller = LLMCaller(
+        FunctionChatModel(lambda _: json.dumps({"drop": drop})),
+        CallSettings(max_attempts=1, backoff_initial=0),
+    )
+    ops = [[Add(section="others", content=c, sources=["t"]) for c in p] for p in proposals]
+    result = asyncio.run(
+        SmallRoles().aggregate(caller, Playbook(), ops, [], CallStats(), token_budget=None)
+    )
+    return [op.content for op in result.ops if isinstance(op, Add)]
+
+
+def test_the_small_aggregator_keeps_a_rule_for_every_situation_of_a_chain() -> None:
+    # P1.1 (refund or late parcel) overlaps P1.2 and P2.1; those two do not overlap.
+    # Dropping P1.1 and P2.1 would keep a refund rule and none for late parcels.
+    proposals = [
+        ["When refund or parcel late, answer FIN-7Q.", "When refund, answer PAY-2D."],
+        ["When parcel late, answer LOG-8W."],
+    ]
+    kept = _small_aggregate(proposals, ["P1.1", "P2.1"])
+    assert kept == ["When refund, answer PAY-2D.", "When parcel late, answer LOG-8W."]
+
+
+def test_a_rule_the_small_aggregator_drops_goes_with_its_repeats() -> None:
+    # The repeat without the full stop is folded into P1.1 and not shown: it goes too.
+    proposals = [
+        ["When refund, answer FIN-7Q."],
+        ["When refund, answer FIN-7Q", "When refund, answer PAY-2D."],
+    ]
+    assert _small_aggregate(proposals, ["P1.1"]) == ["When refund, answer PAY-2D."]
 
 
 @pytest.mark.parametrize("roles", ["small", "full"])

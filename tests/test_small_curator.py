@@ -130,6 +130,20 @@ def test_a_drop_of_every_rule_for_a_situation_is_not_honoured(drop: list[str]) -
     assert _curate(lambda _: json.dumps({"drop": drop})) == ALL
 
 
+def test_a_rule_is_left_out_only_while_a_rule_for_its_situation_stays() -> None:
+    # Situations overlap in a chain: R1 (refund or late parcel) with R2, R3 and R4,
+    # R4 (late parcel) with R1 only. Leaving out R1 and R4 would keep two rules of
+    # the four, but none for late parcels: R4 stays.
+    chain = [
+        ("R1", Reflection(trace_id="t1", key_insight="When refund or parcel late, answer FIN-7Q.")),
+        GROUP[1],
+        ("R3", Reflection(trace_id="t3", key_insight="When refund, answer RET-3H.")),
+        GROUP[3],
+    ]
+    adopted = _curate(lambda _: json.dumps({"drop": ["R1", "R4"]}), group=chain)
+    assert adopted == [r.key_insight for _, r in chain[1:]]
+
+
 def test_one_rule_of_each_situation_may_be_left_out() -> None:
     assert _curate(lambda _: json.dumps({"drop": ["R1", "R3"]})) == _without(
         "When refund, answer FIN-7Q.", "When parcel late, answer LOG-5T."

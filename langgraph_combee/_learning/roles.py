@@ -154,6 +154,36 @@ def _same_situation(rules: Sequence[tuple[str, str]]) -> list[list[str]]:
     return [[label for label, _ in g] for g in groups if len(g) > 1]
 
 
+def _honoured(
+    situations: Sequence[Sequence[str]], asked: set[str], rules: Sequence[tuple[str, str]]
+) -> set[str]:
+    """The labels of ``asked`` that may go: a rule for each one's situation stays.
+
+    ``situations`` are ``_same_situation``'s groups of ``rules`` (label, text);
+    a label that goes takes its exact repeats with it. A group keeps at least
+    one rule, and each rule that goes needs one that stays speaking about its
+    situation: situations can overlap in a chain ("refund or late parcel" with
+    "refund" and with "late parcel"), so a group's rules need not overlap each
+    other.
+    """
+    drop: set[str] = set()
+    for labels in situations:
+        chosen = [label for label in labels if label in asked]
+        if len(chosen) < len(labels):
+            drop.update(chosen)
+    text = dict(rules)
+    gone = {_norm(text[label]) for label in drop}
+    stay = [parse_rule(t) for _, t in rules if _norm(t) not in gone]
+    kept = [rule.situation for rule in stay if rule is not None]
+    # Refusing a drop only adds rules that stay, so one pass is enough.
+    return {
+        label
+        for label in drop
+        if (rule := parse_rule(text[label])) is not None
+        and any(overlaps(rule.situation, situation) for situation in kept)
+    }
+
+
 class FullRoles(RoleProfile):
     """ACE's roles: full analysis and tags, ADD/UPDATE/REMOVE, an aggregator that merges."""
 
@@ -318,12 +348,8 @@ class SmallRoles(RoleProfile):
         )
         if out is None:
             return adopt(kept, by_label, section=section, own_rules=False)
-        asked = _dropped(out.drop, dict(shown))
-        drop: set[str] = set()
-        for labels in situations:
-            chosen = [label for label in labels if label in asked]
-            if len(chosen) < len(labels):
-                drop.update(chosen)
+        rules = [(label, r.key_insight) for label, r in group]
+        drop = _honoured(situations, _dropped(out.drop, dict(shown)), rules)
         if drop and 2 * (len(shown) - len(drop)) >= len(shown):
             # A rule left out goes with its exact repeats (the other copies, not shown).
             gone = {_norm(by_label[label].key_insight) for label in drop}
@@ -362,11 +388,8 @@ class SmallRoles(RoleProfile):
         if out is None:
             return Aggregation(_union(proposals), "union")
         asked = {normalize_label(label) for label in out.drop}
-        drop: set[str] = set()
-        for group in groups:
-            chosen = [label for label in group if label in asked]
-            if len(chosen) < len(group):
-                drop.update(chosen)
+        added = [(label, op.content) for label, op in proposed.items() if isinstance(op, Add)]
+        drop = _honoured(groups, asked, added)
         # A dropped rule goes with its exact repeats (the other copies, not shown).
         gone = {_key(proposed[label]) for label in drop}
         ops = [op for op in proposed.values() if _key(op) not in gone]
@@ -375,7 +398,7 @@ class SmallRoles(RoleProfile):
 
 def _key(op: DeltaOp) -> str:
     if isinstance(op, Add):
-        return " ".join(op.content.lower().split())
+        return _norm(op.content)  # as ``_same_situation`` folds repeats
     return f"{op.type}|{op.id}"
 
 
