@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import itertools
 import logging
 import re
@@ -99,6 +100,16 @@ def with_feedback(trace: Trace, feedback: Feedback) -> Trace:
     """``trace`` with ``feedback`` merged over the feedback it already has."""
     merged = trace.feedback.merged(feedback) if trace.feedback is not None else feedback
     return trace.model_copy(update={"feedback": merged})
+
+
+def _under(kept: Feedback, trace: Trace) -> Trace:
+    """``trace`` with ``kept`` merged under the feedback it has (its own fields win)."""
+    merged = kept.merged(trace.feedback) if trace.feedback is not None else kept
+    return trace.model_copy(update={"feedback": merged})
+
+
+def _built_under(kept: Feedback, build: Callable[[], Trace]) -> Trace:
+    return _under(kept, build())
 
 
 @dataclass(eq=False, slots=True)
@@ -230,15 +241,20 @@ class CaptureBuffer:
                 continue
             if old.sending or old.sent or old.written or old.failed:
                 return None
-            if old.trace is not None and old.trace.feedback is not None:
-                old.early.insert(0, old.trace.feedback)  # the run's feedback, kept
-            if pending.trace is not None:
-                trace = pending.trace
+            kept = old.trace.feedback if old.trace is not None else None
+            trace, build = pending.trace, pending.build
+            if kept is not None:
+                # The run's feedback so far (the failure was built: a write of it
+                # failed), under what the new trace brings (its evaluator's score).
+                if trace is not None:
+                    trace = _under(kept, trace)
+                elif build is not None:
+                    build = functools.partial(_built_under, kept, build)
+            if trace is not None:
                 for feedback in old.early:
                     trace = with_feedback(trace, feedback)
                 old.early.clear()
-                pending.trace = trace
-            old.trace, old.build = pending.trace, pending.build
+            old.trace, old.build = trace, build
             old.hold_until = pending.hold_until
             old.hold_seconds = pending.hold_seconds
             old.supersedes = True  # in case an earlier, interrupted write reached the queue

@@ -197,7 +197,10 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     with ``hooks=True``, its ``before_agent`` pins before any other hook runs and
     its ``after_agent`` runs last). The one exception: middleware that *replaces*
     the system message (such as ``@dynamic_prompt``) must come before it, or it
-    would discard the playbook.
+    would discard the playbook. A retry or fallback middleware may come before
+    it too: every attempt is then served the run's version, and the run is
+    captured once, with what its last attempt ended in (a failed attempt is
+    captured provisionally and superseded by the next).
 
     Example::
 
@@ -461,9 +464,8 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         # failure is the run's trace; its pin is forgotten with the oldest.
         pin = call.pin
         if call.key is not None and pin is not None and not pin.failed:
-            pin = dataclasses.replace(pin, failed=True)
-            self._pins.keep(call.key, pin)
-        self._capture(call, pin, [], error)
+            self._pins.keep(call.key, dataclasses.replace(pin, failed=True))
+        self._capture(call, pin, [], error)  # supersedes only an earlier failure
 
     def _close(self, call: _Call, produced: list[BaseMessage], error: str | None) -> None:
         if call.recalled:
