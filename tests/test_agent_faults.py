@@ -615,3 +615,29 @@ def test_a_trace_json_cannot_carry_does_not_block_the_buffer() -> None:
         traces = {t.id: t for t in combee.queue().claim(5, holder="t")}
         assert traces["odd"].metadata["client"].startswith("<object object")
         assert combee.describe()["serving"]["unserializable"] == 1
+
+
+# ---------------------------------------------------------------- a retried run, store down
+
+
+def test_a_retried_run_supersedes_its_failure_left_in_the_buffer_by_a_failed_write(
+    store: GatedStore,
+) -> None:
+    def grade(trace: Trace) -> Feedback:
+        return Feedback(correct=trace.error is None, source="evaluator")
+
+    with _served(Combee(prompt_id="p", store=store, evaluator=grade)) as combee:
+        agent = combee._agent
+        agent.capture_later("r1", lambda: Trace(id="r1", input="q", error="ConnectionError: x"))
+        store.failing = {"queue", "queue_index"}
+        assert combee.flush() == 0  # the failure was built and graded, and stays buffered
+        assert combee.feedback("r1", comment="the user waited") is True
+        agent.capture_later("r1", lambda: Trace(id="r1", input="q", output="a"), supersede=True)
+        assert agent.server.buffered() == 1 and agent.server.stats.superseded == 1
+        store.failing = set()
+        assert combee.flush() == 1
+        (trace,) = combee.queue().claim(5, holder="t")
+        assert (trace.output, trace.error) == ("a", None)
+        assert trace.feedback is not None
+        # The answer's own grade, over the failure's; the user's comment kept.
+        assert (trace.feedback.correct, trace.feedback.comment) == (True, "the user waited")

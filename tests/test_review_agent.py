@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain.agents.middleware import ModelRetryMiddleware
-from langchain_core.messages import HumanMessage
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    ModelFallbackMiddleware,
+    ModelRetryMiddleware,
+)
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
 
-from langgraph_combee import Combee, CombeeMiddleware
+from langgraph_combee import CaptureSettings, Combee, CombeeMiddleware
 from langgraph_combee._core.text import message_text
 from langgraph_combee.testing import ScriptedChatModel
 from tests.test_middleware import accept_rules, captured
@@ -83,16 +90,6 @@ def test_a_middleware_can_be_copied(scoped: Combee, hooks: bool) -> None:
     assert clone.hooks is hooks
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "default mode closes an invocation at the first model error: with a retry "
-        "(or fallback) middleware outside Combee's, a run that recovered is captured "
-        "as failed with no output and its real answer is lost (hooks=True and the old "
-        "LeanCombeeMiddleware captured the answer); the fix is in the capture path the "
-        "perf engineer is changing"
-    ),
-)
 def test_a_run_recovered_by_an_outer_retry_is_captured_with_its_answer(scoped: Combee) -> None:
     model = ScriptedChatModel([ConnectionError("blip"), "FIN-REFUNDS"])
     retry = ModelRetryMiddleware(max_retries=1, initial_delay=0.0, jitter=False)
@@ -101,6 +98,167 @@ def test_a_run_recovered_by_an_outer_retry_is_captured_with_its_answer(scoped: C
     agent.invoke({"messages": [HumanMessage("refund?")]}, {"run_id": run_id})
     (trace,) = captured(scoped)
     assert trace.error is None and trace.output == "FIN-REFUNDS"
+
+
+def _outside(kind: str, script: list[object]) -> tuple[ScriptedChatModel, AgentMiddleware[Any]]:
+    """The agent's model and a retry or fallback middleware that recovers from its errors."""
+    if kind == "retry":
+        retry = ModelRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False)
+        return ScriptedChatModel(script), retry  # type: ignore[arg-type]
+    # The fallback model answers what the primary could not.
+    failing = [r for r in script if isinstance(r, Exception)]
+    answers = [r for r in script if not isinstance(r, Exception)]
+    return ScriptedChatModel(failing), ModelFallbackMiddleware(ScriptedChatModel(answers))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", ["retry", "fallback"])
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_an_outer_retry_or_fallback_supersedes_the_failed_call(
+    scoped: Combee, kind: str, asynchronous: bool
+) -> None:
+    accept_rules(scoped, "REFUNDS GO TO FIN")
+    model, outer = _outside(kind, [ConnectionError("blip"), "FIN-REFUNDS"])
+    middleware = scoped.middleware()
+    agent = create_agent(model, [], middleware=[outer, middleware])
+    run_id = uuid.uuid4()
+    inputs = {"messages": [HumanMessage("refund?")]}
+    if asynchronous:
+        result = asyncio.run(agent.ainvoke(inputs, {"run_id": run_id}))
+    else:
+        result = agent.invoke(inputs, {"run_id": run_id})
+    assert result["messages"][-1].content == "FIN-REFUNDS"
+    (trace,) = captured(scoped)
+    assert (trace.id, trace.error, trace.output) == (str(run_id), None, "FIN-REFUNDS")
+    assert trace.prompt_version == 1 and middleware.open_runs == 0
+    assert scoped._agent.server.stats.superseded == 1
+
+
+def test_a_retried_run_without_a_run_id_is_one_trace(scoped: Combee) -> None:
+    # No run_id and no tracer: the run's key is made up at its first call, and
+    # the retry must find it (else two traces, the failure and the answer).
+    model, retry = _outside("retry", [ConnectionError("blip"), TimeoutError("slow"), "FIN"])
+    middleware = scoped.middleware()
+    agent = create_agent(model, [], middleware=[retry, middleware])
+    agent.invoke({"messages": [HumanMessage("refund?")]})
+    (trace,) = captured(scoped)
+    assert (trace.error, trace.output) == (None, "FIN")
+    assert model.calls == 3 and middleware.open_runs == 0
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_a_run_whose_retries_run_out_is_captured_as_failed(
+    scoped: Combee, asynchronous: bool
+) -> None:
+    model = ScriptedChatModel([ConnectionError("blip"), TimeoutError("still down")])
+    retry = ModelRetryMiddleware(max_retries=1, initial_delay=0.0, jitter=False, on_failure="error")
+    agent = create_agent(model, [], middleware=[retry, scoped.middleware()])
+    run_id = uuid.uuid4()
+    inputs = {"messages": [HumanMessage("refund?")]}
+    with pytest.raises(TimeoutError, match="still down"):
+        if asynchronous:
+            asyncio.run(agent.ainvoke(inputs, {"run_id": run_id}))
+        else:
+            agent.invoke(inputs, {"run_id": run_id})
+    (trace,) = captured(scoped)
+    # The last error is the run's: the first one was superseded by it.
+    assert (trace.id, trace.error) == (str(run_id), "TimeoutError: still down")
+    assert trace.input == "refund?" and not trace.output
+
+
+def test_a_retry_that_gives_up_with_a_message_leaves_the_run_failed(scoped: Combee) -> None:
+    # on_failure="continue" (the default) ends the run with a message the retry
+    # makes itself, outside Combee's: the run's trace is its last model error.
+    model = ScriptedChatModel([ConnectionError("blip"), ConnectionError("blip again")])
+    retry = ModelRetryMiddleware(max_retries=1, initial_delay=0.0, jitter=False)
+    agent = create_agent(model, [], middleware=[retry, scoped.middleware()])
+    result = agent.invoke({"messages": [HumanMessage("refund?")]}, {"run_id": uuid.uuid4()})
+    assert "failed after 2 attempts" in result["messages"][-1].content
+    (trace,) = captured(scoped)
+    assert trace.error == "ConnectionError: blip again"
+
+
+@tool
+def lookup(query: str) -> str:
+    """Look a ticket queue up."""
+    return f"queue for {query}: FIN-REFUNDS"
+
+
+_TOOL_CALL = AIMessage("", tool_calls=[{"name": "lookup", "args": {"query": "refund"}, "id": "c1"}])
+
+
+@pytest.mark.parametrize("failing", [0, 1], ids=["first-call-fails", "second-call-fails"])
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_a_tool_calling_run_with_a_retried_model_call_is_captured_with_its_answer(
+    scoped: Combee, failing: int, asynchronous: bool
+) -> None:
+    accept_rules(scoped, "REFUNDS GO TO FIN")
+    script: list[object] = [_TOOL_CALL, "FIN-REFUNDS"]
+    script.insert(failing, ConnectionError("blip"))
+    model, retry = _outside("retry", script)
+    middleware = scoped.middleware()
+    agent = create_agent(model, [lookup], middleware=[retry, middleware])
+    run_id = uuid.uuid4()
+    inputs = {"messages": [HumanMessage("refund?")]}
+    if asynchronous:
+        asyncio.run(agent.ainvoke(inputs, {"run_id": run_id}))
+    else:
+        agent.invoke(inputs, {"run_id": run_id})
+    (trace,) = captured(scoped)
+    assert (trace.id, trace.error, trace.output) == (str(run_id), None, "FIN-REFUNDS")
+    assert [(c.name, c.result) for c in trace.tool_calls] == [
+        ("lookup", "queue for refund: FIN-REFUNDS")
+    ]
+    assert model.calls == 3 and middleware.open_runs == 0
+    assert all("REFUNDS GO TO FIN" in message_text(p[0].content) for p in model.prompts)
+
+
+class _BetweenAttempts(AgentMiddleware[Any, Any, Any]):
+    """Retries a failed model call once, after calling ``between()``."""
+
+    def __init__(self, between: Callable[[], None]) -> None:
+        super().__init__()
+        self.between = between
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        try:
+            return handler(request)
+        except ConnectionError:
+            self.between()
+            return handler(request)
+
+
+@pytest.mark.parametrize("durability", ["buffered", "write_through"])
+def test_a_failure_already_in_the_queue_is_superseded_there(durability: str) -> None:
+    combee = Combee(prompt_id="router", capture=CaptureSettings(durability=durability))
+    run_id = uuid.uuid4()
+
+    def between() -> None:
+        # The failure reaches the queue, gets feedback, and a new version is
+        # accepted before the retry: the retry keeps the run's version.
+        combee._agent.server.flush()
+        assert combee.queue().status(str(run_id)) == "pending"
+        combee.feedback(run_id, comment="the user waited")
+        accept_rules(combee, "A NEWER RULE")
+
+    try:
+        model = ScriptedChatModel([ConnectionError("blip"), "FIN-REFUNDS"])
+        agent = create_agent(model, [], middleware=[_BetweenAttempts(between), combee.middleware()])
+        agent.invoke({"messages": [HumanMessage("refund?")]}, {"run_id": run_id})
+        (trace,) = captured(combee)
+        assert (trace.id, trace.error, trace.output) == (str(run_id), None, "FIN-REFUNDS")
+        assert trace.feedback is not None and trace.feedback.comment == "the user waited"
+        assert trace.prompt_version == 0
+        assert "A NEWER RULE" not in message_text(model.prompts[-1][0].content)
+    finally:
+        combee._agent.server.close(flush=False)
+
+
+def test_a_retried_run_is_captured_with_its_answer_with_hooks_too(scoped: Combee) -> None:
+    model, retry = _outside("retry", [ConnectionError("blip"), "FIN-REFUNDS"])
+    agent = create_agent(model, [], middleware=[retry, scoped.middleware(hooks=True)])
+    agent.invoke({"messages": [HumanMessage("refund?")]}, {"run_id": uuid.uuid4()})
+    (trace,) = captured(scoped)
+    assert (trace.error, trace.output) == (None, "FIN-REFUNDS")
 
 
 def test_what_public_methods_return_can_be_imported_from_a_public_module() -> None:

@@ -397,7 +397,7 @@ def test_lease_epochs_fence_writes_after_a_hand_over(store: BaseStore, clock: Fa
     assert a.renew() and a.epoch == 1  # a renewal is the same tenure
     registry_a = PromptRegistry(fenced(store, a), PROMPT)
     registry_a.add_candidate(candidate(playbook("by a")))
-    clock.advance(11)  # a is paused past its expiry; b takes over
+    clock.now += 11  # a is paused past its expiry; b takes over
     assert b.acquire() and b.epoch == 2
     with pytest.raises(LeaseLostError, match="epoch 1"):
         registry_a.add_candidate(candidate(playbook("late write by a")))
@@ -744,6 +744,64 @@ def test_put_many_holds_per_trace(store: BaseStore, clock: FakeClock) -> None:
     with pytest.raises(ConfigurationError, match="trace="):
         queue.put_many(["not a trace"])  # type: ignore[list-item]
     assert queue.status("x") is None
+
+
+def test_a_superseding_trace_replaces_only_a_pending_failure(
+    store: BaseStore, clock: FakeClock
+) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    failed = Trace(id="run", input="refund?", error="ConnectionError: blip")
+    answered = Trace(id="run", input="refund?", output="FIN-REFUNDS")
+    first, fine = traces("first", "fine")
+    rated = Trace(id="rated", error="E: x")
+    holds = [None, clock.now + 10, None, None]
+    assert queue.put_many([first, failed, fine, rated], hold_until=holds) == [True] * 4
+    assert queue.set_feedback("rated", Feedback(correct=True, source="user"))
+    assert not queue.put(answered)  # without supersede, a duplicate as always
+    rerated = Trace(id="rated", output="ok", feedback=Feedback(score=0.5))
+    assert queue.put_many([answered, rerated], supersede=[True, True]) == [True, True]
+    # The failure's hold and place are kept; its content is the answer's.
+    ready = queue.claim(5, holder="l", ready_only=True)
+    assert [t.id for t in ready] == ["first", "fine", "rated"]
+    assert (ready[2].output, ready[2].error) == ("ok", None)
+    assert ready[2].feedback == Feedback(correct=True, score=0.5, source="user")
+    clock.now += 11
+    (run,) = queue.claim(5, holder="l", ready_only=True)
+    assert (run.id, run.output, run.error) == ("run", "FIN-REFUNDS", None)
+    assert queue.stats() == {"pending": 0, "claimed": 4, "done": 0, "waiting": 0}
+    # Never a trace that did not fail, nor one the learner holds or is done with.
+    assert queue.put_many([fine.model_copy(update={"output": "x"})], supersede=[True]) == [False]
+    claimed = Trace(id="claimed", error="E: x")
+    assert queue.put(claimed) and [t.id for t in queue.claim(1, holder="l")] == ["claimed"]
+    assert queue.put_many([Trace(id="claimed", output="y")], supersede=[True]) == [False]
+    queue.ack(["claimed"])
+    assert queue.put_many([Trace(id="claimed", output="y")], supersede=[True]) == [False]
+    # Within one batch: a later trace of the run replaces its failure, unless it may not.
+    retried = [Trace(id="batch", error="E: 1"), Trace(id="batch", error="E: 2")]
+    retried += [Trace(id="batch", output="ok"), Trace(id="batch", output="dup")]
+    assert queue.put_many(retried, supersede=[False, True, True, False]) == [
+        True,
+        True,
+        True,
+        False,
+    ]
+    assert queue.put_many([Trace(id="new", output="z")], supersede=[True]) == [True]
+    assert [(t.id, t.output, t.error) for t in queue.claim(5, holder="l")] == [
+        ("batch", "ok", None),
+        ("new", "z", None),
+    ]
+    with pytest.raises(ConfigurationError, match="one bool per trace"):
+        queue.put_many(traces("y"), supersede=[])
+    with pytest.raises(ConfigurationError, match="supersede="):
+        queue.put_many(traces("y"), supersede=[1])  # type: ignore[list-item]
+
+
+async def test_aput_many_supersedes_like_put_many(store: BaseStore, clock: FakeClock) -> None:
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    assert await queue.aput_many([Trace(id="run", error="E: x")]) == [True]
+    assert await queue.aput_many([Trace(id="run", output="ok")], supersede=[True]) == [True]
+    (run,) = await queue.aclaim(5, holder="l")
+    assert (run.output, run.error) == ("ok", None)
 
 
 def test_claims_lists_live_claims_with_holder_and_time(store: BaseStore, clock: FakeClock) -> None:

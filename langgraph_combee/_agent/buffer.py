@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import itertools
 import logging
 import re
@@ -51,6 +52,7 @@ class ServingStats:
     dropped: int = 0
     flushed: int = 0
     duplicates: int = 0
+    superseded: int = 0  # failed traces replaced in the buffer by their retried run's
     flush_errors: int = 0
     refreshes: int = 0
     refresh_errors: int = 0
@@ -100,6 +102,16 @@ def with_feedback(trace: Trace, feedback: Feedback) -> Trace:
     return trace.model_copy(update={"feedback": merged})
 
 
+def _under(kept: Feedback, trace: Trace) -> Trace:
+    """``trace`` with ``kept`` merged under the feedback it has (its own fields win)."""
+    merged = kept.merged(trace.feedback) if trace.feedback is not None else kept
+    return trace.model_copy(update={"feedback": merged})
+
+
+def _built_under(kept: Feedback, build: Callable[[], Trace]) -> Trace:
+    return _under(kept, build())
+
+
 @dataclass(eq=False, slots=True)
 class Pending:
     """A captured run waiting for the queue: a trace, or the recipe to build it later."""
@@ -119,6 +131,9 @@ class Pending:
     # feedback() never waits for a build (and the user's evaluator it runs).
     early: list[Feedback] = field(default_factory=list)
     failed: bool = False  # its deferred build raised: there will be no trace
+    # It takes the place of the run's failed trace captured before (a model call
+    # that raised and was retried): in the buffer, or in the queue if written.
+    supersedes: bool = False
     # Reentrant: an evaluator (run by the build) that calls feedback() for its own
     # run finds the build in progress instead of waiting for itself.
     building: threading.RLock = field(default_factory=threading.RLock)
@@ -168,6 +183,7 @@ class CaptureBuffer:
         *,
         build: Callable[[], Trace] | None = None,
         hold_seconds: float = 0.0,
+        supersede: bool = False,
     ) -> Pending:
         """A new entry (not yet in the buffer); ``trace`` is clipped to the limits."""
         hold = None
@@ -182,15 +198,27 @@ class CaptureBuffer:
             build=build,
             hold_seconds=hold_seconds,
             captured_at=time.time(),
+            supersedes=supersede,
         )
 
-    def append(self, pending: Pending, *, sending: bool = False) -> bool:
-        """Add an entry; False when the drop policy refused it (buffer full)."""
+    def append(self, pending: Pending, *, sending: bool = False) -> Pending | None:
+        """Add an entry; returns the entry now holding it, None if the drop policy refused it.
+
+        A superseding entry goes in place of its run's entry when that one is
+        still waiting (not being written): the run keeps one entry, its place and
+        its feedback. Otherwise it is added, and replaces the run's failed trace
+        in the queue when it is written.
+        """
         with self._lock:
+            if pending.supersedes:
+                merged = self._supersede(pending)
+                if merged is not None:
+                    merged.sending = sending
+                    return merged
             if len(self._entries) >= self.capture_limit:
                 self.stats.dropped += 1
                 if self.drop_policy == "drop_newest":
-                    return False
+                    return None
                 oldest = next((p for p in self._entries.values() if not p.sending), None)
                 if oldest is None:
                     oldest = next(iter(self._entries.values()))
@@ -200,7 +228,39 @@ class CaptureBuffer:
             pending.sending = sending
             self._entries[pending.seq] = pending
             self.stats.captured += 1
-            return True
+            return pending
+
+    def _supersede(self, pending: Pending) -> Pending | None:
+        """Put ``pending`` in place of its run's waiting entry (under the lock); None if none.
+
+        Only a retried run gets here, so the scan is off the common path. An
+        entry not being written has no build in progress (only a writer builds).
+        """
+        for old in reversed(self._entries.values()):
+            if old.trace_id != pending.trace_id:
+                continue
+            if old.sending or old.sent or old.written or old.failed:
+                return None
+            kept = old.trace.feedback if old.trace is not None else None
+            trace, build = pending.trace, pending.build
+            if kept is not None:
+                # The run's feedback so far (the failure was built: a write of it
+                # failed), under what the new trace brings (its evaluator's score).
+                if trace is not None:
+                    trace = _under(kept, trace)
+                elif build is not None:
+                    build = functools.partial(_built_under, kept, build)
+            if trace is not None:
+                for feedback in old.early:
+                    trace = with_feedback(trace, feedback)
+                old.early.clear()
+            old.trace, old.build = trace, build
+            old.hold_until = pending.hold_until
+            old.hold_seconds = pending.hold_seconds
+            old.supersedes = True  # in case an earlier, interrupted write reached the queue
+            self.stats.superseded += 1
+            return old
+        return None
 
     def clipped(self, trace: Trace) -> Trace:
         """``trace`` within the size limits (counted in ``stats.truncated`` when cut)."""
@@ -341,7 +401,7 @@ class CaptureBuffer:
             for pending in ready:
                 assert pending.trace is not None
                 pending.sent = True
-                items.append((pending.trace, pending.hold_until))
+                items.append((pending.trace, pending.hold_until, pending.supersedes))
         try:
             fresh = self._write(items)
         except Exception as exc:
@@ -417,10 +477,10 @@ class CaptureBuffer:
             )
         return found
 
-    def _write(self, items: list[tuple[Trace, float | None]]) -> list[bool]:
-        by_tenant: dict[str | None, list[tuple[Trace, float | None]]] = {}
-        for trace, hold in items:
-            by_tenant.setdefault(trace.tenant, []).append((trace, hold))
+    def _write(self, items: list[tuple[Trace, float | None, bool]]) -> list[bool]:
+        by_tenant: dict[str | None, list[tuple[Trace, float | None, bool]]] = {}
+        for item in items:
+            by_tenant.setdefault(item[0].tenant, []).append(item)
         fresh: list[bool] = []
         for tenant, group in by_tenant.items():
             try:
@@ -433,8 +493,11 @@ class CaptureBuffer:
                     self.stats.bad_tenants += len(group)
                 fresh += [False] * len(group)
                 continue
+            supersede = [item[2] for item in group]
             fresh += queue.put_many(
-                [trace for trace, _ in group], hold_until=[hold for _, hold in group]
+                [item[0] for item in group],
+                hold_until=[item[1] for item in group],
+                supersede=supersede if any(supersede) else None,
             )
         return fresh
 

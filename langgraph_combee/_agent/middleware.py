@@ -21,8 +21,13 @@ adds no node, it runs inside the model node the agent has anyway. Per model call
    never enters graph state or checkpoints.
 3. *Capture.* The model response that ends the invocation (no tool calls, or a
    structured response) closes it: the invocation's messages plus that response
-   become the ``Trace``. A model call that raises closes it too, captured with
-   the error, and the exception goes on to the app.
+   become the ``Trace``. A model call that raises is captured with the error,
+   and the exception goes on, but only provisionally: a retry or fallback
+   middleware outside this one may call the model again for the same
+   invocation, so its pin stays remembered (marked failed), and the run's next
+   capture, with the answer or with a later error, takes the failed trace's
+   place (in the buffer, or in the queue while the trace waits there: one trace
+   per run). A run whose last model call failed stays captured as failed.
 
 **``hooks=True``: pin in ``before_agent``, capture in ``after_agent``.** Two graph
 nodes more per run, for what only they can see: invocations ended by another
@@ -64,6 +69,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -191,7 +197,10 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     with ``hooks=True``, its ``before_agent`` pins before any other hook runs and
     its ``after_agent`` runs last). The one exception: middleware that *replaces*
     the system message (such as ``@dynamic_prompt``) must come before it, or it
-    would discard the playbook.
+    would discard the playbook. A retry or fallback middleware may come before
+    it too: every attempt is then served the run's version, and the run is
+    captured once, with what its last attempt ended in (a failed attempt is
+    captured provisionally and superseded by the next).
 
     Example::
 
@@ -444,14 +453,29 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             self._close(call, produced, None)
 
     def _failed(self, call: _Call, exc: BaseException) -> None:
-        """The model call raised: the invocation ends here, captured with the error."""
-        self._guard(self._close, call, [], f"{type(exc).__name__}: {exc}")
+        """The model call raised: captured with the error, provisionally."""
+        self._guard(self._fail, call, f"{type(exc).__name__}: {exc}")
+
+    def _fail(self, call: _Call, error: str) -> None:
+        # The invocation may not be over: a retry or fallback middleware outside
+        # this one can call the model again. So the pin stays remembered, marked
+        # failed, and that call (same run, same version, latency from the start)
+        # captures the run again, superseding this failure. If none comes, the
+        # failure is the run's trace; its pin is forgotten with the oldest.
+        pin = call.pin
+        if call.key is not None and pin is not None and not pin.failed:
+            self._pins.keep(call.key, dataclasses.replace(pin, failed=True))
+        self._capture(call, pin, [], error)  # supersedes only an earlier failure
 
     def _close(self, call: _Call, produced: list[BaseMessage], error: str | None) -> None:
         if call.recalled:
             self._pins.forget(call.key)
-        if self.capture and call.pin is not None:
-            pin = call.pin
+        self._capture(call, call.pin, produced, error)
+
+    def _capture(
+        self, call: _Call, pin: Pin | None, produced: list[BaseMessage], error: str | None
+    ) -> None:
+        if self.capture and pin is not None:
             capture_run(
                 self.agent,
                 [*call.messages, *produced],
@@ -463,6 +487,7 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 started=pin.started,
                 error=error,
                 config=call.config,
+                supersede=pin.failed,
             )
 
     # ---- failure policy -----------------------------------------------------
@@ -605,11 +630,13 @@ def capture_run(
     started: float | None,
     error: str | None = None,
     config: Mapping[str, Any] | None = None,
+    supersede: bool = False,
 ) -> None:
     """Hand the invocation that began at ``messages[start]`` to ``agent.capture``.
 
     ``config`` is the node's config when the caller has already read it (else
-    it is read here).
+    it is read here). ``supersede``: the run's failure was captured before (a
+    model call that raised), and this trace takes its place.
     """
     if tenant == UNSCOPED:
         return  # the run's scope failed (counted when it did): not captured
@@ -627,7 +654,7 @@ def capture_run(
         agent.capture(recipe())
         return
     # Building the trace is most of capture's cost: the serving thread does it.
-    agent.capture_later(run_id, recipe)
+    agent.capture_later(run_id, recipe, supersede=supersede)
 
 
 class _TraceRecipe:

@@ -56,12 +56,16 @@ class Pin:
         version: The number of the version served.
         run_key: The run's key (None when the run could not be identified).
         started: Monotonic time the run was pinned (its latency starts there).
+        failed: A model call of the run raised and its failure was captured: a
+            later capture of the run (an outer retry or fallback that recovered,
+            or failed again) supersedes that trace.
     """
 
     tenant: str | None
     version: int
     run_key: str | None
     started: float
+    failed: bool = False
 
 
 class Served(Protocol):

@@ -445,7 +445,12 @@ class Server:
         self._admit(self._buffer.pending(trace.id, trace, hold_seconds=hold_seconds))
 
     def capture_later(
-        self, trace_id: str, build: Callable[[], Trace], *, hold_seconds: float = 0.0
+        self,
+        trace_id: str,
+        build: Callable[[], Trace],
+        *,
+        hold_seconds: float = 0.0,
+        supersede: bool = False,
     ) -> None:
         """Buffer a run whose trace ``build()`` makes later, off the agent's hot path.
 
@@ -453,8 +458,17 @@ class Server:
         arrives first is kept and merged in then). A ``build`` that raises loses that
         one trace, logged and counted in ``stats.capture_errors``. In write-through
         mode it is built and written at once.
+
+        ``supersede``: the run's failed trace was captured before (a model call
+        that raised, then retried): this one takes its place, in the buffer if it
+        is still there, else in the queue while it waits there (``TraceQueue.put``);
+        the feedback given for the run is kept.
         """
-        self._admit(self._buffer.pending(trace_id, None, build=build, hold_seconds=hold_seconds))
+        self._admit(
+            self._buffer.pending(
+                trace_id, None, build=build, hold_seconds=hold_seconds, supersede=supersede
+            )
+        )
 
     def _admit(self, pending: Pending) -> None:
         if self.retired:
@@ -469,11 +483,12 @@ class Server:
             with self._lock:
                 self.stats.write_through_fallbacks += 1
             through = False
-        if not self._buffer.append(pending, sending=through):
+        entry = self._buffer.append(pending, sending=through)
+        if entry is None:
             return
         if through:
             # In the buffer (so feedback finds it) and owned by this write.
-            sent = self._buffer.send([pending])
+            sent = self._buffer.send([entry])
             with self._lock:
                 if sent is None:
                     self.stats.write_through_fallbacks += 1

@@ -231,16 +231,23 @@ class AgentSide:
             self.server.stats.capture_errors += 1
             logger.exception("failed to capture trace %s", getattr(trace, "id", "?"))
 
-    def capture_later(self, trace_id: str, build: Callable[[], Trace]) -> None:
+    def capture_later(
+        self, trace_id: str, build: Callable[[], Trace], *, supersede: bool = False
+    ) -> None:
         """Like ``capture``, with the trace built (and scored) by the background thread.
 
         For the hot path: the run is buffered at once under ``trace_id`` (so
         ``feedback(trace_id, ...)`` finds it), and ``build()``, which must not
         depend on the calling context, runs when the buffer is flushed.
+        ``supersede``: this trace replaces the run's failed trace captured before
+        (``Server.capture_later``).
         """
         try:
             self.server.capture_later(
-                trace_id, lambda: self._scored(build()), hold_seconds=self.feedback_wait_seconds
+                trace_id,
+                lambda: self._scored(build()),
+                hold_seconds=self.feedback_wait_seconds,
+                supersede=supersede,
             )
         except Exception:  # capture must never break the host agent
             logger.exception("failed to capture trace %s", trace_id)

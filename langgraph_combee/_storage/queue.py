@@ -174,7 +174,11 @@ class TraceQueue:
         return await run_async(self._store, self._put_flow(trace, hold_until))
 
     def put_many(
-        self, traces: Sequence[Trace], *, hold_until: Sequence[float | None] | None = None
+        self,
+        traces: Sequence[Trace],
+        *,
+        hold_until: Sequence[float | None] | None = None,
+        supersede: Sequence[bool] | None = None,
     ) -> list[bool]:
         """Queue several traces in a few store calls (not a few per trace), like ``put`` each.
 
@@ -182,17 +186,28 @@ class TraceQueue:
             traces: The traces, in arrival order. An id seen before, or earlier in
                 ``traces``, is skipped.
             hold_until: One ``put`` ``hold_until`` per trace; None: all ready at once.
+            supersede: Per trace, whether it may take the place of a *failed* trace
+                of the same id (one with an ``error``) that is still pending, here
+                or earlier in ``traces``: the failed trace of a run whose model call
+                was retried. The pending trace's place, hold and feedback are kept
+                (the new trace's feedback merged over it). A trace that is claimed,
+                done or dead, or did not fail, is never replaced. None: no trace may.
 
         Returns:
-            Per trace, whether it was queued (False: a duplicate).
+            Per trace, whether it was queued or took a failed trace's place
+            (False: a duplicate).
         """
-        return run_sync(self._store, self._put_many_flow(traces, hold_until))
+        return run_sync(self._store, self._put_many_flow(traces, hold_until, supersede))
 
     async def aput_many(
-        self, traces: Sequence[Trace], *, hold_until: Sequence[float | None] | None = None
+        self,
+        traces: Sequence[Trace],
+        *,
+        hold_until: Sequence[float | None] | None = None,
+        supersede: Sequence[bool] | None = None,
     ) -> list[bool]:
         """Async twin of ``put_many``."""
-        return await run_async(self._store, self._put_many_flow(traces, hold_until))
+        return await run_async(self._store, self._put_many_flow(traces, hold_until, supersede))
 
     def claim(
         self,
@@ -429,13 +444,21 @@ class TraceQueue:
         return fresh[0]
 
     def _put_many_flow(
-        self, traces: Sequence[Trace], hold_until: Sequence[float | None] | None
+        self,
+        traces: Sequence[Trace],
+        hold_until: Sequence[float | None] | None,
+        supersede: Sequence[bool] | None = None,
     ) -> Flow[list[bool]]:
         traces = list(traces)
         holds = [None] * len(traces) if hold_until is None else list(hold_until)
         if len(holds) != len(traces):
             raise ConfigurationError(
                 "hold_until", hold_until, f"None or one value per trace ({len(traces)})"
+            )
+        replaces = [False] * len(traces) if supersede is None else list(supersede)
+        if len(replaces) != len(traces) or not all(isinstance(r, bool) for r in replaces):
+            raise ConfigurationError(
+                "supersede", supersede, f"None or one bool per trace ({len(traces)})"
             )
         for trace, hold in zip(traces, holds, strict=True):
             if not isinstance(trace, Trace):
@@ -447,11 +470,39 @@ class TraceQueue:
             ):
                 raise ConfigurationError("hold_until", hold, "None or a finite time in seconds")
         known = yield from self._indexes(list(dict.fromkeys(t.id for t in traces)))
-        fresh: dict[str, tuple[str, dict[str, Any]]] = {}
-        for trace, hold in zip(traces, holds, strict=True):
-            if trace.id in known or trace.id in fresh:
+        # The entries a trace may supersede: pending ones, read in one batch (only
+        # retried runs come with ``supersede``, so a plain put reads nothing more).
+        wanted = list(
+            dict.fromkeys(
+                t.id
+                for t, r in zip(traces, replaces, strict=True)
+                if r and t.id in known and known[t.id].value["status"] == "pending"
+            )
+        )
+        found = yield from io.batch(
+            [io.GetRequest(self._entries, known[t].value["entry_key"]) for t in wanted]
+        )
+        # Per trace id, the entry to write: (key, value, whether it is new).
+        entries: dict[str, tuple[str, dict[str, Any], bool]] = {
+            t: (item.key, item.value, False)
+            for t, item in zip(wanted, found, strict=True)
+            if isinstance(item, Item)
+        }
+        changed: dict[str, None] = {}  # ids to write, in order
+        result = []
+        for trace, hold, replace in zip(traces, holds, replaces, strict=True):
+            current = entries.get(trace.id)
+            if current is not None or trace.id in known:
+                if current is None or not replace or not current[1]["trace"].get("error"):
+                    result.append(False)  # a duplicate
+                    continue
+                key, value, new = current
+                value = {**value, "trace": _superseding(value["trace"], trace)}
+                entries[trace.id] = (key, value, new)
+                changed[trace.id] = None
+                result.append(True)
                 continue
-            entry = {
+            value = {
                 "trace_id": trace.id,
                 "trace": trace.model_dump(mode="json"),
                 "status": "pending",
@@ -461,16 +512,16 @@ class TraceQueue:
                 "enqueued_at": self._clock(),
                 "attempts": 0,
             }
-            fresh[trace.id] = (f"{_arrival_ns():020d}-{trace.id}", entry)
+            entries[trace.id] = (f"{_arrival_ns():020d}-{trace.id}", value, True)
+            changed[trace.id] = None
+            result.append(True)
+        written = [entries[t] for t in changed]
         # Entries before index records: a crash between the two can at worst queue
-        # a trace twice, never lose one.
-        yield from io.batch([io.PutRequest(self._entries, k, e) for k, e in fresh.values()])
-        yield from io.batch([self._index_put(t, "pending", k) for t, (k, _) in fresh.items()])
-        seen: set[str] = set()
-        result = []
-        for trace in traces:
-            result.append(trace.id in fresh and trace.id not in seen)
-            seen.add(trace.id)
+        # a trace twice, never lose one. A superseded entry keeps its index record.
+        yield from io.batch([io.PutRequest(self._entries, k, v) for k, v, _ in written])
+        yield from io.batch(
+            [self._index_put(v["trace_id"], "pending", k) for k, v, new in written if new]
+        )
         return result
 
     def _claim_flow(
@@ -673,6 +724,17 @@ class TraceQueue:
         else:
             del counts["done"]
         return counts
+
+
+def _superseding(stored: dict[str, Any], trace: Trace) -> dict[str, Any]:
+    """``trace`` as stored in place of the failed trace ``stored``, its feedback kept."""
+    kept = stored.get("feedback")
+    if kept is not None:
+        feedback = Feedback.model_validate(kept)
+        if trace.feedback is not None:
+            feedback = feedback.merged(trace.feedback)
+        trace = trace.model_copy(update={"feedback": feedback})
+    return trace.model_dump(mode="json")
 
 
 def _queued(index: Item) -> bool:
