@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph.store.base import BaseStore, PutOp, Result
+from langgraph.store.base import BaseStore, GetOp, PutOp, Result
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
@@ -794,6 +794,74 @@ def test_a_superseding_trace_replaces_only_a_pending_failure(
         queue.put_many(traces("y"), supersede=[])
     with pytest.raises(ConfigurationError, match="supersede="):
         queue.put_many(traces("y"), supersede=[1])  # type: ignore[list-item]
+    # One flag for every trace is a mistake worth a clear message, not a TypeError.
+    with pytest.raises(ConfigurationError, match="supersede=True .*one bool per trace"):
+        queue.put_many(traces("y"), supersede=True)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="hold_until=5.0 .*one value per trace"):
+        queue.put_many(traces("y"), hold_until=5.0)  # type: ignore[arg-type]
+
+
+class Interleaved(BaseStore):
+    """A store that runs ``between()`` once, just before the first batch ``when(ops)`` picks."""
+
+    def __init__(
+        self, inner: BaseStore, when: Callable[[list[Any]], bool], between: Callable[[], None]
+    ) -> None:
+        self.inner, self.when, self.between = inner, when, between
+        self.done = False
+
+    def batch(self, ops: Any) -> list[Result]:
+        ops = list(ops)
+        if not self.done and self.when(ops):
+            self.done = True
+            self.between()
+        return self.inner.batch(ops)
+
+    async def abatch(self, ops: Any) -> list[Result]:
+        return self.batch(ops)
+
+
+def _reads_entry(ops: list[Any]) -> bool:
+    return any(isinstance(op, GetOp) and op.namespace[-1] == "queue" for op in ops)
+
+
+def _writes_answer(ops: list[Any]) -> bool:
+    return any(
+        isinstance(op, PutOp) and op.value is not None and op.value["trace"].get("output") == "ok"
+        for op in ops
+    )
+
+
+@pytest.mark.parametrize(
+    ("when", "learner"),
+    [(_reads_entry, "claims"), (_writes_answer, "claims and acks")],
+    ids=["claimed-before-the-entry-is-read", "acked-before-the-answer-is-written"],
+)
+def test_a_supersede_racing_the_learner_never_brings_back_its_trace(
+    store: BaseStore, clock: FakeClock, when: Callable[[list[Any]], bool], learner: str
+) -> None:
+    learned: list[Trace] = []
+
+    def learn() -> None:
+        other = TraceQueue(store, PROMPT, clock=clock)
+        learned.extend(other.claim(5, holder="learner"))
+        if learner == "claims and acks":
+            other.ack([t.id for t in learned])
+
+    TraceQueue(store, PROMPT, clock=clock).put(Trace(id="run", error="E: blip"))
+    queue = TraceQueue(Interleaved(store, when, learn), PROMPT, clock=clock)
+    # The learner took the failure: the answer may not take its place any more.
+    assert queue.put_many([Trace(id="run", output="ok")], supersede=[True]) == [False]
+    assert [(t.id, t.error) for t in learned] == [("run", "E: blip")]
+    expected = "claimed" if learner == "claims" else "done"
+    assert queue.status("run") == expected
+    clock.advance(3600.0)  # any claim of the learner's has lapsed
+    if learner == "claims and acks":
+        assert queue.claim(5, holder="next") == []
+        assert queue.stats() == {"pending": 0, "claimed": 0, "done": 1, "waiting": 0}
+    else:
+        (again,) = queue.claim(5, holder="next")  # the learner's lapsed claim, as always
+        assert again.error == "E: blip"
 
 
 async def test_aput_many_supersedes_like_put_many(store: BaseStore, clock: FakeClock) -> None:

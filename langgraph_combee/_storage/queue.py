@@ -29,7 +29,10 @@ Limitations: arrival order across processes follows their clocks
 (``time.time_ns``); within a process it is strict. ``BaseStore`` has no
 compare-and-swap, so two learners claiming at the same instant may both get a
 trace, and feedback set while a claim is being written may be lost; run one
-learner per prompt (the ``Lease``). ``claim``, ``pending_count`` and ``stats``
+learner per prompt (the ``Lease``). The same goes for a superseding trace
+(``put_many(..., supersede=...)``) written while the learner claims the failure
+it replaces: the learner keeps the failure, and an entry the learner acked in
+the meantime is deleted again rather than brought back into the queue. ``claim``, ``pending_count`` and ``stats``
 read the whole queue (paging through ``search``), and index records of done
 traces are kept for idempotency, so ``stats`` grows with all traces ever queued.
 """
@@ -191,7 +194,9 @@ class TraceQueue:
                 or earlier in ``traces``: the failed trace of a run whose model call
                 was retried. The pending trace's place, hold and feedback are kept
                 (the new trace's feedback merged over it). A trace that is claimed,
-                done or dead, or did not fail, is never replaced. None: no trace may.
+                done or dead, or did not fail, is never replaced (nor, as far as the
+                store allows, one the learner claims while it is being replaced; see
+                the module docstring). None: no trace may.
 
         Returns:
             Per trace, whether it was queued or took a failed trace's place
@@ -450,13 +455,9 @@ class TraceQueue:
         supersede: Sequence[bool] | None = None,
     ) -> Flow[list[bool]]:
         traces = list(traces)
-        holds = [None] * len(traces) if hold_until is None else list(hold_until)
-        if len(holds) != len(traces):
-            raise ConfigurationError(
-                "hold_until", hold_until, f"None or one value per trace ({len(traces)})"
-            )
-        replaces = [False] * len(traces) if supersede is None else list(supersede)
-        if len(replaces) != len(traces) or not all(isinstance(r, bool) for r in replaces):
+        holds = _per_trace("hold_until", hold_until, len(traces), "value") or [None] * len(traces)
+        replaces = _per_trace("supersede", supersede, len(traces), "bool") or [False] * len(traces)
+        if not all(isinstance(r, bool) for r in replaces):
             raise ConfigurationError(
                 "supersede", supersede, f"None or one bool per trace ({len(traces)})"
             )
@@ -482,11 +483,12 @@ class TraceQueue:
         found = yield from io.batch(
             [io.GetRequest(self._entries, known[t].value["entry_key"]) for t in wanted]
         )
-        # Per trace id, the entry to write: (key, value, whether it is new).
+        # Per trace id, the entry to write: (key, value, whether it is new). An
+        # entry already claimed (its index not updated yet) is the learner's.
         entries: dict[str, tuple[str, dict[str, Any], bool]] = {
             t: (item.key, item.value, False)
             for t, item in zip(wanted, found, strict=True)
-            if isinstance(item, Item)
+            if isinstance(item, Item) and item.value.get("status") == "pending"
         }
         changed: dict[str, None] = {}  # ids to write, in order
         result = []
@@ -522,7 +524,35 @@ class TraceQueue:
         yield from io.batch(
             [self._index_put(v["trace_id"], "pending", k) for k, v, new in written if new]
         )
+        replaced = {v["trace_id"]: k for k, v, new in written if not new}
+        if replaced:
+            lost = yield from self._raced(replaced)
+            result = [r and t.id not in lost for t, r in zip(traces, result, strict=True)]
         return result
+
+    def _raced(self, replaced: dict[str, str]) -> Flow[set[str]]:
+        """Of the entries just superseded (id -> key), those the learner took meanwhile.
+
+        ``BaseStore`` has no compare-and-swap: a learner may claim, and even ack,
+        a failed trace between the read and the write of its superseding entry.
+        An entry written back after the ack (or a park) would bring the trace
+        back into the queue, to be learned from twice: it is deleted again. A
+        claim still held keeps the learner's copy, the failure; the entry then
+        says pending until the learner acks it (which deletes it).
+        """
+        indexes = yield from self._indexes(list(replaced))
+        lost: set[str] = set()
+        gone: list[str] = []
+        for trace_id, key in replaced.items():
+            index = indexes.get(trace_id)
+            mine = index is not None and index.value["entry_key"] == key
+            if mine and index is not None and index.value["status"] == "pending":
+                continue
+            lost.add(trace_id)
+            if not (mine and index is not None and _queued(index)):
+                gone.append(key)  # acked, parked or queued again under another key
+        yield from io.batch([io.DeleteRequest(self._entries, key) for key in gone])
+        return lost
 
     def _claim_flow(
         self,
@@ -724,6 +754,18 @@ class TraceQueue:
         else:
             del counts["done"]
         return counts
+
+
+def _per_trace(name: str, values: object, count: int, what: str) -> list[Any] | None:
+    """``values`` as a list of ``count`` (one per trace), None if None; else ConfigurationError."""
+    if values is None:
+        return None
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ConfigurationError(name, values, f"None or one {what} per trace ({count})")
+    listed = list(values)
+    if len(listed) != count:
+        raise ConfigurationError(name, values, f"None or one {what} per trace ({count})")
+    return listed
 
 
 def _superseding(stored: dict[str, Any], trace: Trace) -> dict[str, Any]:
