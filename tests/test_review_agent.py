@@ -177,6 +177,35 @@ def test_a_retry_that_gives_up_with_a_message_leaves_the_run_failed(scoped: Comb
     assert trace.error == "ConnectionError: blip again"
 
 
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_a_later_run_reusing_a_failed_runs_message_is_not_its_retry(
+    scoped: Combee, asynchronous: bool
+) -> None:
+    # No thread and one reused HumanMessage: both runs have the same pin key. The
+    # first fails with nothing to retry it; the second is a run of its own, not
+    # an attempt of the first (its own trace and latency, the version in force).
+    ping = HumanMessage("ping")
+    model = ScriptedChatModel([ConnectionError("down"), "pong"])
+    agent = create_agent(model, [], middleware=[scoped.middleware()])
+
+    def run() -> None:
+        if asynchronous:
+            asyncio.run(agent.ainvoke({"messages": [ping]}))
+        else:
+            agent.invoke({"messages": [ping]})
+
+    with pytest.raises(ConnectionError):
+        run()
+    accept_rules(scoped, "A NEWER RULE")
+    run()
+    assert "A NEWER RULE" in message_text(model.prompts[-1][0].content)
+    traces = {t.error: t for t in captured(scoped)}
+    assert set(traces) == {"ConnectionError: down", None}
+    assert traces[None].output == "pong" and traces[None].prompt_version == 1
+    assert traces["ConnectionError: down"].prompt_version == 0
+    assert scoped._agent.server.stats.superseded == 0
+
+
 @tool
 def lookup(query: str) -> str:
     """Look a ticket queue up."""

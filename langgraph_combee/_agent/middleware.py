@@ -93,6 +93,7 @@ from langgraph_combee._agent.runs import (
     observed,
     run_id_in_tracers,
     run_labels,
+    task_id_of,
     thread_id_of,
     version_metadata,
 )
@@ -364,6 +365,10 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         config = current_config()
         key = self._key(messages, config, request.runtime, start)
         found = self._pins.recall(key)
+        if found is not None and found.failed_in not in (None, task_id_of(config)):
+            # A failed run is retried within its model node: a call from another
+            # node execution is a new invocation that reuses its message id.
+            found = None
         if found is not None:
             pin, version = found, self.agent.version_for_run(found.tenant, found.version)
         else:
@@ -377,8 +382,15 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _keep(self, call: _Call) -> None:
         """Remember the call's pin: its invocation goes on (another model call, a resume)."""
-        if call.key is not None and call.pin is not None and not call.recalled:
-            self._pins.keep(call.key, call.pin)
+        pin = call.pin
+        if call.key is None or pin is None:
+            return
+        if not call.recalled:
+            self._pins.keep(call.key, pin)
+        elif pin.failed_in is not None:
+            # A retry that went on: the run's next calls run in other nodes. Still
+            # failed: its capture must supersede the failure.
+            self._pins.keep(call.key, dataclasses.replace(pin, failed_in=None))
 
     def _key(
         self,
@@ -462,9 +474,9 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         # failed, and that call (same run, same version, latency from the start)
         # captures the run again, superseding this failure. If none comes, the
         # failure is the run's trace; its pin is forgotten with the oldest.
-        pin = call.pin
-        if call.key is not None and pin is not None and not pin.failed:
-            self._pins.keep(call.key, dataclasses.replace(pin, failed=True))
+        pin, task = call.pin, task_id_of(call.config)
+        if call.key is not None and pin is not None and (not pin.failed or pin.failed_in != task):
+            self._pins.keep(call.key, dataclasses.replace(pin, failed=True, failed_in=task))
         self._capture(call, pin, [], error)  # supersedes only an earlier failure
 
     def _close(self, call: _Call, produced: list[BaseMessage], error: str | None) -> None:

@@ -59,6 +59,9 @@ class Pin:
         failed: A model call of the run raised and its failure was captured: a
             later capture of the run (an outer retry or fallback that recovered,
             or failed again) supersedes that trace.
+        failed_in: The LangGraph task (node execution) whose model call failed
+            last, while no attempt after it has succeeded: only a call in that
+            task is a retry of it (None: no such task, or it is not known).
     """
 
     tenant: str | None
@@ -66,6 +69,7 @@ class Pin:
     run_key: str | None
     started: float
     failed: bool = False
+    failed_in: str | None = None
 
 
 class Served(Protocol):

@@ -109,6 +109,14 @@ def thread_id_of(config: Mapping[str, Any] | None, runtime: object = None) -> st
     return str(thread_id) if thread_id is not None else None
 
 
+def task_id_of(config: Mapping[str, Any] | None, runtime: object = None) -> str | None:
+    """The id of the LangGraph task (one execution of one node) running, if known."""
+    task_id = getattr(_execution_info(config, runtime), "task_id", None)
+    if task_id is None and config:
+        task_id = (config.get("configurable") or {}).get("checkpoint_ns")
+    return str(task_id) if task_id else None
+
+
 def observed(config: Mapping[str, Any] | None) -> bool:
     """Whether any callback handler is attached to the run: someone who could read its metadata.
 

@@ -32,9 +32,10 @@ trace, and feedback set while a claim is being written may be lost; run one
 learner per prompt (the ``Lease``). The same goes for a superseding trace
 (``put_many(..., supersede=...)``) written while the learner claims the failure
 it replaces: the learner keeps the failure, and an entry the learner acked in
-the meantime is deleted again rather than brought back into the queue. ``claim``, ``pending_count`` and ``stats``
-read the whole queue (paging through ``search``), and index records of done
-traces are kept for idempotency, so ``stats`` grows with all traces ever queued.
+the meantime is deleted again rather than brought back into the queue.
+``claim``, ``pending_count`` and ``stats`` read the whole queue (paging through
+``search``), and index records of done traces are kept for idempotency, so
+``stats`` grows with all traces ever queued.
 """
 
 from __future__ import annotations
