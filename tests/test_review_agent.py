@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,6 +18,8 @@ from langchain.agents.middleware import (
 )
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
+from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee import CaptureSettings, Combee, CombeeMiddleware
 from langgraph_combee._core.text import message_text
@@ -279,6 +282,54 @@ def test_a_failure_already_in_the_queue_is_superseded_there(durability: str) -> 
         assert trace.prompt_version == 0
         assert "A NEWER RULE" not in message_text(model.prompts[-1][0].content)
     finally:
+        combee._agent.server.close(flush=False)
+
+
+class _HeldWrites(BaseStore):
+    """Holds the first write of a failed trace until ``release`` is set (others go on)."""
+
+    def __init__(self) -> None:
+        self.inner, self.lock = InMemoryStore(), threading.Lock()
+        self.holding, self.release = threading.Event(), threading.Event()
+
+    def batch(self, ops: Any) -> list[Any]:
+        ops = list(ops)
+        failure = any(
+            isinstance(op, PutOp) and op.value and (op.value.get("trace") or {}).get("error")
+            for op in ops
+        )
+        if failure and not self.holding.is_set():
+            self.holding.set()
+            assert self.release.wait(10)
+        with self.lock:
+            return self.inner.batch(ops)
+
+    async def abatch(self, ops: Any) -> list[Any]:
+        return self.batch(ops)
+
+
+def test_a_retry_captured_while_its_failure_is_being_written_makes_one_trace() -> None:
+    # The failure's write is slow (one flush holds it) and another flush writes
+    # the retry's answer meanwhile: the run must still be one trace, the answer.
+    store = _HeldWrites()
+    combee = Combee(prompt_id="router", store=store)
+    writer = threading.Thread(target=combee._agent.server.flush)
+
+    def between() -> None:
+        writer.start()
+        assert store.holding.wait(10)
+
+    try:
+        model = ScriptedChatModel([ConnectionError("blip"), "FIN-REFUNDS"])
+        agent = create_agent(model, [], middleware=[_BetweenAttempts(between), combee.middleware()])
+        agent.invoke({"messages": [HumanMessage("refund?")]}, {"run_id": uuid.uuid4()})
+        combee._agent.server.flush()  # the answer's turn, while the failure is held
+        store.release.set()
+        writer.join(10)
+        traces = captured(combee)
+        assert [(t.error, t.output) for t in traces] == [(None, "FIN-REFUNDS")]
+    finally:
+        store.release.set()
         combee._agent.server.close(flush=False)
 
 

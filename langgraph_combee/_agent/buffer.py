@@ -215,6 +215,8 @@ class CaptureBuffer:
                 if merged is not None:
                     merged.sending = sending
                     return merged
+                # Written after the run's failure, never beside it (see _unsent).
+                sending = sending and not self._behind(pending)
             if len(self._entries) >= self.capture_limit:
                 self.stats.dropped += 1
                 if self.drop_policy == "drop_newest":
@@ -377,7 +379,22 @@ class CaptureBuffer:
         return written
 
     def _unsent(self) -> Iterator[Pending]:
-        return (p for p in self._entries.values() if not (p.sending or p.written))
+        return (
+            p
+            for p in self._entries.values()
+            if not (p.sending or p.written or (p.supersedes and self._behind(p)))
+        )
+
+    def _behind(self, pending: Pending) -> bool:
+        """Whether an earlier entry of ``pending``'s run is being written (under the lock).
+
+        Its superseding trace then waits for the next flush: written at the same
+        time, each write could miss the other in the queue and both be queued.
+        """
+        return any(
+            p.sending and p.trace_id == pending.trace_id and p is not pending
+            for p in self._entries.values()
+        )
 
     def send(self, chunk: list[Pending]) -> int | None:
         """Write entries a caller marked ``sending``; None when the store failed."""

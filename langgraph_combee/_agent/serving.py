@@ -486,6 +486,11 @@ class Server:
         entry = self._buffer.append(pending, sending=through)
         if entry is None:
             return
+        if through and not entry.sending:
+            # It supersedes a trace of its run another write holds: the worker's turn.
+            with self._lock:
+                self.stats.write_through_fallbacks += 1
+            through = False
         if through:
             # In the buffer (so feedback finds it) and owned by this write.
             sent = self._buffer.send([entry])
