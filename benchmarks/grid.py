@@ -1223,6 +1223,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     record.setdefault("restarts", []).append(machine_info()["date"])
     started = time.perf_counter()
     done = {row["key"] for row in record["configs"]}
+    planned = [c.key for c in plan(size)]
+    unknown = [key for key in args.only or () if key not in planned]
+    if unknown:
+        # A key the preset does not hold would otherwise run nothing, silently.
+        raise SystemExit(
+            f"--only {' '.join(unknown)}: not in the {size.name} preset (its keys: "
+            f"{', '.join(planned)})"
+        )
     todo = [c for c in plan(size) if c.key not in done and (not args.only or c.key in args.only)]
     if done:
         print(f"resuming: {len(done)} configurations done, {len(todo)} to go", flush=True)

@@ -154,6 +154,18 @@ def test_a_record_of_other_parameters_is_not_resumed(tmp_path: Path) -> None:
     assert record["parameters"]["train"] == 6
 
 
+def test_an_only_key_the_preset_does_not_hold_is_an_error_not_a_silent_no_op(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session preset keeps combee@auto for seed 0 only: asking for seed 1's ran nothing.
+    ran = _spy(monkeypatch, "run_config")
+    with pytest.raises(SystemExit, match=r"tickets/s1/combee@auto: not in the quick preset"):
+        grid.main([*TINY, "--out", str(tmp_path), "--only", "tickets/s1/combee@auto"])
+    assert ran == []
+    record = grid.main([*TINY, "--out", str(tmp_path), "--only", QUICK_KEYS[1]])
+    assert [row["key"] for row in record["configs"]] == QUICK_KEYS[1:]
+
+
 def test_the_full_plan_puts_the_informative_configurations_first() -> None:
     keys = [c.key for c in grid.plan(grid.FULL)]
     assert keys[:4] == [
