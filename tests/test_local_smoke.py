@@ -135,14 +135,17 @@ def test_the_default_roles_pick_the_small_profile_and_learn_a_rule_too(local: Lo
     assert step.roles["profile"] == "small"
     assert step.calls.get("reflect", 0) >= 4
     # Reflections that carry a rule (a reply naming only generic words carries none)
-    # decide the shape: four or more go to two curators in parallel and the
-    # aggregator (asked only when their rules overlap); fewer go to one curator.
+    # decide the shape: four or more go to two groups, fewer to one. A group's
+    # curator and the aggregator are asked only when two of their rules share a
+    # situation, which the 0.5B's replies decide: at most one call each.
+    assert step.group_sizes, step.calls
     if len(step.group_sizes) > 1:
-        assert step.calls.get("propose", 0) == len(step.group_sizes)
+        assert step.calls.get("propose", 0) <= len(step.group_sizes), step.calls
         merged = 0 if step.aggregation == "nothing to merge" else 1
         assert step.calls.get("aggregate", 0) == merged
     else:
-        assert step.group_sizes and step.calls.get("curate", 0) == 1, step.calls
+        assert step.calls.get("curate", 0) <= 1, step.calls
+        assert "propose" not in step.calls and "aggregate" not in step.calls
     assert step.unparsed.get("reflect", 0) < step.calls["reflect"]
     assert report.version.version >= 1
     assert len(report.playbook) >= 1, report.playbook.render()
