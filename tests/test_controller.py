@@ -32,9 +32,12 @@ def test_choice_is_clamped() -> None:
     assert choose_batch_size(samples, min_size=100, max_size=200) == 100
 
 
-def test_no_saving_means_smallest_batch() -> None:
+def test_no_saving_means_the_smallest_batch_measured() -> None:
+    # Time per trace grows with the batch: nothing says a batch below 4 is faster.
     samples = [(4, 1.0), (8, 1.2), (16, 1.5)]
-    assert choose_batch_size(samples, min_size=2) == 2
+    assert choose_batch_size(samples, min_size=1) == 4
+    assert choose_batch_size(samples, min_size=6) == 6
+    assert choose_batch_size(samples, min_size=1, max_size=3) == 3
 
 
 def test_bad_inputs_name_the_value() -> None:
