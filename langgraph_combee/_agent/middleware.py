@@ -365,7 +365,11 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         config = current_config()
         key = self._key(messages, config, request.runtime, start)
         found = self._pins.recall(key)
-        if found is not None and found.failed_in not in (None, task_id_of(config)):
+        if (
+            found is not None
+            and found.failed_in is not None
+            and found.failed_in != task_id_of(config)
+        ):
             # A failed run is retried within its model node: a call from another
             # node execution is a new invocation that reuses its message id.
             found = None
