@@ -325,11 +325,13 @@ def test_six_steps_settle_after_a_narrowing_is_widened_back(strategy: str) -> No
     ]
     # Once the evidence leans one way, a parcel ticket naming the blender again does
     # not widen the rule back: the new rule's "blender" is sharpened on the same memory.
+    # "late", now in two parcel tickets and no refund ticket, joins as a telling word.
     after = combee.learn([_ticket("t6", "The parcel and blender are late", "LOG-5T")])
     assert next(c for c in _contents(after.playbook) if "LOG-5T" in c) == (
-        "When parcel question, LOG-5T."
+        "When parcel question or late, LOG-5T."
     )
     assert after.steps[0].vague_alternatives == 1
+    assert after.steps[0].telling_words == 1
 
 
 def test_with_corrections_off_served_rules_are_not_narrowed_but_inputs_are_remembered() -> None:

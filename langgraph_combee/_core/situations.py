@@ -218,11 +218,16 @@ def input_words(text: str) -> frozenset[str]:
     return situation_words(text)
 
 
+_ENDINGS = (("ing", ""), ("ery", "er"), ("ed", ""), ("es", ""), ("s", ""))
+"""English endings a stem drops (or rewrites), tried in turn: "refunds", "delivered",
+"delivery" and "delivering" are read as "refund" and "deliver"."""
+
+
 def stem(word: str) -> str:
-    """An English word without its plural or -ing ending, so "refunds" matches "refund"."""
-    for suffix in ("ing", "es", "s"):
+    """An English word without its plural, -ing, -ed or -ery ending ("delivered" -> "deliver")."""
+    for suffix, replacement in _ENDINGS:
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
+            return word[: -len(suffix)] + replacement
     return word
 
 
@@ -275,7 +280,10 @@ def _forms(word: str) -> list[str]:
     """The words of a request ``situation_words`` reads as ``word``: itself and its endings."""
     if not word.isascii():
         return [word]  # words of other scripts are not stemmed
-    return [w for w in (word, word + "s", word + "es", word + "ing") if stem(w) == word]
+    forms = [word + suffix for suffix, replacement in _ENDINGS if not replacement]
+    if word.endswith("er"):
+        forms += [word[:-2] + suffix for suffix, replacement in _ENDINGS if replacement == "er"]
+    return [w for w in (word, *forms) if stem(w) == word]
 
 
 class RuleIndex:

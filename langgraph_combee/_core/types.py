@@ -292,6 +292,11 @@ class StepReport(BaseModel):
         description="Alternatives of new rules' situations dropped because the batch's inputs "
         "holding their words mostly needed another action (``rules.sharpen``).",
     )
+    telling_words: int = Field(
+        0,
+        description="Words added to new rules' situations because they recur in inputs that "
+        "needed the rule's action and in no input known to need another (``telling.widen``).",
+    )
 
 
 class LearnReport(BaseModel):

@@ -33,6 +33,7 @@ from langgraph_combee._core import words as _words
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Bullet, Playbook
 from langgraph_combee._core.situations import (
+    MAX_FOCUS_TEXT,
     MAX_KEYWORD_WORDS,
     Rule,
     alternatives,
@@ -52,7 +53,7 @@ MIN_HARMFUL = 2
 _SENTENCE_END = re.compile(r"[.!?:]\s*$")
 
 
-def _proper_nouns(text: str) -> frozenset[str]:
+def proper_nouns(text: str) -> frozenset[str]:
     """Words written capitalised wherever they occur in ``text``, never first in a sentence.
 
     Names ("Priya", "Friday", "Müller") are such words; an acronym (all capitals,
@@ -77,7 +78,7 @@ def _proper_nouns(text: str) -> frozenset[str]:
     return frozenset(capital - other)
 
 
-def _value_like(word: str) -> bool:
+def value_like(word: str) -> bool:
     # An order number or a reference ("Z18288", "A98941", "NW-1"), not a term such
     # as "2FA" or "MP3".
     digits = sum(c.isdigit() for c in word)
@@ -89,13 +90,13 @@ def grounded_keywords(keywords: Sequence[str], text: str, *, limit: int = 4) -> 
 
     A small model asked for words copied from an input also writes words that
     are not there, names, references, sign-offs and whole sentences: a keyword
-    with a word not in the text, a name (``_proper_nouns``), a value such as an
+    with a word not in the text, a name (``proper_nouns``), a value such as an
     order number, more than ``MAX_KEYWORD_WORDS`` words, or no content word at
     all is left out. A kept keyword is its words alone, without the punctuation,
     brackets or symbols around them. At most ``limit`` are kept, in order.
     """
     present = input_words(text)
-    names = _proper_nouns(text)
+    names = proper_nouns(text)
     kept: list[str] = []
     for keyword in keywords:
         raw = [m.group() for m in _words.tokens(keyword)]
@@ -105,7 +106,7 @@ def grounded_keywords(keywords: Sequence[str], text: str, *, limit: int = 4) -> 
         words = situation_words(phrase)
         if not words or not words <= present:
             continue
-        if any(w.lower() in names or _value_like(w) for w in raw):
+        if any(w.lower() in names or value_like(w) for w in raw):
             continue
         if phrase.lower() not in (k.lower() for k in kept):
             kept.append(phrase)
@@ -519,12 +520,14 @@ class Seen:
         words: The input's content words (``input_words``).
         truth: Its ground truth, if feedback gave one.
         actions: The actions of the new rules its reflection backed.
+        text: The input's start (``MAX_FOCUS_TEXT`` characters), for the words as written.
     """
 
     id: str
     words: frozenset[str]
     truth: str = ""
     actions: tuple[str, ...] = ()
+    text: str = ""
 
 
 def _rule_actions(ops: Sequence[DeltaOp]) -> dict[str, tuple[str, ...]]:
@@ -546,7 +549,13 @@ def seen_inputs(traces: Iterable[Trace], ops: Sequence[DeltaOp] = ()) -> list[Se
     """The traces with an input as evidence, with the actions of the ``ops`` they back."""
     actions = _rule_actions(ops)
     return [
-        Seen(t.id, input_words(t.input), _truth(t), actions.get(t.id, ()))
+        Seen(
+            t.id,
+            input_words(t.input),
+            _truth(t),
+            actions.get(t.id, ()),
+            t.input[:MAX_FOCUS_TEXT],
+        )
         for t in traces
         if t.input.strip()
     ]
@@ -599,7 +608,7 @@ class InputMemory:
             return len(self._items)
 
 
-def _needs(item: Seen, action: str, sources: set[str], truths: set[str]) -> bool | None:
+def needs(item: Seen, action: str, sources: set[str], truths: set[str]) -> bool | None:
     """Whether the input needed ``action``: from its ground truth, else from the rules it backs.
 
     An action that names no value ("call lookup_order first") is needed by an input
@@ -617,9 +626,8 @@ def _needs(item: Seen, action: str, sources: set[str], truths: set[str]) -> bool
     return False if item.actions else None
 
 
-def _evidence(
-    traces: Sequence[Trace], ops: Sequence[DeltaOp], memory: Sequence[Seen]
-) -> list[Seen]:
+def evidence(traces: Sequence[Trace], ops: Sequence[DeltaOp], memory: Sequence[Seen]) -> list[Seen]:
+    """The batch's inputs as evidence (with the ``ops`` they back), then the memory's others."""
     batch = seen_inputs(traces, ops)
     ids = {item.id for item in batch}
     return [*batch, *(item for item in memory if item.id not in ids)]
@@ -634,7 +642,7 @@ def _sharp(
     needed another action.
     """
     truths = {item.truth for item in items if item.id in sources} - {""}
-    need = {item.id: _needs(item, rule.action, sources, truths) for item in items}
+    need = {item.id: needs(item, rule.action, sources, truths) for item in items}
     if not any(v is False for v in need.values()):
         return None
     texts = {item.id: item.words for item in items}
@@ -664,7 +672,7 @@ def sharpen(
     Returns:
         The ops, and how many alternatives were dropped (once per distinct rule).
     """
-    items = _evidence(traces, ops, memory)
+    items = evidence(traces, ops, memory)
     if len(items) < 2:
         return list(ops), 0
     parsed = [

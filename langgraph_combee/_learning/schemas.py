@@ -169,8 +169,11 @@ def _general_action(action: str, source: str) -> str:
     return out
 
 
-SHORT_ANSWER_CHARS = 60
-"""Expected answers up to this long are stated in a small-model rule when it leaves them out."""
+SHORT_ANSWER_CHARS = 240
+"""Expected answers up to this long (one line) are stated in a small-model rule when it leaves
+them out. Long enough for a few tool calls: seen on the 1.5B on the tool task, a reply whose
+action was the agent's own wrong call ("Done: issue_refund(...)") for a run that needed
+``lookup_order(...); open_case(...)`` (81 characters, over the earlier limit of 60)."""
 
 
 class SmallReflectionOut(BaseModel):

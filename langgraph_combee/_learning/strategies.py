@@ -20,7 +20,7 @@ from langgraph_combee._core.ops import Add, DeltaOp, Tag
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Reflection, StepReport, Trace
 from langgraph_combee._errors import ConfigurationError, LearningError, LLMCallError
-from langgraph_combee._learning import rules
+from langgraph_combee._learning import rules, telling
 from langgraph_combee._learning.calls import CallStats, LLMCaller
 from langgraph_combee._learning.guard import BulletGuard
 from langgraph_combee._learning.roles import FullRoles, RoleProfile, adopt
@@ -247,6 +247,11 @@ async def finish(
     # it is what a rule matches on, not a correction of an older one.
     whole = traces if batch is None else batch
     earlier = ctx.memory.items()
+    # Words the inputs tie to a rule's action join its situation first: what the
+    # reflector named is often no word a new input of the case would hold, and a rule
+    # whose every alternative sharpening drops keeps the words its inputs share.
+    ops, told = telling.widen(ops, rules.evidence(whole, ops, earlier))
+    report.telling_words += told
     ops, vague = rules.sharpen(ops, whole, earlier)
     report.vague_alternatives += vague
     ctx.memory.remember(whole, ops)
