@@ -376,6 +376,7 @@ class Combee:
             settings=ReplaySettings(
                 max_replays=algorithm.max_replays,
                 focus_rules=serving.focus_rules,
+                recover_tool_calls=serving.recover_tool_calls,
                 max_concurrency=learning.max_concurrency,
                 timeout_seconds=learning.timeout_seconds,
                 seed=algorithm.seed,
@@ -393,6 +394,7 @@ class Combee:
                 flush_seconds=capture.flush_seconds,
                 first_read_seconds=serving.first_read_seconds,
                 focus_rules=serving.focus_rules,
+                recover_tool_calls=serving.recover_tool_calls,
                 durability=capture.durability,
                 limits=TraceLimits(
                     max_message_chars=capture.max_message_chars,

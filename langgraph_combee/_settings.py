@@ -189,14 +189,24 @@ class ServingSettings(_Settings):
             middleware, ``combee.node()`` and ``combee.wrap_model()`` serve
             them, ``combee.system_prompt()`` when given ``request=``. 0 serves
             the playbook alone (an int from 0 to 20).
+        recover_tool_calls: The middleware makes the tool calls a model wrote
+            as text in its reply (``{"name": ..., "arguments": {...}}``, as
+            small models on llama.cpp, Ollama or LM Studio often do with a
+            plain ``ChatOpenAI``) real calls to the agent's bound tools, their
+            arguments checked against each tool's schema; verified adoption
+            reads its replays the same way. Replies with native tool calls are
+            left alone. True (default) or False.
     """
 
     refresh_seconds: float = 5.0
     first_read_seconds: float = 1.0
     on_version: Sequence[VersionListener] = ()
     focus_rules: int = FOCUS_RULES
+    recover_tool_calls: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.recover_tool_calls, bool):
+            raise ConfigurationError("recover_tool_calls", self.recover_tool_calls, "True or False")
         if not focus_rules_ok(self.focus_rules):
             raise ConfigurationError("focus_rules", self.focus_rules, FOCUS_RULES_ALLOWED)
         _number("refresh_seconds", self.refresh_seconds)

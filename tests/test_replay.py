@@ -519,6 +519,39 @@ def test_tools_are_bound_for_the_replay_and_tool_calls_reach_the_evaluator() -> 
     assert report.rules[0].evidence.fixed == ["t"]
 
 
+@pytest.mark.parametrize("recover", [True, False])
+def test_a_replayed_call_written_as_text_is_read_as_the_agent_reads_it(recover: bool) -> None:
+    # A small model on a plain ChatOpenAI writes the call as text; the middleware makes
+    # it a real call (``ServingSettings.recover_tool_calls``), so replay must too.
+    def search(query: str) -> str:
+        """Search the catalogue."""
+        return query
+
+    model = ScriptedChatModel(['{{"name": "search", "arguments": {"query": "x"}}}'])
+
+    def judge(trace: Trace) -> Feedback:
+        return Feedback(correct=[c.name for c in trace.tool_calls] == ["search"])
+
+    before = Playbook()
+    candidate = before.replace_bullets(
+        [Bullet(id="oth-00001", section="others", content="search first", provenance=["t"])]
+    )
+    failing = Trace(id="t", input="find x", output="no idea", feedback=Feedback(correct=False))
+    _, report = asyncio.run(
+        verify(
+            before=before,
+            candidate=candidate,
+            traces=[failing],
+            target=ReplayTarget(model=model, tools=(search,)),
+            score=make_scorer(judge),
+            render=with_playbook,
+            settings=ReplaySettings(recover_tool_calls=recover),
+            version=1,
+        )
+    )
+    assert report.rules[0].evidence.fixed == (["t"] if recover else [])
+
+
 def test_the_background_learner_replays_with_the_served_agents_model() -> None:
     agent_model = rule_follower()
     combee = Combee(

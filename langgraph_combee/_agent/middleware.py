@@ -99,6 +99,7 @@ from langgraph_combee._agent.runs import (
 )
 from langgraph_combee._agent.serving import UNSCOPED
 from langgraph_combee._agent.side import AgentSide, agent_side_of
+from langgraph_combee._agent.textcalls import with_text_calls
 from langgraph_combee._agent.traces import (
     RunInfo,
     invocation_start,
@@ -311,8 +312,9 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             except Exception as exc:
                 self._failed(call, exc)
                 raise
-        self._end(call, response)
-        return response
+        result = self._text_calls(call.request, response)
+        self._end(call, result)
+        return result
 
     async def awrap_model_call(
         self,
@@ -345,12 +347,19 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 else:
                     self._failed(call, exc)
                 raise
+        result = self._text_calls(call.request, response)
         if through:
             # The capture writes the store: off the loop (see _HookedCombeeMiddleware).
-            await asyncio.to_thread(self._end, call, response)
+            await asyncio.to_thread(self._end, call, result)
         else:
-            self._end(call, response)
-        return response
+            self._end(call, result)
+        return result
+
+    def _text_calls(self, request: ModelRequest[Any], response: ModelCallResult) -> ModelCallResult:
+        """``response`` with tool calls written as text made real (``textcalls``), when on."""
+        if not request.tools or not self.agent.server.settings.recover_tool_calls:
+            return response
+        return self._guard(with_text_calls, request, response) or response
 
     def _cold(self, request: ModelRequest[Any]) -> bool:
         """Whether preparing this call reads the store (a new run of an uncached tenant)."""

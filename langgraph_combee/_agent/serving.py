@@ -117,6 +117,7 @@ class ServingSettings:
         focus_rules: Most learned rules that match a request repeated after the
             playbook for it (``situations.RuleIndex.focus``); 0 serves the
             playbook alone.
+        recover_tool_calls: Make tool calls written as text real (``textcalls``).
     """
 
     refresh_seconds: float = 5.0
@@ -127,6 +128,7 @@ class ServingSettings:
     durability: Durability = "buffered"
     limits: TraceLimits = field(default_factory=TraceLimits)
     focus_rules: int = FOCUS_RULES
+    recover_tool_calls: bool = True
 
     def __post_init__(self) -> None:
         if not focus_rules_ok(self.focus_rules):

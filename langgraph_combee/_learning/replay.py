@@ -43,6 +43,7 @@ from langgraph_combee._core.situations import (
 )
 from langgraph_combee._core.text import message_text
 from langgraph_combee._core.tokens import estimate_tokens
+from langgraph_combee._core.toolcalls import recovered_message, tool_table
 from langgraph_combee._core.types import Feedback, ToolCall, Trace, TraceMessage
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._learning.budget import LearnerBudget
@@ -145,6 +146,8 @@ class ReplaySettings:
         seed: Seed of the sample of previously right runs (mixed with the version).
         focus_rules: Matching rules repeated after the playbook, as the agent
             side serves them (``ServingSettings.focus_rules``).
+        recover_tool_calls: Read tool calls a replayed reply wrote as text as
+            the agent side does (``ServingSettings.recover_tool_calls``).
     """
 
     max_replays: int = 32
@@ -152,6 +155,7 @@ class ReplaySettings:
     timeout_seconds: float | None = 120.0
     seed: int = 0
     focus_rules: int = FOCUS_RULES
+    recover_tool_calls: bool = True
 
     def __post_init__(self) -> None:
         if not focus_rules_ok(self.focus_rules):
@@ -336,6 +340,10 @@ class ReplayRun:
         reply = self.runnable.invoke(messages, config=config)
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=message_text(getattr(reply, "content", reply)))
+        if self.settings.recover_tool_calls and self.target.tools:
+            # As the middleware reads the agent's own replies (``_agent.textcalls``).
+            recovered = recovered_message(reply, tool_table(self.target.tools), messages)
+            reply = recovered if isinstance(recovered, AIMessage) else reply
         return reply
 
     def _count(self, messages: Sequence[BaseMessage], reply: AIMessage) -> None:

@@ -1,0 +1,369 @@
+"""Tool calls a model wrote as text instead of its API's native format, made real.
+
+Small local models (the Qwen2.5-Coder models, and others served by llama.cpp,
+Ollama or LM Studio) often write a call as JSON text
+(``{"name": ..., "arguments": {...}}``) instead of the native format: bare,
+fenced, one per line, with doubled braces, with prose around it
+(``tests/data/tool_replies.json`` holds real replies). ``recover`` finds the
+calls to bound tools in such text and checks their arguments against the
+tools' schemas; ``recovered_message`` applies it to one reply. Both
+``local.LocalChatOpenAI`` and Combee's middleware (for any chat model a user
+brings) use them. Pure functions on LangChain message types; no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, InvalidToolCall
+from langchain_core.messages.tool import ToolCall, invalid_tool_call
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+__all__ = [
+    "RecoveredCalls",
+    "bound_tools",
+    "made_before",
+    "message_text",
+    "recover",
+    "recover_tool_calls",
+    "recovered_message",
+    "tool_table",
+    "without_repeats",
+]
+
+_DECODER = json.JSONDecoder()
+_MAX_SCAN_CHARS = 100_000
+"""Longest reply text searched for calls (each failed decode rescans: keep it bounded)."""
+_DOUBLED_OPEN = re.compile(r"\{\s*\{")
+_ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
+_CALL_KEYS = frozenset({"name", "type", "id", *_ARGUMENT_KEYS})
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+@dataclass(frozen=True)
+class RecoveredCalls:
+    """What ``recover`` found in a reply's text.
+
+    Attributes:
+        calls: Calls to bound tools whose arguments fit the tool's schema.
+        invalid: Calls to bound tools whose arguments do not (never executed;
+            a ``create_agent`` trace shows them as tool errors).
+    """
+
+    calls: tuple[ToolCall, ...] = ()
+    invalid: tuple[InvalidToolCall, ...] = ()
+
+
+def _json_values(text: str) -> list[Any]:
+    """Every JSON object or array in ``text``, left to right, skipping what is not JSON.
+
+    Scanning decodes at each brace or bracket and jumps past what it decoded,
+    so prose, code fences, ``<tool_call>`` tags, a doubled opening brace and
+    trailing garbage are all stepped over; the complete calls of a reply cut
+    off by a length limit are kept.
+    """
+    values = []
+    index = 0
+    text = text[:_MAX_SCAN_CHARS]
+    while index < len(text):
+        if text[index] in "{[":
+            try:
+                value, end = _DECODER.raw_decode(text, index)
+            except ValueError:
+                index += 1
+                continue
+            values.append(value)
+            index = end
+        else:
+            index += 1
+    return values
+
+
+def _call_items(value: Any) -> list[dict[str, Any]]:
+    """The call-shaped objects in one decoded value (a call, a list, ``tool_calls``...)."""
+    if isinstance(value, list):
+        return [item for element in value for item in _call_items(element)]
+    if not isinstance(value, dict):
+        return []
+    for key in ("tool_calls", "calls"):
+        if isinstance(value.get(key), list):
+            return _call_items(value[key])
+    if isinstance(value.get("function"), dict):  # {"type": "function", "function": {...}}
+        return _call_items(value["function"])
+    if isinstance(value.get("name"), str):
+        return [value]
+    return []
+
+
+def _coerce(value: Any, schema: Mapping[str, Any]) -> tuple[bool, Any]:
+    """``(fits, value)``: ``value`` checked against one property schema, scalars coerced.
+
+    Small models write ``"3"`` for an integer and ``3`` for a string; those are
+    converted. Anything the schema does not type is accepted as is.
+    """
+    wanted = schema.get("type")
+    types = wanted if isinstance(wanted, list) else [wanted] if isinstance(wanted, str) else []
+    known = [t for t in types if t in _JSON_TYPES]
+    if known and not any(
+        isinstance(value, _JSON_TYPES[t])
+        and not (t in ("integer", "number") and isinstance(value, bool))
+        for t in known
+    ):
+        for kind in known:
+            if kind == "string" and isinstance(value, int | float) and not isinstance(value, bool):
+                value = str(value)
+                break
+            if kind in ("integer", "number") and isinstance(value, str):
+                try:
+                    number = float(value.strip())
+                except ValueError:
+                    continue
+                if kind == "number" or number.is_integer():
+                    value = int(number) if number.is_integer() else number
+                    break
+        else:
+            return False, value
+    enum = schema.get("enum")
+    if isinstance(enum, list) and value not in enum:
+        return False, value
+    return True, value
+
+
+def _validate(args: dict[str, Any], schema: Mapping[str, Any] | None) -> tuple[dict[str, Any], str]:
+    """``(args, error)``: arguments checked against a tool's parameter schema.
+
+    Unknown arguments are dropped (a function cannot take them); a missing
+    required one or a value of the wrong type is an error. No schema: as is.
+    """
+    if not isinstance(schema, Mapping) or not isinstance(schema.get("properties"), Mapping):
+        return args, ""
+    properties: Mapping[str, Any] = schema["properties"]
+    out: dict[str, Any] = {}
+    for key, value in args.items():
+        if key not in properties:
+            continue
+        sub = properties[key]
+        fits, coerced = _coerce(value, sub if isinstance(sub, Mapping) else {})
+        if not fits:
+            return args, f"argument {key!r}={value!r} does not fit {dict(sub)!r}"
+        out[key] = coerced
+    missing = [key for key in schema.get("required") or () if key not in out]
+    if missing:
+        return args, f"missing required argument(s) {missing}"
+    return out, ""
+
+
+def _arguments(item: Mapping[str, Any]) -> Any:
+    for key in _ARGUMENT_KEYS:
+        if key in item:
+            args = item[key]
+            if isinstance(args, str):  # arguments given as a JSON string
+                values = _json_values(_DOUBLED_OPEN.sub("{", args))
+                return values[0] if values else args
+            return args
+    # {"name": "t", "order_id": "..."}: the arguments written beside the name
+    return {key: value for key, value in item.items() if key not in _CALL_KEYS}
+
+
+def _new_call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def _recover_from(values: list[Any], tools: Mapping[str, Any]) -> RecoveredCalls:
+    calls: list[ToolCall] = []
+    invalid: list[InvalidToolCall] = []
+    seen: set[str] = set()
+    for item in (item for value in values for item in _call_items(value)):
+        name = item["name"]
+        if name not in tools:
+            continue  # not a call to this agent's tools (an example, another system's name)
+        args = _arguments(item)
+        error = "" if isinstance(args, dict) else f"arguments {args!r} are not an object"
+        if not error:
+            args, error = _validate(args, tools[name])
+        text = json.dumps(args, sort_keys=True, default=str)
+        if error:
+            invalid.append(invalid_tool_call(name=name, args=text, id=_new_call_id(), error=error))
+            continue
+        if f"{name}:{text}" in seen:  # the same call written twice in one reply runs once
+            continue
+        seen.add(f"{name}:{text}")
+        calls.append(ToolCall(name=name, args=args, id=_new_call_id(), type="tool_call"))
+    return RecoveredCalls(calls=tuple(calls), invalid=tuple(invalid))
+
+
+def recover(
+    text: str, tools: Sequence[str] | Mapping[str, Any], *, cut_off: bool = False
+) -> RecoveredCalls:
+    """The tool calls a model wrote as text instead of the native format.
+
+    Finds every JSON call in the reply, wherever it stands: bare, in a code
+    fence, in ``<tool_call>`` tags, several in a row or in a list, with prose
+    around it, with doubled braces (``{{"name": ...}}}}``) or trailing garbage.
+    A call is ``{"name": <tool>, "arguments": {...}}`` (``"parameters"``,
+    ``"args"``, a JSON string of arguments, the OpenAI ``{"function": ...}``
+    shape, or the arguments beside the name are accepted too). Only calls
+    naming a bound tool count; prose that merely names a tool is never a call.
+
+    Args:
+        text: The reply's text.
+        tools: The bound tools' names, or each name's JSON schema of parameters
+            (then arguments are checked: unknown ones dropped, simple types
+            coerced, a call missing a required argument is ``invalid``).
+        cut_off: The reply hit the length limit. Only its first call is kept;
+            the others are ``invalid`` and never run: a reply cut off after
+            several calls is a run-on (after a tool result the 0.5B lists a
+            call to every tool until the limit), not a plan.
+    """
+    table: Mapping[str, Any] = tools if isinstance(tools, Mapping) else dict.fromkeys(tools)
+    if not table or "{" not in text:
+        return RecoveredCalls()
+    found = _recover_from(_json_values(text), table)
+    if not (found.calls or found.invalid) and _DOUBLED_OPEN.search(text):
+        # A doubled brace inside the arguments too: read again with every "{{" made "{".
+        found = _recover_from(_json_values(_DOUBLED_OPEN.sub("{", text)), table)
+    if not cut_off or len(found.calls) <= 1:
+        return found
+    dropped = _not_run(
+        found.calls[1:], "the reply was cut off by the length limit after its first call"
+    )
+    return RecoveredCalls(calls=found.calls[:1], invalid=found.invalid + dropped)
+
+
+def _not_run(calls: Iterable[ToolCall], why: str) -> tuple[InvalidToolCall, ...]:
+    """``calls`` as invalid calls that never run, each saying ``why``."""
+    return tuple(
+        invalid_tool_call(
+            name=call["name"],
+            args=json.dumps(call["args"], sort_keys=True, default=str),
+            id=call["id"],
+            error=f"not run: {why}",
+        )
+        for call in calls
+    )
+
+
+def recover_tool_calls(text: str, tools: Sequence[str] | Mapping[str, Any]) -> list[ToolCall]:
+    """The valid tool calls written as text in ``text`` (see ``recover``)."""
+    return list(recover(text, tools).calls)
+
+
+def bound_tools(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Each bound tool's name and parameter schema, from the request's ``tools``."""
+    table: dict[str, Any] = {}
+    for tool in kwargs.get("tools") or []:
+        function = tool.get("function") if isinstance(tool, Mapping) else None
+        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+            table[function["name"]] = function.get("parameters")
+    return table
+
+
+def _call_key(name: str, args: Any) -> str:
+    return f"{name}:{json.dumps(args, sort_keys=True, default=str)}"
+
+
+def made_before(messages: Sequence[BaseMessage]) -> set[str]:
+    """The calls earlier turns of the conversation made (name and arguments)."""
+    return {
+        _call_key(call["name"], call.get("args") or {})
+        for message in messages
+        if isinstance(message, AIMessage)
+        for call in message.tool_calls
+    }
+
+
+def without_repeats(found: RecoveredCalls, earlier: set[str]) -> RecoveredCalls:
+    """``found`` with the calls an earlier turn already made moved to ``invalid``.
+
+    A small model that got a tool's result often writes the same call again,
+    turn after turn, until the agent's recursion limit: a repeated text call is
+    that loop, not a new request, so it never runs and the reply ends the turn.
+    """
+    repeats = [c for c in found.calls if _call_key(c["name"], c["args"]) in earlier]
+    if not repeats:
+        return found
+    dropped = _not_run(repeats, "the same call was already made in this conversation")
+    calls = tuple(c for c in found.calls if c not in repeats)
+    return RecoveredCalls(calls=calls, invalid=found.invalid + dropped)
+
+
+def message_text(message: BaseMessage) -> str:
+    """The text of a message: its string content, or its text blocks joined."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, Mapping) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+    return "".join(parts)
+
+
+def recovered_message(
+    message: BaseMessage, tools: Mapping[str, Any], messages: Sequence[BaseMessage] = ()
+) -> BaseMessage:
+    """``message`` with the tool calls written in its text made real; itself when none.
+
+    Only an ``AIMessage`` with neither native nor invalid tool calls is read.
+    Valid calls become ``tool_calls`` (the text is then dropped: it was the
+    calls), invalid ones ``invalid_tool_calls`` (never executed), and so does a
+    call an earlier turn of ``messages`` already made: a small model repeats
+    its last call until the recursion limit. A reply cut off by the length
+    limit keeps only its first call.
+
+    Args:
+        message: The model's reply.
+        tools: Each bound tool's name and JSON schema of parameters (or None).
+        messages: The conversation the reply answers.
+    """
+    if (
+        not tools
+        or not isinstance(message, AIMessage)
+        or message.tool_calls
+        or message.invalid_tool_calls
+    ):
+        return message
+    text = message_text(message)
+    if "{" not in text:
+        return message
+    cut_off = message.response_metadata.get("finish_reason") == "length"
+    found = without_repeats(recover(text, tools, cut_off=cut_off), made_before(messages))
+    update: dict[str, Any] = {}
+    if found.calls:
+        update = {"content": "", "tool_calls": list(found.calls)}
+    if found.invalid:
+        update["invalid_tool_calls"] = list(found.invalid)
+    return message.model_copy(update=update) if update else message
+
+
+def tool_table(tools: Sequence[Any]) -> dict[str, Any]:
+    """Each tool's name and JSON schema of parameters, from what an agent binds.
+
+    ``tools`` are LangChain tools, functions or OpenAI-format dicts (what
+    ``bind_tools`` takes). A tool that cannot be read as a function (a
+    provider's built-in tool) is left out: no text can call it.
+    """
+    table: dict[str, Any] = {}
+    for tool in tools:
+        try:
+            function = convert_to_openai_tool(tool).get("function")
+        except Exception:  # any tool shape we cannot read is no callable function
+            continue
+        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+            table[function["name"]] = function.get("parameters")
+    return table

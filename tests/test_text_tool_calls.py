@@ -1,0 +1,142 @@
+"""Tool calls a model writes as text, made real by the middleware (``_agent.textcalls``).
+
+The replies are those the bundled 1.5B writes through a plain ``ChatOpenAI`` on
+the llama.cpp server (doubled braces, a fence, prose around the call): with no
+recovery, a ``create_agent`` agent calls no tool at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+
+from langgraph_combee import Combee, ServingSettings
+from langgraph_combee._agent.textcalls import with_text_calls
+from langgraph_combee.errors import ConfigurationError
+from langgraph_combee.testing import ScriptedChatModel, fake_learner
+from tests.test_middleware import captured
+
+DOUBLED = '{{"name": "open_case", "arguments": {"order_id": "NW-1", "queue": "LOG-8W"}}}'
+FENCED = 'I will open a case.\n```json\n{"name": "open_case", "arguments": {"order_id": "NW-2", "queue": "REP-2"}}\n```'
+RAN: list[dict[str, Any]] = []
+
+
+@tool
+def open_case(order_id: str, queue: str) -> str:
+    """Open a support case for an order in a team's queue."""
+    RAN.append({"order_id": order_id, "queue": queue})
+    return f"Case opened for {order_id} in {queue}."
+
+
+def _agent(model: Any, combee: Combee) -> Any:
+    return create_agent(
+        model,
+        tools=[open_case],
+        system_prompt="You serve customers.",
+        middleware=[combee.middleware()],
+    )
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    RAN.clear()
+
+
+@pytest.mark.parametrize("reply", [DOUBLED, FENCED])
+def test_a_call_written_as_text_runs_the_tool_and_is_captured(reply: str) -> None:
+    combee = Combee(prompt_id=f"text-{uuid.uuid4().hex[:6]}", model=fake_learner())
+    model = ScriptedChatModel(replies=[reply, "Done."])
+    result = _agent(model, combee).invoke(
+        {"messages": [HumanMessage("The courier was rude, order NW-1.")]}
+    )
+    assert len(RAN) == 1
+    calls = [c for m in result["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert [c["name"] for c in calls] == ["open_case"]
+    assert any(isinstance(m, ToolMessage) for m in result["messages"])
+    (trace,) = captured(combee)
+    assert [c.name for c in trace.tool_calls] == ["open_case"]
+    assert trace.tool_calls[0].args == RAN[0]
+
+
+def test_off_the_text_stays_text() -> None:
+    combee = Combee(
+        prompt_id="text-off",
+        model=fake_learner(),
+        serving=ServingSettings(recover_tool_calls=False),
+    )
+    model = ScriptedChatModel(replies=[DOUBLED])
+    result = _agent(model, combee).invoke({"messages": [HumanMessage("order NW-1")]})
+    assert RAN == []
+    assert result["messages"][-1].content == DOUBLED
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"name": "cancel_everything", "arguments": {}}',  # no such tool
+        'The tool open_case takes {"order_id": ..., "queue": ...}.',  # prose, no call
+        "No braces here.",
+    ],
+)
+def test_text_that_calls_no_bound_tool_is_left_as_it_came(reply: str) -> None:
+    combee = Combee(prompt_id=f"text-{uuid.uuid4().hex[:6]}", model=fake_learner())
+    result = _agent(ScriptedChatModel(replies=[reply]), combee).invoke(
+        {"messages": [HumanMessage("hi")]}
+    )
+    assert RAN == []
+    assert result["messages"][-1].content == reply
+
+
+def test_arguments_that_do_not_fit_the_schema_never_run() -> None:
+    combee = Combee(prompt_id="text-bad", model=fake_learner())
+    reply = '{"name": "open_case", "arguments": {"order_id": "NW-1"}}'  # queue missing
+    result = _agent(ScriptedChatModel(replies=[reply, "Sorry."]), combee).invoke(
+        {"messages": [HumanMessage("order NW-1")]}
+    )
+    assert RAN == []
+    invalid = [
+        c for m in result["messages"] if isinstance(m, AIMessage) for c in m.invalid_tool_calls
+    ]
+    assert invalid and "queue" in invalid[0]["error"]
+
+
+def test_a_call_already_made_in_the_conversation_is_not_run_again() -> None:
+    combee = Combee(prompt_id="text-repeat", model=fake_learner())
+    model = ScriptedChatModel(replies=[DOUBLED, DOUBLED, "Done."])
+    _agent(model, combee).invoke({"messages": [HumanMessage("order NW-1")]})
+    assert len(RAN) == 1
+
+
+def test_native_calls_and_structured_responses_are_untouched() -> None:
+    native = AIMessage(
+        content=DOUBLED,
+        tool_calls=[{"name": "open_case", "args": {"order_id": "X", "queue": "Q"}, "id": "1"}],
+    )
+    request = ModelRequest(model=ScriptedChatModel(replies=[]), messages=[], tools=[open_case])
+    assert with_text_calls(request, native) is native
+    structured = ModelResponse(result=[AIMessage(content=DOUBLED)], structured_response={"a": 1})
+    assert with_text_calls(request, structured) is structured
+    plain = ModelResponse(result=[AIMessage(content=DOUBLED)])
+    out = with_text_calls(request, plain)
+    assert isinstance(out, ModelResponse) and out.result[0].tool_calls  # type: ignore[union-attr]
+    no_tools = ModelRequest(model=ScriptedChatModel(replies=[]), messages=[], tools=[])
+    assert with_text_calls(no_tools, plain) is plain
+
+
+def test_async_agents_recover_too() -> None:
+    combee = Combee(prompt_id="text-async", model=fake_learner())
+    model = ScriptedChatModel(replies=[DOUBLED, "Done."])
+    asyncio.run(_agent(model, combee).ainvoke({"messages": [HumanMessage("order NW-1")]}))
+    assert RAN == [{"order_id": "NW-1", "queue": "LOG-8W"}]
+
+
+def test_a_bad_setting_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="recover_tool_calls"):
+        ServingSettings(recover_tool_calls="yes")  # type: ignore[arg-type]
