@@ -24,7 +24,10 @@ from langgraph_combee.testing import ScriptedChatModel, fake_learner
 from tests.test_middleware import captured
 
 DOUBLED = '{{"name": "open_case", "arguments": {"order_id": "NW-1", "queue": "LOG-8W"}}}'
-FENCED = 'I will open a case.\n```json\n{"name": "open_case", "arguments": {"order_id": "NW-2", "queue": "REP-2"}}\n```'
+FENCED = (
+    "I will open a case.\n```json\n"
+    '{"name": "open_case", "arguments": {"order_id": "NW-2", "queue": "REP-2"}}\n```'
+)
 RAN: list[dict[str, Any]] = []
 
 
