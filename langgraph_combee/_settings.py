@@ -398,7 +398,13 @@ MOVED: dict[str, tuple[str, type[_Settings], str]] = {
     },
     **{
         name: ("serving", ServingSettings, name)
-        for name in ("refresh_seconds", "first_read_seconds", "on_version", "focus_rules")
+        for name in (
+            "refresh_seconds",
+            "first_read_seconds",
+            "on_version",
+            "focus_rules",
+            "recover_tool_calls",
+        )
     },
     **{
         name: ("learner", LearnerSettings, name)
