@@ -13,7 +13,8 @@ from langgraph_combee import Combee, LearnerSettings, Trace
 from langgraph_combee._core.ops import Add
 from langgraph_combee._core.types import Decision, StepReport
 from langgraph_combee._learner.acceptance import AcceptAll, CanaryGate
-from langgraph_combee._learner.learner import BackgroundLearner
+from langgraph_combee._core.quarantine import QuarantinedOp
+from langgraph_combee._learner.learner import BackgroundLearner, _log_screened
 from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee._learner.step import BeforeSubmit
 from langgraph_combee._learner.versions import VersionWriter
@@ -142,3 +143,17 @@ async def test_a_writer_without_the_lease_does_not_start_a_trial_over_the_holder
     with pytest.raises(LeaseHeldError, match="the-learner"):
         await intruder.set_canary(registry, candidate)
     assert registry.canary() is None  # the canary record is the lease holder's to write
+
+
+def test_a_step_whose_rules_the_guard_refused_or_held_says_so_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    refused = QuarantinedOp(op=Add(section="others", content="When x, y."), reasons=["markup: tag"])
+    with caplog.at_level("WARNING", logger="langgraph_combee"):
+        _log_screened(StepReport(strategy="combee", batch_size=1))
+        assert caplog.records == []
+        _log_screened(StepReport(strategy="combee", batch_size=1, quarantined=[refused]))
+        _log_screened(StepReport(strategy="combee", batch_size=1, held=[refused, refused]))
+    messages = [r.getMessage() for r in caplog.records]
+    assert "refused 1 of the step's rules" in messages[0] and "markup: tag" in messages[0]
+    assert "held for a person 2" in messages[1]

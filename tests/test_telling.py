@@ -167,3 +167,30 @@ def test_a_tool_call_answer_longer_than_a_code_is_stated_from_the_ground_truth()
         "t", ground_truth=truth, source="Your driver was rude, order NW-26318."
     ).key_insight
     assert "LOG-8W" in insight and "issue_refund" not in insight
+
+
+def _small(situation: str, keywords: list[str], truth: str, source: str) -> str:
+    out = SmallReflectionOut.model_validate(
+        {"situation": situation, "keywords": keywords, "action": "answer it"}
+    )
+    return out.to_reflection("t", ground_truth=truth, source=source).key_insight
+
+
+def test_a_user_name_given_to_a_call_is_the_inputs_and_never_a_situation() -> None:
+    # Seen on the 1.5B on a help-desk task: "When blopez, answer verify_identity(
+    # username="blopez") ...": a rule for one user.
+    truth = 'verify_identity(username="blopez"); reset_password(username="blopez", channel="sms")'
+    source = "I'm blopez and I typed my password wrong too many times."
+    insight = _small("blopez", ["blopez", "password"], truth, source)
+    assert "blopez" not in insight
+    assert insight == (
+        'When password, make the calls verify_identity(username="the value in the input"); '
+        'reset_password(username="the value in the input", channel="sms").'
+    )
+    # A house value the input does not hold stays; so does a plain answer (no calls).
+    assert "sms" in insight
+    assert _small("amber desk", [], "amber", "Is the amber desk open?") == (
+        "When amber desk, answer amber."
+    )
+    # Nothing but the run's value, and no keyword: no rule.
+    assert _small("blopez", [], truth, source) == ""

@@ -456,6 +456,7 @@ class BackgroundLearner:
         await self._end_claims(tenant, "ack", ids)
         self._recovery.succeeded(tenant)
         self._waiting_since.pop(tenant, None)
+        _log_screened(report)
         with self.step_done:
             self.stats.steps += 1
             self.stats.traces_learned += len(keep)
@@ -588,3 +589,22 @@ class BackgroundLearner:
 
 def _label(tenant: str | None) -> str:
     return NO_TENANT if tenant is None else tenant
+
+
+def _log_screened(report: StepReport) -> None:
+    """Say in the log what the guard refused or held in a step (the report has every one).
+
+    Without it a user whose rules are all quarantined (feedback from an untrusted
+    source restating the rule, a placeholder read as markup) sees a learner that
+    runs and learns nothing, and no reason anywhere they would look first.
+    """
+    for kind, ops in (("refused", report.quarantined), ("held for a person", report.held)):
+        if ops:
+            logger.warning(
+                "the guard %s %d of the step's rules (StepReport.%s; see docs/security.md), "
+                "e.g. %s",
+                kind,
+                len(ops),
+                "quarantined" if kind == "refused" else "held",
+                ops[0].describe(),
+            )

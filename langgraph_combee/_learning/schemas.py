@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
-from langgraph_combee._core.situations import Rule, situation_words
+from langgraph_combee._core.situations import Rule, alternatives, situation_words
 from langgraph_combee._core.types import BulletTag, Reflection
 from langgraph_combee._core.values import FROM_INPUT, converted, holds
 from langgraph_combee._learning import guard_rules
@@ -137,7 +137,7 @@ _INPUT_VALUE = re.compile(r"['\"`]([^'\"`\n]{1,60})['\"`]|(?<![\w-])([\w-]*\d[\w
 _CALLS = re.compile(r"^answer\s+(?P<calls>\w+\(.*\)(?:\s*;\s*\w+\(.*\))*)$", re.S)
 
 
-def _general_action(action: str, source: str) -> str:
+def _general_action(action: str, source: str) -> tuple[str, set[str]]:
     """The action with the run's own values (an order id the input names) made general.
 
     Seen on the 1.5B on a tool task: every rule answered with its run's expected
@@ -147,12 +147,27 @@ def _general_action(action: str, source: str) -> str:
     hold (``SORRY10``, a house value) stays, unless it is one of the input's
     written another way (``values.converted``: ``amount='8530'`` for "EUR 85.30"
     becomes the input's value "in cents, digits only"). An answer that is a
-    list of calls reads as calls to make.
+    list of calls reads as calls to make. In such a list, a quoted argument of
+    one word without digits that the input holds as written (a user name,
+    ``username="mkowalski"`` for "this is mkowalski") is the input's too: seen on
+    the 1.5B on a help-desk task, each rule named its run's user.
+
+    Returns:
+        The action, and the values of the input it no longer names (in lower case).
     """
+    taken: set[str] = set()
+    in_calls = _CALLS.match(action) is not None
 
     def general(match: re.Match[str]) -> str:
         value = match.group(1) or match.group(2)
-        if not value or not re.search(r"\d", value):
+        if not value:
+            return match.group(0)
+        if not re.search(r"\d", value):
+            # A word the input holds, given to a call: the input's (a name, a user).
+            word = match.group(1) is not None and re.fullmatch(r"[\w.@-]{3,}", value)
+            if in_calls and word and holds(value, source):
+                taken.add(value.lower())
+                return match.group(0).replace(value, FROM_INPUT)
             return match.group(0)
         # The whole value, as a word of the input: "T-3" is not the "3" of "ticket 3".
         if not holds(value, source):
@@ -160,13 +175,20 @@ def _general_action(action: str, source: str) -> str:
             # rewritten) is the input's too; the rule says how it is written.
             described = converted(value, source)
             return match.group(0) if described is None else match.group(0).replace(value, described)
+        taken.add(value.lower())
         return match.group(0).replace(value, FROM_INPUT)
 
     out = _INPUT_VALUE.sub(general, action)
     calls = _CALLS.match(out)
     if calls is not None and out != action:
         out = f"make the calls {calls['calls']}"
-    return out
+    return out, taken
+
+
+def _names_a_value(alternative: str, values: set[str]) -> bool:
+    """Whether every word of ``alternative`` is one of the run's own ``values``."""
+    words = {w.lower() for w in re.findall(r"[\w.@-]+", alternative)}
+    return bool(words) and words <= values
 
 
 SHORT_ANSWER_CHARS = 240
@@ -209,16 +231,24 @@ class SmallReflectionOut(BaseModel):
         short = len(truth) <= SHORT_ANSWER_CHARS and "\n" not in truth
         if truth and short and truth.lower() not in action.lower():
             action = f"answer {truth}"
+        taken: set[str] = set()
         if source:
-            action = _general_action(action, source)
+            action, taken = _general_action(action, source)
+        if taken:
+            # "When blopez, ..." names the run's user, not a kind of input.
+            kept = [a for a in alternatives(situation) if not _names_a_value(a, taken)]
+            situation = " or ".join(kept)
         # A situation of generic words only ("question", "the user's request") fits
         # every input: such a rule cannot tell one case from another.
-        if not (situation and action and situation_words(situation)):
-            return Reflection(trace_id=trace_id)
-        unwrapped = [_unwrap(k) for k in self.keywords]
+        unwrapped = [_unwrap(k) for k in self.keywords if not _names_a_value(_unwrap(k), taken)]
         keywords = (
             grounded_keywords([k for k in unwrapped if _harmless(k)], source) if source else []
         )
+        if not (situation and situation_words(situation)) and keywords:
+            # The situation named only the run's values: its keywords still say the kind.
+            situation, keywords = keywords[0], keywords[1:]
+        if not (situation and action and situation_words(situation)):
+            return Reflection(trace_id=trace_id)
         if keywords:
             situation = join_situations(situation, *keywords)
         insight = Rule(situation, action).text()
