@@ -11,9 +11,9 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee import Combee, LearnerSettings, Trace
 from langgraph_combee._core.ops import Add
+from langgraph_combee._core.quarantine import QuarantinedOp
 from langgraph_combee._core.types import Decision, StepReport
 from langgraph_combee._learner.acceptance import AcceptAll, CanaryGate
-from langgraph_combee._core.quarantine import QuarantinedOp
 from langgraph_combee._learner.learner import BackgroundLearner, _log_screened
 from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee._learner.step import BeforeSubmit
