@@ -302,7 +302,8 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Serve the pinned playbook, call the model, capture a final response."""
         call = self._guard(self._begin, request)
         if call is None:
-            return handler(request)
+            # Combee's own part failed (a dead store): the agent still gets its tool calls.
+            return self._text_calls(request, handler(request))
         with child_metadata(call.metadata) if call.metadata else _NO_LABELS:
             try:
                 response = handler(call.request)
@@ -333,7 +334,7 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         else:
             call = self._guard(self._begin, request)
         if call is None:
-            return await handler(request)
+            return self._text_calls(request, await handler(request))
         through = write_through(self.agent)
         with child_metadata(call.metadata) if call.metadata else _NO_LABELS:
             try:

@@ -8,9 +8,11 @@ then calls no tool at all, and nothing it could learn would change that. The
 middleware reads such a reply with ``_core.toolcalls.recovered_message``: calls
 to bound tools whose arguments fit the tool's schema become real tool calls,
 others invalid calls that never run (``ServingSettings.recover_tool_calls``
-turns it off). A reply that already has native tool calls, a structured
-response, or no ``{`` in its text is returned as it came, at the cost of a
-type check and a substring test.
+turns it off). A call quoted from the user's message or a tool result, or JSON
+inside a reply that is mostly prose (an explanation, an example), stays text.
+A reply that already has native tool calls, a structured response, or no ``{``
+in its text is returned as it came, at the cost of a type check and a
+substring test.
 """
 
 from __future__ import annotations
@@ -22,7 +24,12 @@ from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelCallResult
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langgraph_combee._core.toolcalls import message_text, recovered_message, tool_table
+from langgraph_combee._core.toolcalls import (
+    MAX_PROSE_CHARS,
+    message_text,
+    recovered_message,
+    tool_table,
+)
 
 __all__ = ["with_text_calls"]
 
@@ -38,7 +45,9 @@ def _candidate(message: BaseMessage) -> bool:
 
 def _recovered(messages: list[BaseMessage], request: ModelRequest[Any]) -> list[BaseMessage]:
     table = tool_table(request.tools)
-    return [recovered_message(m, table, request.messages) for m in messages]
+    return [
+        recovered_message(m, table, request.messages, max_prose=MAX_PROSE_CHARS) for m in messages
+    ]
 
 
 def with_text_calls(request: ModelRequest[Any], response: ModelCallResult) -> ModelCallResult:

@@ -14,6 +14,7 @@ brings) use them. Pure functions on LangChain message types; no I/O.
 from __future__ import annotations
 
 import json
+import math
 import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,6 +26,7 @@ from langchain_core.messages.tool import ToolCall, invalid_tool_call
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 __all__ = [
+    "MAX_PROSE_CHARS",
     "RecoveredCalls",
     "bound_tools",
     "made_before",
@@ -67,29 +69,42 @@ class RecoveredCalls:
     invalid: tuple[InvalidToolCall, ...] = ()
 
 
-def _json_values(text: str) -> list[Any]:
-    """Every JSON object or array in ``text``, left to right, skipping what is not JSON.
+_START = re.compile(r"[\[{]")
+_MAX_DECODES = 2000
+"""Most decode attempts per reply: a reply of braces alone must not cost seconds."""
+
+
+def _json_spans(text: str) -> list[tuple[Any, int, int]]:
+    """Every JSON object or array in ``text`` with its span, left to right.
 
     Scanning decodes at each brace or bracket and jumps past what it decoded,
     so prose, code fences, ``<tool_call>`` tags, a doubled opening brace and
     trailing garbage are all stepped over; the complete calls of a reply cut
-    off by a length limit are kept.
+    off by a length limit are kept. At most ``_MAX_DECODES`` attempts; nesting
+    too deep to decode is skipped like any other text that is not JSON.
     """
-    values = []
-    index = 0
+    spans: list[tuple[Any, int, int]] = []
     text = text[:_MAX_SCAN_CHARS]
-    while index < len(text):
-        if text[index] in "{[":
-            try:
-                value, end = _DECODER.raw_decode(text, index)
-            except ValueError:
-                index += 1
-                continue
-            values.append(value)
-            index = end
-        else:
-            index += 1
-    return values
+    index = 0
+    attempts = 0
+    while attempts < _MAX_DECODES:
+        match = _START.search(text, index)
+        if match is None:
+            break
+        attempts += 1
+        try:
+            value, end = _DECODER.raw_decode(text, match.start())
+        except (ValueError, RecursionError):
+            index = match.start() + 1
+            continue
+        spans.append((value, match.start(), end))
+        index = end
+    return spans
+
+
+def _json_values(text: str) -> list[Any]:
+    """Every JSON object or array in ``text`` (``_json_spans`` without the spans)."""
+    return [value for value, _, _ in _json_spans(text)]
 
 
 def _call_items(value: Any) -> list[dict[str, Any]]:
@@ -131,11 +146,15 @@ def _coerce(value: Any, schema: Mapping[str, Any]) -> tuple[bool, Any]:
                     number = float(value.strip())
                 except ValueError:
                     continue
+                if not math.isfinite(number):
+                    continue  # "nan", "Infinity", "1e400": no amount or count
                 if kind == "number" or number.is_integer():
                     value = int(number) if number.is_integer() else number
                     break
         else:
             return False, value
+    if isinstance(value, float) and not math.isfinite(value):
+        return False, value  # 1e400 reads as inf: no amount or count
     enum = schema.get("enum")
     if isinstance(enum, list) and value not in enum:
         return False, value
@@ -314,8 +333,43 @@ def message_text(message: BaseMessage) -> str:
     return "".join(parts)
 
 
+_WRAPPING = re.compile(r"```[\w-]*|</?tool_call>|<\|[\w_]+\|>")
+MAX_PROSE_CHARS = 200
+"""Most characters of prose a reply may hold around the calls it writes as text.
+
+A reply that is mostly prose with JSON in it explains or quotes a call ("the
+call format is ..."); the 1.5B's calls come bare, fenced, or after one short
+sentence."""
+
+
+def _copied(
+    calls: Sequence[ToolCall], tools: Mapping[str, Any], messages: Sequence[BaseMessage]
+) -> bool:
+    """Whether one of ``calls`` is a call written in a human or tool message of ``messages``.
+
+    A model that quotes a request ("I cannot act on '{...}'") or a tool result
+    back writes a call it did not make: an end user must not be able to have a
+    call run by writing it in their message.
+    """
+    wanted = {_call_key(call["name"], call["args"]) for call in calls}
+    for message in messages:
+        if message.type not in ("human", "tool"):
+            continue
+        text = message_text(message)
+        if "{" not in text:
+            continue
+        written = recover(text, tools)
+        if wanted & {_call_key(c["name"], c["args"]) for c in written.calls}:
+            return True
+    return False
+
+
 def recovered_message(
-    message: BaseMessage, tools: Mapping[str, Any], messages: Sequence[BaseMessage] = ()
+    message: BaseMessage,
+    tools: Mapping[str, Any],
+    messages: Sequence[BaseMessage] = (),
+    *,
+    max_prose: int | None = None,
 ) -> BaseMessage:
     """``message`` with the tool calls written in its text made real; itself when none.
 
@@ -324,12 +378,17 @@ def recovered_message(
     calls), invalid ones ``invalid_tool_calls`` (never executed), and so does a
     call an earlier turn of ``messages`` already made: a small model repeats
     its last call until the recursion limit. A reply cut off by the length
-    limit keeps only its first call.
+    limit keeps only its first call. A call whose tool and arguments stand in a
+    human or tool message of ``messages`` was quoted, not made, and the reply
+    stays text.
 
     Args:
         message: The model's reply.
         tools: Each bound tool's name and JSON schema of parameters (or None).
         messages: The conversation the reply answers.
+        max_prose: Most characters of text besides the JSON (fences and
+            ``<tool_call>`` tags aside) for the reply to be read as calls;
+            None: any.
     """
     if (
         not tools
@@ -341,8 +400,20 @@ def recovered_message(
     text = message_text(message)
     if "{" not in text:
         return message
+    if max_prose is not None:
+        spans = _json_spans(text)
+        rest, at = [], 0
+        for _, start, end in spans:
+            rest.append(text[at:start])
+            at = end
+        rest.append(text[at:])
+        prose = _WRAPPING.sub("", "".join(rest)).strip(" \t\r\n{}")
+        if len(prose) > max_prose:
+            return message
     cut_off = message.response_metadata.get("finish_reason") == "length"
     found = without_repeats(recover(text, tools, cut_off=cut_off), made_before(messages))
+    if found.calls and _copied(found.calls, tools, messages):
+        return message
     update: dict[str, Any] = {}
     if found.calls:
         update = {"content": "", "tool_calls": list(found.calls)}

@@ -43,7 +43,7 @@ from langgraph_combee._core.situations import (
 )
 from langgraph_combee._core.text import message_text
 from langgraph_combee._core.tokens import estimate_tokens
-from langgraph_combee._core.toolcalls import recovered_message, tool_table
+from langgraph_combee._core.toolcalls import MAX_PROSE_CHARS, recovered_message, tool_table
 from langgraph_combee._core.types import Feedback, ToolCall, Trace, TraceMessage
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._learning.budget import LearnerBudget
@@ -342,7 +342,9 @@ class ReplayRun:
             reply = AIMessage(content=message_text(getattr(reply, "content", reply)))
         if self.settings.recover_tool_calls and self.target.tools:
             # As the middleware reads the agent's own replies (``_agent.textcalls``).
-            recovered = recovered_message(reply, tool_table(self.target.tools), messages)
+            recovered = recovered_message(
+                reply, tool_table(self.target.tools), messages, max_prose=MAX_PROSE_CHARS
+            )
             reply = recovered if isinstance(recovered, AIMessage) else reply
         return reply
 

@@ -46,6 +46,7 @@ from langchain_openai import ChatOpenAI  # type: ignore[import-not-found, unused
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from langgraph_combee._core.toolcalls import (
+    MAX_PROSE_CHARS,
     RecoveredCalls,
     bound_tools,
     message_text,
@@ -154,7 +155,7 @@ def _with_recovered_tool_calls(
         return result
     generations = []
     for generation in result.generations:
-        message = recovered_message(generation.message, tools, messages)
+        message = recovered_message(generation.message, tools, messages, max_prose=MAX_PROSE_CHARS)
         if message is not generation.message:
             generation = ChatGeneration(message=message, generation_info=generation.generation_info)
         generations.append(generation)
