@@ -218,16 +218,31 @@ def input_words(text: str) -> frozenset[str]:
     return situation_words(text)
 
 
-_ENDINGS = (("ing", ""), ("ery", "er"), ("ed", ""), ("es", ""), ("s", ""))
+_ENDINGS = (("ing", ""), ("ies", "y"), ("ery", "er"), ("ed", ""), ("es", ""), ("s", ""))
 """English endings a stem drops (or rewrites), tried in turn: "refunds", "delivered",
-"delivery" and "delivering" are read as "refund" and "deliver"."""
+"deliveries", "delivery" and "delivering" are read as "refund" and "deliver"."""
+
+
+def _stem_once(word: str) -> str:
+    for suffix, replacement in _ENDINGS:
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            if suffix == "ed" and word.endswith("eed"):
+                continue  # "exceed", "proceed": no past tense
+            return word[: -len(suffix)] + replacement
+    return word
 
 
 def stem(word: str) -> str:
-    """An English word without its plural, -ing, -ed or -ery ending ("delivered" -> "deliver")."""
-    for suffix, replacement in _ENDINGS:
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)] + replacement
+    """An English word without its plural, -ing, -ed or -ery ending ("delivered" -> "deliver").
+
+    Applied until nothing changes ("deliveries" -> "delivery" -> "deliver"), so a
+    stem is its own stem: a rule word and a request word read alike or not at all.
+    """
+    for _ in range(4):
+        shorter = _stem_once(word)
+        if shorter == word:
+            return word
+        word = shorter
     return word
 
 
@@ -280,10 +295,17 @@ def _forms(word: str) -> list[str]:
     """The words of a request ``situation_words`` reads as ``word``: itself and its endings."""
     if not word.isascii():
         return [word]  # words of other scripts are not stemmed
-    forms = [word + suffix for suffix, replacement in _ENDINGS if not replacement]
+    bases = {word, word + "e"}
     if word.endswith("er"):
-        forms += [word[:-2] + suffix for suffix, replacement in _ENDINGS if replacement == "er"]
-    return [w for w in (word, *forms) if stem(w) == word]
+        bases.add(word[:-2] + "ery")
+    if word.endswith("y"):
+        bases.add(word[:-1] + "ies")
+    endings = ("", "s", "es", "ing", "ed", "d", "y", "ies")
+    # Two endings deep: the stem is applied until nothing changes ("hundreds" ->
+    # "hundred" -> "hundr"), so a form may take two of them.
+    once = {b + e for b in bases for e in endings} | {word[:-2] + "eries"}
+    found = once | {f + e for f in once for e in endings}
+    return sorted(w for w in found if stem(w) == word)
 
 
 class RuleIndex:

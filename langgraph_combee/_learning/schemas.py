@@ -191,11 +191,14 @@ def _names_a_value(alternative: str, values: set[str]) -> bool:
     return bool(words) and words <= values
 
 
-SHORT_ANSWER_CHARS = 240
+SHORT_ANSWER_CHARS = 60
 """Expected answers up to this long (one line) are stated in a small-model rule when it leaves
-them out. Long enough for a few tool calls: seen on the 1.5B on the tool task, a reply whose
-action was the agent's own wrong call ("Done: issue_refund(...)") for a run that needed
-``lookup_order(...); open_case(...)`` (81 characters, over the earlier limit of 60)."""
+them out."""
+CALLS_ANSWER_CHARS = 240
+"""The same for an expected answer that is a list of calls. Seen on the 1.5B on the tool task:
+a reply whose action was the agent's own wrong call ("Done: issue_refund(...)") for a run that
+needed ``lookup_order(...); open_case(...)`` (81 characters). Prose stays at
+``SHORT_ANSWER_CHARS``: a long reply to one customer is no rule for every case."""
 
 
 class SmallReflectionOut(BaseModel):
@@ -228,7 +231,8 @@ class SmallReflectionOut(BaseModel):
         # A short expected answer the action does not carry (the 1.5B model wrote
         # "copy the expected value exactly as given" for a third of its rules): the
         # rule states the answer itself.
-        short = len(truth) <= SHORT_ANSWER_CHARS and "\n" not in truth
+        limit = CALLS_ANSWER_CHARS if _CALLS.match(f"answer {truth}") else SHORT_ANSWER_CHARS
+        short = len(truth) <= limit and "\n" not in truth
         if truth and short and truth.lower() not in action.lower():
             action = f"answer {truth}"
         taken: set[str] = set()

@@ -250,7 +250,8 @@ async def finish(
     # Words the inputs tie to a rule's action join its situation first: what the
     # reflector named is often no word a new input of the case would hold, and a rule
     # whose every alternative sharpening drops keeps the words its inputs share.
-    ops, told = telling.widen(ops, rules.evidence(whole, ops, earlier))
+    verdict = telling.guard_verdict(ctx.guard) if ctx.guard is not None else None
+    ops, told = telling.widen(ops, rules.evidence(whole, ops, earlier), verdict=verdict)
     report.telling_words += told
     ops, vague = rules.sharpen(ops, whole, earlier)
     report.vague_alternatives += vague

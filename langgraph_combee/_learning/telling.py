@@ -30,7 +30,8 @@ situation stays within ``rules.MAX_ALTERNATIVES`` alternatives.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from langgraph_combee._core import words as _words
 from langgraph_combee._core.ops import Add, DeltaOp
@@ -154,33 +155,90 @@ _FUNCTION = frozenset(
 )
 
 
+MAX_WORD_CHARS = 30
+"""Longest word that may join a situation (a longer one is an id or garbage)."""
+_VERDICT_CHARS = 500
+"""The guard's default bullet length, for the checks made without a guard."""
+
+Verdict = Callable[[str], set[str]]
+"""What a guard would find in a rule's text: the kinds of its reasons ("length", "markup"...)."""
+
+
 def harmless(word: str) -> bool:
-    """Whether the guard would neither refuse nor hold ``word`` in a rule's situation."""
-    readings = guard_rules.variants(word)
-    return not (
-        guard_rules.find_override(readings)
-        or guard_rules.find_exfiltration(readings)
-        or guard_rules.find_policy_change(word)
+    """Whether the guard's override, exfiltration and policy checks find nothing in ``word``."""
+    return not _default_verdict(word)
+
+
+def _default_verdict(text: str) -> set[str]:
+    readings = guard_rules.variants(text)
+    found: set[str] = set()
+    if len(text) > _VERDICT_CHARS:
+        found.add("length")
+    if guard_rules.find_override(readings):
+        found.add("instruction override")
+    if guard_rules.find_exfiltration(readings):
+        found.add("exfiltration")
+    if guard_rules.find_policy_change(text):
+        found.add("policy change")
+    return found
+
+
+def guard_verdict(guard: Any) -> Verdict:
+    """The kinds of reasons a ``BulletGuard`` would refuse or hold a text for."""
+
+    def verdict(text: str) -> set[str]:
+        reasons = [*guard.check(text), *guard.policy(text)]
+        return {reason.split(":", 1)[0] for reason in reasons}
+
+    return verdict
+
+
+def _norm_text(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _in_address(text: str, start: int, end: int) -> bool:
+    """Whether the token at ``start:end`` is part of an e-mail address, a URL or a host name."""
+    before = text[start - 1] if start else ""
+    after = text[end] if end < len(text) else ""
+    following = text[end + 1] if end + 1 < len(text) else ""
+    return (
+        (before != "" and before in "@/:.")
+        or (after != "" and after in "@/:")
+        or (after == "." and following.isalnum())
+        or "://" in text[max(0, start - 12) : start]
     )
 
 
-def _surface(stemmed: str, texts: Sequence[str]) -> str | None:
-    """The word as an input wrote it (lower-cased), never a name or a value; None if none.
+class _Surfaces:
+    """The words of the inputs as written, by stem: built once per input text."""
 
-    A word written as a name in any of ``texts`` is a name ("Priya" first in one
-    sentence and inside the next).
-    """
-    names: set[str] = set().union(*(proper_nouns(text) for text in texts))
-    for text in texts:
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.names: set[str] = set().union(*(proper_nouns(t) for t in texts)) if texts else set()
+        self._maps: dict[str, dict[str, str]] = {}
+
+    def of(self, text: str) -> dict[str, str]:
+        known = self._maps.get(text)
+        if known is not None:
+            return known
+        found: dict[str, str] = {}
         for match in _words.tokens(text):
             word = match.group()
             folded = word.casefold()
-            if folded in names or value_like(word) or any(c.isdigit() for c in word):
+            if (
+                len(folded) > MAX_WORD_CHARS
+                or folded in self.names
+                or folded in _FUNCTION
+                or value_like(word)
+                or any(c.isdigit() for c in word)
+                or _in_address(text, match.start(), match.end())
+            ):
                 continue
             key = stem(folded) if folded.isascii() else folded
-            if key == stemmed and situation_words(folded) == frozenset({stemmed}):
-                return folded
-    return None
+            if key not in found and situation_words(folded) == frozenset({key}):
+                found[key] = folded
+        self._maps[text] = found
+        return found
 
 
 def telling_words(
@@ -191,57 +249,81 @@ def telling_words(
     covered: Sequence[frozenset[str]] = (),
     limit: int = MAX_ADDED,
 ) -> list[str]:
-    """The words that tell inputs needing ``action`` from the others, chosen to cover them.
+    """The words that tell inputs needing ``action`` from the others, best first.
 
     ``sources`` are the ids of the traces backing rules with this action; an
     input's need is judged as ``rules.sharpen`` judges it (its ground truth,
-    else the rules it backed). Words are chosen greedily: each next word holds
-    the most inputs needing the action that no alternative chosen so far (nor
-    one of ``covered``, the word sets of the rule's own alternatives) holds,
-    then the most such inputs in all, so the words cover every wording seen
-    ("courier" and "driver", not "courier" and "threw"). Empty when the
-    inputs show too little.
+    else the rules it backed). Inputs are counted by their text (the same
+    request sent twice is one input). A word is a candidate when at least
+    ``MIN_SUPPORT`` inputs needing the action hold it, no input known to need
+    another action does, more inputs needing the action hold it than inputs
+    of unknown need (a right run with no ground truth), and it is in at most
+    half of all inputs. Candidates are ranked greedily: each next one holds the
+    most inputs needing the action that no word ranked so far (nor one of
+    ``covered``, the word sets of the rule's own alternatives) holds, then the
+    most such inputs in all ("courier" and "driver", not "courier" and "threw").
+    Empty when the inputs show too little.
     """
     truths = {item.truth for item in items if item.id in sources} - {""}
-    judged = [(item, needs(item, action, sources, truths)) for item in items]
-    wanted = [item for item, need in judged if need]
-    others = [item for item, need in judged if need is False]
+    wanted: dict[str, Seen] = {}
+    others: dict[str, Seen] = {}
+    unknown: dict[str, Seen] = {}
+    for item in items:
+        need = needs(item, action, sources, truths)
+        side = wanted if need else others if need is False else unknown
+        side.setdefault(_norm_text(item.text) or item.id, item)
     if len(wanted) < MIN_SUPPORT or len(others) < MIN_CONTRARY:
         return []
-    against: set[str] = set().union(*(item.words for item in others))
+    held_by = list(wanted.values())
+    against: set[str] = set().union(*(item.words for item in others.values()))
     holders: dict[str, set[int]] = {}
-    for n, item in enumerate(wanted):
+    for n, item in enumerate(held_by):
         for word in item.words - against:
             holders.setdefault(word, set()).add(n)
-    candidates = {w: held for w, held in holders.items() if len(held) >= MIN_SUPPORT}
-    done = {n for n, item in enumerate(wanted) if any(c and c <= item.words for c in covered)}
+    everything = len(wanted) + len(others) + len(unknown)
+    candidates = {
+        w: held
+        for w, held in holders.items()
+        if len(held) >= MIN_SUPPORT
+        and len(held) > sum(w in item.words for item in unknown.values())
+        and 2 * len(held) <= everything
+    }
+    surfaces = _Surfaces([item.text for item in held_by if item.text])
+    done = {n for n, item in enumerate(held_by) if any(c and c <= item.words for c in covered)}
     out: list[str] = []
     while candidates and len(out) < limit:
         stemmed = min(
             candidates, key=lambda w: (-len(candidates[w] - done), -len(candidates[w]), w)
         )
         held = candidates.pop(stemmed)
-        texts = [wanted[n].text for n in sorted(held) if wanted[n].text]
-        word = _surface(stemmed, texts) or ""
-        # Checked together: single words can make an instruction the guard would refuse
-        # ("ignore" "previous" "instructions"), and it would take the rule with it.
-        if not word or word in _FUNCTION or not harmless(" ".join([*out, word])):
+        written = (surfaces.of(held_by[n].text) for n in sorted(held) if held_by[n].text)
+        surface = next((found[stemmed] for found in written if stemmed in found), None)
+        if surface is None:
             continue
-        out.append(word)
+        out.append(surface)
         done |= held
     return out
 
 
-def widen(ops: Sequence[DeltaOp], items: Sequence[Seen]) -> tuple[list[DeltaOp], int]:
+def widen(
+    ops: Sequence[DeltaOp], items: Sequence[Seen], *, verdict: Verdict | None = None
+) -> tuple[list[DeltaOp], int]:
     """New rules with the telling words of their action joined to their situation.
 
     ``items`` are the inputs known so far (the step's batch and the learner's
     memory, as ``rules.sharpen`` reads them). Rules with one action share the
-    sources of all of them, as in ``rules.sharpen``.
+    sources of all of them, as in ``rules.sharpen``. A word joins only if the
+    rule with it draws no finding of ``verdict`` (the step's guard:
+    ``guard_verdict``) that the rule without it does not: single words can
+    make an instruction override ("skip", "follow the rules"), a policy change
+    ("refund" beside a voucher) or a bullet too long, and the guard would take
+    the honest rule with them. Without a guard, its override, exfiltration,
+    policy and length checks are made.
 
     Returns:
         The ops, and how many words were added (once per distinct rule).
     """
+    judge = verdict or _default_verdict
     parsed = [
         (op, rule)
         for op in ops
@@ -265,16 +347,24 @@ def widen(ops: Sequence[DeltaOp], items: Sequence[Seen]) -> tuple[list[DeltaOp],
         # latest of its least supported alternatives): evidence outranks a guess.
         room = max(1, MAX_ALTERNATIVES - len(have))
         own = [situation_words(a) for a in have]
-        new = [
+        ranked = [
             w
-            for w in telling_words(rule.action, backing, items, covered=own)
+            for w in telling_words(rule.action, backing, items, covered=own, limit=3 * MAX_ADDED)
             if not any(same_situation(w, a) for a in have)
-        ][:room]
+        ]
+        base = judge(op.content)
+        content, new = op.content, list[str]()
+        for word in ranked:
+            if len(new) == min(room, MAX_ADDED):
+                break
+            situation = join_situations(rule.situation, *new, word)
+            candidate = f"When {situation}, {rule.action.rstrip('.')}."
+            if judge(candidate) <= base:
+                new.append(word)
+                content = candidate
         if not new:
             out.append(op)
             continue
         added.update((op.content, w) for w in new)
-        situation = join_situations(rule.situation, *new)
-        content = f"When {situation}, {rule.action.rstrip('.')}."
         out.append(Add(section=op.section, content=content, sources=list(op.sources)))
     return out, len(added)
