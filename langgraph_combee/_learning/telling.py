@@ -48,7 +48,16 @@ from langgraph_combee._learning.rules import (
     value_like,
 )
 
-__all__ = ["MAX_ADDED", "MIN_CONTRARY", "MIN_SUPPORT", "telling_words", "widen"]
+__all__ = [
+    "MAX_ADDED",
+    "MIN_CONTRARY",
+    "MIN_SUPPORT",
+    "Inputs",
+    "guard_verdict",
+    "harmless",
+    "telling_words",
+    "widen",
+]
 
 MIN_SUPPORT = 2
 """Distinct inputs needing the action that must hold a word for it to join the rule."""
@@ -211,10 +220,14 @@ def _in_address(text: str, start: int, end: int) -> bool:
 
 
 class _Surfaces:
-    """The words of the inputs as written, by stem: built once per input text."""
+    """The words of the inputs as written, by stem: read once per input text.
 
-    def __init__(self, texts: Sequence[str]) -> None:
-        self.names: set[str] = set().union(*(proper_nouns(t) for t in texts)) if texts else set()
+    Values, numbers, parts of addresses, function words and overlong words are
+    left out; names are left to the caller (``proper_nouns``), which knows the
+    texts a word came from.
+    """
+
+    def __init__(self) -> None:
         self._maps: dict[str, dict[str, str]] = {}
 
     def of(self, text: str) -> dict[str, str]:
@@ -227,7 +240,6 @@ class _Surfaces:
             folded = word.casefold()
             if (
                 len(folded) > MAX_WORD_CHARS
-                or folded in self.names
                 or folded in _FUNCTION
                 or value_like(word)
                 or any(c.isdigit() for c in word)
@@ -241,10 +253,29 @@ class _Surfaces:
         return found
 
 
+class Inputs:
+    """The inputs known so far, each text once, with the inputs each word is in.
+
+    Built once per step (``widen``) and shared by its rules: a word's inputs are
+    looked up, not found by a scan of every input's words for every rule.
+    """
+
+    def __init__(self, items: Sequence[Seen]) -> None:
+        unique: dict[str, Seen] = {}
+        for item in items:
+            unique.setdefault(_norm_text(item.text) or item.id, item)
+        self.items = list(unique.values())
+        self.holding: dict[str, list[int]] = {}
+        for n, item in enumerate(self.items):
+            for word in item.words:
+                self.holding.setdefault(word, []).append(n)
+        self.surfaces = _Surfaces()
+
+
 def telling_words(
     action: str,
     sources: set[str],
-    items: Sequence[Seen],
+    items: Sequence[Seen] | Inputs,
     *,
     covered: Sequence[frozenset[str]] = (),
     limit: int = MAX_ADDED,
@@ -264,41 +295,39 @@ def telling_words(
     most such inputs in all ("courier" and "driver", not "courier" and "threw").
     Empty when the inputs show too little.
     """
-    truths = {item.truth for item in items if item.id in sources} - {""}
-    wanted: dict[str, Seen] = {}
-    others: dict[str, Seen] = {}
-    unknown: dict[str, Seen] = {}
-    for item in items:
-        need = needs(item, action, sources, truths)
-        side = wanted if need else others if need is False else unknown
-        side.setdefault(_norm_text(item.text) or item.id, item)
-    if len(wanted) < MIN_SUPPORT or len(others) < MIN_CONTRARY:
+    known = items if isinstance(items, Inputs) else Inputs(items)
+    truths = {item.truth for item in known.items if item.id in sources} - {""}
+    need = [needs(item, action, sources, truths) for item in known.items]
+    wanted = [n for n, v in enumerate(need) if v]
+    if len(wanted) < MIN_SUPPORT or sum(v is False for v in need) < MIN_CONTRARY:
         return []
-    held_by = list(wanted.values())
-    against: set[str] = set().union(*(item.words for item in others.values()))
-    holders: dict[str, set[int]] = {}
-    for n, item in enumerate(held_by):
-        for word in item.words - against:
-            holders.setdefault(word, set()).add(n)
-    everything = len(wanted) + len(others) + len(unknown)
-    candidates = {
-        w: held
-        for w, held in holders.items()
-        if len(held) >= MIN_SUPPORT
-        and len(held) > sum(w in item.words for item in unknown.values())
-        and 2 * len(held) <= everything
-    }
-    surfaces = _Surfaces([item.text for item in held_by if item.text])
-    done = {n for n, item in enumerate(held_by) if any(c and c <= item.words for c in covered)}
+    candidates: dict[str, set[int]] = {}
+    for word in {w for n in wanted for w in known.items[n].words}:
+        holders = known.holding[word]
+        held = {n for n in holders if need[n]}
+        if (
+            len(held) < MIN_SUPPORT
+            or 2 * len(holders) > len(known.items)
+            or any(need[n] is False for n in holders)
+            or len(held) <= sum(need[n] is None for n in holders)
+        ):
+            continue
+        candidates[word] = held
+    done = {n for n in wanted if any(c and c <= known.items[n].words for c in covered)}
+    # A word written as a name in any input needing the action is a name ("Priya"
+    # first in one sentence and inside the next).
+    texts_of = [known.items[n].text for n in wanted if known.items[n].text]
+    names: set[str] = set().union(*(proper_nouns(t) for t in texts_of)) if candidates else set()
     out: list[str] = []
     while candidates and len(out) < limit:
         stemmed = min(
             candidates, key=lambda w: (-len(candidates[w] - done), -len(candidates[w]), w)
         )
         held = candidates.pop(stemmed)
-        written = (surfaces.of(held_by[n].text) for n in sorted(held) if held_by[n].text)
+        texts = (known.items[n].text for n in sorted(held) if known.items[n].text)
+        written = (known.surfaces.of(text) for text in texts)
         surface = next((found[stemmed] for found in written if stemmed in found), None)
-        if surface is None:
+        if surface is None or surface in names:
             continue
         out.append(surface)
         done |= held
@@ -331,6 +360,8 @@ def widen(
     ]
     if not parsed or len(items) < MIN_SUPPORT + MIN_CONTRARY:
         return list(ops), 0
+    known = Inputs(items)
+    words_of: dict[tuple[str, frozenset[str], tuple[frozenset[str], ...]], list[str]] = {}
     out: list[DeltaOp] = []
     added: set[tuple[str, str]] = set()
     for op in ops:
@@ -347,11 +378,13 @@ def widen(
         # latest of its least supported alternatives): evidence outranks a guess.
         room = max(1, MAX_ALTERNATIVES - len(have))
         own = [situation_words(a) for a in have]
-        ranked = [
-            w
-            for w in telling_words(rule.action, backing, items, covered=own, limit=3 * MAX_ADDED)
-            if not any(same_situation(w, a) for a in have)
-        ]
+        key = (rule.action, frozenset(backing), tuple(own))
+        if key not in words_of:
+            # Copies of one rule (Combee gives each reflection to two curators) ask once.
+            words_of[key] = telling_words(
+                rule.action, backing, known, covered=own, limit=3 * MAX_ADDED
+            )
+        ranked = [w for w in words_of[key] if not any(same_situation(w, a) for a in have)]
         base = judge(op.content)
         content, new = op.content, list[str]()
         for word in ranked:
