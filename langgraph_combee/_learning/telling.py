@@ -270,6 +270,14 @@ class Inputs:
             for word in item.words:
                 self.holding.setdefault(word, []).append(n)
         self.surfaces = _Surfaces()
+        self._names: dict[str, frozenset[str]] = {}
+
+    def names(self, text: str) -> frozenset[str]:
+        """The words written as names in ``text`` (``rules.proper_nouns``), read once."""
+        found = self._names.get(text)
+        if found is None:
+            found = self._names[text] = proper_nouns(text)
+        return found
 
 
 def telling_words(
@@ -314,10 +322,6 @@ def telling_words(
             continue
         candidates[word] = held
     done = {n for n in wanted if any(c and c <= known.items[n].words for c in covered)}
-    # A word written as a name in any input needing the action is a name ("Priya"
-    # first in one sentence and inside the next).
-    texts_of = [known.items[n].text for n in wanted if known.items[n].text]
-    names: set[str] = set().union(*(proper_nouns(t) for t in texts_of)) if candidates else set()
     out: list[str] = []
     while candidates and len(out) < limit:
         stemmed = min(
@@ -327,7 +331,11 @@ def telling_words(
         texts = (known.items[n].text for n in sorted(held) if known.items[n].text)
         written = (known.surfaces.of(text) for text in texts)
         surface = next((found[stemmed] for found in written if stemmed in found), None)
-        if surface is None or surface in names:
+        # A word written as a name in any input holding it is a name ("Priya" first in
+        # one sentence and inside the next).
+        if surface is None or any(
+            surface in known.names(known.items[n].text) for n in held if known.items[n].text
+        ):
             continue
         out.append(surface)
         done |= held
