@@ -8,6 +8,7 @@ import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain.agents import create_agent
@@ -483,38 +484,44 @@ def test_a_hand_built_trace_replays_from_its_input() -> None:
     assert [(type(m), m.text) for m in messages] == [(HumanMessage, "where is my refund")]
 
 
-def test_tools_are_bound_for_the_replay_and_tool_calls_reach_the_evaluator() -> None:
-    def search(query: str) -> str:
-        """Search the catalogue."""
-        return query
+def _search(query: str) -> str:
+    """Search the catalogue."""
+    return query
 
-    model = ScriptedChatModel(
-        [AIMessage(content="", tool_calls=[{"name": "search", "args": {"query": "x"}, "id": "1"}])]
-    )
-    seen: list[Trace] = []
 
-    def judge(trace: Trace) -> Feedback:
-        seen.append(trace)
-        return Feedback(correct=[c.name for c in trace.tool_calls] == ["search"])
-
-    before = Playbook()
-    candidate = before.apply([]).playbook.replace_bullets(
+def _replay_search_rule(model: Any, judge: Any, settings: ReplaySettings) -> Any:
+    """Verify a one-rule candidate learned from one failing run, the agent bound to search."""
+    candidate = Playbook().replace_bullets(
         [Bullet(id="oth-00001", section="others", content="search first", provenance=["t"])]
     )
     failing = Trace(id="t", input="find x", output="no idea", feedback=Feedback(correct=False))
     _, report = asyncio.run(
         verify(
-            before=before,
+            before=Playbook(),
             candidate=candidate,
             traces=[failing],
-            target=ReplayTarget(model=model, tools=(search,)),
+            target=ReplayTarget(model=model, tools=(_search,)),
             score=make_scorer(judge),
             render=with_playbook,
-            settings=ReplaySettings(),
+            settings=settings,
             version=1,
         )
     )
-    assert model.bound_tools == ["search"]
+    return report
+
+
+def test_tools_are_bound_for_the_replay_and_tool_calls_reach_the_evaluator() -> None:
+    model = ScriptedChatModel(
+        [AIMessage(content="", tool_calls=[{"name": "_search", "args": {"query": "x"}, "id": "1"}])]
+    )
+    seen: list[Trace] = []
+
+    def judge(trace: Trace) -> Feedback:
+        seen.append(trace)
+        return Feedback(correct=[c.name for c in trace.tool_calls] == ["_search"])
+
+    report = _replay_search_rule(model, judge, ReplaySettings())
+    assert model.bound_tools == ["_search"]
     assert [c.args for c in seen[-1].tool_calls] == [{"query": "x"}]
     assert report.rules[0].evidence.fixed == ["t"]
 
@@ -523,32 +530,12 @@ def test_tools_are_bound_for_the_replay_and_tool_calls_reach_the_evaluator() -> 
 def test_a_replayed_call_written_as_text_is_read_as_the_agent_reads_it(recover: bool) -> None:
     # A small model on a plain ChatOpenAI writes the call as text; the middleware makes
     # it a real call (``ServingSettings.recover_tool_calls``), so replay must too.
-    def search(query: str) -> str:
-        """Search the catalogue."""
-        return query
-
-    model = ScriptedChatModel(['{{"name": "search", "arguments": {"query": "x"}}}'])
+    model = ScriptedChatModel(['{{"name": "_search", "arguments": {"query": "x"}}}'])
 
     def judge(trace: Trace) -> Feedback:
-        return Feedback(correct=[c.name for c in trace.tool_calls] == ["search"])
+        return Feedback(correct=[c.name for c in trace.tool_calls] == ["_search"])
 
-    before = Playbook()
-    candidate = before.replace_bullets(
-        [Bullet(id="oth-00001", section="others", content="search first", provenance=["t"])]
-    )
-    failing = Trace(id="t", input="find x", output="no idea", feedback=Feedback(correct=False))
-    _, report = asyncio.run(
-        verify(
-            before=before,
-            candidate=candidate,
-            traces=[failing],
-            target=ReplayTarget(model=model, tools=(search,)),
-            score=make_scorer(judge),
-            render=with_playbook,
-            settings=ReplaySettings(recover_tool_calls=recover),
-            version=1,
-        )
-    )
+    report = _replay_search_rule(model, judge, ReplaySettings(recover_tool_calls=recover))
     assert report.rules[0].evidence.fixed == (["t"] if recover else [])
 
 

@@ -25,6 +25,8 @@ from langchain_core.messages import AIMessage, BaseMessage, InvalidToolCall
 from langchain_core.messages.tool import ToolCall, invalid_tool_call
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from langgraph_combee._core.text import message_text as content_text
+
 __all__ = [
     "MAX_PROSE_CHARS",
     "RecoveredCalls",
@@ -321,16 +323,7 @@ def without_repeats(found: RecoveredCalls, earlier: set[str]) -> RecoveredCalls:
 
 def message_text(message: BaseMessage) -> str:
     """The text of a message: its string content, or its text blocks joined."""
-    content = message.content
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, Mapping) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-    return "".join(parts)
+    return content_text(message.content)
 
 
 _WRAPPING = re.compile(r"```[\w-]*|</?tool_call>|<\|[\w_]+\|>")

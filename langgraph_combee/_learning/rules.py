@@ -651,6 +651,27 @@ def _sharp(
     return kept, [a for a in parts if a not in kept]
 
 
+def backed_rules(ops: Sequence[DeltaOp]) -> list[tuple[DeltaOp, Rule | None, set[str]]]:
+    """Each op with its rule (None when it is no ADD of a rule) and the rule's backing:
+    the sources of every new rule with the same action (copies and rewordings of one
+    action are one piece of evidence)."""
+    parsed = [(op, parse_rule(op.content) if isinstance(op, Add) else None) for op in ops]
+    out: list[tuple[DeltaOp, Rule | None, set[str]]] = []
+    for op, rule in parsed:
+        backing = (
+            {
+                s
+                for other, r in parsed
+                if r is not None and same_action(r.action, rule.action)
+                for s in getattr(other, "sources", ())
+            }
+            if rule is not None
+            else set()
+        )
+        out.append((op, rule, backing))
+    return out
+
+
 def sharpen(
     ops: Sequence[DeltaOp], traces: Sequence[Trace], memory: Sequence[Seen] = ()
 ) -> tuple[list[DeltaOp], int]:
@@ -675,22 +696,13 @@ def sharpen(
     items = evidence(traces, ops, memory)
     if len(items) < 2:
         return list(ops), 0
-    parsed = [
-        (op, rule)
-        for op in ops
-        if isinstance(op, Add) and (rule := parse_rule(op.content)) is not None
-    ]
     out: list[DeltaOp] = []
     dropped: set[tuple[str, str]] = set()
-    for op in ops:
-        rule = parse_rule(op.content) if isinstance(op, Add) else None
+    for op, rule, backing in backed_rules(ops):
         if rule is None:
             out.append(op)
             continue
         assert isinstance(op, Add)
-        backing = {
-            s for other, r in parsed if same_action(r.action, rule.action) for s in other.sources
-        }
         verdict = _sharp(rule, backing, items)
         if verdict is None:
             out.append(op)

@@ -35,15 +35,15 @@ from typing import Any
 
 from langgraph_combee._core import words as _words
 from langgraph_combee._core.ops import Add, DeltaOp
-from langgraph_combee._core.situations import alternatives, parse_rule, situation_words, stem
+from langgraph_combee._core.situations import alternatives, situation_words, stem
 from langgraph_combee._learning import guard_rules
 from langgraph_combee._learning.rules import (
     MAX_ALTERNATIVES,
     Seen,
+    backed_rules,
     join_situations,
     needs,
     proper_nouns,
-    same_action,
     same_situation,
     value_like,
 )
@@ -361,26 +361,18 @@ def widen(
         The ops, and how many words were added (once per distinct rule).
     """
     judge = verdict or _default_verdict
-    parsed = [
-        (op, rule)
-        for op in ops
-        if isinstance(op, Add) and (rule := parse_rule(op.content)) is not None
-    ]
-    if not parsed or len(items) < MIN_SUPPORT + MIN_CONTRARY:
+    backed = backed_rules(ops)
+    if all(rule is None for _, rule, _ in backed) or len(items) < MIN_SUPPORT + MIN_CONTRARY:
         return list(ops), 0
     known = Inputs(items)
     words_of: dict[tuple[str, frozenset[str], tuple[frozenset[str], ...]], list[str]] = {}
     out: list[DeltaOp] = []
     added: set[tuple[str, str]] = set()
-    for op in ops:
-        rule = parse_rule(op.content) if isinstance(op, Add) else None
+    for op, rule, backing in backed:
         if rule is None:
             out.append(op)
             continue
         assert isinstance(op, Add)
-        backing = {
-            s for other, r in parsed if same_action(r.action, rule.action) for s in other.sources
-        }
         have = alternatives(rule.situation)
         # At least one word joins a full situation (``join_situations`` then keeps the
         # latest of its least supported alternatives): evidence outranks a guess.
