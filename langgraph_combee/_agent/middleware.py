@@ -358,9 +358,14 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _text_calls(self, request: ModelRequest[Any], response: ModelCallResult) -> ModelCallResult:
         """``response`` with tool calls written as text made real (``textcalls``), when on."""
-        if not request.tools or not self.agent.server.settings.recover_tool_calls:
+        if not request.tools:
             return response
-        return self._guard(with_text_calls, request, response) or response
+        return self._guard(self._recovered, request, response) or response
+
+    def _recovered(self, request: ModelRequest[Any], response: ModelCallResult) -> ModelCallResult:
+        if not self.agent.server.settings.recover_tool_calls:
+            return response
+        return with_text_calls(request, response)
 
     def _cold(self, request: ModelRequest[Any]) -> bool:
         """Whether preparing this call reads the store (a new run of an uncached tenant)."""
