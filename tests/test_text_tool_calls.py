@@ -198,3 +198,29 @@ def test_scanning_a_hostile_reply_is_bounded_and_never_raises() -> None:
     bad = '{"name": "open_case", "arguments": {"order_id": "NaN", "queue": 1e400}}'
     schema = {"open_case": {"properties": {"queue": {"type": "number"}}, "required": []}}
     assert recover(bad, schema).calls == ()
+
+
+def test_a_call_written_as_python_runs_too() -> None:
+    # Seen on the 1.5B once its learned rules stated calls as "answer open_ticket(...)":
+    # it answered with the call written that way, which no JSON reading finds.
+    combee = Combee(prompt_id="text-python", model=fake_learner())
+    reply = 'open_case(order_id="NW-3", queue="HW-7 (laptops)")'
+    _agent(ScriptedChatModel(replies=[reply, "Done."]), combee).invoke(
+        {"messages": [HumanMessage("My laptop is broken, order NW-3.")]}
+    )
+    assert RAN == [{"order_id": "NW-3", "queue": "HW-7 (laptops)"}]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "You could call open_case(order_id=x, queue=y) yourself.",  # no literals
+        'open_case("NW-3", "HW-7")',  # positional
+        "the open_case( form is broken",  # no closing parenthesis
+        'my.open_case(order_id="NW-3", queue="Q")',  # an attribute, not the tool
+    ],
+)
+def test_text_that_only_names_a_tool_in_python_is_no_call(reply: str) -> None:
+    combee = Combee(prompt_id=f"text-{uuid.uuid4().hex[:6]}", model=fake_learner())
+    _agent(ScriptedChatModel(replies=[reply]), combee).invoke({"messages": [HumanMessage("hi")]})
+    assert RAN == []

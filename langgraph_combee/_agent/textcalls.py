@@ -10,8 +10,9 @@ to bound tools whose arguments fit the tool's schema become real tool calls,
 others invalid calls that never run (``ServingSettings.recover_tool_calls``
 turns it off). A call quoted from the user's message or a tool result, or JSON
 inside a reply that is mostly prose (an explanation, an example), stays text.
-A reply that already has native tool calls, a structured response, or no ``{``
-in its text is returned as it came, at the cost of a type check and a
+Calls written as Python with literal keyword arguments (``open_case(queue="HW-7")``)
+are read too. A reply that already has native tool calls, a structured response,
+or neither ``{`` nor ``(`` in its text is returned as it came, at the cost of a type check and a
 substring test.
 """
 
@@ -39,7 +40,7 @@ def _candidate(message: BaseMessage) -> bool:
         isinstance(message, AIMessage)
         and not message.tool_calls
         and not message.invalid_tool_calls
-        and "{" in message_text(message)
+        and any(c in message_text(message) for c in "{(")
     )
 
 

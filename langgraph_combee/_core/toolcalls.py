@@ -13,6 +13,7 @@ brings) use them. Pure functions on LangChain message types; no I/O.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -250,18 +251,85 @@ def recover(
             call to every tool until the limit), not a plan.
     """
     table: Mapping[str, Any] = tools if isinstance(tools, Mapping) else dict.fromkeys(tools)
-    if not table or "{" not in text:
+    if not table:
         return RecoveredCalls()
-    found = _recover_from(_json_values(text), table)
+    found = _recover_from(_json_values(text), table) if "{" in text else RecoveredCalls()
     if not (found.calls or found.invalid) and _DOUBLED_OPEN.search(text):
         # A doubled brace inside the arguments too: read again with every "{{" made "{".
         found = _recover_from(_json_values(_DOUBLED_OPEN.sub("{", text)), table)
+    if not (found.calls or found.invalid):
+        # Calls written as Python (``open_ticket(queue="HW-7")``): seen on the 1.5B once
+        # its learned rules stated calls that way.
+        found = _recover_from([value for value, _, _ in python_calls(text, table)], table)
     if not cut_off or len(found.calls) <= 1:
         return found
     dropped = _not_run(
         found.calls[1:], "the reply was cut off by the length limit after its first call"
     )
     return RecoveredCalls(calls=found.calls[:1], invalid=found.invalid + dropped)
+
+
+_MAX_CALL_CHARS = 2000
+"""Longest call written as Python that is read (its arguments are literals)."""
+
+
+def _closing(text: str, start: int) -> int | None:
+    """The index after the parenthesis closing the one at ``start``; quotes respected."""
+    depth, quote, index = 0, "", start
+    end = min(len(text), start + _MAX_CALL_CHARS)
+    while index < end:
+        char = text[index]
+        if quote:
+            if char == "\\":
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        index += 1
+    return None
+
+
+def python_calls(text: str, tools: Mapping[str, Any]) -> list[tuple[dict[str, Any], int, int]]:
+    """Calls to bound tools written as Python with keyword arguments, each with its span.
+
+    Only literal arguments count (``queue="HW-7"``, ``count=3``); anything else
+    (a variable, an expression, positional arguments) is no call.
+    """
+    if not tools or "(" not in text:
+        return []
+    names = "|".join(re.escape(name) for name in sorted(tools, key=len, reverse=True))
+    found: list[tuple[dict[str, Any], int, int]] = []
+    for match in re.finditer(rf"(?<![\w.])({names})\s*\(", text[:_MAX_SCAN_CHARS]):
+        if found and match.start() < found[-1][2]:
+            continue
+        end = _closing(text, match.end() - 1)
+        if end is None:
+            continue
+        try:
+            node = ast.parse(text[match.start() : end], mode="eval").body
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        if not isinstance(node, ast.Call) or node.args:
+            continue
+        args: dict[str, Any] = {}
+        for keyword in node.keywords:
+            try:
+                if keyword.arg is None:
+                    raise ValueError
+                args[keyword.arg] = ast.literal_eval(keyword.value)
+            except (ValueError, TypeError, SyntaxError, RecursionError):
+                args = {}
+                break
+        else:
+            found.append(({"name": match.group(1), "arguments": args}, match.start(), end))
+    return found
 
 
 def _not_run(calls: Iterable[ToolCall], why: str) -> tuple[InvalidToolCall, ...]:
@@ -391,10 +459,10 @@ def recovered_message(
     ):
         return message
     text = message_text(message)
-    if "{" not in text:
+    if "{" not in text and "(" not in text:
         return message
     if max_prose is not None:
-        spans = _json_spans(text)
+        spans = _json_spans(text) or python_calls(text, tools)
         rest, at = [], 0
         for _, start, end in spans:
             rest.append(text[at:start])
