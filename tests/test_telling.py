@@ -10,6 +10,7 @@ from langchain_core.messages import BaseMessage
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
 from langgraph_combee._core.ops import Add
 from langgraph_combee._core.situations import RuleIndex, stem
+from langgraph_combee._core.types import ToolCall
 from langgraph_combee._learning import rules, telling
 from langgraph_combee._learning.guard import BulletGuard
 from langgraph_combee._learning.schemas import SmallReflectionOut
@@ -255,6 +256,25 @@ def test_a_user_name_given_to_a_call_is_the_inputs_and_never_a_situation() -> No
     )
     # Nothing but the run's value, and no keyword: no rule.
     assert _small("blopez", [], truth, source) == ""
+
+
+def test_a_user_the_agent_named_in_its_own_calls_is_no_situation() -> None:
+    # Seen on the 1.5B on a help-desk task: the agent reset jsmith's password where a
+    # hardware ticket was needed; the rule read "When keyboard issue or lchen or jsmith".
+    truth = 'open_ticket(queue="HW-7", priority="P2")'
+    source = "jsmith here: my keyboard stopped working after the update."
+    calls = [ToolCall(name="reset_password", args={"username": "jsmith", "channel": "email"})]
+    out = SmallReflectionOut.model_validate(
+        {"situation": "keyboard issue", "keywords": ["jsmith", "keyboard"], "action": "x"}
+    )
+    insight = out.to_reflection("t", ground_truth=truth, source=source, calls=calls).key_insight
+    assert "jsmith" not in insight and insight.startswith("When keyboard issue")
+    # A value given to a parameter that names no one is a word of the case and stays.
+    calls = [ToolCall(name="open_case", args={"reason": "keyboard"})]
+    insight = out.to_reflection("t", ground_truth=truth, source=source, calls=calls).key_insight
+    assert "keyboard" in insight and "jsmith" in insight
+    # Without the calls nothing tells a user name from a word: it stays (as before).
+    assert "jsmith" in out.to_reflection("t", ground_truth=truth, source=source).key_insight
 
 
 WORDS = [

@@ -297,6 +297,11 @@ class StepReport(BaseModel):
         description="Words added to new rules' situations because they recur in inputs that "
         "needed the rule's action and in no input known to need another (``telling.widen``).",
     )
+    narrowed_for_guard: int = Field(
+        0,
+        description="New rules whose situation kept fewer alternatives so that the guard's "
+        "provenance check no longer refused them for the end user's words (``rules.fit``).",
+    )
 
 
 class LearnReport(BaseModel):

@@ -22,6 +22,7 @@ __all__ = [
     "IN_CENTS",
     "converted",
     "holds",
+    "undescribed",
     "values",
 ]
 
@@ -64,6 +65,16 @@ _DESCRIBED = re.compile(
     )
 )
 
+
+def undescribed(text: str) -> str:
+    """``text`` without the descriptions a learned action holds in place of a value.
+
+    They are the learner's own words ("the value in the input, as a date written
+    DD.MM.YYYY"), not words of any run: provenance reads a rule without them.
+    """
+    return _DESCRIBED.sub(" ", text)
+
+
 # A value worth looking for in an answer: a token with a digit or an upper-case code,
 # or a quoted string.
 _VALUE = re.compile(r"['\"`]([^'\"`]{1,60})['\"`]|\b([A-Za-z]*\d[\w-]*|[A-Z]{2,}[\w-]*)\b")
@@ -77,7 +88,7 @@ def values(text: str) -> frozenset[str]:
     forms normalises them first (NFKC).
     """
     found = set()
-    for quoted, token in _VALUE.findall(_DESCRIBED.sub(" ", text)):
+    for quoted, token in _VALUE.findall(undescribed(text)):
         value = (quoted or token).strip()
         if value:
             found.add(value)

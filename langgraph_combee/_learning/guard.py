@@ -167,6 +167,10 @@ class _Verdict:
     refuse: list[str] = field(default_factory=list)
     hold: list[str] = field(default_factory=list)
     support: tuple[str, ...] = ()
+    # The refusals that only say the rule carries too many of the user's words (a
+    # quote of them, or more than the limit): a narrower situation may pass.
+    wordy: list[str] = field(default_factory=list)
+    user_words: int = 0
 
 
 def _flag(name: str, value: Any) -> bool:
@@ -461,6 +465,29 @@ class BulletGuard:
 
     # ---- screening ops -----------------------------------------------------------
 
+    def user_word_fault(
+        self,
+        op: Add | Update,
+        traces: Sequence[Trace],
+        playbook: Playbook | None = None,
+        cache: dict[tuple[str, ...], prov.Evidence] | None = None,
+    ) -> int | None:
+        """How far the checks (the judge left out) refuse ``op`` for its user words only.
+
+        Returns:
+            0 when they let it through (held or not); the number of its words only
+            the end user wrote (at least 1) when every refusal says it carries too
+            many of them (a quote, or more than the limit), so a narrower
+            situation may pass; None when anything else refuses it. ``cache``
+            shares the evidence of the traces between calls.
+        """
+        verdict = self._verdict(op, traces, playbook, {} if cache is None else cache)
+        if not verdict.refuse:
+            return 0
+        if len(verdict.refuse) == len(verdict.wordy):
+            return max(1, verdict.user_words)
+        return None
+
     def _verdict(
         self,
         op: Add | Update,
@@ -496,18 +523,20 @@ class BulletGuard:
                     f"({found.joined[:60]!r})"
                 )
             # A rule stating the operator's answer may quote the situation at length.
+            verdict.user_words = len(found.user_only)
             if found.quoted and not found.answered:
-                verdict.refuse.append(
+                verdict.wordy.append(
                     f"provenance: it quotes the end user ({' '.join(found.quoted)!r}...); user "
                     "text may describe a situation, never make the rule"
                 )
             limit = self.max_situation_words if found.answered else self.max_user_words
             if len(found.user_only) > limit:
                 shown = ", ".join(found.user_only[:8])
-                verdict.refuse.append(
+                verdict.wordy.append(
                     f"provenance: {len(found.user_only)} words only the end user wrote "
                     f"({shown}); user text may describe a situation, never make the rule"
                 )
+            verdict.refuse.extend(verdict.wordy)
         if not verdict.refuse and self.hold_policy_changes:
             verdict.hold = self.policy(op.content, evidence)
             if found is not None and found.echoed and found.user_only:

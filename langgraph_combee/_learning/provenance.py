@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from langgraph_combee._core.types import Trace
+from langgraph_combee._core.values import undescribed
 from langgraph_combee._learning import guard_rules as rules
 
 TRUSTED_FEEDBACK_SOURCES: tuple[str, ...] = ("evaluator", "operator", "reviewer", "ground_truth")
@@ -360,7 +361,13 @@ class Assessment:
 
 
 def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
-    """Compare ``text`` with ``evidence``; words of ``known`` (live text) count as trusted."""
+    """Compare ``text`` with ``evidence``; words of ``known`` (live text) count as trusted.
+
+    The learner's own descriptions of a value ("the value in the input, as a date
+    written DD.MM.YYYY") are no words of the user's, nor of any field: both texts are
+    read without them.
+    """
+    text, known = undescribed(text), undescribed(known)
     already = set(tokens(known)) if known else set()
     fields: dict[str, None] = {}
     user_only: dict[str, None] = {}
@@ -382,7 +389,10 @@ def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
         if label.startswith("ground_truth:")
         for w in words
     }
-    answered = any(w in truths and w not in evidence.user for w in anchors)
+    # The operator's answer is one the conversation does not hold: an untrusted comment
+    # repeating the expected value ("queue was 'hardware', must be 'HW-7'") is no sign
+    # the user wrote it (seen on a help-desk trial, where it cost a rule its answer).
+    answered = any(w in truths and w not in evidence.said for w in anchors)
     # A quote of the user is the user's text even where a trusted field repeats it (an
     # LLM grader quoting the customer, a ticket summary): the run is what matters.
     live = _runs(tokens(known), QUOTE) if known else set()

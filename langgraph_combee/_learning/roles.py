@@ -302,7 +302,9 @@ class SmallRoles(RoleProfile):
         truth = trace.feedback.ground_truth if trace.feedback is not None else None
         if out is None:
             return None
-        return out.to_reflection(trace.id, ground_truth=truth, source=trace.input)
+        return out.to_reflection(
+            trace.id, ground_truth=truth, source=trace.input, calls=trace.tool_calls
+        )
 
     async def curate(
         self,

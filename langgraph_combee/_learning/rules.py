@@ -25,7 +25,7 @@ import dataclasses
 import functools
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from langgraph_combee._core import values as _values
@@ -798,3 +798,60 @@ def _tells_apart(
         if telling(judged):
             return True
     return not seen
+
+
+UserWordFault = Callable[[DeltaOp], int | None]
+"""What the guard finds in an op (``BulletGuard.user_word_fault``): 0 it passes, N it is
+refused only for carrying N of the end user's words, None it is refused for anything else."""
+
+
+def fit(ops: Sequence[DeltaOp], fault: UserWordFault) -> tuple[list[DeltaOp], int]:
+    """New rules the guard would refuse for the user's words alone, narrowed until it would not.
+
+    A situation is written in the input's words, and the reflector's keywords and
+    the telling words join it; on a task whose ground truth the guard does not
+    take as the operator's (``combee.feedback``'s default source), the rule may
+    then carry more of the user's words than the guard allows, or a run of them
+    that reads as a quote, and the whole rule was refused. Its alternatives are
+    dropped one at a time instead, the later ones first (the reflector's
+    situation comes first, keywords after it), each time the one whose removal
+    leaves the fewest user words, until the guard lets the rule through; a rule
+    it still refuses with one alternative left, or refuses for anything else, is
+    left as it was (the guard refuses it). Nothing is added: the narrowed rule is
+    screened again, in full, by the step's guard.
+
+    Returns:
+        The ops, and how many of them were narrowed.
+    """
+    out: list[DeltaOp] = []
+    narrowed = 0
+    for op in ops:
+        rule = parse_rule(op.content) if isinstance(op, Add | Update) else None
+        if rule is None or not fault(op):
+            out.append(op)
+            continue
+        have = alternatives(rule.situation)
+        fitted: DeltaOp | None = None
+        while len(have) > 1 and fitted is None:
+            best: tuple[int, list[str], DeltaOp] | None = None
+            for i in reversed(range(len(have))):
+                rest = have[:i] + have[i + 1 :]
+                kept = rule.keeping(rest)
+                if kept is None:
+                    continue
+                candidate = op.model_copy(update={"content": kept.text()})
+                found = fault(candidate)
+                if found is not None and (best is None or found < best[0]):
+                    best = (found, rest, candidate)
+                if found == 0:
+                    break
+            if best is None:
+                break
+            have = best[1]
+            fitted = best[2] if best[0] == 0 else None
+        if fitted is None:
+            out.append(op)
+            continue
+        narrowed += 1
+        out.append(fitted)
+    return out, narrowed

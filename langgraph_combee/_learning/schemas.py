@@ -16,7 +16,7 @@ from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
 from langgraph_combee._core.situations import Rule, alternatives, situation_words
-from langgraph_combee._core.types import BulletTag, Reflection
+from langgraph_combee._core.types import BulletTag, Reflection, ToolCall
 from langgraph_combee._core.values import FROM_INPUT, converted, holds
 from langgraph_combee._learning import guard_rules
 from langgraph_combee._learning.rules import grounded_keywords, join_situations
@@ -185,6 +185,35 @@ def _general_action(action: str, source: str) -> tuple[str, set[str]]:
     return out, taken
 
 
+_IDENTITY_ARG = re.compile(
+    r"user|name|login|account|email|owner|customer|client|employee|person|member|recipient"
+    r"|assignee|contact|handle",
+    re.I,
+)
+"""Tool parameters whose value names someone (``username``, ``customer_id``, ``assignee``)."""
+
+
+def _identity_values(calls: Sequence[ToolCall], source: str) -> set[str]:
+    """The values the run's own tool calls gave to a parameter naming someone, as the
+    input wrote them (in lower case): the run's users, never a kind of input.
+
+    Seen on the 1.5B on a help-desk task: the agent called
+    ``reset_password(username="jsmith")`` where a ticket was needed, and the rule
+    learned from the run read "When keyboard issue or lchen or jsmith, ...".
+    """
+    found: set[str] = set()
+    for call in calls:
+        for key, value in call.args.items():
+            if (
+                isinstance(value, str)
+                and _IDENTITY_ARG.search(str(key))
+                and re.fullmatch(r"[\w.@-]{2,60}", value)
+                and holds(value, source)
+            ):
+                found.add(value.lower())
+    return found
+
+
 def _names_a_value(alternative: str, values: set[str]) -> bool:
     """Whether every word of ``alternative`` is one of the run's own ``values``."""
     words = {w.lower() for w in re.findall(r"[\w.@-]+", alternative)}
@@ -211,7 +240,12 @@ class SmallReflectionOut(BaseModel):
     action: LooseStr = Field("", description="What to do or answer in that situation.")
 
     def to_reflection(
-        self, trace_id: str, *, ground_truth: str | None = None, source: str = ""
+        self,
+        trace_id: str,
+        *,
+        ground_truth: str | None = None,
+        source: str = "",
+        calls: Sequence[ToolCall] = (),
     ) -> Reflection:
         """Convert to a Reflection whose insight reads ``"When <situation>, <action>."``.
 
@@ -222,7 +256,10 @@ class SmallReflectionOut(BaseModel):
         generic request words) gives no rule. The keywords that are words of the
         run's input (``source``; ``rules.grounded_keywords``) and that the guard
         would not refuse or hold join the situation as alternatives: "When
-        invoice request or receipt, answer ACC-2M.".
+        invoice request or receipt, answer ACC-2M.". A situation or keyword that
+        names only a value of the run (a user name the input holds, given to the
+        expected calls or to one of the run's own ``calls`` for a parameter naming
+        someone) is left out.
         """
         situation = _unwrap(self.situation).rstrip(" :.,")
         situation = re.sub(r"^(?:when|if|for)\s+", "", situation, flags=re.I).replace(",", ";")
@@ -238,6 +275,7 @@ class SmallReflectionOut(BaseModel):
         taken: set[str] = set()
         if source:
             action, taken = _general_action(action, source)
+            taken |= _identity_values(calls, source)
         if taken:
             # "When blopez, ..." names the run's user, not a kind of input.
             kept = [a for a in alternatives(situation) if not _names_a_value(a, taken)]

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from langgraph_combee._core.dedup import Embedder, deduplicate
-from langgraph_combee._core.ops import Add, DeltaOp, Tag
+from langgraph_combee._core.ops import Add, DeltaOp, Tag, Update
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Reflection, StepReport, Trace
 from langgraph_combee._errors import ConfigurationError, LearningError, LLMCallError
 from langgraph_combee._learning import rules, telling
 from langgraph_combee._learning.calls import CallStats, LLMCaller
 from langgraph_combee._learning.guard import BulletGuard
+from langgraph_combee._learning.provenance import Evidence
 from langgraph_combee._learning.roles import FullRoles, RoleProfile, adopt
 from langgraph_combee._learning.support import attribute, promote, support_keys
 
@@ -225,6 +226,19 @@ def _clean(playbook: Playbook, version: int, report: StepReport) -> tuple[Playbo
     return playbook, done
 
 
+def _user_word_fault(
+    guard: BulletGuard, traces: Sequence[Trace], playbook: Playbook
+) -> rules.UserWordFault:
+    cache: dict[tuple[str, ...], Evidence] = {}
+
+    def fault(op: DeltaOp) -> int | None:
+        if not isinstance(op, Add | Update):
+            return 0
+        return guard.user_word_fault(op, traces, playbook, cache)
+
+    return fault
+
+
 async def finish(
     ctx: StepContext,
     playbook: Playbook,
@@ -266,6 +280,11 @@ async def finish(
         ops = [op for op in ops if isinstance(op, Add)]
     guard = ctx.guard
     screening = None
+    if guard is not None and traces:
+        # A rule refused only for carrying too many of the user's words keeps fewer of
+        # its situation's alternatives instead (it is screened in full below).
+        ops, fitted = rules.fit(ops, _user_word_fault(guard, traces, playbook))
+        report.narrowed_for_guard += fitted
     if guard is not None:
         screening = await guard.ascreen(
             ops, traces=traces, playbook=playbook, caller=ctx.caller, stats=stats
