@@ -48,6 +48,10 @@ def test_demo_runs_end_to_end_and_writes_its_record(tmp_path: Path) -> None:
     assert accuracy["holdout_before"] == 0.0  # v0 has no rules; the double cannot guess
     assert accuracy["holdout_after"] >= accuracy["holdout_before"]
     assert accuracy["stream"] == sum(r["correct"] for r in runs) / 36
+    holdout = data["holdout"]
+    assert isinstance(holdout, list) and len(holdout) == 8
+    assert sum(h["correct"] for h in holdout) / 8 == accuracy["holdout_after"]
+    assert all(h["input"] and h["expected"] and "before" in h for h in holdout)
     assert len(data["windows"]) == 6  # type: ignore[arg-type]
     learner = data["learner"]
     assert isinstance(learner, dict)

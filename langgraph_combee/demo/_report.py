@@ -73,6 +73,7 @@ def record(result: DemoResult) -> dict[str, Any]:
             }
             for r in result.runs
         ],
+        "holdout": result.holdout,
     }
 
 

@@ -154,6 +154,9 @@ class DemoResult:
     learner_finished: bool = True
     seconds: dict[str, float] = field(default_factory=dict)
     max_ahead: int = 0
+    # One entry per held-out ticket: its text, the right code and the answers of the
+    # first and final versions (what a reader checks to see what was learned).
+    holdout: list[dict[str, Any]] = field(default_factory=list)
 
     def windows(self) -> list[tuple[int, int, float]]:
         """``(first run, last run, accuracy)`` per window of ``config.window`` runs."""
@@ -497,6 +500,18 @@ def _run(
         display.note(f"Held-out check of v{final.version} on {len(holdout)} tickets ...")
         after = evaluate(task, evaluator, holdout, max_concurrency=workers)
         result.holdout_after = after.accuracy
+        result.holdout = [
+            {
+                "input": example.input,
+                "expected": example.answer,
+                "before": first,
+                "after": last,
+                "correct": right,
+            }
+            for example, first, last, right in zip(
+                holdout, before.answers, after.answers, after.correct, strict=True
+            )
+        ]
         result.seconds["holdout_after"] = round(time.monotonic() - mark, 3)
 
     result.final_version = final.version
