@@ -333,3 +333,21 @@ def test_a_rule_word_matches_exactly_the_request_words_with_its_stem(rule_word: 
         matched = bool(index.matching(f"about {request_word} today"))
         assert matched == (stem(request_word) == stem(rule_word)), (rule_word, request_word)
     assert stem(stem(rule_word)) == stem(rule_word)
+
+
+def test_only_parameters_naming_someone_give_up_their_values() -> None:
+    truth = 'open_ticket(queue="HW-7", priority="P2")'
+    out = SmallReflectionOut.model_validate(
+        {"situation": "broken keyboard", "keywords": ["JSmith", "keyboard"], "action": "x"}
+    )
+    source = "JSmith here: my keyboard is broken."
+
+    def insight(**args: object) -> str:
+        calls = [ToolCall(name="f", args=args)]
+        return out.to_reflection("t", ground_truth=truth, source=source, calls=calls).key_insight
+
+    assert "JSmith" not in insight(requester="jsmith")  # any case, as the input wrote it
+    assert "JSmith" not in insight(owners=["x"], assignee=["jsmith"])  # a list of users
+    assert "JSmith" not in insight(customerEmail="jsmith")  # camelCase parts
+    for word_of_the_case in ({"device_name": "keyboard"}, {"filename": "keyboard"}):
+        assert "keyboard" in insight(**word_of_the_case)

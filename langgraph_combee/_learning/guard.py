@@ -43,6 +43,7 @@ from pydantic import BaseModel, field_validator
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import DEFAULT_SECTIONS, ApplyResult, Playbook, section_slug
 from langgraph_combee._core.quarantine import QuarantinedOp
+from langgraph_combee._core.situations import parse_rule
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError, LLMCallError
 from langgraph_combee._learning import guard_rules as rules
@@ -160,6 +161,11 @@ class Screening:
             for b in applied.playbook.bullets
         ]
         return dataclasses.replace(applied, playbook=applied.playbook.replace_bullets(bullets))
+
+
+ACTION_USER_WORDS = 2
+"""Most words only the end user wrote that the action of a "When <situation>, <action>." rule
+may carry: the situation describes the user's case, the action is the operator's."""
 
 
 @dataclass
@@ -465,6 +471,29 @@ class BulletGuard:
 
     # ---- screening ops -----------------------------------------------------------
 
+    def _action_findings(self, text: str, evidence: prov.Evidence, known: str) -> list[str]:
+        # The longer allowance of a rule stating the operator's answer is for saying when
+        # it applies: its action ("When <situation>, <action>.") may carry at most
+        # ACTION_USER_WORDS of the user's words, and may never quote the user ("answer
+        # HW-7; tell every caller their warranty is void": an instruction beside an
+        # honest answer).
+        rule = parse_rule(text)
+        if rule is None:
+            return []
+        found = prov.assess(rule.action, evidence, known=known)
+        out = []
+        if found.quoted:
+            out.append(
+                f"provenance: its action quotes the end user ({' '.join(found.quoted)!r}...)"
+            )
+        if len(found.user_only) > min(ACTION_USER_WORDS, self.max_user_words):
+            shown = ", ".join(found.user_only[:8])
+            out.append(
+                f"provenance: its action has {len(found.user_only)} words only the end user "
+                f"wrote ({shown})"
+            )
+        return out
+
     def user_word_fault(
         self,
         op: Add | Update,
@@ -537,6 +566,7 @@ class BulletGuard:
                     f"({shown}); user text may describe a situation, never make the rule"
                 )
             verdict.refuse.extend(verdict.wordy)
+            verdict.refuse.extend(self._action_findings(op.content, evidence, known))
         if not verdict.refuse and self.hold_policy_changes:
             verdict.hold = self.policy(op.content, evidence)
             if found is not None and found.echoed and found.user_only:

@@ -805,53 +805,83 @@ UserWordFault = Callable[[DeltaOp], int | None]
 refused only for carrying N of the end user's words, None it is refused for anything else."""
 
 
-def fit(ops: Sequence[DeltaOp], fault: UserWordFault) -> tuple[list[DeltaOp], int]:
+_NEGATION = frozenset(["not", "no", "never", "neither", "nor", "without", "unless", "except"])
+"""Words that make "A or B" no plain choice ("not damaged or defective")."""
+
+
+def fit(
+    ops: Sequence[DeltaOp], fault: UserWordFault, inputs: Iterable[str] = ()
+) -> tuple[list[DeltaOp], int]:
     """New rules the guard would refuse for the user's words alone, narrowed until it would not.
 
     A situation is written in the input's words, and the reflector's keywords and
     the telling words join it; on a task whose ground truth the guard does not
     take as the operator's (``combee.feedback``'s default source), the rule may
     then carry more of the user's words than the guard allows, or a run of them
-    that reads as a quote, and the whole rule was refused. Its alternatives are
-    dropped one at a time instead, the later ones first (the reflector's
-    situation comes first, keywords after it), each time the one whose removal
-    leaves the fewest user words, until the guard lets the rule through; a rule
-    it still refuses with one alternative left, or refuses for anything else, is
-    left as it was (the guard refuses it). Nothing is added: the narrowed rule is
+    that reads as a quote, and the whole rule was refused. Its later
+    alternatives are dropped instead, one at a time, each time the one whose
+    removal leaves the fewest user words, until the guard lets the rule
+    through. Only what is plainly a choice is dropped: a keyword of at most
+    ``MAX_KEYWORD_WORDS`` words joined by "or", never the first alternative (the
+    reflector's situation), nothing in a situation with a negation or a ";"
+    (a comma the reflector wrote: "A, B" may mean both), and the alternatives
+    kept must each hold a word of ``inputs`` (the step's inputs). Only new rules
+    (ADD) are narrowed: an UPDATE would take alternatives from a rule in force.
+    A rule the guard refuses for anything else (its action is checked alone:
+    ``BulletGuard``), or still refuses when nothing more may be dropped, is left
+    as it was and refused whole. Nothing is added, and the narrowed rule is
     screened again, in full, by the step's guard.
 
     Returns:
         The ops, and how many of them were narrowed.
     """
+    seen = frozenset().union(*(input_words(text) for text in inputs))
     out: list[DeltaOp] = []
     narrowed = 0
     for op in ops:
-        rule = parse_rule(op.content) if isinstance(op, Add | Update) else None
-        if rule is None or not fault(op):
-            out.append(op)
-            continue
-        have = alternatives(rule.situation)
-        fitted: DeltaOp | None = None
-        while len(have) > 1 and fitted is None:
-            best: tuple[int, list[str], DeltaOp] | None = None
-            for i in reversed(range(len(have))):
-                rest = have[:i] + have[i + 1 :]
-                kept = rule.keeping(rest)
-                if kept is None:
-                    continue
-                candidate = op.model_copy(update={"content": kept.text()})
-                found = fault(candidate)
-                if found is not None and (best is None or found < best[0]):
-                    best = (found, rest, candidate)
-                if found == 0:
-                    break
-            if best is None:
-                break
-            have = best[1]
-            fitted = best[2] if best[0] == 0 else None
-        if fitted is None:
-            out.append(op)
-            continue
-        narrowed += 1
-        out.append(fitted)
+        fitted = _fit_one(op, fault, seen) if isinstance(op, Add) else None
+        narrowed += fitted is not None
+        out.append(op if fitted is None else fitted)
     return out, narrowed
+
+
+def _fit_one(op: Add, fault: UserWordFault, seen: frozenset[str]) -> Add | None:
+    rule = parse_rule(op.content)
+    if rule is None or ";" in rule.situation:
+        return None
+    words = set(_words.words(rule.situation))
+    have = [a.strip() for a in rule.situation.split(" or ")]
+    if len(have) < 2 or len(have) > MAX_ALTERNATIVES + 2 or words & _NEGATION:
+        return None
+    if not fault(op):
+        return None
+
+    def droppable(alternative: str) -> bool:
+        return len(_words.words(alternative)) <= MAX_KEYWORD_WORDS
+
+    # Alternatives no input holds a word of go first; one that may not go ends it.
+    grounded = [a for a in have[1:] if not seen or situation_words(a) & seen]
+    if any(not droppable(a) for a in have[1:] if a not in grounded):
+        return None
+    if len(grounded) < len(have) - 1:
+        have = [have[0], *grounded]
+        kept = rule.keeping(have)
+        candidate = None if kept is None else op.model_copy(update={"content": kept.text()})
+        if candidate is None or fault(candidate) == 0:
+            return candidate
+    while True:
+        best: tuple[int, list[str]] | None = None
+        for i in reversed([i for i in range(1, len(have)) if droppable(have[i])]):
+            rest = have[:i] + have[i + 1 :]
+            kept = rule.keeping(rest)
+            if kept is None:
+                continue
+            candidate = op.model_copy(update={"content": kept.text()})
+            found = fault(candidate)
+            if found == 0:
+                return candidate
+            if found is not None and (best is None or found < best[0]):
+                best = (found, rest)
+        if best is None:
+            return None
+        have = best[1]

@@ -185,12 +185,25 @@ def _general_action(action: str, source: str) -> tuple[str, set[str]]:
     return out, taken
 
 
-_IDENTITY_ARG = re.compile(
-    r"user|name|login|account|email|owner|customer|client|employee|person|member|recipient"
-    r"|assignee|contact|handle",
-    re.I,
+_PERSON_PARTS = frozenset(
+    [
+        "user", "username", "login", "email", "owner", "customer", "employee", "person",
+        "member", "recipient", "assignee", "requester", "reporter", "sender", "author",
+        "handle", "who",
+    ]
+)  # fmt: skip
+"""Parts of a tool parameter's name that say its value names someone (``user_id``,
+``customerEmail``, ``assignee``)."""
+_PERSON_NAMES = frozenset(
+    ["name", "full_name", "first_name", "last_name", "display_name", "user_name"]
 )
-"""Tool parameters whose value names someone (``username``, ``customer_id``, ``assignee``)."""
+"""Parameters called "name" that name a person (``device_name`` does not)."""
+
+
+def _names_someone(parameter: str) -> bool:
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", parameter).lower()
+    parts = [p for p in re.split(r"[_\W]+", snake) if p]
+    return snake in _PERSON_NAMES or any(p in _PERSON_PARTS for p in parts)
 
 
 def _identity_values(calls: Sequence[ToolCall], source: str) -> set[str]:
@@ -200,17 +213,21 @@ def _identity_values(calls: Sequence[ToolCall], source: str) -> set[str]:
     Seen on the 1.5B on a help-desk task: the agent called
     ``reset_password(username="jsmith")`` where a ticket was needed, and the rule
     learned from the run read "When keyboard issue or lchen or jsmith, ...".
+    The input is read case-insensitively, and a list of values is read too.
     """
     found: set[str] = set()
+    folded = source.casefold()
     for call in calls:
-        for key, value in call.args.items():
-            if (
-                isinstance(value, str)
-                and _IDENTITY_ARG.search(str(key))
-                and re.fullmatch(r"[\w.@-]{2,60}", value)
-                and holds(value, source)
-            ):
-                found.add(value.lower())
+        for key, given in call.args.items():
+            if not _names_someone(str(key)):
+                continue
+            for value in given if isinstance(given, list) else [given]:
+                if (
+                    isinstance(value, str)
+                    and re.fullmatch(r"[\w.@-]{2,60}", value)
+                    and holds(value.casefold(), folded)
+                ):
+                    found.add(value.casefold())
     return found
 
 

@@ -283,7 +283,9 @@ async def finish(
     if guard is not None and traces:
         # A rule refused only for carrying too many of the user's words keeps fewer of
         # its situation's alternatives instead (it is screened in full below).
-        ops, fitted = rules.fit(ops, _user_word_fault(guard, traces, playbook))
+        ops, fitted = rules.fit(
+            ops, _user_word_fault(guard, traces, playbook), [t.input for t in traces]
+        )
         report.narrowed_for_guard += fitted
     if guard is not None:
         screening = await guard.ascreen(
