@@ -248,7 +248,9 @@ class LearnerSettings(_Settings):
             raises ``BudgetExceededError`` (see docs/faults.md).
         min_batch: Fewest traces the background learner takes after
             ``max_wait_seconds`` of low traffic (a full batch is taken at once).
-        max_wait_seconds: Longest a ready trace waits for its batch to fill.
+            Fewer are taken after four times that wait (two minutes by
+            default): the last runs of a burst are never left waiting.
+        max_wait_seconds: How long a ready trace waits for its batch to fill.
         poll_seconds: How often the background learner looks at the queue.
         lease_seconds: Expiry of the learner's writer lease (renewed each pass).
         step_backoff_seconds: First delay after a failed step (0 to 60);

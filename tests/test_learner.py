@@ -61,6 +61,21 @@ async def test_low_traffic_learns_after_max_wait_with_min_batch() -> None:
     assert learner.stats.reports[0].batch_size == 5
 
 
+async def test_traces_fewer_than_min_batch_are_learned_after_four_waits() -> None:
+    # The last runs of a burst: nothing more may come, and nothing is left behind.
+    clock = FakeClock()
+    combee = Combee(prompt_id="p", model=fake_learner(), batch_size=10)
+    learner = _learner(combee, clock, min_batch=3)
+    _capture_all(combee, failing_traces(2))
+    assert await learner.tick() == 0
+    clock.now += 39
+    assert await learner.tick() == 0  # 3.9 waits of 10 s
+    clock.now += 2
+    assert await learner.tick() == 1
+    assert learner.stats.reports[0].batch_size == 2
+    assert combee.queue().pending_count() == 0
+
+
 async def test_failing_step_writes_nothing_releases_traces_and_backs_off() -> None:
     clock = FakeClock()
 

@@ -51,6 +51,8 @@ from langgraph_combee._storage.locked import hold, writer_lock
 logger = logging.getLogger("langgraph_combee.learner")
 
 MAX_REPORTS = 1000  # step reports kept in LearnerStats.reports (the most recent)
+LEFTOVER_WAITS = 4
+"""After this many ``max_wait_seconds``, ready traces are learned however few they are."""
 
 
 @dataclass(frozen=True)
@@ -329,7 +331,11 @@ class BackgroundLearner:
             return False
         since = self._waiting_since.setdefault(tenant, now)
         waited = now - since >= self.settings.max_wait_seconds
-        if ready < size and not (waited and ready >= min(self.settings.min_batch, size)):
+        # Fewer than min_batch traces are taken too, once they have waited LEFTOVER_WAITS
+        # times as long: the last runs of a burst never wait for traffic that may not come.
+        left_over = now - since >= LEFTOVER_WAITS * self.settings.max_wait_seconds
+        enough = ready >= min(self.settings.min_batch, size)
+        if ready < size and not (waited and enough) and not left_over:
             return False
         budget = parts.budget
         if budget is not None and not budget.available():
