@@ -66,11 +66,9 @@ def run(size: str, train_n: int, holdout_n: int, seed: int, drain: float) -> dic
                 except Exception as exc:  # a failed run is scored wrong, never fatal
                     print(f"run failed: {exc!r}", flush=True)
             combee.flush()
-            # Fewer than min_batch leftover traces wait for traffic that never comes
-            # here (the learner takes them only with others): stop waiting for them.
+            # The last traces, fewer than min_batch, are taken after four max_wait_seconds.
             deadline = time.monotonic() + drain
-            least = combee.learner.settings.min_batch
-            while combee.queue().pending_count() >= least and time.monotonic() < deadline:
+            while combee.queue().pending_count() and time.monotonic() < deadline:
                 combee.learner.wait_for_steps(combee.learner.stats.steps + 1, timeout=5.0)
             combee.learner.stop(timeout=max(1.0, deadline - time.monotonic()))
         row["stream_accuracy"] = stream_right / max(1, len(train))
