@@ -162,3 +162,40 @@ def test_module_entry_point_rejects_a_bad_flag() -> None:
     )
     assert done.returncode == 2
     assert "--batch-size" in done.stderr
+
+
+def test_a_swap_names_the_rules_it_rewrote_and_removed() -> None:
+    from langgraph_combee.demo._run import _changes
+    from langgraph_combee.types import Add, Playbook, PromptVersion, Remove, Update
+
+    old = (
+        Playbook()
+        .apply(
+            [
+                Add(section="others", content="When parcel, answer LOG-5T."),
+                Add(section="others", content="When billing, answer PAY-6K."),
+            ]
+        )
+        .playbook
+    )
+    ids = [b.id for b in old.bullets]
+    new = old.apply(
+        [
+            Update(id=ids[0], content="When parcel or tracking, answer LOG-5T."),
+            Remove(id=ids[1]),
+            Add(section="others", content="When refund, answer FIN-7Q."),
+        ]
+    ).playbook
+    added, updated, removed = _changes(
+        PromptVersion(prompt_id="d", playbook=old), PromptVersion(prompt_id="d", playbook=new)
+    )
+    assert added == ("When refund, answer FIN-7Q.",)
+    assert updated == ("When parcel or tracking, answer LOG-5T.",)
+    assert removed == ("When billing, answer PAY-6K.",)
+    out = io.StringIO()
+    PlainDisplay(out).swap(2, 8, added, 2, updated=updated, removed=removed)
+    assert out.getvalue().splitlines()[1:] == [
+        "     + When refund, answer FIN-7Q.",
+        "     ~ When parcel or tracking, answer LOG-5T.",
+        "     - When billing, answer PAY-6K.",
+    ]

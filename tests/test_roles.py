@@ -381,9 +381,9 @@ def test_a_rule_proved_in_service_is_not_overwritten_by_one_contradiction() -> N
 def test_served_outcomes_move_counters_and_a_rule_that_keeps_failing_is_removed() -> None:
     pb = _playbook("When lost parcels, RET-3H.", "When refund requests, FIN-7Q.")
     served = [
-        Trace(id="w1", input="x", output="RET-3H", prompt_version=1,
+        Trace(id="w1", input="My parcel is lost.", output="RET-3H", prompt_version=1,
               feedback=Feedback(correct=False, ground_truth="LOG-8W")),
-        Trace(id="w2", input="y", output="RET-3H", prompt_version=1,
+        Trace(id="w2", input="Two parcels lost", output="RET-3H", prompt_version=1,
               feedback=Feedback(correct=False, ground_truth="LOG-8W")),
         Trace(id="r1", input="z", output="FIN-7Q", prompt_version=1,
               feedback=Feedback(correct=True)),
@@ -410,9 +410,41 @@ def test_served_outcomes_move_counters_and_a_rule_that_keeps_failing_is_removed(
     assert report.playbook.bullets[0].helpful == 1
 
 
+def test_a_rule_the_model_misapplied_to_an_input_it_does_not_speak_of_is_not_discredited() -> None:
+    # The demo's run: the parcel rule was answered for a delivery address, a slow
+    # website and a refund; none of them names a word of its situation.
+    pb = _playbook("When parcel tracking or parcel or five days late, answer LOG-5T.")
+    runs = [
+        Trace(id=f"m{i}", input=text, output="LOG-5T", prompt_version=1,
+              feedback=Feedback(correct=False, ground_truth=truth))
+        for i, (text, truth) in enumerate([
+            ("I need to change the delivery address for order A47923.", "LOG-1A"),
+            ("The website times out when I search for a coffee grinder.", "WEB-2P"),
+            ("My refund has still not arrived.", "FIN-7Q"),
+        ])
+    ]  # fmt: skip
+    tags, misapplied = rules.served_evidence(pb, runs)
+    assert (tags, misapplied) == ([], 3)
+    # An input that names the rule's words is evidence against it, as before.
+    named = runs[0].model_copy(update={"input": "The parcel tracking page is empty.", "id": "n"})
+    tags, misapplied = rules.served_evidence(pb, [*runs, named])
+    assert [(t.id, t.harmful) for t in tags] == [("oth-00001", 1)]  # type: ignore[union-attr]
+    assert misapplied == 3
+
+    combee = Combee(
+        prompt_id="misapplied",
+        model=fake_learner(),
+        batch_size=4,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
+    _seed(combee, pb)
+    step = combee.learn(runs).steps[0]
+    assert (step.served_harmful, step.served_misapplied, step.discredited) == (0, 3, 0)
+
+
 def test_the_token_budget_evicts_the_rule_with_the_worst_service_record_first() -> None:
     pb = _playbook("When lost parcels, RET-3H.", "When refund requests, FIN-7Q.")
-    wrong = Trace(id="w", input="x", output="FIN-7Q", prompt_version=1,
+    wrong = Trace(id="w", input="A refund request", output="FIN-7Q", prompt_version=1,
                   feedback=Feedback(correct=False))  # fmt: skip
     tagged = pb.apply(rules.served_tags(pb, [wrong])).playbook
     budget = tagged.token_count() - 5

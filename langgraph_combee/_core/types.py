@@ -286,6 +286,11 @@ class StepReport(BaseModel):
     )
     served_helpful: int = Field(0, description="Helpful verdicts from served outcomes.")
     served_harmful: int = Field(0, description="Harmful verdicts from served outcomes.")
+    served_misapplied: int = Field(
+        0,
+        description="Wrong runs that answered a rule's value for an input sharing no word with "
+        "its situation: the model misread the playbook; evidence against no rule.",
+    )
     discredited: int = Field(0, description="Bullets removed because service proved them wrong.")
     vague_alternatives: int = Field(
         0,

@@ -14,7 +14,8 @@ tell when two rules speak about the same situation:
   rule left with no alternative is dropped);
 * ``served_tags`` moves helpful/harmful counters from served outcomes: a run
   whose answer carries a served rule's value followed that rule, and its
-  verdict (right or wrong) is evidence for or against it;
+  verdict (right or wrong) is evidence for or against it (a wrong run counts
+  against a rule only when its input shares a word with the rule's situation);
 * ``discredited`` names bullets the evidence now says are wrong;
 * ``conflicts`` lists live bullets that still contradict each other.
 """
@@ -439,24 +440,48 @@ def served_tags(playbook: Playbook, traces: Iterable[Trace]) -> list[DeltaOp]:
     carries the rule's values followed it: helpful if the run was right,
     harmful if it was wrong. Rules that name no value, or that the answer did
     not follow, get nothing from that run.
+
+    A wrong run counts against a "When <situation>, <action>." rule only when its
+    input shares a content word with the situation (``misapplied``): a small
+    model that answers a rule's value for an input the rule does not speak of
+    misread the playbook, and the cure is a rule for that input (its reflection
+    writes one), not the loss of a rule that is right for its own case. The
+    demo's run lost its parcel and account-deletion rules so, to runs about a
+    delivery address and a GDPR request.
     """
+    return served_evidence(playbook, traces)[0]
+
+
+def served_evidence(playbook: Playbook, traces: Iterable[Trace]) -> tuple[list[DeltaOp], int]:
+    """``served_tags`` and the number of wrong runs that followed a rule they share no
+    content word with (misapplied: evidence against neither)."""
     counts: dict[str, list[int]] = {}
     sources: dict[str, list[str]] = {}
+    misapplied = 0
     for trace in traces:
         verdict = trace.feedback.correct if trace.feedback is not None else None
         if verdict is None:
             continue
+        words: frozenset[str] | None = None
         for bullet in served(playbook, trace):
             rule = parse_rule(bullet.content)
             action = rule.action if rule is not None else bullet.content
             if not followed(action, trace.output):
                 continue
+            if not verdict and rule is not None:
+                situation = situation_words(rule.situation)
+                if words is None:
+                    words = input_words(trace.input[:MAX_FOCUS_TEXT])
+                if situation and not situation & words:
+                    misapplied += 1
+                    continue
             pair = counts.setdefault(bullet.id, [0, 0])
             pair[0 if verdict else 1] += 1
             sources.setdefault(bullet.id, []).append(trace.id)
-    return [
+    tags: list[DeltaOp] = [
         Tag(id=bid, helpful=h, harmful=x, sources=sources[bid]) for bid, (h, x) in counts.items()
     ]
+    return tags, misapplied
 
 
 def discredited(playbook: Playbook) -> list[DeltaOp]:

@@ -196,7 +196,8 @@ def _weigh(
     the new rules settled among themselves, those with one action folded into one rule,
     and all reconciled with the playbook as narrowed (``rules``), conflicts recorded in
     the report."""
-    served = rules.served_tags(playbook, traces)
+    served, misapplied = rules.served_evidence(playbook, traces)
+    report.served_misapplied += misapplied
     for tag in served:
         assert isinstance(tag, Tag)
         report.served_helpful += tag.helpful

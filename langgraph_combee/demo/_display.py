@@ -45,8 +45,17 @@ class Display(Protocol):
     def window(self, first: int, last: int, accuracy: float, version: int) -> None:
         """A window of runs finished."""
 
-    def swap(self, version: int, after_run: int, added: Sequence[str], bullets: int) -> None:
-        """The agent now serves ``version``."""
+    def swap(
+        self,
+        version: int,
+        after_run: int,
+        added: Sequence[str],
+        bullets: int,
+        *,
+        updated: Sequence[str] = (),
+        removed: Sequence[str] = (),
+    ) -> None:
+        """The agent now serves ``version`` (rules added, rewritten as ``updated``, ``removed``)."""
 
     def stop(self) -> None:
         """The stream is over (the live view ends)."""
@@ -83,14 +92,24 @@ class PlainDisplay:
         """Print the window's accuracy."""
         self._out(f"runs {first:4d}-{last:4d}: accuracy {accuracy:4.0%}  (serving v{version})")
 
-    def swap(self, version: int, after_run: int, added: Sequence[str], bullets: int) -> None:
-        """Print the swap and the bullets it added."""
+    def swap(
+        self,
+        version: int,
+        after_run: int,
+        added: Sequence[str],
+        bullets: int,
+        *,
+        updated: Sequence[str] = (),
+        removed: Sequence[str] = (),
+    ) -> None:
+        """Print the swap and the bullets it added, rewrote (~) and removed (-)."""
         self._out(
             f"  -> v{version} in force after run {after_run}: +{len(added)} bullets "
             f"({bullets} in the playbook)"
         )
-        for text in added:
-            self._out(f"     + {text}")
+        for mark, texts in (("+", added), ("~", updated), ("-", removed)):
+            for text in texts:
+                self._out(f"     {mark} {text}")
 
     def stop(self) -> None:
         """Nothing to tear down."""
@@ -175,8 +194,17 @@ class RichDisplay:
             highlight=False,
         )
 
-    def swap(self, version: int, after_run: int, added: Sequence[str], bullets: int) -> None:
-        """Print the swap and the bullets it added."""
+    def swap(
+        self,
+        version: int,
+        after_run: int,
+        added: Sequence[str],
+        bullets: int,
+        *,
+        updated: Sequence[str] = (),
+        removed: Sequence[str] = (),
+    ) -> None:
+        """Print the swap and the bullets it added, rewrote (~) and removed (-)."""
         from rich.markup import escape
 
         self.console.print(
@@ -184,8 +212,13 @@ class RichDisplay:
             f"+{len(added)} bullets ({bullets} in the playbook)",
             highlight=False,
         )
-        for text in added:
-            self.console.print(f"     [green]+[/] {escape(text)}", highlight=False)
+        for mark, texts in (
+            ("[green]+[/]", added),
+            ("[yellow]~[/]", updated),
+            ("[red]-[/]", removed),
+        ):
+            for text in texts:
+                self.console.print(f"     {mark} {escape(text)}", highlight=False)
 
     def stop(self) -> None:
         """End the live view (its last frame stays on screen)."""

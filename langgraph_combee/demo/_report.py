@@ -53,6 +53,8 @@ def record(result: DemoResult) -> dict[str, Any]:
                 "updated": s.updated,
                 "removed": s.removed,
                 "bullets": s.bullets,
+                "updated_rules": list(s.updated_rules),
+                "removed_rules": list(s.removed_rules),
             }
             for s in result.swaps
         ],

@@ -135,6 +135,9 @@ class Swap:
     updated: int
     removed: int
     bullets: int
+    # The new text of the rules rewritten, the old text of those removed.
+    updated_rules: tuple[str, ...] = ()
+    removed_rules: tuple[str, ...] = ()
 
 
 @dataclass
@@ -168,12 +171,18 @@ class DemoResult:
         return out
 
 
-def _changes(old: PromptVersion, new: PromptVersion) -> tuple[tuple[str, ...], int, int]:
+def _changes(
+    old: PromptVersion, new: PromptVersion
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The bullets ``new`` added, the new text of those it rewrote, the old text of those
+    it removed."""
     before = {b.id: b.content for b in old.playbook.bullets}
     after = {b.id: b.content for b in new.playbook.bullets}
     added = tuple(content for bid, content in after.items() if bid not in before)
-    updated = sum(1 for bid, content in after.items() if bid in before and before[bid] != content)
-    removed = sum(1 for bid in before if bid not in after)
+    updated = tuple(
+        content for bid, content in after.items() if bid in before and before[bid] != content
+    )
+    removed = tuple(content for bid, content in before.items() if bid not in after)
     return added, updated, removed
 
 
@@ -346,13 +355,17 @@ class _Stream:
             after_run=len(self.result.runs),
             seconds=round(time.monotonic() - self.started, 3),
             added=added,
-            updated=updated,
-            removed=removed,
+            updated=len(updated),
+            removed=len(removed),
             bullets=len(head.playbook.bullets),
+            updated_rules=updated,
+            removed_rules=removed,
         )
         self.result.swaps.append(swap)
         self.head = head
-        self.display.swap(swap.version, swap.after_run, swap.added, swap.bullets)
+        self.display.swap(
+            swap.version, swap.after_run, swap.added, swap.bullets, updated=updated, removed=removed
+        )
 
     def learner_state(self) -> str:
         stats = self.combee.learner.stats
