@@ -423,12 +423,20 @@ def test_a_rule_the_model_misapplied_to_an_input_it_does_not_speak_of_is_not_dis
             ("My refund has still not arrived.", "FIN-7Q"),
         ])
     ]  # fmt: skip
-    tags, misapplied = rules.served_evidence(pb, runs)
-    assert (tags, misapplied) == ([], 3)
+    own = Trace(id="own", input="My parcel with the blender is five days late.",
+                output="LOG-5T", prompt_version=1,
+                feedback=Feedback(correct=True, ground_truth="LOG-5T"))  # fmt: skip
+    # Grounded by an input of its own case (in the batch, or remembered from before).
+    for traces, seen in (([*runs, own], None), (runs, rules.seen_inputs([own]))):
+        tags, misapplied = rules.served_evidence(pb, traces, seen)
+        assert misapplied == 3
+        assert [(t.id, t.harmful) for t in tags] == [  # type: ignore[union-attr]
+            ("oth-00001", 0)
+        ] * (own in traces)
     # An input that names the rule's words is evidence against it, as before.
     named = runs[0].model_copy(update={"input": "The parcel tracking page is empty.", "id": "n"})
-    tags, misapplied = rules.served_evidence(pb, [*runs, named])
-    assert [(t.id, t.harmful) for t in tags] == [("oth-00001", 1)]  # type: ignore[union-attr]
+    tags, misapplied = rules.served_evidence(pb, [*runs, own, named])
+    assert [(t.id, t.helpful, t.harmful) for t in tags] == [("oth-00001", 1, 1)]  # type: ignore[union-attr]
     assert misapplied == 3
 
     combee = Combee(
@@ -438,8 +446,25 @@ def test_a_rule_the_model_misapplied_to_an_input_it_does_not_speak_of_is_not_dis
         algorithm=AlgorithmSettings(roles="small"),
     )
     _seed(combee, pb)
-    step = combee.learn(runs).steps[0]
+    step = combee.learn([*runs, own]).steps[0]
     assert (step.served_harmful, step.served_misapplied, step.discredited) == (0, 3, 0)
+    assert "When parcel tracking" in combee.current().playbook.render()
+
+
+def test_a_rule_no_input_of_its_own_case_matches_is_discredited_by_any_wrong_run() -> None:
+    # "When in doubt" names no word of the inputs: it is not the model's misreading
+    # when every kind of ticket follows it; it is the rule.
+    pb = _playbook("When in doubt, answer FIN-7Q.")
+    runs = [
+        Trace(id=f"d{i}", input=text, output="FIN-7Q", prompt_version=1,
+              feedback=Feedback(correct=False, ground_truth="LOG-1A"))
+        for i, text in enumerate(["Change my delivery address.", "Wrong address on my order."])
+    ]  # fmt: skip
+    refund = Trace(id="r", input="My refund has not arrived.", output="FIN-7Q", prompt_version=1,
+                   feedback=Feedback(correct=True, ground_truth="FIN-7Q"))  # fmt: skip
+    tags, misapplied = rules.served_evidence(pb, [*runs, refund])
+    assert misapplied == 0
+    assert [(t.id, t.helpful, t.harmful) for t in tags] == [("oth-00001", 1, 2)]  # type: ignore[union-attr]
 
 
 def test_the_token_budget_evicts_the_rule_with_the_worst_service_record_first() -> None:

@@ -14,8 +14,9 @@ tell when two rules speak about the same situation:
   rule left with no alternative is dropped);
 * ``served_tags`` moves helpful/harmful counters from served outcomes: a run
   whose answer carries a served rule's value followed that rule, and its
-  verdict (right or wrong) is evidence for or against it (a wrong run counts
-  against a rule only when its input shares a word with the rule's situation);
+  verdict (right or wrong) is evidence for or against it (a wrong run whose
+  input shares no word with a grounded rule's situation is the model's
+  misreading, held against no rule);
 * ``discredited`` names bullets the evidence now says are wrong;
 * ``conflicts`` lists live bullets that still contradict each other.
 """
@@ -439,26 +440,49 @@ def served_tags(playbook: Playbook, traces: Iterable[Trace]) -> list[DeltaOp]:
     A run with a verdict (``correct``) that was served a rule and whose answer
     carries the rule's values followed it: helpful if the run was right,
     harmful if it was wrong. Rules that name no value, or that the answer did
-    not follow, get nothing from that run.
-
-    A wrong run counts against a "When <situation>, <action>." rule only when its
-    input shares a content word with the situation (``misapplied``): a small
-    model that answers a rule's value for an input the rule does not speak of
-    misread the playbook, and the cure is a rule for that input (its reflection
-    writes one), not the loss of a rule that is right for its own case. The
-    demo's run lost its parcel and account-deletion rules so, to runs about a
-    delivery address and a GDPR request.
+    not follow, get nothing from that run. ``served_evidence`` says when a
+    wrong run is the model's misreading rather than evidence against the rule.
     """
     return served_evidence(playbook, traces)[0]
 
 
-def served_evidence(playbook: Playbook, traces: Iterable[Trace]) -> tuple[list[DeltaOp], int]:
-    """``served_tags`` and the number of wrong runs that followed a rule they share no
-    content word with (misapplied: evidence against neither)."""
+def _grounded(rule: Rule, words: frozenset[str], seen: Sequence[Seen]) -> bool:
+    """Whether an input of the rule's own case (it needed the action) names a word of its
+    situation: the situation describes real inputs, not everything."""
+    for item in seen:
+        if not words & item.words:
+            continue
+        if any(same_action(a, rule.action) for a in item.actions):
+            return True
+        if item.truth and followed(rule.action, item.truth):
+            return True
+    return False
+
+
+def served_evidence(
+    playbook: Playbook, traces: Iterable[Trace], seen: Sequence[Seen] | None = None
+) -> tuple[list[DeltaOp], int]:
+    """``served_tags``, and the number of wrong runs held against no rule (misapplied).
+
+    A wrong run that followed a "When <situation>, <action>." rule is evidence
+    against it only when its input shares a content word with the situation,
+    or when the rule is not grounded: no input of the traces or of ``seen``
+    (inputs remembered from earlier steps) that needed its action names a word
+    of its situation. A small
+    model answers a grounded rule's value for inputs the rule does not speak
+    of (the demo's 1.5B routed a delivery address, a slow website and a refund
+    to the parcel rule, and lost it); that is the model misreading the
+    playbook, and the cure is the rule those inputs lacked, which their own
+    reflections write. A rule that matches no input of its own case ("When in
+    doubt, ...") has no such excuse: every wrong run that followed it counts.
+    """
+    runs = list(traces)
+    known = [*seen_inputs(runs), *(seen or ())]
     counts: dict[str, list[int]] = {}
     sources: dict[str, list[str]] = {}
+    grounded: dict[str, bool] = {}
     misapplied = 0
-    for trace in traces:
+    for trace in runs:
         verdict = trace.feedback.correct if trace.feedback is not None else None
         if verdict is None:
             continue
@@ -473,8 +497,11 @@ def served_evidence(playbook: Playbook, traces: Iterable[Trace]) -> tuple[list[D
                 if words is None:
                     words = input_words(trace.input[:MAX_FOCUS_TEXT])
                 if situation and not situation & words:
-                    misapplied += 1
-                    continue
+                    if bullet.id not in grounded:
+                        grounded[bullet.id] = _grounded(rule, situation, known)
+                    if grounded[bullet.id]:
+                        misapplied += 1
+                        continue
             pair = counts.setdefault(bullet.id, [0, 0])
             pair[0 if verdict else 1] += 1
             sources.setdefault(bullet.id, []).append(trace.id)

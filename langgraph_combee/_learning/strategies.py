@@ -191,12 +191,13 @@ def _weigh(
     traces: Sequence[Trace],
     report: StepReport,
     version: int,
+    seen: Sequence[rules.Seen] = (),
 ) -> list[DeltaOp]:
-    """Served-outcome verdicts first, then the live rules ``narrowed`` by the memory, then
-    the new rules settled among themselves, those with one action folded into one rule,
-    and all reconciled with the playbook as narrowed (``rules``), conflicts recorded in
-    the report."""
-    served, misapplied = rules.served_evidence(playbook, traces)
+    """Served-outcome verdicts first (``seen``: the inputs remembered, which ground
+    rules), then the live rules ``narrowed`` by the memory, then the new rules settled
+    among themselves, those with one action folded into one rule, and all reconciled
+    with the playbook as narrowed (``rules``), conflicts recorded in the report."""
+    served, misapplied = rules.served_evidence(playbook, traces, seen)
     report.served_misapplied += misapplied
     for tag in served:
         assert isinstance(tag, Tag)
@@ -274,9 +275,10 @@ async def finish(
     # Rules already served are narrowed too, once the inputs seen since show an
     # alternative of theirs is shared by cases that need other actions.
     if ctx.corrections:
-        narrowed, dropped = rules.sharpen_playbook(playbook, ctx.memory.items())
+        remembered = ctx.memory.items()
+        narrowed, dropped = rules.sharpen_playbook(playbook, remembered)
         report.vague_alternatives += dropped
-        ops = _weigh(playbook, narrowed, ops, traces, report, version)
+        ops = _weigh(playbook, narrowed, ops, traces, report, version, remembered)
     else:
         ops = [op for op in ops if isinstance(op, Add)]
     guard = ctx.guard
