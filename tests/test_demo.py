@@ -199,3 +199,18 @@ def test_a_swap_names_the_rules_it_rewrote_and_removed() -> None:
         "     ~ When parcel or tracking, answer LOG-5T.",
         "     - When billing, answer PAY-6K.",
     ]
+
+
+def test_a_learned_rule_prints_as_written_on_one_line() -> None:
+    from rich.console import Console
+
+    from langgraph_combee.demo._display import RichDisplay
+
+    rule = "When [bold red]x[/] or :warning: C:\\dir\\\nline\x1b[31m, answer A-1."
+    out = io.StringIO()
+    RichDisplay(Console(file=out, width=200, color_system=None)).swap(1, 4, (), 1, removed=[rule])
+    plain = io.StringIO()
+    PlainDisplay(plain).swap(1, 4, (), 1, removed=[rule])
+    expected = "     - When [bold red]x[/] or :warning: C:\\dir\\ line [31m, answer A-1."
+    assert out.getvalue().splitlines()[1] == expected
+    assert plain.getvalue().splitlines()[1] == expected

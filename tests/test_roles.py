@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import re
@@ -410,33 +411,33 @@ def test_served_outcomes_move_counters_and_a_rule_that_keeps_failing_is_removed(
     assert report.playbook.bullets[0].helpful == 1
 
 
-def test_a_rule_the_model_misapplied_to_an_input_it_does_not_speak_of_is_not_discredited() -> None:
+def _wrong(i: int, text: str, truth: str, output: str = "LOG-5T") -> Trace:
+    return Trace(id=f"m{i}", input=text, output=output, prompt_version=1,
+                 feedback=Feedback(correct=False, ground_truth=truth))  # fmt: skip
+
+
+def test_a_rule_the_model_misapplied_to_inputs_it_does_not_speak_of_is_not_discredited() -> None:
     # The demo's run: the parcel rule was answered for a delivery address, a slow
     # website and a refund; none of them names a word of its situation.
     pb = _playbook("When parcel tracking or parcel or five days late, answer LOG-5T.")
     runs = [
-        Trace(id=f"m{i}", input=text, output="LOG-5T", prompt_version=1,
-              feedback=Feedback(correct=False, ground_truth=truth))
-        for i, (text, truth) in enumerate([
-            ("I need to change the delivery address for order A47923.", "LOG-1A"),
-            ("The website times out when I search for a coffee grinder.", "WEB-2P"),
-            ("My refund has still not arrived.", "FIN-7Q"),
-        ])
-    ]  # fmt: skip
+        _wrong(0, "I need to change the delivery address for order A47923.", "LOG-1A"),
+        _wrong(1, "The website times out when I search for a coffee grinder.", "WEB-2P"),
+        _wrong(2, "My refund has still not arrived.", "FIN-7Q"),
+    ]
     own = Trace(id="own", input="My parcel with the blender is five days late.",
                 output="LOG-5T", prompt_version=1,
                 feedback=Feedback(correct=True, ground_truth="LOG-5T"))  # fmt: skip
-    # Grounded by an input of its own case (in the batch, or remembered from before).
-    for traces, seen in (([*runs, own], None), (runs, rules.seen_inputs([own]))):
+    # Grounded by an input of its own case, in the batch or remembered from before:
+    # three misreadings count as one harmful verdict.
+    for traces, seen in (([*runs, own], []), (runs, rules.seen_inputs([own]))):
         tags, misapplied = rules.served_evidence(pb, traces, seen)
         assert misapplied == 3
-        assert [(t.id, t.harmful) for t in tags] == [  # type: ignore[union-attr]
-            ("oth-00001", 0)
-        ] * (own in traces)
-    # An input that names the rule's words is evidence against it, as before.
-    named = runs[0].model_copy(update={"input": "The parcel tracking page is empty.", "id": "n"})
+        assert [(t.helpful, t.harmful) for t in tags] == [(int(own in traces), 1)]  # type: ignore[union-attr]
+    # An input that names the rule's words counts in full, as before.
+    named = _wrong(9, "The parcel tracking page is empty.", "LOG-1A")
     tags, misapplied = rules.served_evidence(pb, [*runs, own, named])
-    assert [(t.id, t.helpful, t.harmful) for t in tags] == [("oth-00001", 1, 1)]  # type: ignore[union-attr]
+    assert [(t.helpful, t.harmful) for t in tags] == [(1, 2)]  # type: ignore[union-attr]
     assert misapplied == 3
 
     combee = Combee(
@@ -447,24 +448,58 @@ def test_a_rule_the_model_misapplied_to_an_input_it_does_not_speak_of_is_not_dis
     )
     _seed(combee, pb)
     step = combee.learn([*runs, own]).steps[0]
-    assert (step.served_harmful, step.served_misapplied, step.discredited) == (0, 3, 0)
+    assert (step.served_harmful, step.served_misapplied, step.discredited) == (1, 3, 0)
     assert "When parcel tracking" in combee.current().playbook.render()
 
 
-def test_a_rule_no_input_of_its_own_case_matches_is_discredited_by_any_wrong_run() -> None:
-    # "When in doubt" names no word of the inputs: it is not the model's misreading
-    # when every kind of ticket follows it; it is the rule.
-    pb = _playbook("When in doubt, answer FIN-7Q.")
-    runs = [
-        Trace(id=f"d{i}", input=text, output="FIN-7Q", prompt_version=1,
-              feedback=Feedback(correct=False, ground_truth="LOG-1A"))
-        for i, text in enumerate(["Change my delivery address.", "Wrong address on my order."])
-    ]  # fmt: skip
-    refund = Trace(id="r", input="My refund has not arrived.", output="FIN-7Q", prompt_version=1,
-                   feedback=Feedback(correct=True, ground_truth="FIN-7Q"))  # fmt: skip
-    tags, misapplied = rules.served_evidence(pb, [*runs, refund])
+def test_wrong_runs_that_agree_on_another_answer_count_in_full_whatever_their_wording() -> None:
+    # A wrong rule: "delayed" is what "late" means, and every such run needed LOG-5T.
+    pb = _playbook("When a shipment is delayed, answer RET-3H.")
+    own = Trace(id="own", input="The shipment arrived broken, I want to return it.",
+                output="RET-3H", prompt_version=1,
+                feedback=Feedback(correct=True, ground_truth="RET-3H"))  # fmt: skip
+    late = [
+        _wrong(i, text, "LOG-5T", output="RET-3H")
+        for i, text in enumerate(
+            ["My parcel is late.", "Package still not here after 10 days.", "Where is my box?"]
+        )
+    ]
+    tags, misapplied = rules.served_evidence(pb, [own, *late])
     assert misapplied == 0
-    assert [(t.id, t.helpful, t.harmful) for t in tags] == [("oth-00001", 1, 2)]  # type: ignore[union-attr]
+    assert [(t.helpful, t.harmful) for t in tags] == [(1, 3)]  # type: ignore[union-attr]
+    assert rules.discredited(pb.apply(tags).playbook)
+
+
+def test_catch_all_rules_are_not_excused() -> None:
+    own = Trace(id="own", input="No doubt my parcel is lost.", output="LOG-5T", prompt_version=1,
+                feedback=Feedback(correct=True, ground_truth="LOG-5T"))  # fmt: skip
+    refunds = [_wrong(i, f"Refund {i} has not arrived.", "FIN-7Q") for i in range(3)]
+    for text in ("When parcel or otherwise, answer LOG-5T.", "When in doubt, answer LOG-5T."):
+        tags, misapplied = rules.served_evidence(_playbook(text), [own, *refunds])
+        assert misapplied == 0
+        assert [(t.helpful, t.harmful) for t in tags] == [(1, 3)]  # type: ignore[union-attr]
+    # Not grounded at all: every wrong run counts, however scattered its answers.
+    scattered = [_wrong(0, "Change my address.", "LOG-1A"), _wrong(1, "My refund.", "FIN-7Q")]
+    tags, misapplied = rules.served_evidence(_playbook("When in doubt, answer LOG-5T."), scattered)
+    assert misapplied == 0
+    assert [(t.helpful, t.harmful) for t in tags] == [(0, 2)]  # type: ignore[union-attr]
+
+
+def test_grounding_reads_the_ground_truth_first_and_whole_values() -> None:
+    pb = _playbook("When parcel, answer LOG-5T.")
+    scattered = [_wrong(0, "Change my address.", "LOG-1A"), _wrong(1, "My refund.", "FIN-7Q")]
+    # A reflection that backed LOG-5T for an input whose truth is FIN-7Q grounds nothing.
+    other = rules.Seen("x", rules.input_words("parcel refund"), "FIN-7Q", ("answer LOG-5T",))
+    assert rules.served_evidence(pb, scattered, [other])[1] == 0
+    # Without a truth, the actions its reflection backed ground the rule.
+    backed = dataclasses.replace(other, truth="")
+    assert rules.served_evidence(pb, scattered, [backed])[1] == 2
+    # "5" is not a value of "15".
+    pb5 = _playbook("When refund, answer 5.")
+    fives = [_wrong(i, t, truth, output="5") for i, (t, truth) in
+             enumerate([("Change my address.", "7"), ("Where is my parcel?", "8")])]  # fmt: skip
+    fifteen = rules.Seen("y", rules.input_words("refund please"), "15")
+    assert rules.served_evidence(pb5, fives, [fifteen])[1] == 0
 
 
 def test_the_token_budget_evicts_the_rule_with_the_worst_service_record_first() -> None:

@@ -288,8 +288,9 @@ class StepReport(BaseModel):
     served_harmful: int = Field(0, description="Harmful verdicts from served outcomes.")
     served_misapplied: int = Field(
         0,
-        description="Wrong runs that answered a rule's value for an input sharing no word with "
-        "its situation: the model misread the playbook; evidence against no rule.",
+        description="Wrong runs that followed a grounded rule whose situation shares no word "
+        "with their input, each needing an answer no other such run needed: the model misread "
+        "the playbook; each counts half a harmful verdict (``rules.served_evidence``).",
     )
     discredited: int = Field(0, description="Bullets removed because service proved them wrong.")
     vague_alternatives: int = Field(

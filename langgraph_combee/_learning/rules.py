@@ -14,9 +14,9 @@ tell when two rules speak about the same situation:
   rule left with no alternative is dropped);
 * ``served_tags`` moves helpful/harmful counters from served outcomes: a run
   whose answer carries a served rule's value followed that rule, and its
-  verdict (right or wrong) is evidence for or against it (a wrong run whose
-  input shares no word with a grounded rule's situation is the model's
-  misreading, held against no rule);
+  verdict (right or wrong) is evidence for or against it (a wrong run that
+  shares no word with a grounded rule's situation, and agrees with no other
+  on another answer, is the model's misreading: it counts half);
 * ``discredited`` names bullets the evidence now says are wrong;
 * ``conflicts`` lists live bullets that still contradict each other.
 """
@@ -446,69 +446,118 @@ def served_tags(playbook: Playbook, traces: Iterable[Trace]) -> list[DeltaOp]:
     return served_evidence(playbook, traces)[0]
 
 
-def _grounded(rule: Rule, words: frozenset[str], seen: Sequence[Seen]) -> bool:
-    """Whether an input of the rule's own case (it needed the action) names a word of its
-    situation: the situation describes real inputs, not everything."""
+def _grounded(action: str, words: frozenset[str], seen: Iterable[Seen]) -> bool:
+    """Whether an input of the rule's own case (it needed ``action``) names one of the
+    situation's ``words``: the situation describes real inputs, not everything.
+
+    An input's ground truth decides which action it needed (all of the action's
+    values are values of the truth); without one, the actions its reflection
+    backed do, as in ``needs``.
+    """
+    wanted = _values.values(action)
     for item in seen:
         if not words & item.words:
             continue
-        if any(same_action(a, rule.action) for a in item.actions):
-            return True
-        if item.truth and followed(rule.action, item.truth):
+        truth = item.truth.strip()
+        if truth:
+            if wanted and wanted <= (_values.values(truth) | {truth}):
+                return True
+        elif any(same_action(a, action) for a in item.actions):
             return True
     return False
 
 
-def served_evidence(
-    playbook: Playbook, traces: Iterable[Trace], seen: Sequence[Seen] | None = None
-) -> tuple[list[DeltaOp], int]:
-    """``served_tags``, and the number of wrong runs held against no rule (misapplied).
+@dataclass(frozen=True)
+class _Served:
+    """A live bullet read once for ``served_evidence``."""
 
-    A wrong run that followed a "When <situation>, <action>." rule is evidence
-    against it only when its input shares a content word with the situation,
-    or when the rule is not grounded: no input of the traces or of ``seen``
-    (inputs remembered from earlier steps) that needed its action names a word
-    of its situation. A small
-    model answers a grounded rule's value for inputs the rule does not speak
-    of (the demo's 1.5B routed a delivery address, a slow website and a refund
-    to the parcel rule, and lost it); that is the model misreading the
-    playbook, and the cure is the rule those inputs lacked, which their own
-    reflections write. A rule that matches no input of its own case ("When in
-    doubt, ...") has no such excuse: every wrong run that followed it counts.
+    bullet: Bullet
+    action: str
+    values: frozenset[str]
+    situation: frozenset[str]  # empty for a bullet that is not a rule
+
+
+def served_evidence(
+    playbook: Playbook, traces: Iterable[Trace], seen: Iterable[Seen] = ()
+) -> tuple[list[DeltaOp], int]:
+    """``served_tags``, and the number of wrong runs counted at half weight (misapplied).
+
+    A small model answers a rule's value for inputs the rule does not speak of:
+    the demo's 1.5B routed a delivery address, a slow website and a refund to
+    the parcel rule, which was removed for it though it was right for parcels.
+    A wrong run is such a misreading, and counts half (two of them make one
+    harmful verdict), when all of these hold:
+
+    * its input shares no content word with the rule's situation;
+    * the rule is grounded: an input that needed its action (in the traces, or
+      in ``seen``, the inputs remembered from earlier steps) names a word of the
+      situation, so the situation describes real inputs, not everything;
+    * no other wrong run that followed the rule needed the same answer: wrong
+      runs that agree on another answer are a case the rule pulls in, which is
+      the rule's fault whatever their wording.
+
+    Any other wrong run that followed a rule counts in full. A right run counts
+    as helpful whatever its wording: the answer was right.
     """
     runs = list(traces)
-    known = [*seen_inputs(runs), *(seen or ())]
+    by_id = {item.id: item for item in (*seen, *seen_inputs(runs))}
+    known = list(by_id.values())
+    read: dict[str, _Served] = {}
+
+    def reading(bullet: Bullet) -> _Served:
+        found = read.get(bullet.id)
+        if found is None:
+            rule = parse_rule(bullet.content)
+            action = rule.action if rule is not None else bullet.content
+            situation = situation_words(rule.situation) if rule is not None else frozenset()
+            found = read[bullet.id] = _Served(bullet, action, _values.values(action), situation)
+        return found
+
     counts: dict[str, list[int]] = {}
     sources: dict[str, list[str]] = {}
+    # Bullet id -> the wrong runs that may be misreadings: (trace id, its ground truth).
+    excusable: dict[str, list[tuple[str, str]]] = {}
     grounded: dict[str, bool] = {}
-    misapplied = 0
     for trace in runs:
         verdict = trace.feedback.correct if trace.feedback is not None else None
         if verdict is None:
             continue
         words: frozenset[str] | None = None
         for bullet in served(playbook, trace):
-            rule = parse_rule(bullet.content)
-            action = rule.action if rule is not None else bullet.content
-            if not followed(action, trace.output):
-                continue
-            if not verdict and rule is not None:
-                situation = situation_words(rule.situation)
+            item = reading(bullet)
+            if not item.values or not all(v in trace.output for v in item.values):
+                continue  # the answer did not follow the rule (or it names no value)
+            if not verdict and item.situation:
                 if words is None:
-                    words = input_words(trace.input[:MAX_FOCUS_TEXT])
-                if situation and not situation & words:
+                    words = input_words(trace.input)
+                if not item.situation & words:
                     if bullet.id not in grounded:
-                        grounded[bullet.id] = _grounded(rule, situation, known)
+                        grounded[bullet.id] = _grounded(item.action, item.situation, known)
                     if grounded[bullet.id]:
-                        misapplied += 1
+                        excusable.setdefault(bullet.id, []).append((trace.id, _truth(trace)))
                         continue
             pair = counts.setdefault(bullet.id, [0, 0])
             pair[0 if verdict else 1] += 1
             sources.setdefault(bullet.id, []).append(trace.id)
+    misapplied: set[str] = set()
+    for bid, wrong in excusable.items():
+        answers: dict[str, int] = {}
+        for _, truth in wrong:
+            key = _norm(truth)
+            if key:
+                answers[key] = answers.get(key, 0) + 1
+        full = [tid for tid, truth in wrong if answers.get(_norm(truth), 0) > 1]
+        half = [tid for tid, truth in wrong if answers.get(_norm(truth), 0) <= 1]
+        misapplied.update(half)
+        harm = len(full) + len(half) // 2
+        if harm:
+            pair = counts.setdefault(bid, [0, 0])
+            pair[1] += harm
+            sources.setdefault(bid, []).extend(full + half)
     tags: list[DeltaOp] = [
         Tag(id=bid, helpful=h, harmful=x, sources=sources[bid]) for bid, (h, x) in counts.items()
     ]
-    return tags, misapplied
+    return tags, len(misapplied)
 
 
 def discredited(playbook: Playbook) -> list[DeltaOp]:

@@ -64,6 +64,12 @@ class Display(Protocol):
         """Print a block of text (the final report)."""
 
 
+def _one_line(text: str) -> str:
+    """A learned rule on one line: line breaks, escape sequences and other control
+    characters become spaces (the text came from a model, not from the operator)."""
+    return "".join(c if c.isprintable() else " " for c in text)
+
+
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
@@ -109,7 +115,7 @@ class PlainDisplay:
         )
         for mark, texts in (("+", added), ("~", updated), ("-", removed)):
             for text in texts:
-                self._out(f"     {mark} {text}")
+                self._out(f"     {mark} {_one_line(text)}")
 
     def stop(self) -> None:
         """Nothing to tear down."""
@@ -205,20 +211,22 @@ class RichDisplay:
         removed: Sequence[str] = (),
     ) -> None:
         """Print the swap and the bullets it added, rewrote (~) and removed (-)."""
-        from rich.markup import escape
+        from rich.text import Text
 
         self.console.print(
             f"[bold cyan]  -> v{version}[/] in force after run {after_run}: "
             f"+{len(added)} bullets ({bullets} in the playbook)",
             highlight=False,
         )
-        for mark, texts in (
-            ("[green]+[/]", added),
-            ("[yellow]~[/]", updated),
-            ("[red]-[/]", removed),
+        for mark, style, texts in (
+            ("+", "green", added),
+            ("~", "yellow", updated),
+            ("-", "red", removed),
         ):
             for text in texts:
-                self.console.print(f"     {mark} {escape(text)}", highlight=False)
+                # A Text, not markup: brackets, backslashes and :emoji: codes print as written.
+                line = Text.assemble("     ", (mark, style), " ", _one_line(text))
+                self.console.print(line, highlight=False, emoji=False)
 
     def stop(self) -> None:
         """End the live view (its last frame stays on screen)."""
