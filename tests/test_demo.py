@@ -57,6 +57,12 @@ def test_demo_runs_end_to_end_and_writes_its_record(tmp_path: Path) -> None:
     assert isinstance(learner, dict)
     assert learner["total_calls"] == sum(learner["calls"].values())
     assert learner["steps"] == len(learner["batch_sizes"])
+    reports = learner["step_reports"]
+    assert [r["traces"] for r in reports] == learner["batch_sizes"]
+    assert sum(r["ops"].get("add", 0) for r in reports) >= data["bullets"]  # type: ignore[operator]
+    assert all(
+        set(r) >= {"left_out", "refused", "held", "replay", "conflicts", "served"} for r in reports
+    )
     for swap in data["swaps"]:  # type: ignore[attr-defined]
         assert swap["bullets"] >= len(swap["added"])
     assert data["final_version"] >= max((s["version"] for s in data["swaps"]), default=0)  # type: ignore[attr-defined]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph_combee._combee import Combee
-from langgraph_combee._core.types import PromptVersion
+from langgraph_combee._core.types import PromptVersion, StepReport
 from langgraph_combee._learning.engine import BatchSize
 from langgraph_combee._learning.prompts import ReflectorStyle
 from langgraph_combee._settings import (
@@ -205,6 +205,36 @@ def _learner_totals(combee: Combee) -> dict[str, Any]:
         "seconds": round(sum(r.seconds for r in stats.reports), 3),
         "step_seconds": [round(r.seconds, 3) for r in stats.reports],
         "last_error": stats.last_error,
+        "step_reports": [_step_record(r) for r in stats.reports],
+    }
+
+
+def _step_record(report: StepReport) -> dict[str, Any]:
+    """What a learning step made of its batch, and every rule it did not keep and why:
+    what a reader checks when a case was never learned."""
+    replay = report.replay
+    verdicts = replay.rules if replay is not None else []
+    return {
+        "version": report.version,
+        "accepted": report.accepted,
+        "traces": len(report.trace_ids),
+        "ops": dict(report.ops),
+        "served": {
+            "helpful": report.served_helpful,
+            "harmful": report.served_harmful,
+            "misapplied": report.served_misapplied,
+            "discredited": report.discredited,
+        },
+        "left_out": list(report.left_out),
+        "conflicts": list(report.conflicts),
+        "refused": [q.describe() for q in report.quarantined],
+        "held": [q.describe() for q in report.held],
+        "replay": [
+            {"rule": v.content, "status": v.evidence.status, "reason": v.evidence.reason}
+            for v in verdicts
+            if v.evidence.status != "verified"
+        ],
+        "replay_verified": sum(v.evidence.status == "verified" for v in verdicts),
     }
 
 
