@@ -61,7 +61,8 @@ def test_demo_runs_end_to_end_and_writes_its_record(tmp_path: Path) -> None:
     assert [r["traces"] for r in reports] == learner["batch_sizes"]
     assert sum(r["ops"].get("add", 0) for r in reports) >= data["bullets"]  # type: ignore[operator]
     assert all(
-        set(r) >= {"left_out", "refused", "held", "replay", "conflicts", "served"} for r in reports
+        set(r) >= {"left_out", "refused", "held", "replay", "replay_note", "conflicts", "served"}
+        for r in reports
     )
     for swap in data["swaps"]:  # type: ignore[attr-defined]
         assert swap["bullets"] >= len(swap["added"])

@@ -235,6 +235,7 @@ def _step_record(report: StepReport) -> dict[str, Any]:
             if v.evidence.status != "verified"
         ],
         "replay_verified": sum(v.evidence.status == "verified" for v in verdicts),
+        "replay_note": replay.reason if replay is not None else "",
     }
 
 
