@@ -99,7 +99,8 @@ def test_a_tie_goes_to_the_rule_the_word_is_central_to() -> None:
     )
     found = rules.matching("The refund is missing from my bank account")
     assert [r.text() for r in found] == [
-        "When refund, answer FIN-7Q.",
+        # "time" is a word of requests of every kind: "refund time" matches as "refund".
+        "When refund time or refund, answer FIN-7Q.",
         "When accounts, answer ACC-2M.",
     ]
 
