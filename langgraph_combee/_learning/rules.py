@@ -471,7 +471,6 @@ def _grounded(action: str, words: frozenset[str], seen: Iterable[Seen]) -> bool:
 class _Served:
     """A live bullet read once for ``served_evidence``."""
 
-    bullet: Bullet
     action: str
     values: frozenset[str]
     situation: frozenset[str]  # empty for a bullet that is not a rule
@@ -510,7 +509,7 @@ def served_evidence(
             rule = parse_rule(bullet.content)
             action = rule.action if rule is not None else bullet.content
             situation = situation_words(rule.situation) if rule is not None else frozenset()
-            found = read[bullet.id] = _Served(bullet, action, _values.values(action), situation)
+            found = read[bullet.id] = _Served(action, _values.values(action), situation)
         return found
 
     counts: dict[str, list[int]] = {}
