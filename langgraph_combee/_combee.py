@@ -376,6 +376,7 @@ class Combee:
             settings=ReplaySettings(
                 max_replays=algorithm.max_replays,
                 focus_rules=serving.focus_rules,
+                focus_embedder=serving.focus_embedder,
                 recover_tool_calls=serving.recover_tool_calls,
                 max_concurrency=learning.max_concurrency,
                 timeout_seconds=learning.timeout_seconds,
@@ -394,6 +395,7 @@ class Combee:
                 flush_seconds=capture.flush_seconds,
                 first_read_seconds=serving.first_read_seconds,
                 focus_rules=serving.focus_rules,
+                focus_embedder=serving.focus_embedder,
                 recover_tool_calls=serving.recover_tool_calls,
                 durability=capture.durability,
                 limits=TraceLimits(

@@ -196,6 +196,16 @@ class ServingSettings(_Settings):
             arguments checked against each tool's schema; verified adoption
             reads its replays the same way. Replies with native tool calls are
             left alone. True (default) or False.
+        focus_embedder: An ``Embedder`` (``embed(texts) -> vectors``, e.g.
+            ``langgraph_combee.local.LocalEmbedder`` or a LangChain
+            ``Embeddings`` adapted to it): a request that names no learned
+            rule's words is served, under the same heading, the rule closest to
+            it in meaning (the best cosine of one of the rule's cases, at least
+            0.2). Costs one embedding call per such request on the model
+            call's path and one per version for its rules; verified adoption
+            replays with the same text. An embedder that fails leaves the focus
+            to the words (``describe()["serving"]["focus_embed_errors"]``).
+            None (default): words only.
     """
 
     refresh_seconds: float = 5.0
@@ -203,8 +213,17 @@ class ServingSettings(_Settings):
     on_version: Sequence[VersionListener] = ()
     focus_rules: int = FOCUS_RULES
     recover_tool_calls: bool = True
+    focus_embedder: Embedder | None = None
 
     def __post_init__(self) -> None:
+        if self.focus_embedder is not None and not callable(
+            getattr(self.focus_embedder, "embed", None)
+        ):
+            raise ConfigurationError(
+                "focus_embedder",
+                self.focus_embedder,
+                "None or an object with embed(texts) -> vectors",
+            )
         if not isinstance(self.recover_tool_calls, bool):
             raise ConfigurationError("recover_tool_calls", self.recover_tool_calls, "True or False")
         if not focus_rules_ok(self.focus_rules):
@@ -406,6 +425,7 @@ MOVED: dict[str, tuple[str, type[_Settings], str]] = {
             "on_version",
             "focus_rules",
             "recover_tool_calls",
+            "focus_embedder",
         )
     },
     **{

@@ -69,6 +69,8 @@ class ServingStats:
     bad_tenants: int = 0
     written_through: int = 0
     write_through_fallbacks: int = 0
+    focus_by_meaning: int = 0  # requests served the closest rule (ServingSettings.focus_embedder)
+    focus_embed_errors: int = 0
 
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict."""

@@ -39,9 +39,12 @@ from langgraph_combee._agent.buffer import (
     ServingStats,
 )
 from langgraph_combee._agent.limits import TraceLimits, clip_text
+from langgraph_combee._core.dedup import Embedder
+from langgraph_combee._core.nearest import NearestRules
 from langgraph_combee._core.situations import (
     FOCUS_RULES,
     FOCUS_RULES_ALLOWED,
+    Rule,
     RuleIndex,
     focus_rules_ok,
     focused,
@@ -117,6 +120,12 @@ class ServingSettings:
         focus_rules: Most learned rules that match a request repeated after the
             playbook for it (``situations.RuleIndex.focus``); 0 serves the
             playbook alone.
+        focus_embedder: An ``Embedder`` (e.g. ``local.LocalEmbedder``): a
+            request that names no rule's words is served the rule closest to
+            it in meaning instead (``nearest.NearestRules``). One embedding
+            call per such request on the model call's path, and one per
+            version for its rules. An embedder that fails leaves the focus to
+            the words, counted in ``ServingStats.focus_embed_errors``.
         recover_tool_calls: Make tool calls written as text real (``textcalls``).
     """
 
@@ -129,10 +138,19 @@ class ServingSettings:
     limits: TraceLimits = field(default_factory=TraceLimits)
     focus_rules: int = FOCUS_RULES
     recover_tool_calls: bool = True
+    focus_embedder: Embedder | None = None
 
     def __post_init__(self) -> None:
         if not focus_rules_ok(self.focus_rules):
             raise ConfigurationError("focus_rules", self.focus_rules, FOCUS_RULES_ALLOWED)
+        if self.focus_embedder is not None and not callable(
+            getattr(self.focus_embedder, "embed", None)
+        ):
+            raise ConfigurationError(
+                "focus_embedder",
+                self.focus_embedder,
+                "None or an object with embed(texts) -> vectors",
+            )
         for name in ("refresh_seconds", "flush_seconds", "first_read_seconds"):
             _seconds(name, getattr(self, name))
         if (
@@ -180,6 +198,9 @@ class Server:
         )
         self._rendered: collections.OrderedDict[tuple[object, ...], str] = collections.OrderedDict()
         self._indexes: collections.OrderedDict[tuple[object, ...], RuleIndex] = (
+            collections.OrderedDict()
+        )
+        self._nearest: collections.OrderedDict[tuple[object, ...], NearestRules | None] = (
             collections.OrderedDict()
         )
         self._stale: set[str | None] = set()
@@ -314,9 +335,59 @@ class Server:
         index = self.rule_index(version)
         if not index:
             return playbook
-        return focused(
-            playbook, index, clip_text(request, self.settings.limits.max_message_chars), limit=limit
-        )
+        text = clip_text(request, self.settings.limits.max_message_chars)
+        nearest = self.nearest_rules(version, index)
+
+        def closest(request: str) -> list[Rule]:
+            assert nearest is not None
+            found = nearest.closest(request)
+            if found:
+                with self._lock:
+                    self.stats.focus_by_meaning += 1
+            return found
+
+        try:
+            return focused(playbook, index, text, limit=limit, closest=closest if nearest else None)
+        except Exception as exc:  # the embedder's failure never reaches the agent
+            self._embed_failed(exc)
+            return focused(playbook, index, text, limit=limit)
+
+    def _embed_failed(self, exc: BaseException) -> None:
+        with self._lock:
+            self.stats.focus_embed_errors += 1
+            first = self.stats.focus_embed_errors == 1
+        if first:
+            logger.warning(
+                "the focus embedder failed (%s: %s); the rules a request names are served "
+                "by their words only (ServingStats.focus_embed_errors)",
+                type(exc).__name__,
+                exc,
+            )
+
+    def nearest_rules(self, version: PromptVersion, index: RuleIndex) -> NearestRules | None:
+        """``version``'s rules embedded for the focus by meaning (None without an embedder).
+
+        Built on the first request that needs it and cached as ``rule_index``; a
+        version whose rules could not be embedded is served by words only and
+        tried again when the cache lets it go.
+        """
+        embedder = self.settings.focus_embedder
+        if embedder is None:
+            return None
+        key = _version_key(version)
+        with self._lock:
+            if key in self._nearest:
+                return self._nearest[key]
+        try:
+            nearest: NearestRules | None = NearestRules(index, embedder)
+        except Exception as exc:
+            self._embed_failed(exc)
+            nearest = None
+        with self._lock:
+            self._nearest[key] = nearest
+            while len(self._nearest) > 64:
+                self._nearest.popitem(last=False)
+        return nearest
 
     def rule_index(self, version: PromptVersion) -> RuleIndex:
         """The live rules of ``version``, indexed for ``RuleIndex.focus`` (cached as ``rendered``).

@@ -76,6 +76,8 @@ class ReplayReport(BaseModel):
         turned_right: Replayed runs that were wrong and came out right.
         turned_wrong: Replayed runs that were right and came out wrong.
         rules: The verdict on every rule the step added or changed.
+        focus_embed_errors: Replays whose focus by meaning failed and were
+            served the rules their words name only (``focus_embedder``).
     """
 
     enabled: bool = False
@@ -89,6 +91,7 @@ class ReplayReport(BaseModel):
     turned_right: list[str] = Field(default_factory=list)
     turned_wrong: list[str] = Field(default_factory=list)
     rules: list[RuleVerdict] = Field(default_factory=list)
+    focus_embed_errors: int = 0
 
     @property
     def dropped(self) -> list[RuleVerdict]:

@@ -9,7 +9,7 @@ functions of text, without any state.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from langgraph_combee._core import words as _words
@@ -25,6 +25,7 @@ __all__ = [
     "RuleIndex",
     "alternatives",
     "focus_rules_ok",
+    "focus_text",
     "focused",
     "input_words",
     "parse_rule",
@@ -452,13 +453,45 @@ class RuleIndex:
 
     def focus(self, text: str, *, limit: int = FOCUS_RULES) -> str:
         """The text repeated after the playbook for ``text``: '' when no rule matches."""
-        found = self.matching(text, limit=limit)
-        if not found:
-            return ""
-        return "\n".join([FOCUS_HEADER, *(f"- {rule.text()}" for rule in found)])
+        return focus_text(self.matching(text, limit=limit))
+
+    def cases(self) -> list[tuple[Rule, tuple[str, ...]]]:
+        """Each rule with the cases it can be served for, in playbook order.
+
+        A keyword situation gives one case per alternative (served alone, as
+        ``matching`` serves it); any other situation is one case, served whole.
+        """
+        return [
+            (item.rule, tuple(alt for alt, _ in item.alternatives) if item.keywords else ())
+            for item in self._rules
+        ]
 
 
-def focused(playbook: str, index: RuleIndex, text: str, *, limit: int = FOCUS_RULES) -> str:
-    """``playbook`` followed by the rules ``text`` names (``playbook`` alone when none does)."""
-    focus = index.focus(text, limit=limit) if playbook and limit else ""
+def focus_text(rules: Sequence[Rule]) -> str:
+    """The focus block for ``rules``: the heading and one line each ('' for none)."""
+    if not rules:
+        return ""
+    return "\n".join([FOCUS_HEADER, *(f"- {rule.text()}" for rule in rules)])
+
+
+def focused(
+    playbook: str,
+    index: RuleIndex,
+    text: str,
+    *,
+    limit: int = FOCUS_RULES,
+    closest: Callable[[str], Sequence[Rule]] | None = None,
+) -> str:
+    """``playbook`` followed by the rules ``text`` names (``playbook`` alone when none does).
+
+    ``closest`` (``NearestRules.closest``) gives the rules closest in meaning
+    to a request that names no rule's words; it is asked only then, and what
+    it raises reaches the caller.
+    """
+    if not playbook or not limit:
+        return playbook
+    found = index.matching(text, limit=limit)
+    if not found and closest is not None and index:
+        found = list(closest(text))[:limit]
+    focus = focus_text(found)
     return f"{playbook}\n{focus}" if focus else playbook

@@ -32,7 +32,9 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import RunnableConfig
 
+from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.evidence import ReplayReport
+from langgraph_combee._core.nearest import NearestRules
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import (
     FOCUS_RULES,
@@ -148,6 +150,8 @@ class ReplaySettings:
             side serves them (``ServingSettings.focus_rules``).
         recover_tool_calls: Read tool calls a replayed reply wrote as text as
             the agent side does (``ServingSettings.recover_tool_calls``).
+        focus_embedder: The closest rule by meaning for a request that names
+            none, as the agent side serves it (``ServingSettings.focus_embedder``).
     """
 
     max_replays: int = 32
@@ -156,6 +160,7 @@ class ReplaySettings:
     seed: int = 0
     focus_rules: int = FOCUS_RULES
     recover_tool_calls: bool = True
+    focus_embedder: Embedder | None = None
 
     def __post_init__(self) -> None:
         if not focus_rules_ok(self.focus_rules):
@@ -324,9 +329,29 @@ class ReplayRun:
     report: ReplayReport
     runnable: Any = None
     semaphore: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
+    nearest: dict[str, NearestRules] = field(default_factory=dict)
 
     def left(self) -> int:
         return self.settings.max_replays - self.report.calls
+
+    async def served(self, playbook: Playbook, request: str) -> str:
+        """The playbook and its focus for ``request``, as the agent side serves them."""
+        rendered, index = playbook.render(), RuleIndex.of(playbook)
+        limit, embedder = self.settings.focus_rules, self.settings.focus_embedder
+        if embedder is None or not index or not limit or not rendered:
+            return focused(rendered, index, request, limit=limit)
+
+        def with_meaning() -> str:  # the embedder is sync: off the event loop
+            nearest = self.nearest.get(rendered)
+            if nearest is None:
+                nearest = self.nearest[rendered] = NearestRules(index, embedder)
+            return focused(rendered, index, request, limit=limit, closest=nearest.closest)
+
+        try:
+            return await asyncio.to_thread(with_meaning)
+        except Exception:  # served by words, as the agent side does when its embedder fails
+            self.report.focus_embed_errors += 1
+            return focused(rendered, index, request, limit=limit)
 
     def _call(self, messages: list[BaseMessage], trace_id: str) -> AIMessage:
         if self.budget is not None:
@@ -373,9 +398,7 @@ class ReplayRun:
             self.report.unscored += 1
             return None, trace.output
         request = next((m.content for m in reversed(prefix) if m.role == "human"), "")
-        text = focused(
-            playbook.render(), RuleIndex.of(playbook), request, limit=self.settings.focus_rules
-        )
+        text = await self.served(playbook, request)
         messages = replay_messages(trace, self.render(self.target.system, text))
         async with self.semaphore:
             self.report.calls += 1

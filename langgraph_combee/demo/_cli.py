@@ -153,6 +153,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="reflection style; curators follow it (default: compact for the local models, "
         "full otherwise)",
     )
+    parser.add_argument(
+        "--meaning",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve a ticket that names no rule's words the rule closest in meaning "
+        "(default: on for a local model when the [local-embed] extra is installed)",
+    )
     parser.add_argument("--plain", action="store_true", help="plain lines, no live view")
     return parser
 
@@ -185,6 +192,7 @@ def main(argv: Sequence[str] | None = None, *, stream: TextIO | None = None) -> 
         pace_seconds=None if args.rate is None else (60.0 / args.rate if args.rate else 0.0),
         reflector=args.reflector,
         max_ahead=args.max_ahead,
+        meaning=args.meaning,
     )
     display = make_display(plain=args.plain, stream=stream)
     try:

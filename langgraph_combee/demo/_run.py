@@ -24,6 +24,7 @@ from typing import Any
 
 from langgraph_combee._combee import Combee
 from langgraph_combee._core.types import PromptVersion, StepReport
+from langgraph_combee._errors import MissingExtraError
 from langgraph_combee._learning.engine import BatchSize
 from langgraph_combee._learning.prompts import ReflectorStyle
 from langgraph_combee._settings import (
@@ -78,6 +79,10 @@ class DemoConfig:
             for the learner beyond it, so that learning shows during the stream
             even when the learner is much slower than the agent. None: two
             batches for a local model, no limit otherwise; 0: no limit.
+        meaning: Serve a ticket that names no rule's words the rule closest
+            to it in meaning (``ServingSettings.focus_embedder`` with
+            ``local.LocalEmbedder``). None: on for a local model when the
+            ``[local-embed]`` extra is installed.
     """
 
     model: str = "local:1.5b"
@@ -95,6 +100,7 @@ class DemoConfig:
     pace_seconds: float | None = None
     reflector: ReflectorStyle | None = None
     max_ahead: int | None = None
+    meaning: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -188,6 +194,7 @@ def _changes(
 
 def _learner_totals(combee: Combee) -> dict[str, Any]:
     stats = combee.learner.stats
+    serving = combee.describe().get("serving", {})
     calls: dict[str, int] = {}
     for report in stats.reports:
         for stage, count in report.calls.items():
@@ -206,6 +213,8 @@ def _learner_totals(combee: Combee) -> dict[str, Any]:
         "step_seconds": [round(r.seconds, 3) for r in stats.reports],
         "last_error": stats.last_error,
         "step_reports": [_step_record(r) for r in stats.reports],
+        "focus_by_meaning": serving.get("focus_by_meaning", 0),
+        "focus_embed_errors": serving.get("focus_embed_errors", 0),
     }
 
 
@@ -453,6 +462,24 @@ def _roles(reflector: ReflectorStyle | None) -> str:
     return "small" if reflector == "compact" else "full"
 
 
+def _focus_embedder(config: DemoConfig, models: Models, display: Display) -> Any:
+    """The embedder of the focus by meaning, or None (``DemoConfig.meaning``)."""
+    wanted = config.meaning
+    if wanted is False or (wanted is None and not models.label.startswith("local:")):
+        return None
+    from langgraph_combee.local import LocalEmbedder
+
+    try:
+        embedder = LocalEmbedder()
+    except MissingExtraError as exc:
+        if wanted:
+            raise
+        display.note(f"Rules by meaning: off ({exc})")
+        return None
+    display.note("Rules by meaning: on (all-MiniLM-L6-v2, the [local-embed] extra)")
+    return embedder
+
+
 def _run(
     config: DemoConfig, display: Display, task: Task, models: Models, started: float
 ) -> DemoResult:
@@ -467,13 +494,14 @@ def _run(
         max_ahead = max_ahead if local else 0
     train = task.examples(config.tickets, config.seed, "train")
     holdout = task.examples(config.holdout, config.seed, "test")
+    embedder = _focus_embedder(config, models, display)
     combee = Combee(
         prompt_id=f"demo-{task.name}",
         model=models.learner,
         strategy=config.strategy,
         batch_size=config.batch_size,
         capture=CaptureSettings(feedback_wait_seconds=120.0),
-        serving=ServingSettings(refresh_seconds=0.25),
+        serving=ServingSettings(refresh_seconds=0.25, focus_embedder=embedder),
         learner=LearnerSettings(
             max_concurrency=models.concurrency,
             timeout_seconds=models.timeout_seconds,

