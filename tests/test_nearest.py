@@ -6,6 +6,7 @@ import importlib.util
 import logging
 import math
 import threading
+import time
 from collections.abc import Iterator, Sequence
 
 import pytest
@@ -13,6 +14,8 @@ from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, ServingSettings, Trace
+from langgraph_combee._agent import meaning
+from langgraph_combee._agent.meaning import COOL_DOWN_SECONDS
 from langgraph_combee._core.nearest import NEAREST_FLOOR, NearestRules
 from langgraph_combee._core.situations import FOCUS_HEADER, RuleIndex, focused
 from langgraph_combee._core.types import TraceMessage
@@ -210,7 +213,7 @@ def test_a_failing_embedder_leaves_the_focus_to_the_words_and_is_counted(
         combee._agent.server.close(flush=False)
 
 
-def test_an_embedder_that_fails_per_request_is_counted_each_time() -> None:
+def test_an_embedder_that_fails_on_a_request_is_left_alone_for_a_while() -> None:
     state = {"calls": 0}
 
     def flaky(texts: Sequence[str]) -> list[list[float]]:
@@ -219,15 +222,93 @@ def test_an_embedder_that_fails_per_request_is_counted_each_time() -> None:
             raise TimeoutError("slow")
         return ConceptEmbedder().embed(texts)
 
+    now = [0.0]
     combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Broken(flaky)))
+    server = combee._agent.server
+    server._meaning._clock = lambda: now[0]
     try:
         accept_rules(combee, *RULES)
         model = ScriptedChatModel(["ok"], cycle=True)
         agent = create_agent(model, [], middleware=[combee.middleware()])
-        for _ in range(2):
+        for _ in range(3):
             agent.invoke({"messages": [HumanMessage("my receipt is blank")]})
+            assert FOCUS_HEADER not in system_of(model)
+        assert state["calls"] == 2  # the cases, one failed request, then the cool-down
+        assert combee.describe()["serving"]["focus_embed_errors"] == 1
+        now[0] += COOL_DOWN_SECONDS
+        agent.invoke({"messages": [HumanMessage("my receipt is blank")]})
+        assert state["calls"] == 3
         assert combee.describe()["serving"]["focus_embed_errors"] == 2
+    finally:
+        combee._agent.server.close(flush=False)
+
+
+def test_a_hung_embedder_holds_a_model_call_for_a_bounded_time_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(meaning, "EMBED_SECONDS", 0.2)
+    release = threading.Event()
+    hang = {"cases": False}
+
+    class Hanging(ConceptEmbedder):
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            if len(texts) == 1 or hang["cases"]:
+                release.wait(30)
+            return super().embed(texts)
+
+    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Hanging()))
+    try:
+        accept_rules(combee, *RULES)
+        model = ScriptedChatModel(["ok"], cycle=True)
+        agent = create_agent(model, [], middleware=[combee.middleware()])
+        started = time.monotonic()
+        for _ in range(5):
+            reply = agent.invoke({"messages": [HumanMessage("my receipt is blank")]})
+            assert reply["messages"][-1].content == "ok"
+        assert time.monotonic() - started < 3.0  # one wait of 0.2 s, then the cool-down
+        assert combee.describe()["serving"]["focus_embed_errors"] == 1
         assert FOCUS_HEADER not in system_of(model)
+    finally:
+        release.set()
+        combee._agent.server.close(flush=False)
+
+
+def test_cases_that_never_embed_cost_one_bounded_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(meaning, "EMBED_SECONDS", 0.2)
+    release = threading.Event()
+
+    class Hanging:
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            release.wait(30)
+            return ConceptEmbedder().embed(texts)
+
+    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Hanging()))
+    try:
+        accept_rules(combee, *RULES)
+        model = ScriptedChatModel(["ok"], cycle=True)
+        agent = create_agent(model, [], middleware=[combee.middleware()])
+        started = time.monotonic()
+        for _ in range(5):
+            agent.invoke({"messages": [HumanMessage("my receipt is blank")]})
+        assert time.monotonic() - started < 3.0
+        assert combee.describe()["serving"]["focus_embed_errors"] == 1
+    finally:
+        release.set()
+        combee._agent.server.close(flush=False)
+
+
+def test_cases_that_fail_are_counted_once_per_version() -> None:
+    combee = Combee(
+        prompt_id="router",
+        serving=ServingSettings(focus_embedder=Broken(lambda texts: [[1.0]] * (len(texts) + 1))),
+    )
+    try:
+        accept_rules(combee, *RULES)
+        model = ScriptedChatModel(["ok"], cycle=True)
+        agent = create_agent(model, [], middleware=[combee.middleware()])
+        for _ in range(3):
+            agent.invoke({"messages": [HumanMessage("my receipt is blank")]})
+        assert combee.describe()["serving"]["focus_embed_errors"] == 1
     finally:
         combee._agent.server.close(flush=False)
 
@@ -365,3 +446,11 @@ def test_local_embedder_serves_the_closest_learned_rule() -> None:
     )
     found = rules.closest("What are your wholesale prices for the yoga mat?")
     assert [r.action for r in found] == ["answer BIZ-8N"]
+
+
+async def test_async_runs_are_sent_the_closest_rule_too(combee: Combee) -> None:
+    accept_rules(combee, *RULES)
+    model = ScriptedChatModel(["ok"], cycle=True)
+    agent = create_agent(model, [], middleware=[combee.middleware()])
+    await agent.ainvoke({"messages": [HumanMessage("Please send me your press kit")]})
+    assert system_of(model).endswith(f"{FOCUS_HEADER}\n- When journalism, answer PR-7M.")

@@ -39,12 +39,11 @@ from langgraph_combee._agent.buffer import (
     ServingStats,
 )
 from langgraph_combee._agent.limits import TraceLimits, clip_text
+from langgraph_combee._agent.meaning import Meaning
 from langgraph_combee._core.dedup import Embedder
-from langgraph_combee._core.nearest import NearestRules
 from langgraph_combee._core.situations import (
     FOCUS_RULES,
     FOCUS_RULES_ALLOWED,
-    Rule,
     RuleIndex,
     focus_rules_ok,
     focused,
@@ -200,8 +199,15 @@ class Server:
         self._indexes: collections.OrderedDict[tuple[object, ...], RuleIndex] = (
             collections.OrderedDict()
         )
-        self._nearest: collections.OrderedDict[tuple[object, ...], NearestRules | None] = (
-            collections.OrderedDict()
+        self._meaning = (
+            Meaning(
+                settings.focus_embedder,
+                clock=clock,
+                failed=self._embed_failed,
+                served=self._served_by_meaning,
+            )
+            if settings.focus_embedder is not None
+            else None
         )
         self._stale: set[str | None] = set()
         self._failed_at: float | None = None
@@ -336,18 +342,17 @@ class Server:
         if not index:
             return playbook
         text = clip_text(request, self.settings.limits.max_message_chars)
-        nearest = self.nearest_rules(version, index)
-
-        def closest(request: str) -> list[Rule]:
-            assert nearest is not None
-            found = nearest.closest(request)
-            if found:
-                with self._lock:
-                    self.stats.focus_by_meaning += 1
-            return found
-
+        meaning = self._meaning
+        if meaning is None:
+            return focused(playbook, index, text, limit=limit)
         try:
-            return focused(playbook, index, text, limit=limit, closest=closest if nearest else None)
+            return focused(
+                playbook,
+                index,
+                text,
+                limit=limit,
+                closest=meaning.closest_for(_version_key(version), index),
+            )
         except Exception as exc:  # the embedder's failure never reaches the agent
             self._embed_failed(exc)
             return focused(playbook, index, text, limit=limit)
@@ -364,30 +369,9 @@ class Server:
                 exc,
             )
 
-    def nearest_rules(self, version: PromptVersion, index: RuleIndex) -> NearestRules | None:
-        """``version``'s rules embedded for the focus by meaning (None without an embedder).
-
-        Built on the first request that needs it and cached as ``rule_index``; a
-        version whose rules could not be embedded is served by words only and
-        tried again when the cache lets it go.
-        """
-        embedder = self.settings.focus_embedder
-        if embedder is None:
-            return None
-        key = _version_key(version)
+    def _served_by_meaning(self) -> None:
         with self._lock:
-            if key in self._nearest:
-                return self._nearest[key]
-        try:
-            nearest: NearestRules | None = NearestRules(index, embedder)
-        except Exception as exc:
-            self._embed_failed(exc)
-            nearest = None
-        with self._lock:
-            self._nearest[key] = nearest
-            while len(self._nearest) > 64:
-                self._nearest.popitem(last=False)
-        return nearest
+            self.stats.focus_by_meaning += 1
 
     def rule_index(self, version: PromptVersion) -> RuleIndex:
         """The live rules of ``version``, indexed for ``RuleIndex.focus`` (cached as ``rendered``).

@@ -13,13 +13,17 @@ tickets: 59 right with the words alone, 64 with the closest rule added
 
 from __future__ import annotations
 
+import concurrent.futures
 import math
-from collections.abc import Sequence
-from typing import Protocol
+import threading
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
 
 from langgraph_combee._core.situations import MAX_FOCUS_TEXT, Rule, RuleIndex
 
-__all__ = ["NEAREST_FLOOR", "NEAREST_RULES", "NearestRules", "VectorSource"]
+__all__ = ["NEAREST_FLOOR", "NEAREST_RULES", "NearestRules", "VectorSource", "in_thread"]
+
+T = TypeVar("T")
 
 NEAREST_FLOOR = 0.2
 """Least cosine between a request and a rule's case for the rule to be served."""
@@ -111,3 +115,19 @@ class NearestRules:
             if len(found) == self._limit:
                 break
         return found
+
+
+def in_thread(fn: Callable[[], T]) -> concurrent.futures.Future[T]:
+    """``fn()`` in a daemon thread (a hung embedder never blocks the interpreter's exit)."""
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn())
+        except BaseException as exc:  # handed to the waiting caller
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="combee-focus-embed", daemon=True).start()
+    return future

@@ -34,7 +34,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.evidence import ReplayReport
-from langgraph_combee._core.nearest import NearestRules
+from langgraph_combee._core.nearest import NearestRules, in_thread
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import (
     FOCUS_RULES,
@@ -64,6 +64,8 @@ __all__ = [
 ]
 
 RUN_NAME = "combee.replay"
+REPLAY_EMBED_SECONDS = 10.0
+"""Longest a replay waits for the focus embedder before it is served by words only."""
 
 logger = logging.getLogger("langgraph_combee.replay")
 
@@ -348,7 +350,10 @@ class ReplayRun:
             return focused(rendered, index, request, limit=limit, closest=nearest.closest)
 
         try:
-            return await asyncio.to_thread(with_meaning)
+            # In a daemon thread, bounded: a hung embedder never holds the step.
+            return await asyncio.wait_for(
+                asyncio.wrap_future(in_thread(with_meaning)), timeout=REPLAY_EMBED_SECONDS
+            )
         except Exception:  # served by words, as the agent side does when its embedder fails
             self.report.focus_embed_errors += 1
             return focused(rendered, index, request, limit=limit)
