@@ -166,3 +166,32 @@ def test_tool_rules_with_described_amounts_and_dates_are_learned_not_quarantined
         f"When spending alert, make the calls set_alert(account='{FROM_INPUT}', "
         f"threshold='{IN_CENTS}').",
     ]
+
+
+@pytest.mark.parametrize(
+    ("truth", "source", "action"),
+    [
+        ("21.04.2025", "Book me in at Munich for 21 April 2025.", "as a date written DD.MM.YYYY"),
+        ("09/27/2025", "Meet in Austin on the 27th of September 2025?", "as a date written MM/DD/YYYY"),
+        ("2026/09/23", "Osaka on the 23rd of September 2026.", "as a date written YYYY/MM/DD"),
+    ],
+)  # fmt: skip
+def test_a_date_written_with_dots_or_slashes_is_one_value_of_the_input(
+    truth: str, source: str, action: str
+) -> None:
+    # Seen on the 1.5B on a booking task: read piece by piece, "21.04.2025" became
+    # "21.04.<the input's year>", which fitted no other run.
+    out = SmallReflectionOut(situation="booking in Munich", action=f"answer {truth}")
+    reflection = out.to_reflection("a", ground_truth=truth, source=source)
+    assert reflection.key_insight == f"When booking in Munich, answer {FROM_INPUT}, {action}."
+
+
+def test_an_amount_or_a_date_the_input_does_not_hold_stays_the_rules_own() -> None:
+    out = SmallReflectionOut(situation="year end", action="answer 31.12.2025")
+    assert out.to_reflection("a", ground_truth="31.12.2025", source="my parcel").key_insight == (
+        "When year end, answer 31.12.2025."
+    )
+    amount = SmallReflectionOut(situation="refund", action="answer 24.90")
+    assert amount.to_reflection("b", ground_truth="24.90", source="EUR 24.90 back").key_insight == (
+        f"When refund, answer {FROM_INPUT}."
+    )

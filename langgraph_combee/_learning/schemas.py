@@ -133,7 +133,14 @@ def _harmless(keyword: str) -> bool:
     )
 
 
-_INPUT_VALUE = re.compile(r"['\"`]([^'\"`\n]{1,60})['\"`]|(?<![\w-])([\w-]*\d[\w-]*)(?![\w-])")
+_INPUT_VALUE = re.compile(
+    r"['\"`]([^'\"`\n]{1,60})['\"`]"
+    # A date or a number written with dots or slashes is one value: "21.04.2025",
+    # "09/27/2025", "2026/09/23", "24.90" (seen on the 1.5B on a booking task:
+    # read piece by piece, "21.04.2025" became "21.04.<the input's year>").
+    r"|(?<![\w./-])(\d{1,4}(?:[./]\d{1,4}){1,2})(?![\w/-]|\.\d)"
+    r"|(?<![\w-])([\w-]*\d[\w-]*)(?![\w-])"
+)
 _CALLS = re.compile(r"^answer\s+(?P<calls>\w+\(.*\)(?:\s*;\s*\w+\(.*\))*)$", re.S)
 
 
@@ -159,7 +166,7 @@ def _general_action(action: str, source: str) -> tuple[str, set[str]]:
     in_calls = _CALLS.match(action) is not None
 
     def general(match: re.Match[str]) -> str:
-        value = match.group(1) or match.group(2)
+        value = match.group(1) or match.group(2) or match.group(3)
         if not value:
             return match.group(0)
         if not re.search(r"\d", value):
