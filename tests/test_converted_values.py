@@ -172,7 +172,7 @@ def test_tool_rules_with_described_amounts_and_dates_are_learned_not_quarantined
     ("truth", "source", "action"),
     [
         ("21.04.2025", "Book me in at Munich for 21 April 2025.", "as a date written DD.MM.YYYY"),
-        ("09/27/2025", "Meet in Austin on the 27th of September 2025?", "as a date written MM/DD/YYYY"),
+        ("09/27/2025", "Austin on the 27th of September 2025?", "as a date written MM/DD/YYYY"),
         ("2026/09/23", "Osaka on the 23rd of September 2026.", "as a date written YYYY/MM/DD"),
     ],
 )  # fmt: skip
