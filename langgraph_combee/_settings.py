@@ -216,8 +216,9 @@ class ServingSettings(_Settings):
     focus_embedder: Embedder | None = None
 
     def __post_init__(self) -> None:
-        if self.focus_embedder is not None and not callable(
-            getattr(self.focus_embedder, "embed", None)
+        if self.focus_embedder is not None and (
+            isinstance(self.focus_embedder, type)  # the class, not an instance
+            or not callable(getattr(self.focus_embedder, "embed", None))
         ):
             raise ConfigurationError(
                 "focus_embedder",

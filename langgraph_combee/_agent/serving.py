@@ -142,8 +142,9 @@ class ServingSettings:
     def __post_init__(self) -> None:
         if not focus_rules_ok(self.focus_rules):
             raise ConfigurationError("focus_rules", self.focus_rules, FOCUS_RULES_ALLOWED)
-        if self.focus_embedder is not None and not callable(
-            getattr(self.focus_embedder, "embed", None)
+        if self.focus_embedder is not None and (
+            isinstance(self.focus_embedder, type)  # the class, not an instance
+            or not callable(getattr(self.focus_embedder, "embed", None))
         ):
             raise ConfigurationError(
                 "focus_embedder",
@@ -199,6 +200,7 @@ class Server:
         self._indexes: collections.OrderedDict[tuple[object, ...], RuleIndex] = (
             collections.OrderedDict()
         )
+        self._embed_quiet_until = float("-inf")
         self._meaning = (
             Meaning(
                 settings.focus_embedder,
@@ -345,23 +347,29 @@ class Server:
         meaning = self._meaning
         if meaning is None:
             return focused(playbook, index, text, limit=limit)
-        try:
-            return focused(
-                playbook,
-                index,
-                text,
-                limit=limit,
-                closest=meaning.closest_for(_version_key(version), index),
-            )
-        except Exception as exc:  # the embedder's failure never reaches the agent
-            self._embed_failed(exc)
-            return focused(playbook, index, text, limit=limit)
+        key = _version_key(version)
+        # Asked only when no rule's words match; it never raises (``Meaning.closest``).
+        return focused(
+            playbook,
+            index,
+            text,
+            limit=limit,
+            closest=lambda request: meaning.closest(key, index, request),
+        )
+
+    @property
+    def by_meaning(self) -> bool:
+        """Whether a focus embedder is set (its calls are best kept off an event loop)."""
+        return self._meaning is not None
 
     def _embed_failed(self, exc: BaseException) -> None:
+        now = self._clock()
         with self._lock:
             self.stats.focus_embed_errors += 1
-            first = self.stats.focus_embed_errors == 1
-        if first:
+            loud = now >= self._embed_quiet_until
+            if loud:
+                self._embed_quiet_until = now + 60.0
+        if loud:  # at most one warning a minute
             logger.warning(
                 "the focus embedder failed (%s: %s); the rules a request names are served "
                 "by their words only (ServingStats.focus_embed_errors)",

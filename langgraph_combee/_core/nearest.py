@@ -14,6 +14,7 @@ tickets: 59 right with the words alone, 64 with the closest rule added
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
 import math
 import threading
 from collections.abc import Callable, Sequence
@@ -29,7 +30,7 @@ NEAREST_FLOOR = 0.2
 """Least cosine between a request and a rule's case for the rule to be served."""
 NEAREST_RULES = 1
 """Most rules served by meaning for one request (the measured setting)."""
-MAX_CASES = 2000
+MAX_CASES = 500
 """Most cases embedded for one version (a playbook is held to a token budget)."""
 
 
@@ -41,14 +42,23 @@ class VectorSource(Protocol):
         ...
 
 
-def _unit(vector: Sequence[float], dimensions: int | None) -> tuple[float, ...]:
-    values = tuple(float(v) for v in vector)
+def _unit(values: tuple[float, ...], dimensions: int | None) -> tuple[float, ...]:
     if not values or (dimensions is not None and len(values) != dimensions):
         raise ValueError(f"the embedder returned a vector of {len(values)} numbers")
-    norm = math.sqrt(math.fsum(v * v for v in values))
+    norm = math.hypot(*values)  # neither overflows nor underflows
     if not math.isfinite(norm):
         raise ValueError("the embedder returned a vector that is not finite")
     return tuple(v / norm for v in values) if norm else values
+
+
+def _rows(vectors: object, count: int) -> list[tuple[float, ...]]:
+    """The embedder's reply as ``count`` rows of floats (each row read once)."""
+    if isinstance(vectors, (str, bytes, dict)):
+        raise ValueError(f"the embedder returned {type(vectors).__name__}, not vectors")
+    rows = [tuple(float(v) for v in row) for row in vectors]  # type: ignore[attr-defined]
+    if len(rows) != count:
+        raise ValueError(f"the embedder returned {len(rows)} vectors for {count} texts")
+    return rows
 
 
 class NearestRules:
@@ -78,11 +88,8 @@ class NearestRules:
                 cases.append((number, rule, alt))
         cases = cases[:MAX_CASES]
         texts = [alt if alt is not None else rule.situation for _, rule, alt in cases]
-        vectors = list(embedder.embed(texts)) if texts else []
-        if len(vectors) != len(texts):
-            raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(texts)} texts")
-        first = _unit(vectors[0], None) if vectors else ()
-        self._dimensions = len(first) or None
+        vectors = _rows(embedder.embed(texts), len(texts)) if texts else []
+        self._dimensions = len(vectors[0]) if vectors else None
         self._cases = [
             (number, rule, alt, _unit(vector, self._dimensions))
             for (number, rule, alt), vector in zip(cases, vectors, strict=True)
@@ -95,10 +102,7 @@ class NearestRules:
         """The rules closest to ``text`` in meaning, best first, one per action ([] if none)."""
         if not self._cases or not text.strip():
             return []
-        vectors = list(self._embedder.embed([text[:MAX_FOCUS_TEXT]]))
-        if len(vectors) != 1:
-            raise ValueError(f"the embedder returned {len(vectors)} vectors for 1 text")
-        query = _unit(vectors[0], self._dimensions)
+        query = _unit(_rows(self._embedder.embed([text[:MAX_FOCUS_TEXT]]), 1)[0], self._dimensions)
         best: dict[int, tuple[float, Rule, str | None]] = {}
         for number, rule, alt, vector in self._cases:
             score = math.fsum(a * b for a, b in zip(query, vector, strict=True))
@@ -118,16 +122,26 @@ class NearestRules:
 
 
 def in_thread(fn: Callable[[], T]) -> concurrent.futures.Future[T]:
-    """``fn()`` in a daemon thread (a hung embedder never blocks the interpreter's exit)."""
+    """``fn()`` in a daemon thread, in a copy of the caller's context.
+
+    A daemon thread: an embedder that never returns does not block the
+    interpreter's exit. What ``fn`` raises is handed to the waiting caller; an
+    interrupt raised in the thread (``KeyboardInterrupt``, ``SystemExit``, a
+    cancellation) is no interrupt of the caller's, so it comes as a
+    ``RuntimeError``.
+    """
     future: concurrent.futures.Future[T] = concurrent.futures.Future()
+    context = contextvars.copy_context()
 
     def run() -> None:
         if not future.set_running_or_notify_cancel():
             return
         try:
-            future.set_result(fn())
-        except BaseException as exc:  # handed to the waiting caller
+            future.set_result(context.run(fn))
+        except Exception as exc:
             future.set_exception(exc)
+        except BaseException as exc:  # not the caller's interrupt
+            future.set_exception(RuntimeError(f"the embedder raised {type(exc).__name__}: {exc}"))
 
     threading.Thread(target=run, name="combee-focus-embed", daemon=True).start()
     return future

@@ -15,6 +15,7 @@ verdict (the ground truth may still give one); no verdict is counted as unscored
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import re
 import threading
@@ -331,28 +332,47 @@ class ReplayRun:
     report: ReplayReport
     runnable: Any = None
     semaphore: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
-    nearest: dict[str, NearestRules] = field(default_factory=dict)
+    nearest: dict[str, concurrent.futures.Future[NearestRules]] = field(default_factory=dict)
+    gave_up: set[str] = field(default_factory=set)  # playbooks whose cases outlived a wait
 
     def left(self) -> int:
         return self.settings.max_replays - self.report.calls
 
     async def served(self, playbook: Playbook, request: str) -> str:
-        """The playbook and its focus for ``request``, as the agent side serves them."""
+        """The playbook and its focus for ``request``, as the agent side serves them.
+
+        A playbook's cases are embedded once per step (a failure too is
+        remembered: its replays are served by words); each wait is bounded by
+        ``REPLAY_EMBED_SECONDS``, in daemon threads, so a hung embedder never
+        holds the step.
+        """
         rendered, index = playbook.render(), RuleIndex.of(playbook)
         limit, embedder = self.settings.focus_rules, self.settings.focus_embedder
         if embedder is None or not index or not limit or not rendered:
             return focused(rendered, index, request, limit=limit)
-
-        def with_meaning() -> str:  # the embedder is sync: off the event loop
-            nearest = self.nearest.get(rendered)
-            if nearest is None:
-                nearest = self.nearest[rendered] = NearestRules(index, embedder)
-            return focused(rendered, index, request, limit=limit, closest=nearest.closest)
-
+        cases = self.nearest.get(rendered)
+        if cases is None:
+            cases = self.nearest[rendered] = in_thread(lambda: NearestRules(index, embedder))
+        elif not cases.done() and rendered in self.gave_up:
+            self.report.focus_embed_errors += 1  # waited for once already this step
+            return focused(rendered, index, request, limit=limit)
         try:
-            # In a daemon thread, bounded: a hung embedder never holds the step.
+            try:
+                nearest = await asyncio.wait_for(
+                    asyncio.shield(asyncio.wrap_future(cases)), timeout=REPLAY_EMBED_SECONDS
+                )
+            except asyncio.TimeoutError:  # the builtin TimeoutError only from 3.11
+                self.gave_up.add(rendered)
+                raise
             return await asyncio.wait_for(
-                asyncio.wrap_future(in_thread(with_meaning)), timeout=REPLAY_EMBED_SECONDS
+                asyncio.wrap_future(
+                    in_thread(
+                        lambda: focused(
+                            rendered, index, request, limit=limit, closest=nearest.closest
+                        )
+                    )
+                ),
+                timeout=REPLAY_EMBED_SECONDS,
             )
         except Exception:  # served by words, as the agent side does when its embedder fails
             self.report.focus_embed_errors += 1

@@ -24,7 +24,7 @@ from typing import Any
 
 from langgraph_combee._combee import Combee
 from langgraph_combee._core.types import PromptVersion, StepReport
-from langgraph_combee._errors import MissingExtraError
+from langgraph_combee._errors import LocalModelError, MissingExtraError
 from langgraph_combee._learning.engine import BatchSize
 from langgraph_combee._learning.prompts import ReflectorStyle
 from langgraph_combee._settings import (
@@ -471,7 +471,7 @@ def _focus_embedder(config: DemoConfig, models: Models, display: Display) -> Any
 
     try:
         embedder = LocalEmbedder()
-    except MissingExtraError as exc:
+    except (MissingExtraError, LocalModelError) as exc:
         if wanted:
             raise
         display.note(f"Rules by meaning: off ({exc})")
