@@ -18,6 +18,7 @@ from langchain_core.language_models import BaseChatModel
 
 from langgraph_combee._agent.serving import DropPolicy, Durability
 from langgraph_combee._core.dedup import Embedder
+from langgraph_combee._core.nearest import EMBEDDER_ALLOWED, embedder_ok
 from langgraph_combee._core.situations import FOCUS_RULES, FOCUS_RULES_ALLOWED, focus_rules_ok
 from langgraph_combee._core.types import PromptVersion
 from langgraph_combee._errors import ConfigurationError
@@ -216,15 +217,8 @@ class ServingSettings(_Settings):
     focus_embedder: Embedder | None = None
 
     def __post_init__(self) -> None:
-        if self.focus_embedder is not None and (
-            isinstance(self.focus_embedder, type)  # the class, not an instance
-            or not callable(getattr(self.focus_embedder, "embed", None))
-        ):
-            raise ConfigurationError(
-                "focus_embedder",
-                self.focus_embedder,
-                "None or an object with embed(texts) -> vectors",
-            )
+        if not embedder_ok(self.focus_embedder):
+            raise ConfigurationError("focus_embedder", self.focus_embedder, EMBEDDER_ALLOWED)
         if not isinstance(self.recover_tool_calls, bool):
             raise ConfigurationError("recover_tool_calls", self.recover_tool_calls, "True or False")
         if not focus_rules_ok(self.focus_rules):

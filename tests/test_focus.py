@@ -246,6 +246,23 @@ def test_content_block_prompts_get_the_focus_in_the_playbook_block(combee: Combe
 # --------------------------------------------------------------------------- replayed
 
 
+def wrong_runs(truth: str, *texts: str) -> list[Trace]:
+    """One-turn runs that answered "NONE" where ``truth`` was right."""
+    return [
+        Trace(
+            id=f"t{i}",
+            input=text,
+            output="NONE",
+            messages=[
+                TraceMessage(role="human", content=text),
+                TraceMessage(role="ai", content="NONE"),
+            ],
+            feedback=Feedback(correct=False, ground_truth=truth),
+        )
+        for i, text in enumerate(texts)
+    ]
+
+
 def test_verified_adoption_replays_with_the_focus_the_agent_would_be_sent() -> None:
     sent: list[str] = []
 
@@ -268,20 +285,7 @@ def test_verified_adoption_replays_with_the_focus_the_agent_would_be_sent() -> N
         algorithm=AlgorithmSettings(agent_model=FunctionChatModel(agent_reply)),
     )
     try:
-        traces = [
-            Trace(
-                id=f"t{i}",
-                input=text,
-                output="NONE",
-                messages=[
-                    TraceMessage(role="human", content=text),
-                    TraceMessage(role="ai", content="NONE"),
-                ],
-                feedback=Feedback(correct=False, ground_truth="FIN-7Q"),
-            )
-            for i, text in enumerate(["my refund please", "I want my money back"])
-        ]
-        report = combee.learn(traces)
+        report = combee.learn(wrong_runs("FIN-7Q", "my refund please", "I want my money back"))
         assert any(FOCUS_HEADER in s for s in sent), sent
         assert [b.content for b in combee.current().playbook.bullets] == [rule]
         replay = report.steps[0].replay

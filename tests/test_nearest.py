@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import importlib.util
 import logging
@@ -10,7 +11,7 @@ import math
 import threading
 import time
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +19,14 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from langgraph_combee import AlgorithmSettings, Combee, Feedback, ServingSettings, Trace
+from langgraph_combee import AlgorithmSettings, Combee, Feedback, ServingSettings
 from langgraph_combee._agent import meaning
 from langgraph_combee._agent.meaning import COOL_DOWN_SECONDS
 from langgraph_combee._core.nearest import NEAREST_FLOOR, NearestRules, in_thread
 from langgraph_combee._core.situations import FOCUS_HEADER, RuleIndex, focused
-from langgraph_combee._core.types import TraceMessage
 from langgraph_combee.errors import ConfigurationError, LocalModelError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel, fake_learner
+from tests.test_focus import wrong_runs
 from tests.test_middleware import accept_rules
 
 # A toy embedder: each word is read as a concept; a text is the count of its concepts.
@@ -166,6 +167,22 @@ def combee(embedder: ConceptEmbedder) -> Iterator[Combee]:
     instance._agent.server.close(flush=False)
 
 
+@contextlib.contextmanager
+def served_by(
+    embedder: object, *, cleanup: Sequence[Callable[[], object]] = ()
+) -> Iterator[tuple[Combee, ScriptedChatModel, Any]]:
+    """A combee serving ``RULES`` with ``embedder``, its scripted model and its agent."""
+    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=embedder))
+    try:
+        accept_rules(combee, *RULES)
+        model = ScriptedChatModel(["ok"], cycle=True)
+        yield combee, model, create_agent(model, [], middleware=[combee.middleware()])
+    finally:
+        for step in cleanup:
+            step()
+        combee._agent.server.close(flush=False)
+
+
 def system_of(model: ScriptedChatModel) -> str:
     system = model.prompts[-1][0]
     assert isinstance(system, SystemMessage)
@@ -227,19 +244,13 @@ def test_an_embedder_that_refuses_a_request_costs_that_request_only() -> None:
             raise ValueError("refused")
         return ConceptEmbedder().embed(texts)
 
-    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Broken(flaky)))
-    try:
-        accept_rules(combee, *RULES)
-        model = ScriptedChatModel(["ok"], cycle=True)
-        agent = create_agent(model, [], middleware=[combee.middleware()])
+    with served_by(Broken(flaky)) as (combee, model, agent):
         agent.invoke({"messages": [HumanMessage("my receipt is blank")]})
         assert FOCUS_HEADER not in system_of(model)
         agent.invoke({"messages": [HumanMessage("send me the press kit")]})
         assert system_of(model).endswith(f"{FOCUS_HEADER}\n- When journalism, answer PR-7M.")
         assert combee.describe()["serving"]["focus_embed_errors"] == 1
         assert state["calls"] == 3
-    finally:
-        combee._agent.server.close(flush=False)
 
 
 def test_cases_that_fail_are_tried_again_after_the_cool_down() -> None:
@@ -283,11 +294,7 @@ def test_a_hung_embedder_holds_a_model_call_for_a_bounded_time_only(
                 release.wait(30)
             return super().embed(texts)
 
-    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Hanging()))
-    try:
-        accept_rules(combee, *RULES)
-        model = ScriptedChatModel(["ok"], cycle=True)
-        agent = create_agent(model, [], middleware=[combee.middleware()])
+    with served_by(Hanging(), cleanup=[release.set]) as (combee, model, agent):
         started = time.monotonic()
         for _ in range(5):
             reply = agent.invoke({"messages": [HumanMessage("my receipt is blank")]})
@@ -295,9 +302,6 @@ def test_a_hung_embedder_holds_a_model_call_for_a_bounded_time_only(
         assert time.monotonic() - started < 3.0  # one wait of 0.2 s, then the cool-down
         assert combee.describe()["serving"]["focus_embed_errors"] == 1
         assert FOCUS_HEADER not in system_of(model)
-    finally:
-        release.set()
-        combee._agent.server.close(flush=False)
 
 
 def test_cases_that_never_embed_cost_one_bounded_wait(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -309,19 +313,12 @@ def test_cases_that_never_embed_cost_one_bounded_wait(monkeypatch: pytest.Monkey
             release.wait(30)
             return ConceptEmbedder().embed(texts)
 
-    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Hanging()))
-    try:
-        accept_rules(combee, *RULES)
-        model = ScriptedChatModel(["ok"], cycle=True)
-        agent = create_agent(model, [], middleware=[combee.middleware()])
+    with served_by(Hanging(), cleanup=[release.set]) as (combee, _model, agent):
         started = time.monotonic()
         for _ in range(5):
             agent.invoke({"messages": [HumanMessage("my receipt is blank")]})
         assert time.monotonic() - started < 3.0
         assert combee.describe()["serving"]["focus_embed_errors"] == 1
-    finally:
-        release.set()
-        combee._agent.server.close(flush=False)
 
 
 @pytest.mark.parametrize("bad", [object(), "minilm", 3])
@@ -349,20 +346,7 @@ def test_verified_adoption_replays_with_the_closest_rule_the_agent_would_be_sent
         algorithm=AlgorithmSettings(agent_model=FunctionChatModel(agent_reply)),
     )
     try:
-        traces = [
-            Trace(
-                id=f"t{i}",
-                input=text,
-                output="NONE",
-                messages=[
-                    TraceMessage(role="human", content=text),
-                    TraceMessage(role="ai", content="NONE"),
-                ],
-                feedback=Feedback(correct=False, ground_truth="ACC-2M"),
-            )
-            for i, text in enumerate(["my receipt is blank", "the bill has no VAT"])
-        ]
-        report = combee.learn(traces)
+        report = combee.learn(wrong_runs("ACC-2M", "my receipt is blank", "the bill has no VAT"))
         assert any(f"{FOCUS_HEADER}\n- {rule}" in s for s in sent), sent
         replay = report.steps[0].replay
         assert replay is not None and replay.turned_right and replay.focus_embed_errors == 0
@@ -483,16 +467,10 @@ def test_an_interrupt_raised_inside_the_embedder_never_reaches_the_agent(
                 raise interrupt()
             return super().embed(texts)
 
-    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Interrupting()))
-    try:
-        accept_rules(combee, *RULES)
-        model = ScriptedChatModel(["ok"], cycle=True)
-        agent = create_agent(model, [], middleware=[combee.middleware()])
+    with served_by(Interrupting()) as (combee, _model, agent):
         for text in ("my receipt is blank", "refund please", "the press kit"):
             assert agent.invoke({"messages": [HumanMessage(text)]})["messages"][-1].content == "ok"
         assert combee.describe()["serving"]["focus_embed_errors"] == 2
-    finally:
-        combee._agent.server.close(flush=False)
 
 
 def test_a_request_that_names_a_rule_never_waits_for_the_embedder(
@@ -506,19 +484,12 @@ def test_a_request_that_names_a_rule_never_waits_for_the_embedder(
             release.wait(30)
             return ConceptEmbedder().embed(texts)
 
-    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Hanging()))
-    try:
-        accept_rules(combee, *RULES)
-        model = ScriptedChatModel(["ok"], cycle=True)
-        agent = create_agent(model, [], middleware=[combee.middleware()])
+    with served_by(Hanging(), cleanup=[release.set]) as (combee, model, agent):
         started = time.monotonic()
         agent.invoke({"messages": [HumanMessage("I want a refund")]})
         assert time.monotonic() - started < 2.0
         assert system_of(model).endswith(f"{FOCUS_HEADER}\n- When refund, answer FIN-7Q.")
         assert combee.describe()["serving"]["focus_embed_errors"] == 0
-    finally:
-        release.set()
-        combee._agent.server.close(flush=False)
 
 
 def test_a_hung_embedder_strands_a_bounded_number_of_threads_under_load(
@@ -533,11 +504,7 @@ def test_a_hung_embedder_strands_a_bounded_number_of_threads_under_load(
                 release.wait(30)
             return super().embed(texts)
 
-    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Hanging()))
-    try:
-        accept_rules(combee, *RULES)
-        model = ScriptedChatModel(["ok"], cycle=True)
-        agent = create_agent(model, [], middleware=[combee.middleware()])
+    with served_by(Hanging(), cleanup=[release.set]) as (_combee, _model, agent):
         agent.invoke({"messages": [HumanMessage("refund")]})  # warm, by words
         workers = [
             threading.Thread(
@@ -551,9 +518,6 @@ def test_a_hung_embedder_strands_a_bounded_number_of_threads_under_load(
             worker.join(10)
         stranded = [t for t in threading.enumerate() if t.name == "combee-focus-embed"]
         assert len(stranded) <= meaning.MAX_IN_FLIGHT
-    finally:
-        release.set()
-        combee._agent.server.close(flush=False)
 
 
 async def test_async_runs_do_not_block_the_event_loop_on_the_embedder() -> None:
@@ -562,11 +526,7 @@ async def test_async_runs_do_not_block_the_event_loop_on_the_embedder() -> None:
             time.sleep(0.3)
             return super().embed(texts)
 
-    combee = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=Slow()))
-    try:
-        accept_rules(combee, *RULES)
-        model = ScriptedChatModel(["ok"], cycle=True)
-        agent = create_agent(model, [], middleware=[combee.middleware()])
+    with served_by(Slow()) as (_combee, model, agent):
         await agent.ainvoke({"messages": [HumanMessage("refund")]})
         ticks = 0
 
@@ -581,8 +541,6 @@ async def test_async_runs_do_not_block_the_event_loop_on_the_embedder() -> None:
         task.cancel()
         assert ticks >= 10  # the loop kept running while the embedder worked (0.6 s)
         assert system_of(model).endswith(f"{FOCUS_HEADER}\n- When invoice request, answer ACC-2M.")
-    finally:
-        combee._agent.server.close(flush=False)
 
 
 def test_the_embedders_thread_sees_the_callers_context() -> None:

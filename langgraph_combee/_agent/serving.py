@@ -41,6 +41,7 @@ from langgraph_combee._agent.buffer import (
 from langgraph_combee._agent.limits import TraceLimits, clip_text
 from langgraph_combee._agent.meaning import Meaning
 from langgraph_combee._core.dedup import Embedder
+from langgraph_combee._core.nearest import EMBEDDER_ALLOWED, embedder_ok
 from langgraph_combee._core.situations import (
     FOCUS_RULES,
     FOCUS_RULES_ALLOWED,
@@ -142,15 +143,8 @@ class ServingSettings:
     def __post_init__(self) -> None:
         if not focus_rules_ok(self.focus_rules):
             raise ConfigurationError("focus_rules", self.focus_rules, FOCUS_RULES_ALLOWED)
-        if self.focus_embedder is not None and (
-            isinstance(self.focus_embedder, type)  # the class, not an instance
-            or not callable(getattr(self.focus_embedder, "embed", None))
-        ):
-            raise ConfigurationError(
-                "focus_embedder",
-                self.focus_embedder,
-                "None or an object with embed(texts) -> vectors",
-            )
+        if not embedder_ok(self.focus_embedder):
+            raise ConfigurationError("focus_embedder", self.focus_embedder, EMBEDDER_ALLOWED)
         for name in ("refresh_seconds", "flush_seconds", "first_read_seconds"):
             _seconds(name, getattr(self, name))
         if (

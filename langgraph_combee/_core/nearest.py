@@ -22,7 +22,15 @@ from typing import Protocol, TypeVar
 
 from langgraph_combee._core.situations import MAX_FOCUS_TEXT, Rule, RuleIndex
 
-__all__ = ["NEAREST_FLOOR", "NEAREST_RULES", "NearestRules", "VectorSource", "in_thread"]
+__all__ = [
+    "EMBEDDER_ALLOWED",
+    "NEAREST_FLOOR",
+    "NEAREST_RULES",
+    "NearestRules",
+    "VectorSource",
+    "embedder_ok",
+    "in_thread",
+]
 
 T = TypeVar("T")
 
@@ -32,6 +40,18 @@ NEAREST_RULES = 1
 """Most rules served by meaning for one request (the measured setting)."""
 MAX_CASES = 500
 """Most cases embedded for one version (a playbook is held to a token budget)."""
+
+
+EMBEDDER_ALLOWED = "None or an object with embed(texts) -> vectors"
+"""What a setting taking an embedder allows (``ConfigurationError``'s message)."""
+
+
+def embedder_ok(value: object) -> bool:
+    """Whether ``value`` may be given as an embedder: None or an instance with ``embed``."""
+    return value is None or (
+        not isinstance(value, type)  # the class, not an instance
+        and callable(getattr(value, "embed", None))
+    )
 
 
 class VectorSource(Protocol):
