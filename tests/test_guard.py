@@ -1016,3 +1016,43 @@ def test_a_user_who_writes_the_answer_with_another_dash_still_wrote_it(dash: str
     )
     found = prov.assess("When battery, answer HW-7.", prov.gather([said], BulletGuard().trust))
     assert not found.answered
+
+
+def test_an_action_describing_the_truths_value_rests_on_the_ground_truth() -> None:
+    # Seen on the 1.5B on a booking task written on the spot: the right rule ("When
+    # booking, answer the value in the input, as a date written DD.MM.YYYY.") names no
+    # word of the ground truth (21.04.2025), so it was refused as made of user words.
+    guard = BulletGuard()
+    trace = Trace(
+        id="t1",
+        input="Please book a consultation at the Munich office on 21 April 2025.",
+        output="2025-04-21",
+        feedback=Feedback(correct=False, ground_truth="21.04.2025"),
+    )
+    right = Add(
+        section="o",
+        content=(
+            "When booking or consultation, answer the value in the input, "
+            "as a date written DD.MM.YYYY."
+        ),
+        sources=["t1"],
+    )
+    screening = guard.screen([right], traces=[trace])
+    assert screening.accepted == [right]
+    assert screening.support == [("ground_truth:t1",)]
+    # Another layout than the truth's rests on nothing: the user's words alone.
+    other = Add(
+        section="o",
+        content=(
+            "When booking or consultation, answer the value in the input, "
+            "as a date written MM/DD/YYYY."
+        ),
+        sources=["t1"],
+    )
+    assert guard.screen([other], traces=[trace]).quarantined
+    # A ground truth the user may write is no ground at all.
+    strict = BulletGuard(untrusted_truth_sources=["user"])
+    said = trace.model_copy(
+        update={"feedback": Feedback(correct=False, ground_truth="21.04.2025", source="user")}
+    )
+    assert strict.screen([right], traces=[said]).quarantined

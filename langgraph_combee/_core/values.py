@@ -21,6 +21,8 @@ __all__ = [
     "FROM_INPUT",
     "IN_CENTS",
     "converted",
+    "described_in",
+    "descriptions",
     "holds",
     "undescribed",
     "values",
@@ -64,6 +66,41 @@ _DESCRIBED = re.compile(
         )
     )
 )
+
+
+def descriptions(text: str) -> frozenset[str]:
+    """The descriptions of a value ``text`` holds ("the value in the input, digits only")."""
+    return frozenset(_DESCRIBED.findall(text))
+
+
+# A value of an answer: a quoted string, a date or number written with dots or slashes,
+# or a token holding a digit.
+_ANSWER_VALUE = re.compile(
+    r"['\"`]([^'\"`\n]{1,60})['\"`]"
+    r"|(?<![\w./-])(\d{1,4}(?:[./]\d{1,4}){1,2})(?![\w/-]|\.\d)"
+    r"|(?<![\w-])([\w-]*\d[\w-]*)(?![\w-])"
+)
+
+
+def described_in(answer: str, source: str) -> frozenset[str]:
+    """How the values of ``answer`` (a right answer) are ``source``'s values, as descriptions.
+
+    ``FROM_INPUT`` for a value ``source`` holds as written, the written form
+    (``converted``) for one it holds another way: the descriptions a learned
+    action may carry in place of the values of this answer.
+    """
+    found: set[str] = set()
+    candidates = [answer.strip()] + [
+        next(g for g in m.groups() if g) for m in _ANSWER_VALUE.finditer(answer)
+    ]
+    for value in candidates:
+        if not value or not re.search(r"\d", value):
+            continue
+        if holds(value, source):
+            found.add(FROM_INPUT)
+        elif (described := converted(value, source)) is not None:
+            found.add(described)
+    return frozenset(found)
 
 
 def undescribed(text: str) -> str:

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from langgraph_combee._core.types import Trace
-from langgraph_combee._core.values import undescribed
+from langgraph_combee._core.values import described_in, descriptions, undescribed
 from langgraph_combee._learning import guard_rules as rules
 
 TRUSTED_FEEDBACK_SOURCES: tuple[str, ...] = ("evaluator", "operator", "reviewer", "ground_truth")
@@ -146,6 +146,11 @@ class Evidence:
         tool_runs: Every run of ``QUOTE`` consecutive words of a tool result.
         user_compounds: Long joined compounds of user text; trusted_compounds: of
             trusted fields.
+        described: Per trusted ground truth, the descriptions of a value its
+            answer grounds ("the value in the input, as a date written
+            DD.MM.YYYY" for a truth of ``21.04.2025`` and an input saying "21
+            April 2025"): a rule whose action is such a description states the
+            operator's answer for every run, in the learner's own words.
     """
 
     trusted: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -155,6 +160,7 @@ class Evidence:
     tool_runs: frozenset[tuple[str, ...]] = frozenset()
     user_compounds: frozenset[str] = frozenset()
     trusted_compounds: frozenset[str] = frozenset()
+    described: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def supporting(self, word: str) -> list[str]:
         """The trusted field labels that contain ``word``."""
@@ -293,6 +299,7 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
     trusted_compounds: set[str] = set()
     conversation: set[str] = set()
     trusted: dict[str, frozenset[str]] = {}
+    described: dict[str, frozenset[str]] = {}
     for trace in traces:
         conversation.update(w for t in conversation_texts(trace, trust) for w in tokens(t))
         texts = user_texts(trace, trust)
@@ -302,6 +309,10 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
         runs.update(run for words in said for run in _runs(words, QUOTE))
         shingles = set().union(*map(_shingles, said)) if said else set()
         for label, text in trusted_fields(trace, trust).items():
+            if label.startswith("ground_truth:") and trace.input:
+                grounds = described_in(text, trace.input)
+                if grounds:
+                    described[label] = grounds
             words = tokens(text)
             trusted_compounds.update(_compounds(text))
             if label.startswith("tool_result:"):
@@ -317,6 +328,7 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
         tool_runs=frozenset(tool_runs),
         user_compounds=frozenset(user_compounds),
         trusted_compounds=frozenset(trusted_compounds),
+        described=described,
     )
 
 
@@ -367,12 +379,19 @@ def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
     written DD.MM.YYYY") are no words of the user's, nor of any field: both texts are
     read without them.
     """
+    described = descriptions(text)
     text, known = undescribed(text), undescribed(known)
     already = set(tokens(known)) if known else set()
     fields: dict[str, None] = {}
     user_only: dict[str, None] = {}
     anchored = False
     anchors: list[str] = []
+    if described:
+        # Its descriptions of a value rest on the ground truths whose answers they describe.
+        grounding = [label for label, found in evidence.described.items() if described <= found]
+        if grounding:
+            anchored = True
+            fields.update(dict.fromkeys(grounding))
     distinct = list(dict.fromkeys(tokens(text)))
     for word in distinct:
         labels = evidence.supporting(word)
