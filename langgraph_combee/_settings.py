@@ -383,10 +383,8 @@ class AlgorithmSettings(_Settings):
             raise ConfigurationError(
                 "roles", self.roles, "'auto', 'full', 'small' or a RoleProfile"
             )
-        if self.embedder is not None and not hasattr(self.embedder, "embed"):
-            raise ConfigurationError(
-                "embedder", self.embedder, "None or an object with embed(texts) -> vectors"
-            )
+        if not embedder_ok(self.embedder):
+            raise ConfigurationError("embedder", self.embedder, EMBEDDER_ALLOWED)
         if not (isinstance(self.replay, bool) or self.replay == "auto"):
             raise ConfigurationError("replay", self.replay, "'auto', True or False")
         _int("max_replays", self.max_replays, 1)

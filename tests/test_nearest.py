@@ -624,3 +624,47 @@ def test_the_demo_notes_a_broken_install_and_runs_on(monkeypatch: pytest.MonkeyP
     config = _run.DemoConfig()
     assert _run._focus_embedder(config, Models(), Display()) is None  # type: ignore[arg-type]
     assert notes and "off" in notes[0]
+
+
+def test_cases_that_fail_for_one_version_cost_no_other_version() -> None:
+    poison = "When poison pill, answer BAD-1X."
+
+    class Picky(ConceptEmbedder):
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            if "poison pill" in texts:
+                raise ValueError("refused: content filter")
+            return super().embed(texts)
+
+    failed: list[BaseException] = []
+    served: list[int] = []
+    rules = meaning.Meaning(
+        Picky(), clock=lambda: 0.0, failed=failed.append, served=lambda: served.append(1)
+    )
+    bad, good = RuleIndex([*RULES, poison]), RuleIndex(RULES)
+    for _ in range(3):
+        assert rules.closest("bad", bad, "my receipt is blank") == []
+    assert len(failed) == 1  # then left alone until its own cool-down ends
+    assert [r.action for r in rules.closest("good", good, "my receipt is blank")] == [
+        "answer ACC-2M"
+    ]
+    assert served == [1]
+
+
+def test_a_slot_is_given_back_when_no_thread_can_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    failed: list[BaseException] = []
+    rules = meaning.Meaning(
+        ConceptEmbedder(), clock=lambda: 0.0, failed=failed.append, served=lambda: None
+    )
+    index = RuleIndex(RULES)
+    assert rules.closest("v1", index, "receipt")  # the cases are built
+    real = meaning.in_thread
+
+    def no_thread(fn: Callable[[], object]) -> object:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(meaning, "in_thread", no_thread)
+    for _ in range(meaning.MAX_IN_FLIGHT + 2):
+        assert rules.closest("v1", index, "receipt") == []
+    monkeypatch.setattr(meaning, "in_thread", real)
+    assert [r.action for r in rules.closest("v1", index, "receipt")] == ["answer ACC-2M"]
+    assert len(failed) == meaning.MAX_IN_FLIGHT + 2

@@ -9,16 +9,19 @@ user's code on the model call's path, so it is never waited on for long:
 - at most ``MAX_IN_FLIGHT`` request embeddings run at once; a request that
   finds them all busy is served by words at once, without a new thread (a
   hung embedder strands at most that many threads);
-- past the wait, or when a version's cases fail to embed, the embedder is
-  left alone for ``COOL_DOWN_SECONDS`` (a hung embedder costs one wait per
-  cool-down, not one per run), and the failed cases are tried again after it;
+- past the wait, the embedder is left alone for ``COOL_DOWN_SECONDS`` (a
+  hung embedder costs one wait per cool-down, not one per run); a version's
+  cases are waited for once, at most ``MAX_BUILDS`` versions' at a time;
+- cases that fail to embed cost their own version only: it is served by
+  words and its cases are tried again after the cool-down;
 - a request the embedder refuses (it raised at once) is served by words and
   counted, and costs no other request anything.
 
 A version's cases are embedded once, in the background from the first request
 that needs them; a request that comes before they are ready waits for them
-within the same bound. The caller serves the words-only focus whenever this
-module gives nothing.
+within the same bound, so a request waits at most twice ``EMBED_SECONDS``
+(its version's cases, once, then its own embedding). The caller serves the
+words-only focus whenever this module gives nothing.
 """
 
 from __future__ import annotations
@@ -41,7 +44,9 @@ COOL_DOWN_SECONDS = 30.0
 """How long the embedder is left alone after it was too slow or its cases failed."""
 MAX_IN_FLIGHT = 4
 """Most request embeddings running at once."""
-_CACHED_VERSIONS = 64
+MAX_BUILDS = 2
+"""Most versions whose cases are being embedded at once."""
+_CACHED_VERSIONS = 16
 
 
 class Meaning:
@@ -68,12 +73,15 @@ class Meaning:
         self._served = served
         self._seconds = EMBED_SECONDS if seconds is None else seconds
         self._cool_down = COOL_DOWN_SECONDS if cool_down is None else cool_down
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # the done-callback may run under it (a build already done)
         self._slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
         self._cases: collections.OrderedDict[Any, concurrent.futures.Future[NearestRules]] = (
             collections.OrderedDict()
         )
         self._resting_until = float("-inf")
+        self._building = 0  # versions whose cases are being embedded
+        self._waited: set[Any] = set()  # versions whose cases outlived one wait
+        self._retry_at: dict[Any, float] = {}  # versions whose cases failed: when to retry
 
     def _rest(self, exc: BaseException) -> None:
         with self._lock:
@@ -85,23 +93,47 @@ class Meaning:
             return self._clock() < self._resting_until
 
     def _nearest(self, key: Any, index: RuleIndex) -> NearestRules | None:
+        now = self._clock()
         with self._lock:
+            if now < self._retry_at.get(key, float("-inf")):
+                return None  # its cases failed: tried again after a cool-down of its own
             future = self._cases.get(key)
             if future is None:
+                if self._building >= MAX_BUILDS:
+                    return None  # other versions' cases are being embedded
+                self._building += 1
                 embedder = self._embedder
                 future = self._cases[key] = in_thread(lambda: NearestRules(index, embedder))
-                while len(self._cases) > _CACHED_VERSIONS:
-                    self._cases.popitem(last=False)
+                future.add_done_callback(self._built)
+                self._evict()
+            elif not future.done() and key in self._waited:
+                return None  # waited for once already: never again while it runs
         try:
             return future.result(timeout=self._seconds)
         except concurrent.futures.TimeoutError:
+            with self._lock:
+                self._waited.add(key)
             self._rest(TimeoutError(f"the rules' cases took over {self._seconds} s to embed"))
         except Exception as exc:
-            with self._lock:  # tried again once the cool-down is over
+            with self._lock:  # this version only; tried again after the cool-down
                 if self._cases.get(key) is future:
                     del self._cases[key]
-            self._rest(exc)
+                self._retry_at[key] = self._clock() + self._cool_down
+            self._failed(exc)
         return None
+
+    def _built(self, future: concurrent.futures.Future[NearestRules]) -> None:
+        with self._lock:
+            self._building -= 1
+
+    def _evict(self) -> None:
+        """Keep ``_CACHED_VERSIONS`` versions' cases, never one still being embedded."""
+        done = [key for key, future in self._cases.items() if future.done()]
+        for key in done[: max(0, len(self._cases) - _CACHED_VERSIONS)]:
+            del self._cases[key]
+            self._waited.discard(key)
+        while len(self._retry_at) > 4 * _CACHED_VERSIONS:
+            self._retry_at.pop(next(iter(self._retry_at)))
 
     def closest(self, key: Any, index: RuleIndex, text: str) -> list[Rule]:
         """The rules of the version cached as ``key`` closest to ``text`` ([] when none or busy)."""
@@ -118,7 +150,13 @@ class Meaning:
                 self._slots.release()
 
         try:
-            found = in_thread(embed).result(timeout=self._seconds)
+            call = in_thread(embed)
+        except Exception as exc:  # no thread to run it: its slot is given back here
+            self._slots.release()
+            self._failed(exc)
+            return []
+        try:
+            found = call.result(timeout=self._seconds)
         except concurrent.futures.TimeoutError:
             self._rest(TimeoutError(f"a request took over {self._seconds} s to embed"))
             return []

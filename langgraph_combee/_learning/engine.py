@@ -14,6 +14,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
 
 from langgraph_combee._core.dedup import Embedder
+from langgraph_combee._core.nearest import EMBEDDER_ALLOWED, embedder_ok
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError
@@ -47,10 +48,8 @@ class EngineSettings:
             raise ConfigurationError("token_budget", self.token_budget, "None or an int >= 50")
         if self.dedup_threshold is not None and not 0 < self.dedup_threshold <= 1:
             raise ConfigurationError("dedup_threshold", self.dedup_threshold, "None or in (0, 1]")
-        if self.embedder is not None and not hasattr(self.embedder, "embed"):
-            raise ConfigurationError(
-                "embedder", self.embedder, "an object with embed(texts) -> vectors"
-            )
+        if not embedder_ok(self.embedder):
+            raise ConfigurationError("embedder", self.embedder, EMBEDDER_ALLOWED)
         if self.guard is not None and not isinstance(self.guard, BulletGuard):
             raise ConfigurationError("guard", self.guard, "a BulletGuard or None")
         if not isinstance(self.roles, RoleProfile) and self.roles not in ROLES:

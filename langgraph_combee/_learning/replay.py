@@ -364,16 +364,23 @@ class ReplayRun:
             except asyncio.TimeoutError:  # the builtin TimeoutError only from 3.11
                 self.gave_up.add(rendered)
                 raise
-            return await asyncio.wait_for(
-                asyncio.wrap_future(
-                    in_thread(
-                        lambda: focused(
-                            rendered, index, request, limit=limit, closest=nearest.closest
+            if "request" in self.gave_up:  # a request outlived a wait: words for the rest
+                self.report.focus_embed_errors += 1
+                return focused(rendered, index, request, limit=limit)
+            try:
+                return await asyncio.wait_for(
+                    asyncio.wrap_future(
+                        in_thread(
+                            lambda: focused(
+                                rendered, index, request, limit=limit, closest=nearest.closest
+                            )
                         )
-                    )
-                ),
-                timeout=REPLAY_EMBED_SECONDS,
-            )
+                    ),
+                    timeout=REPLAY_EMBED_SECONDS,
+                )
+            except asyncio.TimeoutError:  # the builtin TimeoutError only from 3.11
+                self.gave_up.add("request")
+                raise
         except Exception:  # served by words, as the agent side does when its embedder fails
             self.report.focus_embed_errors += 1
             return focused(rendered, index, request, limit=limit)

