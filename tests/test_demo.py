@@ -221,3 +221,29 @@ def test_a_learned_rule_prints_as_written_on_one_line() -> None:
     expected = "     - When [bold red]x[/] or :warning: C:\\dir\\ line [31m, answer A-1."
     assert out.getvalue().splitlines()[1] == expected
     assert plain.getvalue().splitlines()[1] == expected
+
+
+def test_the_meaning_flag_is_on_off_or_left_to_the_model() -> None:
+    from langgraph_combee.demo._cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args([]).meaning is None
+    assert parser.parse_args(["--meaning"]).meaning is True
+    assert parser.parse_args(["--no-meaning"]).meaning is False
+
+
+def test_the_demo_on_the_test_model_leaves_meaning_off_unless_asked() -> None:
+    from langgraph_combee.demo import _run
+
+    class Models:
+        label = "test"
+
+    notes: list[str] = []
+
+    class Display:
+        def note(self, text: str) -> None:
+            notes.append(text)
+
+    off = _run.DemoConfig(model="test")
+    assert _run._focus_embedder(off, Models(), Display()) is None  # type: ignore[arg-type]
+    assert notes == []
