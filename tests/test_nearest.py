@@ -26,7 +26,7 @@ from langgraph_combee._core.nearest import NEAREST_FLOOR, NearestRules, in_threa
 from langgraph_combee._core.situations import FOCUS_HEADER, RuleIndex, focused
 from langgraph_combee.errors import ConfigurationError, LocalModelError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel, fake_learner
-from tests.test_focus import wrong_runs
+from tests.test_focus import system_of, wrong_runs
 from tests.test_middleware import accept_rules
 
 # A toy embedder: each word is read as a concept; a text is the count of its concepts.
@@ -181,12 +181,6 @@ def served_by(
         for step in cleanup:
             step()
         combee._agent.server.close(flush=False)
-
-
-def system_of(model: ScriptedChatModel) -> str:
-    system = model.prompts[-1][0]
-    assert isinstance(system, SystemMessage)
-    return str(system.text)
 
 
 def test_the_agent_is_sent_the_closest_rule_when_its_request_names_none(
