@@ -195,3 +195,24 @@ def test_an_amount_or_a_date_the_input_does_not_hold_stays_the_rules_own() -> No
     assert amount.to_reflection("b", ground_truth="24.90", source="EUR 24.90 back").key_insight == (
         f"When refund, answer {FROM_INPUT}."
     )
+
+
+def test_an_answer_follows_a_described_action_when_the_input_gives_its_value_that_way() -> None:
+    german = "answer the value in the input, as a date written DD.MM.YYYY"
+    source = "Can we meet in Berlin on 3 March 2025?"
+    assert rules.followed(german, "03.03.2025", source) is True
+    assert rules.followed(german, "03/03/2025", source) is False  # another layout
+    assert rules.followed(german, "2025/03/03", source) is False
+    # Nothing to judge by: no input, or an answer with no value of the input.
+    assert rules.followed(german, "03.03.2025") is None
+    assert rules.followed(german, "SUB-1C", source) is None
+    # An action naming values is judged by them, as before.
+    assert rules.followed("answer SUB-1C", "SUB-1C", source) is True
+    # The input's need follows: its truth read against its own text.
+    seen = rules.Seen(id="t", words=frozenset(), truth="03/03/2025", text=source)
+    assert rules.needs(seen, german, set(), set()) is False
+    american = german.replace("DD.MM.YYYY", "MM/DD/YYYY")
+    assert rules.needs(seen, american, set(), set()) is True  # 03/03 is either layout
+    assert rules.followed(american, "03/03/2025", source) is True
+    assert rules.followed(american, "2025/03/03", source) is False
+    assert rules.followed(american, "03/04/2025", source) is None  # not the input's date

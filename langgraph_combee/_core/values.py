@@ -26,6 +26,7 @@ __all__ = [
     "holds",
     "undescribed",
     "values",
+    "writes",
 ]
 
 FROM_INPUT = "the value in the input"
@@ -101,6 +102,19 @@ def described_in(answer: str, source: str) -> frozenset[str]:
         elif (described := converted(value, source)) is not None:
             found.add(described)
     return frozenset(found)
+
+
+def writes(description: str, answer: str, source: str) -> bool:
+    """Whether ``answer`` holds a date of ``source`` written as the date ``description`` says.
+
+    ``described_in`` gives an ambiguous date one layout ("03/03/2025" is read as
+    DD/MM/YYYY); this says whether the other layout fits it too. False for a
+    description that is not a date's.
+    """
+    layout = next((k for k in _DATE_FORMATS if _as_date(k) == description), None)
+    if layout is None:
+        return False
+    return any(day.strftime(_DATE_FORMATS[layout]) in answer for day in _dates(source))
 
 
 def undescribed(text: str) -> str:

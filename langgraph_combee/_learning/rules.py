@@ -80,6 +80,64 @@ def proper_nouns(text: str) -> frozenset[str]:
     return frozenset(capital - other)
 
 
+# Words that open a greeting ("Hi Priya", "Good morning Anna", "Hallo Jonas"): a name
+# after them, with nothing else before it, is the addressee's.
+_GREETING = frozenset(
+    "hi hello hey dear good morning afternoon evening day greetings hallo hola "
+    "bonjour salut ciao moin servus".split()
+)
+# What may come between a greeting's words and the name: spaces and commas, no sentence end.
+_GREETING_GAP = re.compile(r"[\s,]*")
+# What opens a signature's line: a comma ("Regards, Lukas"), a bracket, a dash, a new
+# line or a sentence's end ("Thanks. Mary"); "in Berlin." is no signature.
+_SIGN_OFF_OPEN = re.compile(r"(?:[,(\[\-\u2013\u2014\n]|[.!?])[\s\"'(*_~]*$")
+# What may follow a signature to the end of the text ("Mary Smith.", "(Liam)"): a
+# question mark ends a question, not a sign-off.
+_SIGN_OFF_TAIL = re.compile(r"[\s.,;:!)\]\-\u2013\u2014\"'*_~]*")
+
+
+def addressed_names(text: str) -> frozenset[str]:
+    """The capitalised words ``text`` greets or signs with (case-folded): its people.
+
+    A greeting's are the capitalised words right after its greeting words, at
+    the start of the text ("Hi Priya", "Dear Ms Müller", "Good morning Anna").
+    A signature's are the capitalised words that end the text after a comma, a
+    bracket, a dash, a new line or a sentence's end ("Regards, Lukas", "(Liam)",
+    "Thanks, Mary Smith."). A name written inside a sentence ("at the Berlin
+    office", "Can we meet in Denver?", "Book me in Berlin.") is neither.
+    """
+    matches = list(_words.tokens(text))
+    titled = [m.group()[0].isupper() for m in matches]
+    found: set[str] = set()
+    # The greeting: greeting words from the start, then the capitalised words after them.
+    n, end = 0, 0
+    while n < len(matches) and matches[n].group().casefold() in _GREETING:
+        if not _GREETING_GAP.fullmatch(text[end : matches[n].start()]):
+            break
+        end = matches[n].end()
+        n += 1
+    if n:
+        while (
+            n < len(matches) and titled[n] and _GREETING_GAP.fullmatch(text[end : matches[n].start()])
+        ):
+            found.add(matches[n].group().casefold())
+            end = matches[n].end()
+            n += 1
+    # The signature: the capitalised words that end the text.
+    last = len(matches)
+    if last and _SIGN_OFF_TAIL.fullmatch(text[matches[-1].end() :]):
+        first = last
+        while first > 0 and titled[first - 1]:
+            first -= 1
+            if _SIGN_OFF_OPEN.search(text[: matches[first].start()]) or first == 0:
+                found.update(m.group().casefold() for m in matches[first:last])
+                break
+            # Only spaces may join the words of one signature ("Mary Smith").
+            if first and text[matches[first - 1].end() : matches[first].start()].strip():
+                break
+    return frozenset(found)
+
+
 def value_like(word: str) -> bool:
     # An order number or a reference ("Z18288", "A98941", "NW-1"), not a term such
     # as "2FA" or "MP3".
@@ -193,12 +251,24 @@ def same_action(a: str, b: str) -> bool:
     return _norm(a) == _norm(b)
 
 
-def followed(action: str, output: str) -> bool | None:
-    """Whether an answer carries the action's values; None when the action names none."""
+def followed(action: str, output: str, source: str = "") -> bool | None:
+    """Whether an answer carries the action's values; None when the action names none.
+
+    An action that describes its value instead ("the value in the input, as a
+    date written DD.MM.YYYY") is followed when ``source``, the run's input,
+    gives the answer's values that way (``values.described_in``); None when no
+    ``source`` is given or the answer holds no value it describes.
+    """
     values = _values.values(action)
-    if not values:
+    if values:
+        return all(v in output for v in values)
+    described = _values.descriptions(action)
+    if not described or not source:
         return None
-    return all(v in output for v in values)
+    grounds = _values.described_in(output, source)
+    if not grounds:
+        return None
+    return all(d in grounds or _values.writes(d, output, source) for d in described)
 
 
 @dataclass(frozen=True)
@@ -716,7 +786,7 @@ def needs(item: Seen, action: str, sources: set[str], truths: set[str]) -> bool 
     other words for one expected behaviour are not evidence against each other.
     """
     if item.truth:
-        verdict = followed(action, item.truth)
+        verdict = followed(action, item.truth, item.text)
         if verdict is not None:
             return verdict
         if item.truth in truths:

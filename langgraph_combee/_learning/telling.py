@@ -20,9 +20,12 @@ is added only when
   ``rules.sharpen`` narrows by, at its strictest), and at least
   ``MIN_CONTRARY`` inputs are known to need other actions (with none, every
   word would pass),
-* it is no name, value, number or generic word, and the guard would neither
-  refuse nor hold it (an end user's words may describe a situation, never
-  carry an instruction).
+* it is no value, number or generic word, and no person's name: a name that
+  some input holding it greets or signs with ("Hi Priya", "Regards, Lukas")
+  is left out, while one written inside the inputs' sentences, a place or a
+  product ("at the Berlin office"), may tell them apart and joins as written,
+* the guard would neither refuse nor hold it (an end user's words may
+  describe a situation, never carry an instruction).
 
 At most ``MAX_ADDED`` words join a rule, the most supported first, and the
 situation stays within ``rules.MAX_ALTERNATIVES`` alternatives.
@@ -40,6 +43,7 @@ from langgraph_combee._learning import guard_rules
 from langgraph_combee._learning.rules import (
     MAX_ALTERNATIVES,
     Seen,
+    addressed_names,
     backed_rules,
     join_situations,
     needs,
@@ -271,12 +275,20 @@ class Inputs:
                 self.holding.setdefault(word, []).append(n)
         self.surfaces = _Surfaces()
         self._names: dict[str, frozenset[str]] = {}
+        self._addressed: dict[str, frozenset[str]] = {}
 
     def names(self, text: str) -> frozenset[str]:
         """The words written as names in ``text`` (``rules.proper_nouns``), read once."""
         found = self._names.get(text)
         if found is None:
             found = self._names[text] = proper_nouns(text)
+        return found
+
+    def addressed(self, text: str) -> frozenset[str]:
+        """The words ``text`` greets or signs with (``rules.addressed_names``), read once."""
+        found = self._addressed.get(text)
+        if found is None:
+            found = self._addressed[text] = addressed_names(text)
         return found
 
 
@@ -331,12 +343,17 @@ def telling_words(
         texts = (known.items[n].text for n in sorted(held) if known.items[n].text)
         written = (known.surfaces.of(text) for text in texts)
         surface = next((found[stemmed] for found in written if stemmed in found), None)
-        # A word written as a name in any input holding it is a name ("Priya" first in
-        # one sentence and inside the next).
-        if surface is None or any(
-            surface in known.names(known.items[n].text) for n in held if known.items[n].text
-        ):
+        if surface is None:
             continue
+        # A word written as a name in any input holding it is a name ("Priya" first in
+        # one sentence and inside the next). A place or a product is one too ("the
+        # Berlin office"), and may tell inputs apart; a person greeted or signing in
+        # any input holding the word ("Hi Priya", "Regards, Lukas") never joins.
+        texts = [known.items[n].text for n in known.holding[stemmed] if known.items[n].text]
+        if any(surface in known.names(text) for text in texts):
+            if any(surface in known.addressed(text) for text in texts):
+                continue
+            surface = surface[:1].upper() + surface[1:]
         out.append(surface)
         done |= held
     return out
