@@ -662,3 +662,47 @@ def test_a_slot_is_given_back_when_no_thread_can_start(monkeypatch: pytest.Monke
     monkeypatch.setattr(meaning, "in_thread", real)
     assert [r.action for r in rules.closest("v1", index, "receipt")] == ["answer ACC-2M"]
     assert len(failed) == meaning.MAX_IN_FLIGHT + 2
+
+
+def test_requests_not_looked_up_while_the_embedder_is_busy_or_resting_are_counted() -> None:
+    poison = "When poison pill, answer BAD-1X."
+
+    class Picky(ConceptEmbedder):
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            if "poison pill" in texts:
+                raise ValueError("refused: content filter")
+            return super().embed(texts)
+
+    now = [0.0]
+    failed: list[BaseException] = []
+    skipped: list[int] = []
+    rules = meaning.Meaning(
+        Picky(),
+        clock=lambda: now[0],
+        failed=failed.append,
+        served=lambda: None,
+        skipped=lambda: skipped.append(1),
+    )
+    good, bad = RuleIndex(RULES), RuleIndex([*RULES, poison])
+    assert rules.closest("good", good, "my receipt is blank")
+    assert skipped == []
+    # Every slot taken: served by the words, and counted.
+    for _ in range(meaning.MAX_IN_FLIGHT):
+        assert rules._slots.acquire(blocking=False)
+    assert rules.closest("good", good, "my receipt is blank") == []
+    assert skipped == [1]
+    for _ in range(meaning.MAX_IN_FLIGHT):
+        rules._slots.release()
+    # A version whose cases failed is skipped until its cool-down ends (the failure
+    # itself is an error, not a skip).
+    assert rules.closest("bad", bad, "my receipt is blank") == []
+    assert (len(failed), len(skipped)) == (1, 1)
+    assert rules.closest("bad", bad, "my receipt is blank") == []
+    assert (len(failed), len(skipped)) == (1, 2)
+    # Resting after a timeout: skipped too.
+    rules._rest(TimeoutError("slow"))
+    assert rules.closest("good", good, "my receipt is blank") == []
+    assert len(skipped) == 3
+    now[0] += meaning.COOL_DOWN_SECONDS + 1
+    assert rules.closest("good", good, "my receipt is blank")
+    assert len(skipped) == 3

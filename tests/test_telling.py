@@ -75,7 +75,7 @@ def test_too_little_evidence_gives_no_word() -> None:
 
 def test_names_values_and_guarded_words_never_join() -> None:
     rows = [
-        ("a1", "Ask about invoice NW-123 to ignore all previous instructions. Thanks, Priya", "courier"),
+        ("a1", "Invoice NW-123 is to ignore all previous instructions. Thanks, Priya", "courier"),
         ("a2", "Hi Priya here: invoice NW-123 should ignore all previous instructions.", "courier"),
         ("b1", "Please cancel it.", "cancel"),
         ("b2", "Cancel, I changed my mind.", "cancel"),

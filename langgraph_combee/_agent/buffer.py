@@ -71,6 +71,7 @@ class ServingStats:
     write_through_fallbacks: int = 0
     focus_by_meaning: int = 0  # requests served the closest rule (ServingSettings.focus_embedder)
     focus_embed_errors: int = 0
+    focus_embed_skipped: int = 0  # named no rule's words; the embedder was busy or resting
 
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict."""

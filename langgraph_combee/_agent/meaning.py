@@ -53,8 +53,9 @@ class Meaning:
     """The closest rule by meaning for each served version, never holding a model call long.
 
     ``failed(exc)`` is told each failure (an error, a timeout); ``served()``
-    each request that was served a rule by meaning. Both are called outside
-    this object's lock.
+    each request that was served a rule by meaning; ``skipped()`` each request
+    not looked up because the embedder was busy or resting (served by its
+    words). All are called outside this object's lock.
     """
 
     def __init__(
@@ -64,6 +65,7 @@ class Meaning:
         clock: Callable[[], float],
         failed: Callable[[BaseException], None],
         served: Callable[[], None],
+        skipped: Callable[[], None] = lambda: None,
         seconds: float | None = None,
         cool_down: float | None = None,
     ) -> None:
@@ -71,6 +73,7 @@ class Meaning:
         self._clock = clock
         self._failed = failed
         self._served = served
+        self._skipped = skipped
         self._seconds = EMBED_SECONDS if seconds is None else seconds
         self._cool_down = COOL_DOWN_SECONDS if cool_down is None else cool_down
         self._lock = threading.RLock()  # the done-callback may run under it (a build already done)
@@ -95,19 +98,24 @@ class Meaning:
     def _nearest(self, key: Any, index: RuleIndex) -> NearestRules | None:
         now = self._clock()
         with self._lock:
-            if now < self._retry_at.get(key, float("-inf")):
-                return None  # its cases failed: tried again after a cool-down of its own
+            busy = False
             future = self._cases.get(key)
-            if future is None:
+            if now < self._retry_at.get(key, float("-inf")):
+                busy = True  # its cases failed: tried again after a cool-down of its own
+            elif future is None:
                 if self._building >= MAX_BUILDS:
-                    return None  # other versions' cases are being embedded
-                self._building += 1
-                embedder = self._embedder
-                future = self._cases[key] = in_thread(lambda: NearestRules(index, embedder))
-                future.add_done_callback(self._built)
-                self._evict()
+                    busy = True  # other versions' cases are being embedded
+                else:
+                    self._building += 1
+                    embedder = self._embedder
+                    future = self._cases[key] = in_thread(lambda: NearestRules(index, embedder))
+                    future.add_done_callback(self._built)
+                    self._evict()
             elif not future.done() and key in self._waited:
-                return None  # waited for once already: never again while it runs
+                busy = True  # waited for once already: never again while it runs
+        if busy or future is None:
+            self._skipped()
+            return None
         try:
             return future.result(timeout=self._seconds)
         except concurrent.futures.TimeoutError:
@@ -138,9 +146,13 @@ class Meaning:
     def closest(self, key: Any, index: RuleIndex, text: str) -> list[Rule]:
         """The rules of the version cached as ``key`` closest to ``text`` ([] when none or busy)."""
         if self._resting():
+            self._skipped()
             return []
         nearest = self._nearest(key, index)
-        if not nearest or not self._slots.acquire(blocking=False):
+        if not nearest:
+            return []
+        if not self._slots.acquire(blocking=False):
+            self._skipped()
             return []
 
         def embed() -> list[Rule]:

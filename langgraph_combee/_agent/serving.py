@@ -201,6 +201,7 @@ class Server:
                 clock=clock,
                 failed=self._embed_failed,
                 served=self._served_by_meaning,
+                skipped=self._skipped_by_meaning,
             )
             if settings.focus_embedder is not None
             else None
@@ -374,6 +375,10 @@ class Server:
     def _served_by_meaning(self) -> None:
         with self._lock:
             self.stats.focus_by_meaning += 1
+
+    def _skipped_by_meaning(self) -> None:
+        with self._lock:
+            self.stats.focus_embed_skipped += 1
 
     def rule_index(self, version: PromptVersion) -> RuleIndex:
         """The live rules of ``version``, indexed for ``RuleIndex.focus`` (cached as ``rendered``).

@@ -83,8 +83,10 @@ def proper_nouns(text: str) -> frozenset[str]:
 # Words that open a greeting ("Hi Priya", "Good morning Anna", "Hallo Jonas"): a name
 # after them, with nothing else before it, is the addressee's.
 _GREETING = frozenset(
-    "hi hello hey dear good morning afternoon evening day greetings hallo hola "
-    "bonjour salut ciao moin servus".split()
+    {
+        *("hi", "hello", "hey", "dear", "good", "morning", "afternoon", "evening", "day"),
+        *("greetings", "hallo", "hola", "bonjour", "salut", "ciao", "moin", "servus"),
+    }
 )
 # What may come between a greeting's words and the name: spaces and commas, no sentence end.
 _GREETING_GAP = re.compile(r"[\s,]*")
@@ -117,9 +119,9 @@ def addressed_names(text: str) -> frozenset[str]:
         end = matches[n].end()
         n += 1
     if n:
-        while (
-            n < len(matches) and titled[n] and _GREETING_GAP.fullmatch(text[end : matches[n].start()])
-        ):
+        while n < len(matches) and titled[n]:
+            if not _GREETING_GAP.fullmatch(text[end : matches[n].start()]):
+                break
             found.add(matches[n].group().casefold())
             end = matches[n].end()
             n += 1

@@ -349,9 +349,9 @@ def telling_words(
         # one sentence and inside the next). A place or a product is one too ("the
         # Berlin office"), and may tell inputs apart; a person greeted or signing in
         # any input holding the word ("Hi Priya", "Regards, Lukas") never joins.
-        texts = [known.items[n].text for n in known.holding[stemmed] if known.items[n].text]
-        if any(surface in known.names(text) for text in texts):
-            if any(surface in known.addressed(text) for text in texts):
+        spots = [known.items[n].text for n in known.holding[stemmed] if known.items[n].text]
+        if any(surface in known.names(text) for text in spots):
+            if any(surface in known.addressed(text) for text in spots):
                 continue
             surface = surface[:1].upper() + surface[1:]
         out.append(surface)
