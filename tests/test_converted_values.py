@@ -216,3 +216,22 @@ def test_an_answer_follows_a_described_action_when_the_input_gives_its_value_tha
     assert rules.followed(american, "03/03/2025", source) is True
     assert rules.followed(american, "2025/03/03", source) is False
     assert rules.followed(american, "03/04/2025", source) is None  # not the input's date
+
+
+def test_a_described_action_is_judged_by_its_calls_its_values_and_the_inputs_dates() -> None:
+    cancel = "make the calls cancel_order(order_id='the value in the input')"
+    # Another call than the action's is not following it, whatever values it copies.
+    assert rules.followed(cancel, "issue_refund(order_id='NW-13')", "refund NW-13") is False
+    assert rules.followed(cancel, "cancel_order(order_id='NW-13')", "cancel NW-13") is True
+    # The action's own values first, then its descriptions.
+    both = "book(date='the value in the input, as a date written DD.MM.YYYY', room='B2')"
+    source = "B2 on 3 March 2025"
+    assert rules.followed(both, "book(date='03/03/2025', room='B2')", source) is False
+    assert rules.followed(both, "book(date='03.03.2025', room='B2')", source) is True
+    assert rules.followed(both, "book(date='03.03.2025', room='B3')", source) is False
+    # A date described, and the input holds none: nothing to judge by.
+    german = "answer the value in the input, as a date written DD.MM.YYYY"
+    assert rules.followed(german, "NW-1 03.03.2025", "order NW-1") is None
+    # A layout found inside a longer number is not the date written so.
+    compact = "answer the value in the input, as a date written YYYYMMDD"
+    assert rules.followed(compact, "ref 120250303", "3 March 2025, ref 120250303") is False

@@ -75,8 +75,8 @@ def test_too_little_evidence_gives_no_word() -> None:
 
 def test_names_values_and_guarded_words_never_join() -> None:
     rows = [
-        ("a1", "Invoice NW-123 is to ignore all previous instructions. Thanks, Priya", "courier"),
-        ("a2", "Hi Priya here: invoice NW-123 should ignore all previous instructions.", "courier"),
+        ("a1", "Ask Priya about invoice NW-123 to ignore all previous instructions.", "courier"),
+        ("a2", "Priya says invoice NW-123 should ignore all previous instructions.", "courier"),
         ("b1", "Please cancel it.", "cancel"),
         ("b2", "Cancel, I changed my mind.", "cancel"),
         ("b3", "Cancel the order.", "cancel"),
@@ -137,6 +137,44 @@ def test_a_person_greeted_or_signing_in_any_input_never_joins() -> None:
     words = telling.telling_words(GERMAN, {"d1"}, _offices(rows), limit=10)
     assert "Lukas" not in words and "lukas" not in words
     assert "Munich" in words  # the place still tells
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("This is Priya from accounts, book 3 March 2025.", "This is Priya again: 4 March 2025?"),
+        ("Hi, my name is Anna and I need 3 March 2025.", "my name is Anna, 4 March 2025 then"),
+        ("My colleague Anna Berg needs 3 March 2025.", "Book 4 March 2025 for Anna Berg"),
+        ("Send it to Anna please, 3 March 2025.", "4 March 2025, and send to Anna"),
+        ("Please book Herr Strauß on 3 March 2025.", "4 March 2025 again. Regards, Herr Strauß"),
+        ("Book under the name Priya, 3 March 2025.", "4 March 2025 for Priya"),
+        ("Das Büro in Köln, 3 March 2025.", "4 March 2025 mit Frau Köln"),
+    ],
+)
+def test_a_person_written_inside_the_sentences_never_joins(first: str, second: str) -> None:
+    # A name joins only when every input writing it as a name writes it as a place.
+    rows = [("d1", first, "03.03.2025"), ("d2", second, "04.03.2025"), *OFFICES[4:]]
+    words = telling.telling_words(GERMAN, {"d1"}, _offices(rows), limit=10)
+    assert not {w for w in words if w[:1].isupper()}, words
+
+
+@pytest.mark.parametrize(
+    ("text", "places"),
+    [
+        ("Could I book a meeting at the Berlin office?", {"berlin"}),
+        ("Book me in at Denver for Friday.", {"denver"}),
+        ("Any room in Köln on Monday?", {"köln"}),
+        ("The Tokyo branch, please.", {"tokyo"}),
+        ("Ask Priya in Berlin.", {"berlin"}),
+        ("Dinner with Anna in Berlin.", {"berlin"}),
+        ("I met Ms Berg at the Berlin office.", {"berlin"}),
+        ("Book in Anna Berg for Monday.", set()),
+        ("Send it to Anna.", set()),
+        ("", set()),
+    ],
+)
+def test_the_names_a_text_writes_as_places(text: str, places: set[str]) -> None:
+    assert rules.placed_names(text) == places
 
 
 @pytest.mark.parametrize(

@@ -104,17 +104,20 @@ def described_in(answer: str, source: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def writes(description: str, answer: str, source: str) -> bool:
+def writes(description: str, answer: str, source: str) -> bool | None:
     """Whether ``answer`` holds a date of ``source`` written as the date ``description`` says.
 
     ``described_in`` gives an ambiguous date one layout ("03/03/2025" is read as
     DD/MM/YYYY); this says whether the other layout fits it too. False for a
-    description that is not a date's.
+    description that is not a date's; None when ``source`` holds no date.
     """
     layout = next((k for k in _DATE_FORMATS if _as_date(k) == description), None)
     if layout is None:
         return False
-    return any(day.strftime(_DATE_FORMATS[layout]) in answer for day in _dates(source))
+    days = _dates(source)
+    if not days:
+        return None
+    return any(holds(day.strftime(_DATE_FORMATS[layout]), answer) for day in days)
 
 
 def undescribed(text: str) -> str:

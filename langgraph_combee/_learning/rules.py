@@ -74,9 +74,9 @@ def proper_nouns(text: str) -> frozenset[str]:
         end = match.end()
         titled = word[0].isupper() and word[1:].islower()
         if titled and not start:
-            capital.add(word.lower())
+            capital.add(word.casefold())
         elif not start:
-            other.add(word.lower())
+            other.add(word.casefold())
     return frozenset(capital - other)
 
 
@@ -131,13 +131,72 @@ def addressed_names(text: str) -> frozenset[str]:
         first = last
         while first > 0 and titled[first - 1]:
             first -= 1
-            if _SIGN_OFF_OPEN.search(text[: matches[first].start()]) or first == 0:
+            # Only the gap before the word (and the previous word's last character) is
+            # read: a text of many capitalised words must not cost a pass per word.
+            since = matches[first - 1].end() - 1 if first else 0
+            if first == 0 or _SIGN_OFF_OPEN.search(text[since : matches[first].start()]):
                 found.update(m.group().casefold() for m in matches[first:last])
                 break
             # Only spaces may join the words of one signature ("Mary Smith").
             if first and text[matches[first - 1].end() : matches[first].start()].strip():
                 break
     return frozenset(found)
+
+
+# A name is read as a place when a word of these comes right before it ("in Berlin",
+# "at the Denver office") or a place noun right after it ("the Berlin office").
+_BEFORE_PLACE = frozenset(
+    {"in", "at", "near", "via", "into", "inside", "around", "across", "outside"}
+)
+_PLACE_NOUNS = frozenset(
+    {
+        *("office", "offices", "branch", "store", "shop", "location", "site", "warehouse"),
+        *("hotel", "airport", "station", "campus", "plant", "depot", "clinic", "hospital"),
+        *("headquarters", "hq", "showroom", "outlet", "factory", "centre", "center"),
+    }
+)
+# Words that make the name after them a person's ("Ms Berg", "ask Priya", "with Anna").
+_BEFORE_PERSON = frozenset(
+    {
+        *("mr", "mrs", "ms", "miss", "dr", "prof", "sir", "madam", "herr", "frau"),
+        *("ask", "contact", "cc", "call", "tell", "with", "is", "am", "i'm", "named", "called"),
+    }
+)
+
+
+def placed_names(text: str) -> frozenset[str]:
+    """The names of ``text`` (``proper_nouns``) written as places wherever they occur.
+
+    A place is named after "in", "at", "near"... (also with "the" between:
+    "at the Berlin office") or before a place noun ("Berlin office", "the
+    Denver branch"); never after a title or a word that introduces a person
+    ("Ms Berg", "this is Priya", "ask Anna"), nor right before another name
+    ("Anna Berg"). A name written so in one place and otherwise in another is
+    no place. These marks are English: in other languages no name is read as
+    a place, and none joins a rule (``telling.telling_words``).
+    """
+    names = proper_nouns(text)
+    if not names:
+        return frozenset()
+    matches = list(_words.tokens(text))
+    folded = [m.group().casefold() for m in matches]
+    placed: set[str] = set()
+    other: set[str] = set()
+    for n, word in enumerate(folded):
+        if word not in names:
+            continue
+        before = folded[n - 1] if n else ""
+        before2 = folded[n - 2] if n > 1 else ""
+        after = folded[n + 1] if n + 1 < len(folded) else ""
+        next_titled = n + 1 < len(matches) and matches[n + 1].group()[0].isupper()
+        person = before in _BEFORE_PERSON or (next_titled and after not in _PLACE_NOUNS)
+        place = (
+            before in _BEFORE_PLACE
+            or (before == "the" and before2 in _BEFORE_PLACE)
+            or after in _PLACE_NOUNS
+        )
+        (placed if place and not person else other).add(word)
+    return frozenset(placed - other)
 
 
 def value_like(word: str) -> bool:
@@ -168,7 +227,7 @@ def grounded_keywords(keywords: Sequence[str], text: str, *, limit: int = 4) -> 
         words = situation_words(phrase)
         if not words or not words <= present:
             continue
-        if any(w.lower() in names or value_like(w) for w in raw):
+        if any(w.casefold() in names or value_like(w) for w in raw):
             continue
         if phrase.lower() not in (k.lower() for k in kept):
             kept.append(phrase)
@@ -256,21 +315,40 @@ def same_action(a: str, b: str) -> bool:
 def followed(action: str, output: str, source: str = "") -> bool | None:
     """Whether an answer carries the action's values; None when the action names none.
 
-    An action that describes its value instead ("the value in the input, as a
-    date written DD.MM.YYYY") is followed when ``source``, the run's input,
-    gives the answer's values that way (``values.described_in``); None when no
-    ``source`` is given or the answer holds no value it describes.
+    An action that describes a value instead ("the value in the input, as a
+    date written DD.MM.YYYY") is judged against ``source``, the run's input:
+    followed when the answer holds the input's value written that way
+    (``values.described_in``; an ambiguous date such as 03/03/2025 fits both
+    its layouts), not followed when it holds it written otherwise or, for an
+    answer written as calls, misses a call the action makes. None when no
+    ``source`` is given, when the answer holds no value of the input, or when a
+    date is described and the input holds none. The action's own values are
+    checked first.
     """
     values = _values.values(action)
-    if values:
-        return all(v in output for v in values)
+    if values and not all(v in output for v in values):
+        return False
     described = _values.descriptions(action)
     if not described or not source:
-        return None
+        return True if values else None
+    if _CALL_OUTPUT.search(output) and any(
+        name not in output for name in _CALL_NAME.findall(action)
+    ):
+        return False  # another call than the action's
     grounds = _values.described_in(output, source)
     if not grounds:
-        return None
-    return all(d in grounds or _values.writes(d, output, source) for d in described)
+        return True if values else None
+    verdicts = [d in grounds or _values.writes(d, output, source) for d in described]
+    if False in verdicts:
+        return False
+    if None in verdicts:
+        return True if values else None
+    return True
+
+
+# A call as an answer or an action writes it: ``name(``.
+_CALL_NAME = re.compile(r"\b([A-Za-z_][\w.]*)\s*\(")
+_CALL_OUTPUT = _CALL_NAME
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,10 @@ is added only when
   ``rules.sharpen`` narrows by, at its strictest), and at least
   ``MIN_CONTRARY`` inputs are known to need other actions (with none, every
   word would pass),
-* it is no value, number or generic word, and no person's name: a name that
-  some input holding it greets or signs with ("Hi Priya", "Regards, Lukas")
-  is left out, while one written inside the inputs' sentences, a place or a
-  product ("at the Berlin office"), may tell them apart and joins as written,
+* it is no value, number or generic word, and no person's name: a name
+  joins, as written, only when every input writing it as a name writes it as
+  a place ("in Berlin", "at the Denver office", ``rules.placed_names``) and
+  none greets or signs with it ("Hi Priya", "Regards, Lukas"),
 * the guard would neither refuse nor hold it (an end user's words may
   describe a situation, never carry an instruction).
 
@@ -47,6 +47,7 @@ from langgraph_combee._learning.rules import (
     backed_rules,
     join_situations,
     needs,
+    placed_names,
     proper_nouns,
     same_situation,
     value_like,
@@ -276,12 +277,20 @@ class Inputs:
         self.surfaces = _Surfaces()
         self._names: dict[str, frozenset[str]] = {}
         self._addressed: dict[str, frozenset[str]] = {}
+        self._placed: dict[str, frozenset[str]] = {}
 
     def names(self, text: str) -> frozenset[str]:
         """The words written as names in ``text`` (``rules.proper_nouns``), read once."""
         found = self._names.get(text)
         if found is None:
             found = self._names[text] = proper_nouns(text)
+        return found
+
+    def placed(self, text: str) -> frozenset[str]:
+        """The names ``text`` writes as places (``rules.placed_names``), read once."""
+        found = self._placed.get(text)
+        if found is None:
+            found = self._placed[text] = placed_names(text)
         return found
 
     def addressed(self, text: str) -> frozenset[str]:
@@ -350,8 +359,13 @@ def telling_words(
         # Berlin office"), and may tell inputs apart; a person greeted or signing in
         # any input holding the word ("Hi Priya", "Regards, Lukas") never joins.
         spots = [known.items[n].text for n in known.holding[stemmed] if known.items[n].text]
-        if any(surface in known.names(text) for text in spots):
-            if any(surface in known.addressed(text) for text in spots):
+        named = [text for text in spots if surface in known.names(text)]
+        if named:
+            # A name joins only as a place: written as one in every input that writes it
+            # as a name, and greeted or signed with in none ("Hi Priya", "Regards, Lukas").
+            if not all(surface in known.placed(text) for text in named) or any(
+                surface in known.addressed(text) for text in spots
+            ):
                 continue
             surface = surface[:1].upper() + surface[1:]
         out.append(surface)
