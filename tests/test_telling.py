@@ -165,6 +165,7 @@ def test_a_person_written_inside_the_sentences_never_joins(first: str, second: s
         ("Book me in at Denver for Friday.", {"denver"}),
         ("Any room in Köln on Monday?", {"köln"}),
         ("The Tokyo branch, please.", {"tokyo"}),
+        ("An appointment with your Osaka team?", {"osaka"}),
         ("Ask Priya in Berlin.", {"berlin"}),
         ("Dinner with Anna in Berlin.", {"berlin"}),
         ("I met Ms Berg at the Berlin office.", {"berlin"}),

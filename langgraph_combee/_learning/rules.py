@@ -152,7 +152,7 @@ _PLACE_NOUNS = frozenset(
     {
         *("office", "offices", "branch", "store", "shop", "location", "site", "warehouse"),
         *("hotel", "airport", "station", "campus", "plant", "depot", "clinic", "hospital"),
-        *("headquarters", "hq", "showroom", "outlet", "factory", "centre", "center"),
+        *("headquarters", "hq", "showroom", "outlet", "factory", "centre", "center", "team"),
     }
 )
 # Words that make the name after them a person's ("Ms Berg", "ask Priya", "with Anna").
