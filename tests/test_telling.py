@@ -454,3 +454,9 @@ def test_only_parameters_naming_someone_give_up_their_values() -> None:
     assert "JSmith" not in insight(customerEmail="jsmith")  # camelCase parts
     for word_of_the_case in ({"device_name": "keyboard"}, {"filename": "keyboard"}):
         assert "keyboard" in insight(**word_of_the_case)
+
+
+def test_a_keyword_naming_a_place_is_kept_and_one_naming_a_person_is_not() -> None:
+    text = "Hi Priya, could I book a meeting at the Berlin office with Anna on 3 March?"
+    kept = rules.grounded_keywords(["Berlin office", "Priya", "Anna", "meeting"], text)
+    assert kept == ["Berlin office", "meeting"]

@@ -211,13 +211,15 @@ def grounded_keywords(keywords: Sequence[str], text: str, *, limit: int = 4) -> 
 
     A small model asked for words copied from an input also writes words that
     are not there, names, references, sign-offs and whole sentences: a keyword
-    with a word not in the text, a name (``proper_nouns``), a value such as an
+    with a word not in the text, a name (``proper_nouns``) other than a place
+    (``placed_names``), a value such as an
     order number, more than ``MAX_KEYWORD_WORDS`` words, or no content word at
     all is left out. A kept keyword is its words alone, without the punctuation,
     brackets or symbols around them. At most ``limit`` are kept, in order.
     """
     present = input_words(text)
-    names = proper_nouns(text)
+    # A place is a word of the case ("the Berlin office"); a person is not.
+    names = proper_nouns(text) - (placed_names(text) - addressed_names(text))
     kept: list[str] = []
     for keyword in keywords:
         raw = [m.group() for m in _words.tokens(keyword)]
