@@ -620,21 +620,25 @@ def test_the_demo_notes_a_broken_install_and_runs_on(monkeypatch: pytest.MonkeyP
     assert notes and "off" in notes[0]
 
 
+POISON = "When poison pill, answer BAD-1X."
+
+
+class Picky(ConceptEmbedder):
+    """Refuses the cases of a version holding ``POISON``'s situation."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if "poison pill" in texts:
+            raise ValueError("refused: content filter")
+        return super().embed(texts)
+
+
 def test_cases_that_fail_for_one_version_cost_no_other_version() -> None:
-    poison = "When poison pill, answer BAD-1X."
-
-    class Picky(ConceptEmbedder):
-        def embed(self, texts: Sequence[str]) -> list[list[float]]:
-            if "poison pill" in texts:
-                raise ValueError("refused: content filter")
-            return super().embed(texts)
-
     failed: list[BaseException] = []
     served: list[int] = []
     rules = meaning.Meaning(
         Picky(), clock=lambda: 0.0, failed=failed.append, served=lambda: served.append(1)
     )
-    bad, good = RuleIndex([*RULES, poison]), RuleIndex(RULES)
+    bad, good = RuleIndex([*RULES, POISON]), RuleIndex(RULES)
     for _ in range(3):
         assert rules.closest("bad", bad, "my receipt is blank") == []
     assert len(failed) == 1  # then left alone until its own cool-down ends
@@ -665,14 +669,6 @@ def test_a_slot_is_given_back_when_no_thread_can_start(monkeypatch: pytest.Monke
 
 
 def test_requests_not_looked_up_while_the_embedder_is_busy_or_resting_are_counted() -> None:
-    poison = "When poison pill, answer BAD-1X."
-
-    class Picky(ConceptEmbedder):
-        def embed(self, texts: Sequence[str]) -> list[list[float]]:
-            if "poison pill" in texts:
-                raise ValueError("refused: content filter")
-            return super().embed(texts)
-
     now = [0.0]
     failed: list[BaseException] = []
     skipped: list[int] = []
@@ -683,7 +679,7 @@ def test_requests_not_looked_up_while_the_embedder_is_busy_or_resting_are_counte
         served=lambda: None,
         skipped=lambda: skipped.append(1),
     )
-    good, bad = RuleIndex(RULES), RuleIndex([*RULES, poison])
+    good, bad = RuleIndex(RULES), RuleIndex([*RULES, POISON])
     assert rules.closest("good", good, "my receipt is blank")
     assert skipped == []
     # Every slot taken: served by the words, and counted.
