@@ -235,3 +235,13 @@ def test_a_described_action_is_judged_by_its_calls_its_values_and_the_inputs_dat
     # A layout found inside a longer number is not the date written so.
     compact = "answer the value in the input, as a date written YYYYMMDD"
     assert rules.followed(compact, "ref 120250303", "3 March 2025, ref 120250303") is False
+
+
+def test_brackets_in_prose_are_no_calls_and_calls_are_compared_by_whole_names() -> None:
+    cents = "answer (in cents) the value in the input, in cents, digits only"
+    assert rules.followed(cents, "Refund of 2490 cents (EUR 24.90) issued", "EUR 24.90") is True
+    date = "reply with the date (the value in the input, as a date written DD.MM.YYYY)"
+    assert rules.followed(date, "Booked for Monday (03.03.2025).", "Monday 3 March 2025") is True
+    lookup = "make the calls lookup_order(order_id='the value in the input')"
+    assert rules.followed(lookup, "lookup_order_v2(order_id='A1')", "order A1") is False
+    assert rules.followed(lookup, "lookup_order(order_id='A1')", "order A1") is True

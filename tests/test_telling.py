@@ -148,6 +148,11 @@ def test_a_person_greeted_or_signing_in_any_input_never_joins() -> None:
         ("Send it to Anna please, 3 March 2025.", "4 March 2025, and send to Anna"),
         ("Please book Herr Strauß on 3 March 2025.", "4 March 2025 again. Regards, Herr Strauß"),
         ("Book under the name Priya, 3 March 2025.", "4 March 2025 for Priya"),
+        ("Can you book in Anna on 3 March 2025?", "Please book in Anna for 4 March 2025."),
+        ("Please loop in Priya on 3 March 2025.", "Loop in Priya for 4 March 2025"),
+        ("Booking via Anna for 3 March 2025.", "Referred via Anna, 4 March 2025"),
+        ("I asked Priya, office manager, for 3 March 2025.", "Priya, office manager: 4 March 2025"),
+        ("Mrs. Novak needs a room on 3 March 2025.", "Could Mrs. Novak get 4 March 2025?"),
         ("Das Büro in Köln, 3 March 2025.", "4 March 2025 mit Frau Köln"),
     ],
 )
@@ -191,6 +196,8 @@ def test_the_names_a_text_writes_as_places(text: str, places: set[str]) -> None:
         ("Book me in Berlin.", set()),
         ("Berlin office: please book.", set()),
         ("Good morning. The receipt is blank.", set()),
+        ("x " + "(" * 20000 + "# Anna", set()),  # read in one pass, not once per bracket
+        ("Refund please. ((Anna))", {"anna"}),
         ("", set()),
     ],
 )

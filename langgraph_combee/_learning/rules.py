@@ -65,19 +65,36 @@ def proper_nouns(text: str) -> frozenset[str]:
     capital: set[str] = set()
     other: set[str] = set()
     end = 0
+    previous = ""
     for match in _words.tokens(text):
         word = match.group()
         # Only the gap since the previous word is read: the text is scanned once
         # (a long input must not cost a pass per word).
         gap = text[end : match.start()]
-        start = (end == 0 and not gap.strip()) or bool(_SENTENCE_END.search(gap))
+        # "Mrs. Novak": the dot of a title ends no sentence.
+        start = (end == 0 and not gap.strip()) or (
+            bool(_SENTENCE_END.search(gap)) and previous not in _TITLES
+        )
         end = match.end()
+        previous = word.casefold()
         titled = word[0].isupper() and word[1:].islower()
+        forms = {previous, _bare(previous)}
         if titled and not start:
-            capital.add(word.casefold())
+            capital.update(forms)
         elif not start:
-            other.add(word.casefold())
+            other.update(forms)
     return frozenset(capital - other)
+
+
+_TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "prof", "herr", "frau", "st"})
+
+
+def _bare(word: str) -> str:
+    """``word`` without a possessive ending ("priya's" -> "priya")."""
+    for ending in ("'s", "\u2019s"):
+        if word.endswith(ending) and len(word) > len(ending):
+            return word[: -len(ending)]
+    return word
 
 
 # Words that open a greeting ("Hi Priya", "Good morning Anna", "Hallo Jonas"): a name
@@ -92,7 +109,22 @@ _GREETING = frozenset(
 _GREETING_GAP = re.compile(r"[\s,]*")
 # What opens a signature's line: a comma ("Regards, Lukas"), a bracket, a dash, a new
 # line or a sentence's end ("Thanks. Mary"); "in Berlin." is no signature.
-_SIGN_OFF_OPEN = re.compile(r"(?:[,(\[\-\u2013\u2014\n]|[.!?])[\s\"'(*_~]*$")
+_SIGN_OFF_OPENERS = ",([-\u2013\u2014\n.!?"
+_SIGN_OFF_SPACING = " \t\r\n\"'(*_~"
+
+
+def _opens_signature(gap: str) -> bool:
+    """Whether ``gap`` (the text before a capitalised word) ends as a signature's line opens.
+
+    Read from its end in one pass: a regular expression here is quadratic on a
+    long run of brackets.
+    """
+    i = len(gap)
+    while i and gap[i - 1] in _SIGN_OFF_SPACING:
+        i -= 1
+    return (i > 0 and gap[i - 1] in _SIGN_OFF_OPENERS) or any(c in "(\n" for c in gap[i:])
+
+
 # What may follow a signature to the end of the text ("Mary Smith.", "(Liam)"): a
 # question mark ends a question, not a sign-off.
 _SIGN_OFF_TAIL = re.compile(r"[\s.,;:!)\]\-\u2013\u2014\"'*_~]*")
@@ -134,7 +166,7 @@ def addressed_names(text: str) -> frozenset[str]:
             # Only the gap before the word (and the previous word's last character) is
             # read: a text of many capitalised words must not cost a pass per word.
             since = matches[first - 1].end() - 1 if first else 0
-            if first == 0 or _SIGN_OFF_OPEN.search(text[since : matches[first].start()]):
+            if first == 0 or _opens_signature(text[since : matches[first].start()]):
                 found.update(m.group().casefold() for m in matches[first:last])
                 break
             # Only spaces may join the words of one signature ("Mary Smith").
@@ -145,8 +177,11 @@ def addressed_names(text: str) -> frozenset[str]:
 
 # A name is read as a place when a word of these comes right before it ("in Berlin",
 # "at the Denver office") or a place noun right after it ("the Berlin office").
-_BEFORE_PLACE = frozenset(
-    {"in", "at", "near", "via", "into", "inside", "around", "across", "outside"}
+_BEFORE_PLACE = frozenset({"in", "at", "near", "into", "inside", "around", "across", "outside"})
+# Verbs that take "in" for a person ("book in Anna", "loop in Priya").
+_IN_FOR_PERSON = frozenset(
+    {"book", "check", "loop", "pencil", "fit", "sign", "log", "fill", "bring", "let", "rope"}
+    | {"keep", "put", "squeeze", "call", "send", "invite", "add", "include", "count"}
 )
 _PLACE_NOUNS = frozenset(
     {
@@ -187,15 +222,25 @@ def placed_names(text: str) -> frozenset[str]:
             continue
         before = folded[n - 1] if n else ""
         before2 = folded[n - 2] if n > 1 else ""
-        after = folded[n + 1] if n + 1 < len(folded) else ""
+        # A place noun counts only right after the name, with spaces between
+        # ("Priya, office manager" is a person).
+        after = ""
+        if n + 1 < len(folded) and text[matches[n].end() : matches[n + 1].start()].isspace():
+            after = folded[n + 1]
         next_titled = n + 1 < len(matches) and matches[n + 1].group()[0].isupper()
-        person = before in _BEFORE_PERSON or (next_titled and after not in _PLACE_NOUNS)
+        person = (
+            before in _BEFORE_PERSON
+            or (before in ("in", "into") and before2 in _IN_FOR_PERSON)
+            or (next_titled and after not in _PLACE_NOUNS)
+            or word != _bare(word)  # "Priya's manager"
+        )
         place = (
             before in _BEFORE_PLACE
             or (before == "the" and before2 in _BEFORE_PLACE)
             or after in _PLACE_NOUNS
         )
-        (placed if place and not person else other).add(word)
+        bare = _bare(word)
+        (placed if place and not person else other).update({word, bare})
     return frozenset(placed - other)
 
 
@@ -333,9 +378,8 @@ def followed(action: str, output: str, source: str = "") -> bool | None:
     described = _values.descriptions(action)
     if not described or not source:
         return True if values else None
-    if _CALL_OUTPUT.search(output) and any(
-        name not in output for name in _CALL_NAME.findall(action)
-    ):
+    made = set(_CALL_NAME.findall(output))
+    if made and not set(_CALL_NAME.findall(action)) <= made:
         return False  # another call than the action's
     grounds = _values.described_in(output, source)
     if not grounds:
@@ -348,9 +392,9 @@ def followed(action: str, output: str, source: str = "") -> bool | None:
     return True
 
 
-# A call as an answer or an action writes it: ``name(``.
-_CALL_NAME = re.compile(r"\b([A-Za-z_][\w.]*)\s*\(")
-_CALL_OUTPUT = _CALL_NAME
+# A call as an answer or an action writes it: ``name(``, with no space before the
+# bracket ("answer (in cents)" and "Monday (03.03.2025)" are prose).
+_CALL_NAME = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\(")
 
 
 @dataclass(frozen=True)
