@@ -467,3 +467,32 @@ def test_a_keyword_naming_a_place_is_kept_and_one_naming_a_person_is_not() -> No
     text = "Hi Priya, could I book a meeting at the Berlin office with Anna on 3 March?"
     kept = rules.grounded_keywords(["Berlin office", "Priya", "Anna", "meeting"], text)
     assert kept == ["Berlin office", "meeting"]
+
+
+def test_a_situation_naming_only_a_tool_of_the_run_is_left_out() -> None:
+    # Seen on the 1.5B on a hotel desk: a noise complaint the agent answered with
+    # request_housekeeping became "When housekeeping or wall, ...".
+    noise = 'check_room(room="305"); send_security(room="305", reason="noise")'
+    out = SmallReflectionOut(situation="housekeeping or wall", keywords=["shouting"], action="")
+    reflection = out.to_reflection(
+        "t",
+        ground_truth=noise,
+        source="The guests in room 305 are shouting through the wall.",
+        calls=[ToolCall(name="request_housekeeping", args={"room": "305"})],
+    )
+    assert reflection.key_insight.startswith("When wall or shouting, make the calls check_room(")
+    # The ground truth's own tool, too; the rest of the situation stays.
+    plumbing = 'log_maintenance(room="215", system="PLMB", priority="P1")'
+    out = SmallReflectionOut(situation="log_maintenance or shower", action="")
+    reflection = out.to_reflection(
+        "t", ground_truth=plumbing, source="The shower in 215 has no hot water."
+    )
+    assert reflection.key_insight.startswith("When shower, make the calls log_maintenance(")
+    # A request that itself says the tool's word keeps it.
+    out = SmallReflectionOut(situation="housekeeping", action="")
+    reflection = out.to_reflection(
+        "t",
+        ground_truth='request_housekeeping(room="2")',
+        source="Please send housekeeping to room 2.",
+    )
+    assert reflection.key_insight.startswith("When housekeeping, make the calls")

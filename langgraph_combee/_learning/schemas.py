@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
-from langgraph_combee._core.situations import Rule, alternatives, situation_words
+from langgraph_combee._core.situations import Rule, alternatives, input_words, situation_words
 from langgraph_combee._core.types import BulletTag, Reflection, ToolCall
 from langgraph_combee._core.values import FROM_INPUT, converted, holds
 from langgraph_combee._learning import guard_rules
@@ -277,7 +277,11 @@ class SmallReflectionOut(BaseModel):
         commas in the situation become semicolons (the first comma ends it), an
         action that leaves out a short known ground truth becomes
         ``"answer <ground truth>"``, and a situation with no content word (only
-        generic request words) gives no rule. The keywords that are words of the
+        generic request words) gives no rule. An alternative of the situation that
+        names only a tool the run called or its ground truth calls
+        (``request_housekeeping`` -> "housekeeping"), in words the input does not
+        hold, is left out: the reflector named the agent's call, not the case.
+        The keywords that are words of the
         run's input (``source``; ``rules.grounded_keywords``) and that the guard
         would not refuse or hold join the situation as alternatives: "When
         invoice request or receipt, answer ACC-2M.". A situation or keyword that
@@ -304,6 +308,17 @@ class SmallReflectionOut(BaseModel):
             # "When blopez, ..." names the run's user, not a kind of input.
             kept = [a for a in alternatives(situation) if not _names_a_value(a, taken)]
             situation = " or ".join(kept)
+        tools = _tool_words(calls, truth)
+        if tools and source:
+            # "When housekeeping or wall, ..." for a noise complaint the agent answered
+            # with request_housekeeping: a tool's name is no wording of the case.
+            said = input_words(source)
+            kept = [
+                a
+                for a in alternatives(situation)
+                if not ((words := situation_words(a)) and words <= tools and not words & said)
+            ]
+            situation = " or ".join(kept)
         # A situation of generic words only ("question", "the user's request") fits
         # every input: such a rule cannot tell one case from another.
         unwrapped = [_unwrap(k) for k in self.keywords if not _names_a_value(_unwrap(k), taken)]
@@ -319,6 +334,15 @@ class SmallReflectionOut(BaseModel):
             situation = join_situations(situation, *keywords)
         insight = Rule(situation, action).text()
         return Reflection(trace_id=trace_id, correct_approach=action, key_insight=insight)
+
+
+_CALL_NAME = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\(")
+
+
+def _tool_words(calls: Sequence[ToolCall], truth: str) -> frozenset[str]:
+    """The words of the tools the run called or its ground truth calls ("request_housekeeping")."""
+    names = [c.name for c in calls if c.name] + _CALL_NAME.findall(truth)
+    return frozenset().union(*(situation_words(n.replace("_", " ")) for n in names))
 
 
 class OpOut(BaseModel):
