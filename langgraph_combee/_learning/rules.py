@@ -378,8 +378,8 @@ def followed(action: str, output: str, source: str = "") -> bool | None:
     described = _values.descriptions(action)
     if not described or not source:
         return True if values else None
-    made = set(_CALL_NAME.findall(output))
-    if made and not set(_CALL_NAME.findall(action)) <= made:
+    made = set(CALL_NAME.findall(output))
+    if made and not set(CALL_NAME.findall(action)) <= made:
         return False  # another call than the action's
     grounds = _values.described_in(output, source)
     if not grounds:
@@ -394,7 +394,7 @@ def followed(action: str, output: str, source: str = "") -> bool | None:
 
 # A call as an answer or an action writes it: ``name(``, with no space before the
 # bracket ("answer (in cents)" and "Monday (03.03.2025)" are prose).
-_CALL_NAME = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\(")
+CALL_NAME = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\(")
 
 
 @dataclass(frozen=True)

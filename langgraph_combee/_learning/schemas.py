@@ -19,7 +19,7 @@ from langgraph_combee._core.situations import Rule, alternatives, input_words, s
 from langgraph_combee._core.types import BulletTag, Reflection, ToolCall
 from langgraph_combee._core.values import FROM_INPUT, converted, holds
 from langgraph_combee._learning import guard_rules
-from langgraph_combee._learning.rules import grounded_keywords, join_situations
+from langgraph_combee._learning.rules import CALL_NAME, grounded_keywords, join_situations
 
 
 def _loose_str(value: Any) -> Any:
@@ -336,12 +336,9 @@ class SmallReflectionOut(BaseModel):
         return Reflection(trace_id=trace_id, correct_approach=action, key_insight=insight)
 
 
-_CALL_NAME = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\(")
-
-
 def _tool_words(calls: Sequence[ToolCall], truth: str) -> frozenset[str]:
     """The words of the tools the run called or its ground truth calls ("request_housekeeping")."""
-    names = [c.name for c in calls if c.name] + _CALL_NAME.findall(truth)
+    names = [c.name for c in calls if c.name] + CALL_NAME.findall(truth)
     return frozenset().union(*(situation_words(n.replace("_", " ")) for n in names))
 
 
