@@ -20,7 +20,7 @@ from langgraph_combee._core.ops import Add, DeltaOp, Tag, Update
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Reflection, StepReport, Trace
 from langgraph_combee._errors import ConfigurationError, LearningError, LLMCallError
-from langgraph_combee._learning import rules, telling
+from langgraph_combee._learning import conventions, rules, telling
 from langgraph_combee._learning.calls import CallStats, LLMCaller
 from langgraph_combee._learning.guard import BulletGuard
 from langgraph_combee._learning.provenance import Evidence
@@ -88,6 +88,9 @@ async def reflect_all(
     role profile has nothing to learn from (``needs_reflection``) cost no call.
     """
     roles = ctx.roles.active()
+    # A run whose only stated fault is a convention every reply must follow is not
+    # reflected on: the small reflector would restate it as a rule for that one input.
+    known = [*conventions.learned(playbook), *conventions.stated(traces, playbook)]
 
     async def one(trace: Trace) -> Reflection | None:
         try:
@@ -95,7 +98,7 @@ async def reflect_all(
         except LLMCallError:
             return None
 
-    todo = [t for t in traces if roles.needs_reflection(t)]
+    todo = [t for t in traces if roles.needs_reflection(t) and not conventions.explained(t, known)]
     results = await asyncio.gather(*(one(t) for t in todo))
     if todo and all(r is None for r in results):
         if stats.failed["combee.reflect"] == len(todo):
@@ -263,6 +266,9 @@ async def finish(
     # it is what a rule matches on, not a correction of an older one.
     whole = traces if batch is None else batch
     earlier = ctx.memory.items()
+    # Conventions every reply must follow are read from the feedback, not reflected on.
+    section = playbook.resolve_section("others")
+    ops = [*conventions.found(whole, playbook, section=section), *ops]
     # Words the inputs tie to a rule's action join its situation first: what the
     # reflector named is often no word a new input of the case would hold, and a rule
     # whose every alternative sharpening drops keeps the words its inputs share.
