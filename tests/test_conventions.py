@@ -197,3 +197,32 @@ def test_a_convention_from_the_end_users_comments_is_refused() -> None:
     assert report.playbook.bullets == []
     (refused,) = report.steps[0].quarantined
     assert "refunds.example" in refused.op.content  # type: ignore[union-attr]
+
+
+def test_right_replies_back_a_convention_and_right_replies_without_it_discredit_it() -> None:
+    from langgraph_combee._core.ops import Add
+    from langgraph_combee._learning import rules
+
+    playbook = Playbook().apply(
+        [Add(section="others", content=Convention("end", SIGN).content())], version=1
+    ).playbook
+    (bullet,) = playbook.bullets
+
+    def served_run(reply: str, correct: bool) -> Trace:
+        run = _run("Is the pool heated?", reply, correct=correct)
+        return run.model_copy(update={"prompt_version": 1})
+
+    signed = f"Yes.\n{SIGN}"
+    tags, _ = rules.served_evidence(
+        playbook,
+        [
+            served_run(signed, True),  # helpful
+            served_run(signed, False),  # wrong for another reason: no evidence
+            served_run("Yes.", False),  # the model did not follow it: no evidence
+        ],
+    )
+    assert [(t.id, t.helpful, t.harmful) for t in tags] == [(bullet.id, 1, 0)]
+    tags, _ = rules.served_evidence(playbook, [served_run("Yes.", True)] * 2)
+    assert [(t.helpful, t.harmful) for t in tags] == [(0, 2)]
+    tagged = playbook.apply(tags, version=2).playbook
+    assert [op.id for op in rules.discredited(tagged)] == [bullet.id]  # type: ignore[union-attr]

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from langgraph_combee._core import values as _values
 from langgraph_combee._core import words as _words
+from langgraph_combee._core.conventions import Convention, parse_convention
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Bullet, Playbook
 from langgraph_combee._core.situations import (
@@ -670,6 +671,7 @@ class _Served:
     action: str
     values: frozenset[str]
     situation: frozenset[str]  # empty for a bullet that is not a rule
+    convention: Convention | None = None
 
 
 def served_evidence(
@@ -705,7 +707,9 @@ def served_evidence(
             rule = parse_rule(bullet.content)
             action = rule.action if rule is not None else bullet.content
             situation = situation_words(rule.situation) if rule is not None else frozenset()
-            found = read[bullet.id] = _Served(action, _values.values(action), situation)
+            convention = parse_convention(bullet.content) if rule is None else None
+            values = _values.values(action) if convention is None else frozenset()
+            found = read[bullet.id] = _Served(action, values, situation, convention)
         return found
 
     counts: dict[str, list[int]] = {}
@@ -720,6 +724,16 @@ def served_evidence(
         words: frozenset[str] | None = None
         for bullet in served(playbook, trace):
             item = reading(bullet)
+            if item.convention is not None:
+                # A right reply that follows a convention backs it; one that does not
+                # shows not every reply needs it. A wrong reply may be wrong for any
+                # other reason, and says nothing of the convention.
+                kept = item.convention.followed(trace.output)
+                if verdict and kept is not None:
+                    pair = counts.setdefault(bullet.id, [0, 0])
+                    pair[0 if kept else 1] += 1
+                    sources.setdefault(bullet.id, []).append(trace.id)
+                continue
             if not item.values or not all(v in trace.output for v in item.values):
                 continue  # the answer did not follow the rule (or it names no value)
             if not verdict and item.situation:
