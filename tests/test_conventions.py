@@ -8,9 +8,10 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
-from langgraph_combee._core.conventions import Convention, parse_convention
+from langgraph_combee._core.conventions import Convention, closing, parse_convention
+from langgraph_combee._core.ops import Add
 from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._core.situations import RuleIndex, focused
+from langgraph_combee._core.situations import FOCUS_HEADER, RuleIndex, focused
 from langgraph_combee._learning import conventions
 from langgraph_combee.testing import FunctionChatModel
 
@@ -148,17 +149,27 @@ def test_a_run_whose_only_fault_is_the_convention_is_explained() -> None:
     assert not conventions.explained(signed, [c])
 
 
-def test_every_request_is_served_the_conventions_after_its_rules() -> None:
-    convention = Convention("end", SIGN).content()
-    index = RuleIndex(["When spa, say it opens at 9:00.", convention])
-    assert index.conventions == (Convention("end", SIGN),)
-    assert index.focus("When does the spa open?").splitlines()[1:] == [
-        "- When spa, say it opens at 9:00.",
-        f"- {convention}",
-    ]
-    assert index.focus("Is there a gym?").splitlines()[1:] == [f"- {convention}"]
-    assert focused("PLAYBOOK", index, "Is there a gym?").endswith(convention)
-    assert focused("PLAYBOOK", RuleIndex(["When spa, x."]), "gym?") == "PLAYBOOK"
+def test_the_agent_reads_the_conventions_last_after_the_rules_its_request_names() -> None:
+    convention = Convention("end", SIGN)
+    ops = [Add(section="others", content=c) for c in ("When spa, say 9:00.", convention.content())]
+    playbook = Playbook().apply(ops, version=1).playbook
+    ending = closing([convention])
+    assert ending == f'House style: end every reply with the line "{SIGN}" on its own line.'
+    rendered = playbook.render()
+    # Not among the rules: a closing line of its own (reviewers still see the bullet).
+    assert rendered.endswith("### Others\n- When spa, say 9:00.\n\n" + ending)
+    assert convention.content() not in rendered
+    assert convention.content() in playbook.render(ids=True)
+    index = RuleIndex.of(playbook)
+    assert index.conventions == (convention,)
+    served = focused(rendered, index, "When does the spa open?")
+    assert served.endswith(f"{FOCUS_HEADER}\n- When spa, say 9:00.\n\n{ending}")
+    assert served.count(ending) == 1
+    assert focused(rendered, index, "Is there a gym?") == rendered
+    only = Playbook().apply(ops[1:], version=1).playbook.render()
+    assert only.endswith(f"\n\n{ending}") and "###" not in only
+    # A playbook text that does not end with the closing (an app's own text) is left as is.
+    assert focused("PLAYBOOK", index, "spa") == f"PLAYBOOK\n{FOCUS_HEADER}\n- When spa, say 9:00."
 
 
 def _learner(asked: list[str]) -> Combee:
@@ -200,12 +211,13 @@ def test_a_convention_from_the_end_users_comments_is_refused() -> None:
 
 
 def test_right_replies_back_a_convention_and_right_replies_without_it_discredit_it() -> None:
-    from langgraph_combee._core.ops import Add
     from langgraph_combee._learning import rules
 
-    playbook = Playbook().apply(
-        [Add(section="others", content=Convention("end", SIGN).content())], version=1
-    ).playbook
+    playbook = (
+        Playbook()
+        .apply([Add(section="others", content=Convention("end", SIGN).content())], version=1)
+        .playbook
+    )
     (bullet,) = playbook.bullets
 
     def served_run(reply: str, correct: bool) -> Trace:
@@ -226,3 +238,28 @@ def test_right_replies_back_a_convention_and_right_replies_without_it_discredit_
     assert [(t.helpful, t.harmful) for t in tags] == [(0, 2)]
     tagged = playbook.apply(tags, version=2).playbook
     assert [op.id for op in rules.discredited(tagged)] == [bullet.id]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("focus_rules", [3, 0])
+def test_the_agent_is_sent_the_conventions_last_whatever_its_request(focus_rules: int) -> None:
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from langgraph_combee import ServingSettings
+    from langgraph_combee.testing import ScriptedChatModel
+    from tests.test_middleware import accept_rules
+
+    combee = Combee(prompt_id="desk", serving=ServingSettings(focus_rules=focus_rules))
+    try:
+        convention = Convention("end", SIGN)
+        accept_rules(combee, "When spa, say it opens at 9:00.", convention.content())
+        model = ScriptedChatModel(["ok"], cycle=True)
+        agent = create_agent(model, [], system_prompt="APP", middleware=[combee.middleware()])
+        for request in ("When does the spa open?", "Is there a gym?"):
+            agent.invoke({"messages": [HumanMessage(request)]})
+            system = model.prompts[-1][0]
+            assert isinstance(system, SystemMessage)
+            assert system.text.endswith(f"\n\n{closing([convention])}")
+            assert (FOCUS_HEADER in system.text) == (focus_rules > 0 and "spa" in request)
+    finally:
+        combee._agent.server.close(flush=False)

@@ -9,22 +9,27 @@ bullet of its own form instead, served to every request::
     Every reply must start with the line "Dear guest,".
     Every reply must include "Prices include VAT".
 
-The wording is what the bundled 1.5B follows: asked for the same sign-off, it
-ended 10 of 12 replies with it under "Every reply must end with the line ...",
-and 4 of 12 under "Always end the reply with the line ..." (``docs/benchmarks.md``).
-The learner finds conventions in the feedback (``_learning/conventions.py``);
-this module is what both sides read. Pure functions of text.
+The agent reads them last, as closing lines of the served prompt (``closing``:
+"House style: end every reply with the line ... on its own line."), after the
+rules a request names, and not among the rules (``Playbook.render``). Measured
+on the bundled 1.5B over 36 questions with six learned rules around, a sign-off
+was followed in 23 replies so, in 16 to 18 as a bullet among the rules
+(repeated after the focus or not), and in 15 when the closing line came before
+the focus (``docs/benchmarks.md``). The learner finds conventions in the
+feedback (``_learning/conventions.py``); this module is what both sides read.
+Pure functions of text.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from langgraph_combee._core import words as _words
 
-__all__ = ["MAX_CONVENTION_CHARS", "Convention", "Place", "parse_convention"]
+__all__ = ["MAX_CONVENTION_CHARS", "Convention", "Place", "closing", "parse_convention"]
 
 Place = Literal["end", "start", "include"]
 
@@ -70,6 +75,18 @@ class Convention:
         if self.place == "start":
             return said[:n] == wanted
         return any(said[i : i + n] == wanted for i in range(len(said) - n + 1))
+
+
+_CLOSING: dict[Place, str] = {
+    "end": 'House style: end every reply with the line "{}" on its own line.',
+    "start": 'House style: start every reply with the line "{}" on its own line.',
+    "include": 'House style: include "{}" in every reply.',
+}
+
+
+def closing(conventions: Sequence[Convention]) -> str:
+    """The lines that close the served prompt, one per convention ('' for none)."""
+    return "\n".join(_CLOSING[c.place].format(c.text) for c in conventions)
 
 
 def parse_convention(content: str) -> Convention | None:

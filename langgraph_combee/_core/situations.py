@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from langgraph_combee._core import words as _words
-from langgraph_combee._core.conventions import Convention, parse_convention
+from langgraph_combee._core.conventions import Convention, closing, parse_convention
 from langgraph_combee._core.playbook import Playbook
 
 __all__ = [
@@ -459,11 +459,8 @@ class RuleIndex:
         return found
 
     def focus(self, text: str, *, limit: int = FOCUS_RULES) -> str:
-        """The text repeated after the playbook for ``text``: '' when no rule matches.
-
-        The conventions follow the rules it names, for every request.
-        """
-        return focus_text(self.matching(text, limit=limit), self.conventions)
+        """The text repeated after the playbook for ``text``: '' when no rule matches."""
+        return focus_text(self.matching(text, limit=limit))
 
     def cases(self) -> list[tuple[Rule, tuple[str, ...]]]:
         """Each rule with the cases it can be served for, in playbook order.
@@ -477,17 +474,11 @@ class RuleIndex:
         ]
 
 
-def focus_text(rules: Sequence[Rule], conventions: Sequence[Convention] = ()) -> str:
-    """The focus block: the heading, then one line per rule and per convention ('' for none).
-
-    Measured on the bundled 1.5B, a convention repeated after the rules a
-    request names was followed in 11 of 24 replies, and in 9 of 24 when it
-    stood only in the playbook (``docs/benchmarks.md``).
-    """
-    if not rules and not conventions:
+def focus_text(rules: Sequence[Rule]) -> str:
+    """The focus block for ``rules``: the heading and one line each ('' for none)."""
+    if not rules:
         return ""
-    lines = [*(rule.text() for rule in rules), *(c.content() for c in conventions)]
-    return "\n".join([FOCUS_HEADER, *(f"- {line}" for line in lines)])
+    return "\n".join([FOCUS_HEADER, *(f"- {rule.text()}" for rule in rules)])
 
 
 def focused(
@@ -498,16 +489,24 @@ def focused(
     limit: int = FOCUS_RULES,
     closest: Callable[[str], Sequence[Rule]] | None = None,
 ) -> str:
-    """``playbook`` followed by the rules ``text`` names (``playbook`` alone when none does).
+    """``playbook``, the rules ``text`` names, then the conventions every reply follows.
 
     ``closest`` (``NearestRules.closest``) gives the rules closest in meaning
     to a request that names no rule's words; it is asked only then, and what
-    it raises reaches the caller.
+    it raises reaches the caller. The conventions that close a rendered
+    playbook (``Playbook.render``) stay last, after the focus.
     """
-    if not playbook or not limit:
+    if not playbook:
         return playbook
-    found = index.matching(text, limit=limit)
-    if not found and closest is not None and index:
+    found = index.matching(text, limit=limit) if limit else []
+    if not found and limit and closest is not None and index:
         found = list(closest(text))[:limit]
-    focus = focus_text(found, index.conventions)
-    return f"{playbook}\n{focus}" if focus else playbook
+    focus = focus_text(found)
+    ending = closing(index.conventions)
+    if not focus:
+        return playbook
+    if ending and playbook.endswith(f"\n\n{ending}"):
+        # The conventions close the rendered playbook (``Playbook.render``): they stay last.
+        body = playbook[: -len(ending) - 2]
+        return f"{body}\n{focus}\n\n{ending}"
+    return f"{playbook}\n{focus}"
