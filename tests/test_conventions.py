@@ -88,6 +88,7 @@ def test_a_comment_repeated_over_different_inputs_is_a_convention() -> None:
         (f"Sign off with '{SIGN}'.", "end"),
         ("Please start with \u201cDear guest,\u201d as always.", "start"),
         ('All replies need "Prices include VAT" somewhere.', "include"),
+        ('The reply lacks the mandatory disclaimer "Not financial advice".', "include"),
     ],
 )
 def test_the_comment_says_where_the_text_goes(comment: str, place: str) -> None:

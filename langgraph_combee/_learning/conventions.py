@@ -9,9 +9,9 @@ one of two ways, and both are read here:
 - **The evaluator's comments.** The same quoted text ("- Aldermoor Front
   Desk") in the comments of wrong runs about at least ``MIN_RUNS`` different
   inputs, none of whose replies holds it where the comment asks. The comment
-  must say where (end, sign off, start, open...) or that it holds for every
-  reply (every, each, always, all...): 'should be "Billing team"' names an
-  answer, not a convention.
+  must say where (end, sign off, start, open...) or that it is owed by every
+  reply (every, each, always, required, mandatory, disclaimer, footer...):
+  'should be "Billing team"' names an answer, not a convention.
 - **The ground truths.** Every ground truth of the batch, at least
   ``MIN_TRUTHS`` of them and not all the same, ending (or starting) with the
   same line, which some wrong reply lacks.
@@ -71,7 +71,12 @@ _FORBIDS = re.compile(
     r"stop|drop|omit|delete|no longer|not allowed|forbidden|instead of)\b",
     re.I,
 )
-_EVERY = re.compile(r"\b(?:every|each|always|all|any|whatever|whichever)\b", re.I)
+# Words that say a text is owed by every reply, wherever it stands.
+_EVERY = re.compile(
+    r"\b(?:every|each|always|all|any|whatever|whichever|required|requires|mandatory|"
+    r"compulsory|disclaimer|footer|header|boilerplate|house style|policy)\b",
+    re.I,
+)
 
 
 def _place(comment: str) -> Place | None:
