@@ -23,13 +23,21 @@ Pure functions of text.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from langgraph_combee._core import words as _words
 
-__all__ = ["MAX_CONVENTION_CHARS", "Convention", "Place", "closing", "parse_convention"]
+__all__ = [
+    "MAX_CONVENTION_CHARS",
+    "Convention",
+    "Place",
+    "closing",
+    "parse_convention",
+    "safe_text",
+]
 
 Place = Literal["end", "start", "include"]
 
@@ -89,6 +97,20 @@ def closing(conventions: Sequence[Convention]) -> str:
     return "\n".join(_CLOSING[c.place].format(c.text) for c in conventions)
 
 
+# Characters that would start a line of their own, or hide, in the served prompt.
+_UNSAFE = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+
+def safe_text(text: str) -> bool:
+    """Whether ``text`` may be a convention's: one line of at most ``MAX_CONVENTION_CHARS``,
+    with no double quote and no control, format or line-separating character."""
+    return (
+        0 < len(text) <= MAX_CONVENTION_CHARS
+        and '"' not in text
+        and not any(unicodedata.category(ch) in _UNSAFE for ch in text)
+    )
+
+
 def parse_convention(content: str) -> Convention | None:
     """The convention a bullet states; None for any other bullet."""
     if len(content) > MAX_CONVENTION_CHARS + 60:
@@ -97,7 +119,7 @@ def parse_convention(content: str) -> Convention | None:
     if found is None:
         return None
     text = found.group(3).strip()
-    if not text or "\n" in text or not _words.words(text):
+    if not safe_text(text) or not _words.words(text):
         return None
     place: Place = "include"
     if not found.group(2):

@@ -334,14 +334,20 @@ class Playbook(BaseModel):
         """Evict the least useful bullets until the rendered playbook fits ``max_tokens``.
 
         Least useful first: lowest helpful-minus-harmful, then the oldest
-        (lowest updated version), then the longest. Every eviction is returned.
+        (lowest updated version), then the longest; conventions go last, as they
+        are served on every request and are short. Every eviction is returned.
         Pending bullets are not rendered, so they neither count nor are evicted here.
         """
         if max_tokens is None or self.token_count() <= max_tokens:
             return BudgetResult(playbook=self)
         ranked = sorted(
             (b for b in self.bullets if not b.pending),
-            key=lambda b: (b.usefulness, b.updated_version, -len(b.content)),
+            key=lambda b: (
+                parse_convention(b.content) is not None,
+                b.usefulness,
+                b.updated_version,
+                -len(b.content),
+            ),
         )
         keep = {b.id for b in self.bullets}
         evicted: list[Eviction] = []

@@ -31,75 +31,126 @@ import re
 from collections.abc import Iterable, Sequence
 
 from langgraph_combee._core import words as _words
-from langgraph_combee._core.conventions import (
-    MAX_CONVENTION_CHARS,
-    Convention,
-    Place,
-    parse_convention,
-)
-from langgraph_combee._core.ops import Add
+from langgraph_combee._core.conventions import Convention, Place, parse_convention, safe_text
+from langgraph_combee._core.ops import Add, DeltaOp, Remove
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Trace
+from langgraph_combee._core.values import values
+from langgraph_combee._learning.provenance import Trust
 
-__all__ = ["MIN_RUNS", "MIN_TRUTHS", "explained", "found", "learned", "stated"]
+_TRUST = Trust()
+
+__all__ = [
+    "MIN_RUNS",
+    "MIN_TRUTHS",
+    "disowned",
+    "explained",
+    "found",
+    "learned",
+    "stated",
+    "usable",
+    "written",
+]
 
 MIN_RUNS = 2
 """Wrong runs about different inputs whose comments must quote the same text."""
-MIN_TRUTHS = 3
+MIN_TRUTHS = 4
 """Ground truths that must all end (or start) with the same line."""
 
 # Text in double quotes, typographic quotes or backticks; single quotes only where
-# they open after a space and close before one ("it's" is no quote).
+# they open after a space and close before one ("it's" is no quote). No quote of the
+# pair inside, and at most MAX_CONVENTION_CHARS: a run of opening quotes is read once.
 _QUOTED = re.compile(
-    r'"([^"\n]+)"|\u201c([^\u201d\n]+)\u201d|`([^`\n]+)`|\u00ab([^\u00bb\n]+)\u00bb'
-    r"|(?:^|(?<=[\s(:]))'([^'\n]+)'(?=$|[\s.,;:!?)])"
+    r'"([^"\n]{1,200})"|\u201c([^\u201c\u201d\n]{1,200})\u201d|`([^`\n]{1,200})`'
+    r"|\u00ab([^\u00ab\u00bb\n]{1,200})\u00bb"
+    r"|(?:^|(?<=[\s(:]))'([^'\n]{1,200})'(?=$|[\s.,;:!?)])"
+)
+# A clause that says a text is owed by every reply: "every reply", "all answers",
+# "house style", "sign off", "signature", "disclaimer", "footer", "always end with".
+_SCOPE = re.compile(
+    r"\b(?:(?:every|each|all|any)\s+(?:\w+\s+)?(?:repl(?:y|ies)|responses?|answers?|messages?|"
+    r"e-?mails?)|house style|sign[- ]?off|sign(?:ing)? with|signature|disclaimer|footer|"
+    r"header|boilerplate|always\s+(?:end|start|begin|open|close|sign|include|add|append))\b",
+    re.I,
 )
 _AT_END = re.compile(
-    r"\b(?:end|ends|ending|ended|close|closes|closing|finish|finishes|last|sign|signs|"
-    r"signed|signing|signature|sign-off|signoff|bottom|append|conclude|concludes)\b",
+    r"\b(?:end|ends|ending|close|closes|closing|finish|finishes|last line|sign|signs|"
+    r"signature|sign-off|signoff|bottom|footer|append|conclude|concludes)\b",
     re.I,
 )
 _AT_START = re.compile(
-    r"\b(?:start|starts|starting|begin|begins|beginning|open|opens|opening|first|top|"
-    r"prefix|greet|greeting|salutation)\b",
+    r"\b(?:start|starts|starting|begin|begins|beginning|open|opens|opening|first line|top|"
+    r"greet|greeting|salutation|header)\b",
     re.I,
 )
-# A comment that forbids the text ('Never end with "Best regards"') states no convention to
-# follow; one that describes the fault ("did not end with", "is missing") does.
+# A comment that forbids the text ('Never end with "Best regards"') states no convention
+# to follow; one that describes the fault ("did not end with", "is missing") does.
 _FORBIDS = re.compile(
     r"\b(?:never|don'?t|do not|must not|mustn'?t|should not|shouldn'?t|avoid|remove|"
-    r"stop|drop|omit|delete|no longer|not allowed|forbidden|instead of)\b",
-    re.I,
-)
-# Words that say a text is owed by every reply, wherever it stands.
-_EVERY = re.compile(
-    r"\b(?:every|each|always|all|any|whatever|whichever|required|requires|mandatory|"
-    r"compulsory|disclaimer|footer|header|boilerplate|house style|policy)\b",
+    r"stop|drop|omit|delete|no longer|not allowed|forbidden|instead of|not required|"
+    r"no need|rather than|in place of|not needed|unnecessary)\b",
     re.I,
 )
 
 
-def _place(comment: str) -> Place | None:
-    """Where the comment asks for its quoted text; None when it does not read as a convention."""
-    if _FORBIDS.search(comment):
+_BOUNDARY = re.compile(r"[.;!?\n]")
+
+
+def _clause(comment: str, start: int, end: int) -> str:
+    """The clause of ``comment`` around the quoted text at ``start:end``, the text left out."""
+    cut = max(comment.rfind(c, 0, start) for c in ".;!?\n")
+    after = _BOUNDARY.search(comment, end)
+    return comment[cut + 1 : start] + " " + comment[end : after.start() if after else len(comment)]
+
+
+def _place(clause: str) -> Place | None:
+    """Where a clause asks for its quoted text; None when it states no convention.
+
+    Read per clause: a comment may praise one thing and fault another ("Sign-off is
+    fine; the queue must be 'Billing team'").
+    """
+    clause = clause.replace("\u2019", "'")
+    if _FORBIDS.search(clause) or not _SCOPE.search(clause):
         return None
-    end, start = bool(_AT_END.search(comment)), bool(_AT_START.search(comment))
+    end, start = bool(_AT_END.search(clause)), bool(_AT_START.search(clause))
     if end != start:
         return "end" if end else "start"
-    return "include" if _EVERY.search(comment) else None
+    return "include"
+
+
+def _quoted(comment: str) -> list[tuple[str, Place | None]]:
+    """The usable quoted texts of ``comment``, each with the place its clause asks for."""
+    found = []
+    for m in _QUOTED.finditer(comment):
+        text = next(g for g in m.groups() if g is not None).strip()
+        if usable(text):
+            found.append((text, _place(_clause(comment, m.start(), m.end()))))
+    return found
 
 
 def _spans(comment: str) -> list[str]:
-    found = (next(g for g in m.groups() if g is not None) for m in _QUOTED.finditer(comment))
-    return [s.strip() for s in found if _usable(s.strip())]
+    return [text for text, _ in _quoted(comment)]
 
 
-def _usable(text: str) -> bool:
-    return 0 < len(text) <= MAX_CONVENTION_CHARS and len(_words.words(text)) >= 2
+def usable(text: str) -> bool:
+    """Whether ``text`` can be a convention's: one line of at most ``MAX_CONVENTION_CHARS``,
+    two words or more, no control or line-separating character, no double quote."""
+    return safe_text(text) and len(_words.words(text)) >= 2
 
 
 def _key(text: str) -> tuple[str, ...]:
     return tuple(_words.words(text))
+
+
+def _user_texts(trace: Trace, trust: Trust) -> list[str]:
+    """What the end user wrote or steered in the run (its replies aside)."""
+    texts = [trace.input]
+    texts.extend(m.content for m in trace.messages if m.role in ("user", "human"))
+    texts.extend(c.result or "" for c in trace.tool_calls if not trust.tool(c.name))
+    texts.extend(
+        m.content for m in trace.messages if m.role == "tool" and not trust.tool(m.name or "")
+    )
+    return [t for t in texts if t]
 
 
 def _wrong(trace: Trace) -> bool:
@@ -110,42 +161,47 @@ def _right(trace: Trace) -> bool:
     return trace.feedback is not None and trace.feedback.correct is True
 
 
-def _admissible(convention: Convention, traces: Sequence[Trace], wrong: Sequence[Trace]) -> bool:
-    """No right run lacks it, some wrong run lacks it, and it is no run's whole answer."""
+def _admissible(
+    convention: Convention, traces: Sequence[Trace], wrong: Sequence[Trace], trust: Trust
+) -> bool:
+    """No right run lacks it, some wrong run lacks it, it is no run's whole answer, and no
+    end user wrote it (a house convention is never what a user asked for)."""
     if any(_right(t) and convention.followed(t.output) is False for t in traces):
         return False
     if not any(convention.followed(t.output) is False for t in wrong):
         return False
     key = _key(convention.text)
-    return not any(
+    if any(
         t.feedback is not None
         and t.feedback.ground_truth is not None
         and _key(t.feedback.ground_truth) == key
         for t in wrong
-    )
+    ):
+        return False
+    echo = Convention("include", convention.text)
+    return not any(echo.followed(text) for t in traces for text in _user_texts(t, trust))
 
 
-def _from_comments(traces: Sequence[Trace]) -> list[Convention]:
+def _from_comments(traces: Sequence[Trace], trust: Trust) -> list[Convention]:
     runs: dict[tuple[Place, tuple[str, ...]], tuple[str, set[tuple[str, ...]], list[Trace]]] = {}
     for trace in traces:
         comment = trace.feedback.comment if trace.feedback is not None else None
-        if not comment or not _wrong(trace):
-            continue
-        place = _place(comment)
-        if place is None:
-            continue
-        for span in _spans(comment):
-            convention = Convention(place, span)
-            if convention.followed(trace.output) is not False:
-                continue  # the reply holds it: the comment is about something else
-            _, inputs, wrong = runs.setdefault((place, _key(span)), (span, set(), []))
-            inputs.add(_key(trace.input))
-            wrong.append(trace)
+        if not comment or not _wrong(trace) or not trust.comment(trace):
+            continue  # an end user's comment is no house convention
+        quoted = _quoted(comment)
+        if len({_key(text) for text, _ in quoted}) != 1:
+            continue  # several texts: which one goes where is not said
+        text, place = quoted[0]
+        if place is None or Convention(place, text).followed(trace.output) is not False:
+            continue  # the reply holds it: the comment is about something else
+        _, inputs, wrong = runs.setdefault((place, _key(text)), (text, set(), []))
+        inputs.add(_key(trace.input))
+        wrong.append(trace)
     return [
         convention
         for (place, _), (text, inputs, wrong) in runs.items()
         if len(inputs) >= MIN_RUNS
-        and _admissible(convention := Convention(place, text), traces, wrong)
+        and _admissible(convention := Convention(place, text), traces, wrong, trust)
     ]
 
 
@@ -153,13 +209,30 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def _from_truths(traces: Sequence[Trace]) -> list[Convention]:
-    truths = [
-        (t, _lines(t.feedback.ground_truth))
-        for t in traces
-        if t.feedback is not None and t.feedback.ground_truth
-    ]
-    if len(truths) < MIN_TRUTHS or len({_key("\n".join(lines)) for _, lines in truths}) < 2:
+# A line of data, not of prose: a value or a number, a "key: value", a table row, code.
+_DATA = re.compile(r"[\d:|=<>{}\[\]();`#*]")
+
+
+def _house_line(line: str) -> bool:
+    """Whether ``line`` reads as a house line (a sign-off, a greeting), not as data."""
+    return usable(line) and not _DATA.search(line.lstrip("-\u2013\u2014 ")) and not values(line)
+
+
+def _trusted_truth(trace: Trace, trust: Trust) -> bool:
+    """The operator's ground truth: no source, or a trusted one (not a user's short answer)."""
+    fb = trace.feedback
+    if fb is None or not fb.ground_truth:
+        return False
+    source = (fb.source or "").lower()
+    return source not in trust.untrusted_truth and (not source or source in trust.comment_sources)
+
+
+def _from_truths(traces: Sequence[Trace], trust: Trust) -> list[Convention]:
+    graded = [t for t in traces if t.feedback is not None and t.feedback.ground_truth]
+    if len(graded) < MIN_TRUTHS or not all(_trusted_truth(t, trust) for t in graded):
+        return []
+    truths = [(t, _lines(t.feedback.ground_truth or "" if t.feedback else "")) for t in graded]
+    if len({_key("\n".join(lines)) for _, lines in truths}) < 2:
         return []
     if any(len(lines) < 2 for _, lines in truths):
         return []  # a truth of one line has no line of its own to share
@@ -167,24 +240,29 @@ def _from_truths(traces: Sequence[Trace]) -> list[Convention]:
     found: list[Convention] = []
     for place, pick in (("end", -1), ("start", 0)):
         line = truths[0][1][pick]
-        if not _usable(line) or any(_key(lines[pick]) != _key(line) for _, lines in truths):
+        if not _house_line(line) or any(_key(lines[pick]) != _key(line) for _, lines in truths):
             continue
         convention = Convention(place, line)  # type: ignore[arg-type]
-        if _admissible(convention, traces, wrong):
+        if _admissible(convention, traces, wrong, trust):
             found.append(convention)
     return found
 
 
-def learned(playbook: Playbook) -> list[Convention]:
-    """The conventions among ``playbook``'s live bullets."""
-    return [c for b in playbook.live().bullets if (c := parse_convention(b.content)) is not None]
+def learned(playbook: Playbook) -> list[tuple[str, Convention]]:
+    """The conventions among ``playbook``'s live bullets, with their bullet ids."""
+    return [
+        (b.id, c) for b in playbook.live().bullets if (c := parse_convention(b.content)) is not None
+    ]
 
 
-def stated(traces: Sequence[Trace], playbook: Playbook) -> list[Convention]:
-    """The conventions the batch's feedback states and ``playbook`` does not hold yet."""
-    known = {(c.place, _key(c.text)) for c in learned(playbook)}
+def stated(
+    traces: Sequence[Trace], playbook: Playbook, trust: Trust | None = None
+) -> list[Convention]:
+    """The conventions the batch's trusted feedback states and ``playbook`` does not hold."""
+    trust = trust or _TRUST
+    known = {(c.place, _key(c.text)) for _, c in learned(playbook)}
     new: list[Convention] = []
-    for convention in [*_from_truths(traces), *_from_comments(traces)]:
+    for convention in [*_from_truths(traces, trust), *_from_comments(traces, trust)]:
         key = (convention.place, _key(convention.text))
         if key not in known:
             known.add(key)
@@ -192,27 +270,73 @@ def stated(traces: Sequence[Trace], playbook: Playbook) -> list[Convention]:
     return new
 
 
-def found(traces: Sequence[Trace], playbook: Playbook, *, section: str = "others") -> list[Add]:
-    """``Add`` ops for ``stated(traces, playbook)``, each sourced by the wrong runs lacking it."""
-    return [
-        Add(
-            section=section,
-            content=c.content(),
-            sources=[t.id for t in traces if _wrong(t) and c.followed(t.output) is False],
-        )
-        for c in stated(traces, playbook)
-    ]
+def found(
+    traces: Sequence[Trace],
+    playbook: Playbook,
+    *,
+    section: str = "others",
+    trust: Trust | None = None,
+) -> list[DeltaOp]:
+    """Ops for ``stated(traces, playbook)``, each sourced by the wrong runs lacking it.
+
+    A new sign-off (or opening line) replaces the live one only when the runs that
+    state it followed the live one: the reviewer turned down the old line. Otherwise a
+    second line for the same place is left out (both cannot be the last line).
+    """
+    live = {c.place: (bid, c) for bid, c in learned(playbook) if c.place != "include"}
+    by_id = {t.id: t for t in traces}
+    ops: list[DeltaOp] = []
+    for c in stated(traces, playbook, trust):
+        sources = [t.id for t in traces if _wrong(t) and c.followed(t.output) is False]
+        if c.place != "include":
+            old = live.get(c.place)
+            if old is not None:
+                old_id, old_convention = old
+                if not old_id or not any(old_convention.followed(by_id[i].output) for i in sources):
+                    continue
+                ops.append(Remove(id=old_id, reason=f"replaced by {c.content()}"))
+            live[c.place] = ("", c)
+        ops.append(Add(section=section, content=c.content(), sources=sources))
+    return ops
 
 
 def explained(trace: Trace, conventions: Iterable[Convention]) -> bool:
     """Whether the run's only stated fault is a convention it did not follow.
 
-    A wrong run with no ground truth whose comment quotes the text of a
-    convention its reply lacks: a reflection would only restate the convention
-    as a rule for this one input.
+    A wrong run with no ground truth whose comment quotes only the text of a
+    convention its reply lacks, and names no value besides: a reflection would
+    only restate the convention as a rule for this one input.
     """
     feedback = trace.feedback
     if feedback is None or not _wrong(trace) or feedback.ground_truth or not feedback.comment:
         return False
-    quoted = {_key(s) for s in _spans(feedback.comment)}
+    quoted = {_key(text) for text, _ in _quoted(feedback.comment)}
+    if len(quoted) != 1:
+        return False
+    rest = _QUOTED.sub(" ", feedback.comment)
+    if values(rest):
+        return False  # "parking costs EUR 18, and ...": another fault to learn from
     return any(_key(c.text) in quoted and c.followed(trace.output) is False for c in conventions)
+
+
+def disowned(trace: Trace, convention: Convention, trust: Trust | None = None) -> bool:
+    """Whether a trusted comment on the wrong run forbids the convention's text."""
+    feedback = trace.feedback
+    trust = trust or _TRUST
+    if feedback is None or not _wrong(trace) or not feedback.comment:
+        return False
+    if not trust.comment(trace):
+        return False
+    comment = feedback.comment.replace("\u2019", "'")
+    key = _key(convention.text)
+    return any(
+        _key(next(g for g in m.groups() if g is not None)) == key
+        and _FORBIDS.search(_clause(comment, m.start(), m.end()))
+        for m in _QUOTED.finditer(comment)
+    )
+
+
+def written(op: DeltaOp) -> bool:
+    """Whether ``op`` adds or rewrites a bullet into a convention's form (an LLM's op)."""
+    content = getattr(op, "content", None)
+    return isinstance(content, str) and parse_convention(content) is not None

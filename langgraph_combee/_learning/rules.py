@@ -46,6 +46,7 @@ from langgraph_combee._core.situations import (
 )
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._learning.conventions import disowned
 
 SAME_SITUATION = 0.8
 """Word overlap (Jaccard) at which two situations are one: nearly all their words shared."""
@@ -727,11 +728,12 @@ def served_evidence(
             if item.convention is not None:
                 # A right reply that follows a convention backs it; one that does not
                 # shows not every reply needs it. A wrong reply may be wrong for any
-                # other reason, and says nothing of the convention.
+                # other reason and says nothing of it, unless its comment forbids it.
                 kept = item.convention.followed(trace.output)
-                if verdict and kept is not None:
+                harmful = disowned(trace, item.convention)  # the reviewer forbids the text
+                if harmful or (verdict and kept is not None):
                     pair = counts.setdefault(bullet.id, [0, 0])
-                    pair[0 if kept else 1] += 1
+                    pair[0 if kept and not harmful else 1] += 1
                     sources.setdefault(bullet.id, []).append(trace.id)
                 continue
             if not item.values or not all(v in trace.output for v in item.values):

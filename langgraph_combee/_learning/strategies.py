@@ -90,7 +90,9 @@ async def reflect_all(
     roles = ctx.roles.active()
     # A run whose only stated fault is a convention every reply must follow is not
     # reflected on: the small reflector would restate it as a rule for that one input.
-    known = [*conventions.learned(playbook), *conventions.stated(traces, playbook)]
+    trust = ctx.guard.trust if ctx.guard is not None else None
+    known = [c for _, c in conventions.learned(playbook)]
+    known += conventions.stated(traces, playbook, trust)
 
     async def one(trace: Trace) -> Reflection | None:
         try:
@@ -266,9 +268,12 @@ async def finish(
     # it is what a rule matches on, not a correction of an older one.
     whole = traces if batch is None else batch
     earlier = ctx.memory.items()
-    # Conventions every reply must follow are read from the feedback, not reflected on.
+    # Conventions every reply must follow are read from the feedback, not reflected on;
+    # one an LLM wrote would be served on every request without that evidence.
     section = playbook.resolve_section("others")
-    ops = [*conventions.found(whole, playbook, section=section), *ops]
+    trust = ctx.guard.trust if ctx.guard is not None else None
+    ops = [op for op in ops if not conventions.written(op)]
+    ops = [*conventions.found(whole, playbook, section=section, trust=trust), *ops]
     # Words the inputs tie to a rule's action join its situation first: what the
     # reflector named is often no word a new input of the case would hold, and a rule
     # whose every alternative sharpening drops keeps the words its inputs share.
