@@ -129,6 +129,14 @@ def test_the_comment_says_where_the_text_goes(comment: str, place: str) -> None:
         _unsigned('It is not required to add "Best regards" in every reply.'),
         _unsigned("Don\u2019t end every reply with \u201cBest regards\u201d."),
         _unsigned('Wrong: the reply ends by sending it to "the Sales team".'),
+        # A qualifier narrows the scope to a case, or the clause excepts this reply.
+        _unsigned('Forward any messages about refunds to "Billing team queue".'),
+        _unsigned('Unlike every reply so far, this one should name "Billing team queue".'),
+        _unsigned('All answers were reviewed, and the right queue here is "Billing team queue".'),
+        _unsigned('The signature of the contract is handled by "Legal and Compliance".'),
+        _unsigned('The footer of our website lists "Free cancellation until noon"; mention that.'),
+        _unsigned('Each answer about the spa should open with "Spa hours vary".'),
+        _unsigned('No sign-off "Best regards, the desk" please.'),
         # Two texts: which one goes last is not said.
         _unsigned('Every reply must end with "Kind regards" and then "Aldermoor Front Desk".'),
         # An end user's comment (the default source) is no house convention.
@@ -185,6 +193,14 @@ def test_a_run_whose_only_fault_is_the_convention_is_explained() -> None:
     assert not conventions.explained(with_truth, [c])
     signed = _run("Q?", f"Yes.\n{SIGN}", correct=False, comment=COMMENT)
     assert not conventions.explained(signed, [c])
+    # Only a verdict besides ("Wrong."): still explained.
+    assert conventions.explained(_run("Q?", "x", correct=False, comment=f"Wrong. {COMMENT}"), [c])
+    # A start convention does not explain a comment asking for the text at the end.
+    assert not conventions.explained(run, [Convention("start", SIGN)])
+    # An end user's comment explains nothing.
+    assert not conventions.explained(_unsigned(source="user")[0], [c])
+    dogs = f"Wrong: dogs are not allowed at the hotel, you said they were. Also {COMMENT}"
+    assert not conventions.explained(_run("Dogs?", "Yes.", correct=False, comment=dogs), [c])
     # Another fault named besides: the run is still reflected on.
     price = f'Wrong price: parking costs EUR 18 a night, and every reply must end with "{SIGN}".'
     assert not conventions.explained(_run("Q?", "Free.", correct=False, comment=price), [c])
@@ -337,3 +353,45 @@ def test_the_token_budget_evicts_conventions_last() -> None:
     playbook = Playbook().apply(ops[:1], version=1).playbook.apply(ops[1:], version=2).playbook
     budgeted = playbook.enforce_budget(playbook.token_count() - 5)
     assert budgeted.evicted and conventions.learned(budgeted.playbook)
+
+
+def test_only_trusted_verdicts_weigh_a_convention_and_praise_is_no_harm() -> None:
+    from langgraph_combee._learning import rules
+    from langgraph_combee._learning.provenance import Trust
+
+    playbook = (
+        Playbook()
+        .apply([Add(section="others", content=Convention("end", SIGN).content())], version=1)
+        .playbook
+    )
+
+    def served_run(reply: str, correct: bool, comment: str | None, source: str) -> Trace:
+        run = _run("Is the pool heated?", reply, correct=correct, comment=comment, source=source)
+        return run.model_copy(update={"prompt_version": 1})
+
+    # End users' thumbs-up on replies without it: no evidence against it.
+    thumbs = [served_run("Yes.", True, None, "user")] * 3
+    assert rules.served_evidence(playbook, thumbs)[0] == []
+    # Praise next to another fault forbids nothing.
+    for comment in (
+        f'Good that you signed with "{SIGN}", but remove the wrong claim about heating.',
+        f'Keep "{SIGN}" at the end, never guess about the pool.',
+    ):
+        run = served_run(f"Yes.\n{SIGN}", False, comment, "reviewer")
+        assert rules.served_evidence(playbook, [run])[0] == []
+    # The guard's trust decides whose verdicts count.
+    forbid = served_run(f"Yes.\n{SIGN}", False, f'Never end with "{SIGN}".', "qa")
+    assert rules.served_evidence(playbook, [forbid])[0] == []
+    (tag,) = rules.served_evidence(playbook, [forbid], trust=Trust(comment_sources=("qa",)))[0]
+    assert (tag.helpful, tag.harmful) == (0, 1)  # type: ignore[union-attr]
+
+
+def test_a_user_of_another_run_naming_the_sign_off_does_not_block_it() -> None:
+    other = _run("Hi Aldermoor front desk, what time is checkout?", "11:00.", correct=True)
+    other = other.model_copy(update={"output": f"11:00.\n{SIGN}"})
+    assert [op.content for op in conventions.found([*_unsigned(), other], Playbook())] == [COMMENT]
+
+
+def test_a_long_comment_is_read_from_its_start_only() -> None:
+    far = "x " * conventions.MAX_COMMENT_CHARS + COMMENT
+    assert conventions.found(_unsigned(far), Playbook()) == []

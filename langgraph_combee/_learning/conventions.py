@@ -27,8 +27,10 @@ found (no ground truth, a comment naming it) is not reflected on (``explained``)
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from langgraph_combee._core import words as _words
 from langgraph_combee._core.conventions import Convention, Place, parse_convention, safe_text
@@ -41,6 +43,7 @@ from langgraph_combee._learning.provenance import Trust
 _TRUST = Trust()
 
 __all__ = [
+    "MAX_COMMENT_CHARS",
     "MIN_RUNS",
     "MIN_TRUTHS",
     "disowned",
@@ -48,6 +51,7 @@ __all__ = [
     "found",
     "learned",
     "stated",
+    "trusted_verdict",
     "usable",
     "written",
 ]
@@ -65,14 +69,28 @@ _QUOTED = re.compile(
     r"|\u00ab([^\u00ab\u00bb\n]{1,200})\u00bb"
     r"|(?:^|(?<=[\s(:]))'([^'\n]{1,200})'(?=$|[\s.,;:!?)])"
 )
+MAX_COMMENT_CHARS = 2000
+"""The start of a comment read for a convention (a verdict's comment is short)."""
+_NEAR = 300  # characters of the clause read on each side of a quoted text
+_MAX_QUOTES = 20  # quoted texts read in one comment
+
 # A clause that says a text is owed by every reply: "every reply", "all answers",
 # "house style", "sign off", "signature", "disclaimer", "footer", "always end with".
+# Not "any messages about refunds", "the signature of the contract": a qualifier
+# narrows them to a case.
+_QUALIFIER = (
+    r"(?!\s+(?:about|for|on|of|regarding|concerning|when|if|to|from|in|that|which|"
+    r"where|were|was|so far|with the)\b)"
+)
 _SCOPE = re.compile(
     r"\b(?:(?:every|each|all|any)\s+(?:\w+\s+)?(?:repl(?:y|ies)|responses?|answers?|messages?|"
-    r"e-?mails?)|house style|sign[- ]?off|sign(?:ing)? with|signature|disclaimer|footer|"
-    r"header|boilerplate|always\s+(?:end|start|begin|open|close|sign|include|add|append))\b",
+    r"e-?mails?)" + _QUALIFIER + r"|house style|sign[- ]?off" + _QUALIFIER + r"|sign(?:ing)? with|"
+    r"(?:signature|disclaimer|footer|header|boilerplate)" + _QUALIFIER + r"|"
+    r"always\s+(?:end|start|begin|open|close|sign|include|add|append))\b",
     re.I,
 )
+# A clause about some replies only ("Unlike every reply so far, ...").
+_EXCEPT = re.compile(r"\b(?:unlike|except|apart from|other than|so far|not every|not all)\b", re.I)
 _AT_END = re.compile(
     r"\b(?:end|ends|ending|close|closes|closing|finish|finishes|last line|sign|signs|"
     r"signature|sign-off|signoff|bottom|footer|append|conclude|concludes)\b",
@@ -88,19 +106,45 @@ _AT_START = re.compile(
 _FORBIDS = re.compile(
     r"\b(?:never|don'?t|do not|must not|mustn'?t|should not|shouldn'?t|avoid|remove|"
     r"stop|drop|omit|delete|no longer|not allowed|forbidden|instead of|not required|"
-    r"no need|rather than|in place of|not needed|unnecessary)\b",
+    r"no need|rather than|in place of|not needed|unnecessary|no (?:sign[- ]?off|signature|"
+    r"footer|header|disclaimer|greeting))\b",
     re.I,
 )
-
-
 _BOUNDARY = re.compile(r"[.;!?\n]")
+# What governs a quoted text: the words right before it, back to a comma or a "but".
+_GOVERNS = re.compile(r"(?:^|[,.;:!?\n]|\bbut\b|\band\b)([^,.;:!?\n]*)$", re.I)
 
 
-def _clause(comment: str, start: int, end: int) -> str:
-    """The clause of ``comment`` around the quoted text at ``start:end``, the text left out."""
-    cut = max(comment.rfind(c, 0, start) for c in ".;!?\n")
-    after = _BOUNDARY.search(comment, end)
-    return comment[cut + 1 : start] + " " + comment[end : after.start() if after else len(comment)]
+@dataclass(frozen=True)
+class _Quote:
+    text: str
+    start: int
+    end: int
+    clause: str  # the clause around it, the quoted text left out
+
+
+def _quotes(comment: str) -> list[_Quote]:
+    """The usable quoted texts of ``comment`` (its start), with their clauses.
+
+    Clause boundaries are found once, and a clause is read at most ``_NEAR``
+    characters on each side of its quote: the reading is linear in the comment.
+    """
+    comment = comment[:MAX_COMMENT_CHARS].replace("\u2019", "'")
+    cuts = [m.start() for m in _BOUNDARY.finditer(comment)]
+    found: list[_Quote] = []
+    for m in _QUOTED.finditer(comment):
+        text = next(g for g in m.groups() if g is not None).strip()
+        if not usable(text):
+            continue
+        i = bisect.bisect_left(cuts, m.start())
+        begin = max(cuts[i - 1] + 1 if i else 0, m.start() - _NEAR)
+        j = bisect.bisect_left(cuts, m.end())
+        finish = min(cuts[j] if j < len(cuts) else len(comment), m.end() + _NEAR)
+        clause = f"{comment[begin : m.start()]} {comment[m.end() : finish]}"
+        found.append(_Quote(text, m.start(), m.end(), clause))
+        if len(found) >= _MAX_QUOTES or len({_key(q.text) for q in found}) > 2:
+            break  # more than one text is refused anyway
+    return found
 
 
 def _place(clause: str) -> Place | None:
@@ -109,8 +153,7 @@ def _place(clause: str) -> Place | None:
     Read per clause: a comment may praise one thing and fault another ("Sign-off is
     fine; the queue must be 'Billing team'").
     """
-    clause = clause.replace("\u2019", "'")
-    if _FORBIDS.search(clause) or not _SCOPE.search(clause):
+    if _FORBIDS.search(clause) or _EXCEPT.search(clause) or not _SCOPE.search(clause):
         return None
     end, start = bool(_AT_END.search(clause)), bool(_AT_START.search(clause))
     if end != start:
@@ -120,16 +163,7 @@ def _place(clause: str) -> Place | None:
 
 def _quoted(comment: str) -> list[tuple[str, Place | None]]:
     """The usable quoted texts of ``comment``, each with the place its clause asks for."""
-    found = []
-    for m in _QUOTED.finditer(comment):
-        text = next(g for g in m.groups() if g is not None).strip()
-        if usable(text):
-            found.append((text, _place(_clause(comment, m.start(), m.end()))))
-    return found
-
-
-def _spans(comment: str) -> list[str]:
-    return [text for text, _ in _quoted(comment)]
+    return [(q.text, _place(q.clause)) for q in _quotes(comment)]
 
 
 def usable(text: str) -> bool:
@@ -164,8 +198,9 @@ def _right(trace: Trace) -> bool:
 def _admissible(
     convention: Convention, traces: Sequence[Trace], wrong: Sequence[Trace], trust: Trust
 ) -> bool:
-    """No right run lacks it, some wrong run lacks it, it is no run's whole answer, and no
-    end user wrote it (a house convention is never what a user asked for)."""
+    """No right run lacks it, some wrong run lacks it, it is no run's whole answer, and
+    the users of the runs citing it did not write it (a house convention is never what
+    a user asked for; a user of another run may name the business a sign-off names)."""
     if any(_right(t) and convention.followed(t.output) is False for t in traces):
         return False
     if not any(convention.followed(t.output) is False for t in wrong):
@@ -179,7 +214,7 @@ def _admissible(
     ):
         return False
     echo = Convention("include", convention.text)
-    return not any(echo.followed(text) for t in traces for text in _user_texts(t, trust))
+    return not any(echo.followed(text) for t in wrong for text in _user_texts(t, trust))
 
 
 def _from_comments(traces: Sequence[Trace], trust: Trust) -> list[Convention]:
@@ -300,40 +335,74 @@ def found(
     return ops
 
 
-def explained(trace: Trace, conventions: Iterable[Convention]) -> bool:
+# Words a verdict's comment holds besides a convention ("Wrong. Every reply must ...").
+_VERDICT_WORDS = frozenset(
+    {
+        *("wrong", "incorrect", "not", "right", "no", "missing", "again", "also", "please"),
+        *("reply", "answer", "response", "message", "output", "is", "was", "it", "this"),
+        *("the", "a"),
+    }
+)
+
+
+def explained(trace: Trace, conventions: Iterable[Convention], trust: Trust | None = None) -> bool:
     """Whether the run's only stated fault is a convention it did not follow.
 
-    A wrong run with no ground truth whose comment quotes only the text of a
-    convention its reply lacks, and names no value besides: a reflection would
-    only restate the convention as a rule for this one input.
+    A wrong run with a trusted comment and no ground truth, whose comment quotes
+    the text of one convention its reply lacks, asks for it where the convention
+    puts it, and says nothing else (every other clause only a verdict: "Wrong."):
+    a reflection would only restate the convention as a rule for this one input.
     """
     feedback = trace.feedback
     if feedback is None or not _wrong(trace) or feedback.ground_truth or not feedback.comment:
         return False
-    quoted = {_key(text) for text, _ in _quoted(feedback.comment)}
-    if len(quoted) != 1:
+    known = list(conventions)
+    if not known or not (trust or _TRUST).comment(trace):
         return False
-    rest = _QUOTED.sub(" ", feedback.comment)
-    if values(rest):
-        return False  # "parking costs EUR 18, and ...": another fault to learn from
-    return any(_key(c.text) in quoted and c.followed(trace.output) is False for c in conventions)
+    quotes = _quotes(feedback.comment)
+    if len({_key(q.text) for q in quotes}) != 1:
+        return False
+    rest = _QUOTED.sub(" ", feedback.comment[:MAX_COMMENT_CHARS])
+    clauses = [c for c in _BOUNDARY.split(rest) if set(_words.words(c)) - _VERDICT_WORDS]
+    if len(clauses) != 1 or values(rest):
+        return False  # another fault to learn from ("dogs are not allowed", "EUR 18")
+    key, place = _key(quotes[0].text), _place(quotes[0].clause)
+    return any(
+        _key(c.text) == key and c.place == place and c.followed(trace.output) is False
+        for c in known
+    )
+
+
+def trusted_verdict(trace: Trace, trust: Trust | None = None) -> bool:
+    """Whether the run's verdict comes from the app (no source) or a trusted source."""
+    feedback = trace.feedback
+    if feedback is None:
+        return False
+    source = (feedback.source or "").lower()
+    return not source or source in (trust or _TRUST).comment_sources
 
 
 def disowned(trace: Trace, convention: Convention, trust: Trust | None = None) -> bool:
-    """Whether a trusted comment on the wrong run forbids the convention's text."""
+    """Whether a trusted comment on the wrong run forbids the convention's text.
+
+    Only the words right before the quote count ("never end with"), back to a
+    comma or a "but": "Good that you signed with '...', but remove the claim"
+    praises the sign-off.
+    """
     feedback = trace.feedback
-    trust = trust or _TRUST
     if feedback is None or not _wrong(trace) or not feedback.comment:
         return False
-    if not trust.comment(trace):
+    if not (trust or _TRUST).comment(trace):
         return False
-    comment = feedback.comment.replace("\u2019", "'")
+    comment = feedback.comment[:MAX_COMMENT_CHARS].replace("\u2019", "'")
     key = _key(convention.text)
-    return any(
-        _key(next(g for g in m.groups() if g is not None)) == key
-        and _FORBIDS.search(_clause(comment, m.start(), m.end()))
-        for m in _QUOTED.finditer(comment)
-    )
+    for q in _quotes(comment):
+        if _key(q.text) != key:
+            continue
+        before = _GOVERNS.search(comment[max(0, q.start - 80) : q.start])
+        if before is not None and _FORBIDS.search(before.group(1)):
+            return True
+    return False
 
 
 def written(op: DeltaOp) -> bool:

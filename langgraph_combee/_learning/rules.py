@@ -46,7 +46,8 @@ from langgraph_combee._core.situations import (
 )
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._learning.conventions import disowned
+from langgraph_combee._learning.conventions import disowned, trusted_verdict
+from langgraph_combee._learning.provenance import Trust
 
 SAME_SITUATION = 0.8
 """Word overlap (Jaccard) at which two situations are one: nearly all their words shared."""
@@ -676,7 +677,10 @@ class _Served:
 
 
 def served_evidence(
-    playbook: Playbook, traces: Iterable[Trace], seen: Iterable[Seen] = ()
+    playbook: Playbook,
+    traces: Iterable[Trace],
+    seen: Iterable[Seen] = (),
+    trust: Trust | None = None,
 ) -> tuple[list[DeltaOp], int]:
     """``served_tags``, and the number of wrong runs counted at half weight (misapplied).
 
@@ -695,7 +699,8 @@ def served_evidence(
       the rule's fault whatever their wording.
 
     Any other wrong run that followed a rule counts in full. A right run counts
-    as helpful whatever its wording: the answer was right.
+    as helpful whatever its wording: the answer was right. Conventions are
+    weighed on trusted verdicts only (``trust``; ``conventions.trusted_verdict``).
     """
     runs = list(traces)
     by_id = {item.id: item for item in (*seen, *seen_inputs(runs))}
@@ -729,8 +734,12 @@ def served_evidence(
                 # A right reply that follows a convention backs it; one that does not
                 # shows not every reply needs it. A wrong reply may be wrong for any
                 # other reason and says nothing of it, unless its comment forbids it.
+                # Only trusted verdicts weigh a convention: it was learned from them,
+                # and end users' thumbs-up must not remove it.
+                if not trusted_verdict(trace, trust):
+                    continue
                 kept = item.convention.followed(trace.output)
-                harmful = disowned(trace, item.convention)  # the reviewer forbids the text
+                harmful = disowned(trace, item.convention, trust)  # the reviewer forbids it
                 if harmful or (verdict and kept is not None):
                     pair = counts.setdefault(bullet.id, [0, 0])
                     pair[0 if kept and not harmful else 1] += 1

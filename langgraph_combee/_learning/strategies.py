@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from langgraph_combee._core.dedup import Embedder, deduplicate
-from langgraph_combee._core.ops import Add, DeltaOp, Tag, Update
+from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Reflection, StepReport, Trace
 from langgraph_combee._errors import ConfigurationError, LearningError, LLMCallError
 from langgraph_combee._learning import conventions, rules, telling
 from langgraph_combee._learning.calls import CallStats, LLMCaller
 from langgraph_combee._learning.guard import BulletGuard
-from langgraph_combee._learning.provenance import Evidence
+from langgraph_combee._learning.provenance import Evidence, Trust
 from langgraph_combee._learning.roles import FullRoles, RoleProfile, adopt
 from langgraph_combee._learning.support import attribute, promote, support_keys
 
@@ -197,12 +197,13 @@ def _weigh(
     report: StepReport,
     version: int,
     seen: Sequence[rules.Seen] = (),
+    trust: Trust | None = None,
 ) -> list[DeltaOp]:
     """Served-outcome verdicts first (``seen``: the inputs remembered, which ground
     rules), then the live rules ``narrowed`` by the memory, then the new rules settled
     among themselves, those with one action folded into one rule, and all reconciled
     with the playbook as narrowed (``rules``), conflicts recorded in the report."""
-    served, misapplied = rules.served_evidence(playbook, traces, seen)
+    served, misapplied = rules.served_evidence(playbook, traces, seen, trust)
     report.served_misapplied += misapplied
     for tag in served:
         assert isinstance(tag, Tag)
@@ -273,7 +274,7 @@ async def finish(
     section = playbook.resolve_section("others")
     trust = ctx.guard.trust if ctx.guard is not None else None
     ops = [op for op in ops if not conventions.written(op)]
-    ops = [*conventions.found(whole, playbook, section=section, trust=trust), *ops]
+    owed = conventions.found(whole, playbook, section=section, trust=trust)
     # Words the inputs tie to a rule's action join its situation first: what the
     # reflector named is often no word a new input of the case would hold, and a rule
     # whose every alternative sharpening drops keeps the words its inputs share.
@@ -289,9 +290,12 @@ async def finish(
         remembered = ctx.memory.items()
         narrowed, dropped = rules.sharpen_playbook(playbook, remembered)
         report.vague_alternatives += dropped
-        ops = _weigh(playbook, narrowed, ops, traces, report, version, remembered)
+        ops = _weigh(playbook, narrowed, ops, traces, report, version, remembered, trust)
     else:
         ops = [op for op in ops if isinstance(op, Add)]
+        # No corrections: a new sign-off cannot replace the old one, so it is not added.
+        owed = [] if any(isinstance(op, Remove) for op in owed) else owed
+    ops = [*owed, *ops]
     guard = ctx.guard
     screening = None
     if guard is not None and traces:
