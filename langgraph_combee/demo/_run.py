@@ -46,11 +46,14 @@ from langgraph_combee.tasks import (
 
 __all__ = ["DemoConfig", "DemoResult", "RunRecord", "Swap", "run_demo"]
 
-DEFAULT_TICKETS = 32
-"""Tickets served by default: about 13 minutes with the 1.5B model on 2 idle cores.
+DEFAULT_TICKETS = 48
+"""Tickets served by default: about 9 minutes with the 1.5B model on 2 cores.
 
-The learner is the bottleneck on a CPU: a Combee step over 4 traces took about
-80 s with both cores (8 steps for 32 tickets). See docs/tasks.md for the run.
+The tickets cover 24 codes: 32 show only 8 of them twice, so most rules came from
+one wording and the stream's accuracy barely moved; 48 show every code about
+twice, and the last two windows are served rules learned from the first ones
+(docs/benchmarks.md, "The demo's stream"). The learner is the bottleneck on a
+CPU: a Combee step over 4 traces takes 35-80 s with both cores.
 """
 DEFAULT_BATCH_SIZE = 4
 
