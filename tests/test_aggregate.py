@@ -149,6 +149,16 @@ def test_the_small_reflector_asks_for_situation_and_action_only() -> None:
         situation="when 'late', lost parcels", action="<\u201cLOG-5T\u201d>"
     )
     assert wrapped.to_reflection("t1").key_insight == "When 'late'; lost parcels, LOG-5T."
+    # The answer in another case than the ground truth's (the 1.5B wrote "answer Slow"
+    # for "SLOW"): the rule states it as the operator writes it; other actions stay.
+    cased = SmallReflectionOut(situation="slow laptop", action="answer 'Slow'.")
+    assert cased.to_reflection("t1", ground_truth="SLOW").key_insight == (
+        "When slow laptop, answer SLOW."
+    )
+    longer = SmallReflectionOut(situation="slow laptop", action="say it is slow")
+    assert longer.to_reflection("t1", ground_truth="SLOW").key_insight == (
+        "When slow laptop, say it is slow."
+    )
 
 
 def test_combee_learns_with_the_small_profile() -> None:

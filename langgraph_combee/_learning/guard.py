@@ -569,7 +569,15 @@ class BulletGuard:
             verdict.refuse.extend(self._action_findings(op.content, evidence, known))
         if not verdict.refuse and self.hold_policy_changes:
             verdict.hold = self.policy(op.content, evidence)
-            if found is not None and found.echoed and found.user_only:
+            echoed = found is not None and found.echoed and bool(found.user_only)
+            if echoed and found is not None and traces:
+                # An answer the operator gave to an input of the batch that never wrote
+                # it is the operator's word, whoever else writes it ("slow", "blocked").
+                batch = tuple(t.id for t in traces)
+                if batch not in cache:
+                    cache[batch] = prov.gather(traces, self.trust)
+                echoed = not set(found.anchors) & cache[batch].unsaid
+            if echoed:
                 verdict.hold.append(
                     "provenance: every trusted word it rests on also appears in the user's own "
                     "text (the user wrote the answer into their message)"

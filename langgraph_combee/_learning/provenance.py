@@ -151,6 +151,10 @@ class Evidence:
             DD.MM.YYYY" for a truth of ``21.04.2025`` and an input saying "21
             April 2025"): a rule whose action is such a description states the
             operator's answer for every run, in the learner's own words.
+        unsaid: Words of a trusted ground truth that its own run's conversation
+            does not hold: the operator gave that answer to an input that never
+            wrote it, so it is the operator's word even where another user writes
+            it ("slow" for a ticket about a printer taking ten minutes a page).
     """
 
     trusted: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -161,6 +165,7 @@ class Evidence:
     user_compounds: frozenset[str] = frozenset()
     trusted_compounds: frozenset[str] = frozenset()
     described: dict[str, frozenset[str]] = field(default_factory=dict)
+    unsaid: frozenset[str] = frozenset()
 
     def supporting(self, word: str) -> list[str]:
         """The trusted field labels that contain ``word``."""
@@ -300,8 +305,10 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
     conversation: set[str] = set()
     trusted: dict[str, frozenset[str]] = {}
     described: dict[str, frozenset[str]] = {}
+    unsaid: set[str] = set()
     for trace in traces:
-        conversation.update(w for t in conversation_texts(trace, trust) for w in tokens(t))
+        own = {w for t in conversation_texts(trace, trust) for w in tokens(t)}
+        conversation.update(own)
         texts = user_texts(trace, trust)
         user_compounds.update(c for t in texts for c in _compounds(t))
         said = [tokens(t) for t in texts]
@@ -320,6 +327,8 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
             if label.startswith(("tool_result:", "error:")):
                 words = _unechoed(words, shingles)
             trusted[label] = frozenset(words)
+            if label.startswith("ground_truth:"):
+                unsaid.update(w for w in words if w not in own)
     return Evidence(
         trusted=trusted,
         user=frozenset(user),
@@ -329,6 +338,7 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
         user_compounds=frozenset(user_compounds),
         trusted_compounds=frozenset(trusted_compounds),
         described=described,
+        unsaid=frozenset(unsaid),
     )
 
 
@@ -354,6 +364,7 @@ class Assessment:
         quoted_tool: A run of ``QUOTE`` consecutive words it copies from a tool
             result, or (): tool results carry text others wrote (order notes,
             emails, pages), so a rule that recites one is held for a person.
+        anchors: Its words a trusted field supports (live text's words left out).
     """
 
     fields: tuple[str, ...]
@@ -365,6 +376,7 @@ class Assessment:
     quoted: tuple[str, ...] = ()
     quoted_tool: tuple[str, ...] = ()
     joined: str = ""
+    anchors: tuple[str, ...] = ()
 
     @property
     def mostly_own(self) -> bool:
@@ -432,5 +444,5 @@ def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
     )
     return Assessment(
         tuple(fields), tuple(user_only), anchored, len(distinct), echoed, answered, quoted,
-        recited, joined,
+        recited, joined, tuple(anchors),
     )  # fmt: skip

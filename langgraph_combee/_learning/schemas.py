@@ -300,6 +300,15 @@ class SmallReflectionOut(BaseModel):
         short = len(truth) <= limit and "\n" not in truth
         if truth and short and truth.lower() not in action.lower():
             action = f"answer {truth}"
+        elif (
+            truth
+            and short
+            and truth not in action
+            and _answered(action).casefold() == truth.casefold()
+        ):
+            # "answer Slow" for a ground truth of "SLOW" (seen on the 1.5B on a triage
+            # task): the rule states the operator's answer as the operator writes it.
+            action = f"answer {truth}"
         taken: set[str] = set()
         if source:
             action, taken = _general_action(action, source)
@@ -334,6 +343,11 @@ class SmallReflectionOut(BaseModel):
             situation = join_situations(situation, *keywords)
         insight = Rule(situation, action).text()
         return Reflection(trace_id=trace_id, correct_approach=action, key_insight=insight)
+
+
+def _answered(action: str) -> str:
+    """What an "answer X" action answers (unwrapped), or the action itself."""
+    return _unwrap(re.sub(r"^answer\s+", "", action, flags=re.I))
 
 
 def _tool_words(calls: Sequence[ToolCall], truth: str) -> frozenset[str]:
