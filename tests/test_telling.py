@@ -8,7 +8,8 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
-from langgraph_combee._core.ops import Add
+from langgraph_combee._core.ops import Add, Update
+from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import RuleIndex, stem
 from langgraph_combee._core.types import ToolCall
 from langgraph_combee._learning import rules, telling
@@ -496,3 +497,110 @@ def test_a_situation_naming_only_a_tool_of_the_run_is_left_out() -> None:
         source="Please send housekeeping to room 2.",
     )
     assert reflection.key_insight.startswith("When housekeeping, make the calls")
+
+
+# ------------------------------------------------- live rules widened by later inputs
+
+TRIAGE = [
+    ("o1", "Email is down for the whole finance floor.", "OUTAGE"),
+    ("o2", "Our whole team lost access to the wiki this morning.", "OUTAGE"),
+    ("o3", "The whole office cannot print.", "OUTAGE"),
+    ("s1", "My laptop is slow since Monday.", "SLOW"),
+    ("a1", "How do I share my calendar?", "ASK"),
+    ("b1", "My keyboard died and I have no spare.", "BLOCKED"),
+]
+
+
+def _triage_items() -> list[rules.Seen]:
+    traces = [
+        Trace(id=t, input=x, output="", feedback=Feedback(correct=False, ground_truth=g))
+        for t, x, g in TRIAGE
+    ]
+    return rules.seen_inputs(traces)
+
+
+def _live(*rules_: tuple[str, list[str]]) -> Playbook:
+    ops = [Add(section="others", content=r, sources=s) for r, s in rules_]
+    return Playbook().apply(ops, version=1).playbook
+
+
+def test_a_live_rule_gains_the_words_its_cases_share_once_they_are_seen() -> None:
+    # Seen on the 1.5B on a triage task: the outage rule named the first ticket's
+    # system; "whole", which the later outage tickets wrote, never joined it.
+    pb = _live(
+        ("When intranet, answer OUTAGE.", ["o1"]), ("When keyboard, answer BLOCKED.", ["b1"])
+    )
+    ops, added = telling.widen_playbook(pb, _triage_items())
+    [op] = ops
+    assert isinstance(op, Update) and op.id == pb.bullets[0].id
+    assert op.content == "When intranet or whole, answer OUTAGE." and added == 1
+    # Too few inputs known: nothing to judge by.
+    assert telling.widen_playbook(pb, _triage_items()[:3]) == ([], 0)
+
+
+def test_a_live_rule_is_not_widened_into_another_rules_words_nor_past_a_full_situation() -> None:
+    taken = _live(
+        ("When intranet, answer OUTAGE.", ["o1"]),
+        ("When whole or keyboard, answer BLOCKED.", ["b1"]),
+    )
+    assert telling.widen_playbook(taken, _triage_items()) == ([], 0)
+    full = " or ".join(f"system{i}" for i in range(rules.MAX_ALTERNATIVES))
+    pb = _live((f"When {full}, answer OUTAGE.", ["o1"]))
+    assert telling.widen_playbook(pb, _triage_items()) == ([], 0)
+    # A new rule of the step with the action is widened (and reconciled) instead.
+    pb = _live(("When intranet, answer OUTAGE.", ["o1"]))
+    new = Add(section="others", content="When wiki, answer OUTAGE.", sources=["o2"])
+    assert telling.widen_playbook(pb, _triage_items(), besides=[new]) == ([], 0)
+
+
+def test_a_live_rule_keeps_out_a_word_the_guard_would_hold() -> None:
+    # "free" beside "voucher" reads as a policy change that moves money.
+    rows = [
+        ("v1", "My voucher for a free coffee failed.", "MKT-4V"),
+        ("v2", "The free voucher does not work at checkout.", "MKT-4V"),
+        ("s1", "My laptop is slow since Monday.", "SLOW"),
+        ("a1", "How do I share my calendar?", "ASK"),
+    ]
+    items = rules.seen_inputs(
+        [
+            Trace(id=t, input=x, output="", feedback=Feedback(correct=False, ground_truth=g))
+            for t, x, g in rows
+        ]
+    )
+    pb = _live(("When voucher question, answer MKT-4V.", ["v1"]))
+    assert telling.telling_words("answer MKT-4V", {"v1"}, items, limit=5)[0] == "free"
+    ops, _ = telling.widen_playbook(pb, items, verdict=telling.guard_verdict(BulletGuard()))
+    assert all("free" not in op.content for op in ops)
+
+
+def test_the_learner_widens_a_served_rule_from_runs_it_got_right() -> None:
+    # The later outage tickets were answered right (no reflection, no new rule): their
+    # inputs alone teach the rule the case's word.
+    def reply(messages: list[BaseMessage]) -> str:
+        return json.dumps({"situation": "intranet", "action": "answer OUTAGE"})
+
+    combee = Combee(
+        prompt_id="widen-live",
+        model=FunctionChatModel(reply),
+        batch_size=4,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
+    first = [
+        Trace(id="o1", input=TRIAGE[0][1], output="ASK",
+              feedback=Feedback(correct=False, ground_truth="OUTAGE")),
+        *(
+            Trace(id=t, input=x, output=g, feedback=Feedback(correct=True, ground_truth=g))
+            for t, x, g in TRIAGE[3:]
+        ),
+    ]  # fmt: skip
+    report = combee.learn(first)
+    assert [b.content for b in report.playbook.bullets] == ["When intranet, answer OUTAGE."]
+    later = [
+        Trace(id=t, input=x, output="OUTAGE", feedback=Feedback(correct=True, ground_truth=g))
+        for t, x, g in TRIAGE[1:3]
+    ]
+    report = combee.learn(later)
+    assert [b.content for b in report.playbook.bullets] == [
+        "When intranet or whole, answer OUTAGE."
+    ]
+    assert report.steps[-1].telling_words == 1

@@ -290,6 +290,14 @@ async def finish(
         remembered = ctx.memory.items()
         narrowed, dropped = rules.sharpen_playbook(playbook, remembered)
         report.vague_alternatives += dropped
+        # ... and widened by the words the inputs seen since tie to their action.
+        basis = playbook.apply(narrowed, version=version).playbook if narrowed else playbook
+        grown, told = telling.widen_playbook(basis, remembered, verdict=verdict, besides=ops)
+        report.telling_words += told
+        if grown:
+            # An UPDATE built on the narrowed text carries the narrowing with it.
+            ids = {op.id for op in grown}
+            narrowed = [*(op for op in narrowed if getattr(op, "id", None) not in ids), *grown]
         ops = _weigh(playbook, narrowed, ops, traces, report, version, remembered, trust)
     else:
         ops = [op for op in ops if isinstance(op, Add)]

@@ -37,8 +37,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from langgraph_combee._core import words as _words
-from langgraph_combee._core.ops import Add, DeltaOp
-from langgraph_combee._core.situations import alternatives, situation_words, stem
+from langgraph_combee._core.ops import Add, DeltaOp, Update
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.situations import alternatives, parse_rule, situation_words, stem
 from langgraph_combee._learning import guard_rules
 from langgraph_combee._learning.rules import (
     MAX_ALTERNATIVES,
@@ -49,6 +50,7 @@ from langgraph_combee._learning.rules import (
     needs,
     placed_names,
     proper_nouns,
+    same_action,
     same_situation,
     value_like,
 )
@@ -62,6 +64,7 @@ __all__ = [
     "harmless",
     "telling_words",
     "widen",
+    "widen_playbook",
 ]
 
 MIN_SUPPORT = 2
@@ -432,3 +435,78 @@ def widen(
         added.update((op.content, w) for w in new)
         out.append(Add(section=op.section, content=content, sources=list(op.sources)))
     return out, len(added)
+
+
+def widen_playbook(
+    playbook: Playbook,
+    items: Sequence[Seen],
+    *,
+    verdict: Verdict | None = None,
+    besides: Sequence[DeltaOp] = (),
+) -> tuple[list[Update], int]:
+    """UPDATE ops joining to live rules the telling words the inputs seen since show.
+
+    ``widen`` reads a new rule's words on the inputs known when it is learned; a
+    rule learned from the first input of its case ("Email is down for the whole
+    finance floor") cannot know yet which of its words the case's other inputs
+    share. Seen on the 1.5B on a triage task: the rule for outages named the first
+    tickets' systems ("intranet", "building"), while "whole", which later outage
+    tickets wrote, was never added. The same test as ``widen`` applies, on the
+    memory (``items``), with the sources of every live rule with the action as
+    its backing; a word that is already an alternative of a live rule with
+    another action is not added (the two would serve one request two answers).
+    A rule whose situation is full (``rules.MAX_ALTERNATIVES``) is left as it is:
+    a served rule does not trade the words it was served for. So is a rule whose
+    action a new rule of the step (an ADD of ``besides``) states: that one is
+    widened by ``widen`` and reconciled with it.
+
+    Returns:
+        The UPDATE ops, and how many words they add.
+    """
+    if len(items) < MIN_SUPPORT + MIN_CONTRARY:
+        return [], 0
+    judge = verdict or _default_verdict
+    parsed = [(b, rule) for b in playbook.live().bullets if (rule := parse_rule(b.content))]
+    if not parsed:
+        return [], 0
+    new_actions = [rule.action for _, rule, _ in backed_rules(besides) if rule is not None]
+    known = Inputs(items)
+    out: list[Update] = []
+    added = 0
+    for bullet, rule in parsed:
+        have = alternatives(rule.situation)
+        if len(have) >= MAX_ALTERNATIVES or any(same_action(a, rule.action) for a in new_actions):
+            continue
+        backing = {
+            source
+            for other, r in parsed
+            if same_action(r.action, rule.action)
+            for source in other.provenance
+        }
+        others = [
+            a for other, r in parsed if not same_action(r.action, rule.action)
+            for a in alternatives(r.situation)
+        ]  # fmt: skip
+        own = [situation_words(a) for a in have]
+        ranked = [
+            w
+            for w in telling_words(rule.action, backing, known, covered=own, limit=3 * MAX_ADDED)
+            if not any(same_situation(w, a) for a in [*have, *others])
+        ]
+        if not ranked:
+            continue
+        base = judge(bullet.content)
+        content, new = bullet.content, list[str]()
+        for word in ranked:
+            if len(new) == min(MAX_ALTERNATIVES - len(have), MAX_ADDED):
+                break
+            candidate = (
+                f"When {join_situations(rule.situation, *new, word)}, {rule.action.rstrip('.')}."
+            )
+            if judge(candidate) <= base:
+                new.append(word)
+                content = candidate
+        if new:
+            out.append(Update(id=bullet.id, content=content))
+            added += len(new)
+    return out, added
