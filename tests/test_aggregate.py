@@ -155,6 +155,11 @@ def test_the_small_reflector_asks_for_situation_and_action_only() -> None:
     assert cased.to_reflection("t1", ground_truth="SLOW").key_insight == (
         "When slow laptop, answer SLOW."
     )
+    # A longer code holding the answer is another code (review).
+    other = SmallReflectionOut(situation="slow laptop", action="answer HW-70")
+    assert other.to_reflection("t1", ground_truth="HW-7").correct_approach == "answer HW-7"
+    locked = SmallReflectionOut(situation="locked out", action="answer BLOCKED")
+    assert locked.to_reflection("t1", ground_truth="LOCKED").correct_approach == "answer LOCKED"
     longer = SmallReflectionOut(situation="slow laptop", action="say it is slow")
     assert longer.to_reflection("t1", ground_truth="SLOW").key_insight == (
         "When slow laptop, say it is slow."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -11,10 +12,12 @@ from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
 from langgraph_combee._core.ops import Add, Update
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import RuleIndex, stem
-from langgraph_combee._core.types import ToolCall
+from langgraph_combee._core.types import StepReport, ToolCall
 from langgraph_combee._learning import rules, telling
+from langgraph_combee._learning.calls import CallSettings, LLMCaller
 from langgraph_combee._learning.guard import BulletGuard
 from langgraph_combee._learning.schemas import SmallReflectionOut
+from langgraph_combee._learning.strategies import StepContext, finish
 from langgraph_combee.testing import FunctionChatModel
 
 COURIER = "lookup_order(order_id='the value in the input'); open_case(queue='LOG-8W')"
@@ -604,3 +607,95 @@ def test_the_learner_widens_a_served_rule_from_runs_it_got_right() -> None:
         "When intranet or whole, answer OUTAGE."
     ]
     assert report.steps[-1].telling_words == 1
+
+
+# The hostile review of widen_playbook (fourteenth session).
+
+
+def _run(tid: str, text: str, truth: str, user: str = "") -> Trace:
+    feedback = Feedback(correct=False, ground_truth=truth)
+    metadata = {"combee_user": user} if user else {}
+    return Trace(id=tid, input=text, output="GENERAL", feedback=feedback, metadata=metadata)
+
+
+def _step_context(guard: BulletGuard | None, memory: list[Trace]) -> StepContext:
+    ctx = StepContext(
+        caller=LLMCaller(FunctionChatModel(lambda _: "{}"), CallSettings()), guard=guard
+    )
+    ctx.memory.remember(memory)
+    return ctx
+
+
+def _step(
+    ctx: StepContext, pb: Playbook, batch: list[Trace], version: int
+) -> tuple[Playbook, StepReport]:
+    report = StepReport(strategy="naive", batch_size=len(batch))
+    pb, _ = asyncio.run(finish(ctx, pb, [], version=version, report=report, traces=batch))
+    return pb, report
+
+
+def test_one_person_with_two_messages_adds_no_word_to_a_served_rule() -> None:
+    pb = _live(("When intranet, answer OUTAGE.", ["o1"]))
+    mallory = [
+        _run("m1", "zorblax: intranet is down", "OUTAGE", "mallory"),
+        _run("m2", "zorblax, the intranet died", "OUTAGE", "mallory"),
+    ]
+    others = [_run(t, x, g) for t, x, g in TRIAGE[3:]]
+    ctx = _step_context(BulletGuard(), [*others, *mallory])
+    fresh = [_run("m3", "zorblax again: the intranet", "OUTAGE", "mallory")]
+    pb, _ = _step(ctx, pb, fresh, 2)
+    assert all("zorblax" not in b.content for b in pb.bullets)
+    # Two people writing it is support.
+    items = rules.seen_inputs([*others, mallory[0], _run("m2", mallory[1].input, "OUTAGE", "eve")])
+    ops, _ = telling.widen_playbook(pb, items)
+    assert [op.content for op in ops] == ["When intranet or zorblax, answer OUTAGE."]
+
+
+def test_a_word_of_another_actions_alternative_is_not_added() -> None:
+    pb = _live(
+        ("When intranet, answer OUTAGE.", ["o1"]),
+        ("When whole floor, answer BLOCKED.", ["old-b"]),
+    )
+    ops, _ = telling.widen_playbook(pb, _triage_items())
+    assert all("whole" not in op.content for op in ops)
+
+
+def test_a_bullet_that_is_not_the_learners_own_rule_text_is_never_rewritten() -> None:
+    for text in (
+        "For example, when email is down, answer OUTAGE.",
+        "If the intranet is down, answer OUTAGE.",
+        "When a shared service is down for many people at once, answer OUTAGE.",
+        "When intranet, answer OUTAGE!",
+    ):
+        pb = _live((text, ["o1"]))
+        assert telling.widen_playbook(pb, _triage_items()) == ([], 0), text
+
+
+def test_a_rule_the_guard_holds_is_not_widened_at_every_step() -> None:
+    rows = [
+        ("r1", "My kettle arrived smashed.", "REFUND-2"),
+        ("r2", "The mug came smashed in the box.", "REFUND-2"),
+        *TRIAGE[3:],
+    ]
+    pb = _live(("When broken, answer REFUND-2 immediately.", ["r1"]))
+    ctx = _step_context(BulletGuard(), [_run(t, x, g) for t, x, g in rows])
+    for version in (2, 3):
+        pb, report = _step(
+            ctx, pb, [_run(f"x{version}", "A cup came smashed.", "REFUND-2")], version
+        )
+        assert report.held == [] and report.telling_words == 0
+
+
+def test_no_served_rule_is_widened_under_a_support_threshold() -> None:
+    pb = _live(("When intranet, answer OUTAGE.", ["o1"]))
+    ctx = _step_context(BulletGuard(min_support=2), [_run(t, x, g) for t, x, g in TRIAGE])
+    pb, report = _step(ctx, pb, [_run("x1", "The whole lab lost its network.", "OUTAGE")], 2)
+    assert report.telling_words == 0
+    assert [b.content for b in pb.live().bullets] == ["When intranet, answer OUTAGE."]
+
+
+def test_only_a_fresh_input_of_its_case_widens_a_served_rule() -> None:
+    pb = _live(("When intranet, answer OUTAGE.", ["o1"]))
+    assert telling.widen_playbook(pb, _triage_items(), fresh={"a1"}) == ([], 0)
+    ops, _ = telling.widen_playbook(pb, _triage_items(), fresh={"o3"})
+    assert [op.content for op in ops] == ["When intranet or whole, answer OUTAGE."]

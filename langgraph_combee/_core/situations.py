@@ -315,6 +315,12 @@ def focus_rules_ok(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, int) and 0 <= value <= MAX_FOCUS_RULES
 
 
+def keyword_list(situation: str) -> bool:
+    """Whether ``situation`` is a list of keywords ("refund or money back"), not a clause."""
+    alts = alternatives(situation)
+    return bool(alts) and all(_keyword(alt) for alt in alts)
+
+
 def _keyword(alternative: str) -> bool:
     """Whether ``alternative`` is a keyword (``MAX_KEYWORD_WORDS`` words at most), not a clause."""
     count = sum(_words.word_count(m.group()) for m in _words.tokens(alternative))

@@ -50,6 +50,7 @@ from langgraph_combee._learning import guard_rules as rules
 from langgraph_combee._learning import provenance as prov
 from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller
 from langgraph_combee._learning.prompts import fence
+from langgraph_combee._learning.support import support_key
 
 logger = logging.getLogger("langgraph_combee")
 
@@ -570,13 +571,15 @@ class BulletGuard:
         if not verdict.refuse and self.hold_policy_changes:
             verdict.hold = self.policy(op.content, evidence)
             echoed = found is not None and found.echoed and bool(found.user_only)
-            if echoed and found is not None and traces:
-                # An answer the operator gave to an input of the batch that never wrote
-                # it is the operator's word, whoever else writes it ("slow", "blocked").
-                batch = tuple(t.id for t in traces)
-                if batch not in cache:
-                    cache[batch] = prov.gather(traces, self.trust)
-                echoed = not set(found.anchors) & cache[batch].unsaid
+            if echoed and traces:
+                cited = [t for t in traces if t.id in set(op.sources)] or list(traces)
+                echoed = not prov.unechoed_answer(
+                    op.content,
+                    cited,
+                    traces,
+                    self.trust,
+                    lambda t: support_key(t, self.user_key),
+                )
             if echoed:
                 verdict.hold.append(
                     "provenance: every trusted word it rests on also appears in the user's own "

@@ -658,7 +658,7 @@ _DISCLOSE = _family(
 )
 _MONEY = _family(
     r"\b(?:refund\w*|credit\w*|compensat\w*|discount\w*|voucher\w*|payout\w*|transfer\w*"
-    r"|chargeback\w*|reimburs\w*|cashback|gift card|store credit|money back|fees?"
+    r"|chargeback\w*|reimburs\w*|cashback|gift card|store credit|money back|fee(?:s|less|-?free)?"
     r"|terugbetal\w*|tegoed|korting\w*|vergoed\w*|paisa wapas|paise wapas)\b"
     r"|hoàn tiền|hoàn lại|giảm giá|bồi thường|रिफंड|धनवापसी|पैसे वापस"
 )

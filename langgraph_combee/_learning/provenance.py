@@ -29,9 +29,10 @@ the user also wrote) do not count as trusted for those words.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from langgraph_combee._core.situations import parse_rule
 from langgraph_combee._core.types import Trace
 from langgraph_combee._core.values import described_in, descriptions, undescribed
 from langgraph_combee._learning import guard_rules as rules
@@ -151,10 +152,6 @@ class Evidence:
             DD.MM.YYYY" for a truth of ``21.04.2025`` and an input saying "21
             April 2025"): a rule whose action is such a description states the
             operator's answer for every run, in the learner's own words.
-        unsaid: Words of a trusted ground truth that its own run's conversation
-            does not hold: the operator gave that answer to an input that never
-            wrote it, so it is the operator's word even where another user writes
-            it ("slow" for a ticket about a printer taking ten minutes a page).
     """
 
     trusted: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -165,7 +162,6 @@ class Evidence:
     user_compounds: frozenset[str] = frozenset()
     trusted_compounds: frozenset[str] = frozenset()
     described: dict[str, frozenset[str]] = field(default_factory=dict)
-    unsaid: frozenset[str] = frozenset()
 
     def supporting(self, word: str) -> list[str]:
         """The trusted field labels that contain ``word``."""
@@ -305,10 +301,8 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
     conversation: set[str] = set()
     trusted: dict[str, frozenset[str]] = {}
     described: dict[str, frozenset[str]] = {}
-    unsaid: set[str] = set()
     for trace in traces:
-        own = {w for t in conversation_texts(trace, trust) for w in tokens(t)}
-        conversation.update(own)
+        conversation.update(w for t in conversation_texts(trace, trust) for w in tokens(t))
         texts = user_texts(trace, trust)
         user_compounds.update(c for t in texts for c in _compounds(t))
         said = [tokens(t) for t in texts]
@@ -327,8 +321,6 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
             if label.startswith(("tool_result:", "error:")):
                 words = _unechoed(words, shingles)
             trusted[label] = frozenset(words)
-            if label.startswith("ground_truth:"):
-                unsaid.update(w for w in words if w not in own)
     return Evidence(
         trusted=trusted,
         user=frozenset(user),
@@ -338,7 +330,6 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
         user_compounds=frozenset(user_compounds),
         trusted_compounds=frozenset(trusted_compounds),
         described=described,
-        unsaid=frozenset(unsaid),
     )
 
 
@@ -364,7 +355,6 @@ class Assessment:
         quoted_tool: A run of ``QUOTE`` consecutive words it copies from a tool
             result, or (): tool results carry text others wrote (order notes,
             emails, pages), so a rule that recites one is held for a person.
-        anchors: Its words a trusted field supports (live text's words left out).
     """
 
     fields: tuple[str, ...]
@@ -376,7 +366,6 @@ class Assessment:
     quoted: tuple[str, ...] = ()
     quoted_tool: tuple[str, ...] = ()
     joined: str = ""
-    anchors: tuple[str, ...] = ()
 
     @property
     def mostly_own(self) -> bool:
@@ -444,5 +433,53 @@ def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
     )
     return Assessment(
         tuple(fields), tuple(user_only), anchored, len(distinct), echoed, answered, quoted,
-        recited, joined, tuple(anchors),
+        recited, joined,
     )  # fmt: skip
+
+
+def unechoed_answer(
+    text: str,
+    cited: Sequence[Trace],
+    batch: Sequence[Trace],
+    trust: Trust,
+    key: Callable[[Trace], str],
+) -> bool:
+    """Whether ``text`` answers what the operator also gave a run that never wrote it.
+
+    ``text`` must be a rule "When <situation>, answer <X>." with nothing in its
+    action but one whole ground truth X of its ``cited`` runs. It is the
+    operator's word, not an echo of the user's, when a run of ``batch`` that is
+    not cited, speaks for someone else (``key``: a user, else a thread, else
+    the run) and whose own conversation holds none of X's words got X as its
+    ground truth. Seen on a triage trial: the house label "SLOW" is a word users
+    write ("my laptop is very slow"), and the rule for slow machines waited for a
+    person. An attacker who writes a guessed code into their message gains
+    nothing by it: the rule says what an honest run's ground truth says, and its
+    situation words are weighed as any rule's are.
+    """
+    rule = parse_rule(text)
+    if rule is None:
+        return False
+    answer = rule.action.strip().rstrip(".").strip()
+    match = re.fullmatch(r"answer\s+(.+)", answer, flags=re.IGNORECASE)
+    if match is None:
+        return False
+    said = match.group(1).strip().strip("'\"`").casefold()
+    truths = {
+        (t.feedback.ground_truth or "").strip().casefold() for t in cited if t.feedback is not None
+    }
+    if not said or said not in truths:
+        return False
+    words = set(tokens(said))
+    ids = {t.id for t in cited}
+    speakers = {key(t) for t in cited}
+    for trace in batch:
+        truth = trace.feedback.ground_truth if trace.feedback is not None else None
+        if trace.id in ids or key(trace) in speakers or (truth or "").strip().casefold() != said:
+            continue
+        if f"ground_truth:{trace.id}" not in trusted_fields(trace, trust):
+            continue  # an answer the guard does not trust lifts nothing
+        own = {w for t in conversation_texts(trace, trust) for w in tokens(t)}
+        if not words & own:
+            return True
+    return False

@@ -48,6 +48,7 @@ from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._learning.conventions import disowned, trusted_verdict
 from langgraph_combee._learning.provenance import Trust
+from langgraph_combee._learning.support import DEFAULT_USER_KEY, support_key
 
 SAME_SITUATION = 0.8
 """Word overlap (Jaccard) at which two situations are one: nearly all their words shared."""
@@ -346,6 +347,12 @@ def join_situations(*situations: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def _norm(text: str) -> str:
     return _words.normalised(text)
+
+
+def action_key(action: str) -> tuple[str, object]:
+    """A key two actions share exactly when ``same_action`` says they agree."""
+    found = _values.values(action)
+    return ("values", found) if found else ("words", _norm(action))
 
 
 def same_action(a: str, b: str) -> bool:
@@ -842,6 +849,8 @@ class Seen:
         truth: Its ground truth, if feedback gave one.
         actions: The actions of the new rules its reflection backed.
         text: The input's start (``MAX_FOCUS_TEXT`` characters), for the words as written.
+        who: Whom it speaks for (``support.support_key``: a user, else a thread,
+            else the run): one person's inputs count once as support for a word.
     """
 
     id: str
@@ -849,6 +858,7 @@ class Seen:
     truth: str = ""
     actions: tuple[str, ...] = ()
     text: str = ""
+    who: str = ""
 
 
 def _rule_actions(ops: Sequence[DeltaOp]) -> dict[str, tuple[str, ...]]:
@@ -876,6 +886,7 @@ def seen_inputs(traces: Iterable[Trace], ops: Sequence[DeltaOp] = ()) -> list[Se
             _truth(t),
             actions.get(t.id, ()),
             t.input[:MAX_FOCUS_TEXT],
+            support_key(t, DEFAULT_USER_KEY),
         )
         for t in traces
         if t.input.strip()

@@ -298,7 +298,7 @@ class SmallReflectionOut(BaseModel):
         # rule states the answer itself.
         limit = CALLS_ANSWER_CHARS if _CALLS.match(f"answer {truth}") else SHORT_ANSWER_CHARS
         short = len(truth) <= limit and "\n" not in truth
-        if truth and short and truth.lower() not in action.lower():
+        if truth and short and not _names(action, truth):
             action = f"answer {truth}"
         elif (
             truth
@@ -343,6 +343,11 @@ class SmallReflectionOut(BaseModel):
             situation = join_situations(situation, *keywords)
         insight = Rule(situation, action).text()
         return Reflection(trace_id=trace_id, correct_approach=action, key_insight=insight)
+
+
+def _names(action: str, truth: str) -> bool:
+    """Whether ``action`` writes ``truth`` whole, in any case ("HW-70" does not write "HW-7")."""
+    return re.search(rf"(?<![\w-]){re.escape(truth)}(?![\w-])", action, re.IGNORECASE) is not None
 
 
 def _answered(action: str) -> str:

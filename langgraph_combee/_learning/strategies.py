@@ -290,10 +290,16 @@ async def finish(
         remembered = ctx.memory.items()
         narrowed, dropped = rules.sharpen_playbook(playbook, remembered)
         report.vague_alternatives += dropped
-        # ... and widened by the words the inputs seen since tie to their action.
-        basis = playbook.apply(narrowed, version=version).playbook if narrowed else playbook
-        grown, told = telling.widen_playbook(basis, remembered, verdict=verdict, besides=ops)
-        report.telling_words += told
+        # ... and widened by the words the inputs seen since tie to their action (not
+        # under a support threshold: a rewrite there is a pending ADD no one can back).
+        grown: list[Update] = []
+        if ctx.guard is None or ctx.guard.min_support <= 1:
+            basis = playbook.apply(narrowed, version=version).playbook if narrowed else playbook
+            fresh = {t.id for t in whole}
+            grown, told = telling.widen_playbook(
+                basis, remembered, verdict=verdict, besides=ops, fresh=fresh
+            )
+            report.telling_words += told
         if grown:
             # An UPDATE built on the narrowed text carries the narrowing with it.
             ids = {op.id for op in grown}

@@ -21,8 +21,11 @@ from langgraph_combee._core.ops import Add, Tag
 from langgraph_combee._core.playbook import ApplyResult, Playbook
 from langgraph_combee._core.types import Trace
 
+DEFAULT_USER_KEY = "combee_user"
+"""The trace metadata key naming the user unless ``BulletGuard(user_key=...)`` says another."""
 
-def support_key(trace: Trace, user_key: str) -> str:
+
+def support_key(trace: Trace, user_key: str = DEFAULT_USER_KEY) -> str:
     """Who a trace speaks for: ``user:<id>``, else ``thread:<id>``, else ``trace:<id>``."""
     user = trace.metadata.get(user_key)
     if user is not None and str(user).strip():

@@ -33,24 +33,30 @@ situation stays within ``rules.MAX_ALTERNATIVES`` alternatives.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from langgraph_combee._core import words as _words
 from langgraph_combee._core.ops import Add, DeltaOp, Update
 from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._core.situations import alternatives, parse_rule, situation_words, stem
+from langgraph_combee._core.situations import (
+    alternatives,
+    keyword_list,
+    parse_rule,
+    situation_words,
+    stem,
+)
 from langgraph_combee._learning import guard_rules
 from langgraph_combee._learning.rules import (
     MAX_ALTERNATIVES,
     Seen,
+    action_key,
     addressed_names,
     backed_rules,
     join_situations,
     needs,
     placed_names,
     proper_nouns,
-    same_action,
     same_situation,
     value_like,
 )
@@ -338,7 +344,7 @@ def telling_words(
         holders = known.holding[word]
         held = {n for n in holders if need[n]}
         if (
-            len(held) < MIN_SUPPORT
+            len({known.items[n].who or known.items[n].id for n in held}) < MIN_SUPPORT
             or 2 * len(holders) > len(known.items)
             or any(need[n] is False for n in holders)
             or len(held) <= sum(need[n] is None for n in holders)
@@ -443,6 +449,7 @@ def widen_playbook(
     *,
     verdict: Verdict | None = None,
     besides: Sequence[DeltaOp] = (),
+    fresh: Collection[str] | None = None,
 ) -> tuple[list[Update], int]:
     """UPDATE ops joining to live rules the telling words the inputs seen since show.
 
@@ -453,12 +460,22 @@ def widen_playbook(
     tickets' systems ("intranet", "building"), while "whole", which later outage
     tickets wrote, was never added. The same test as ``widen`` applies, on the
     memory (``items``), with the sources of every live rule with the action as
-    its backing; a word that is already an alternative of a live rule with
-    another action is not added (the two would serve one request two answers).
-    A rule whose situation is full (``rules.MAX_ALTERNATIVES``) is left as it is:
-    a served rule does not trade the words it was served for. So is a rule whose
-    action a new rule of the step (an ADD of ``besides``) states: that one is
-    widened by ``widen`` and reconciled with it.
+    its backing. Left as they are:
+
+    * a bullet that is not the learner's own rule text ("When <keywords>,
+      <action>.", as ``Rule.text`` writes it, every alternative a keyword): a
+      rule an operator wrote, or a prose situation, is never rewritten;
+    * a rule whose situation is full (``rules.MAX_ALTERNATIVES``): a served rule
+      does not trade the words it was served for;
+    * a rule the guard would already hold or refuse (``verdict`` finds something
+      in it): its widening would be held again at every step;
+    * a rule whose action a new rule of the step (an ADD of ``besides``) states:
+      that one is widened by ``widen`` and reconciled with it;
+    * with ``fresh`` (the ids of the step's inputs), a rule no fresh input
+      needed: only a new input of its case can make a word telling.
+
+    A word that is a word of an alternative of another bullet with another action
+    (live or pending) is not added: the two would serve one request two answers.
 
     Returns:
         The UPDATE ops, and how many words they add.
@@ -466,36 +483,57 @@ def widen_playbook(
     if len(items) < MIN_SUPPORT + MIN_CONTRARY:
         return [], 0
     judge = verdict or _default_verdict
-    parsed = [(b, rule) for b in playbook.live().bullets if (rule := parse_rule(b.content))]
-    if not parsed:
+    parsed = [(b, parse_rule(b.content)) for b in playbook.bullets]
+    live = [
+        (b, rule)
+        for b, rule in parsed
+        if rule is not None
+        and not b.pending
+        and keyword_list(rule.situation)
+        and rule.text() == b.content
+        and len(alternatives(rule.situation)) < MAX_ALTERNATIVES
+    ]
+    if not live:
         return [], 0
-    new_actions = [rule.action for _, rule, _ in backed_rules(besides) if rule is not None]
+    new_keys = {action_key(rule.action) for _, rule, _ in backed_rules(besides) if rule is not None}
+    # Grouped by action once: a playbook of hundreds of rules is read in one pass.
+    backing_of: dict[tuple[str, object], set[str]] = {}
+    words_of: dict[tuple[str, object], set[str]] = {}
+    for other, r in parsed:
+        if r is None:
+            continue
+        key = action_key(r.action)
+        if not other.pending:
+            backing_of.setdefault(key, set()).update(other.provenance)
+        words_of.setdefault(key, set()).update(
+            w for a in alternatives(r.situation) for w in situation_words(a)
+        )
     known = Inputs(items)
+    recent = [item for item in known.items if fresh is None or item.id in fresh]
+    by_id = {item.id: item for item in known.items}
     out: list[Update] = []
     added = 0
-    for bullet, rule in parsed:
-        have = alternatives(rule.situation)
-        if len(have) >= MAX_ALTERNATIVES or any(same_action(a, rule.action) for a in new_actions):
+    for bullet, rule in live:
+        key = action_key(rule.action)
+        if key in new_keys:
             continue
-        backing = {
-            source
-            for other, r in parsed
-            if same_action(r.action, rule.action)
-            for source in other.provenance
-        }
-        others = [
-            a for other, r in parsed if not same_action(r.action, rule.action)
-            for a in alternatives(r.situation)
-        ]  # fmt: skip
+        backing = backing_of.get(key, set())
+        truths = {by_id[i].truth for i in backing if i in by_id} - {""}
+        if fresh is not None and not any(needs(i, rule.action, backing, truths) for i in recent):
+            continue
+        base = judge(bullet.content)
+        if base:
+            continue
+        have = alternatives(rule.situation)
         own = [situation_words(a) for a in have]
         ranked = [
             w
             for w in telling_words(rule.action, backing, known, covered=own, limit=3 * MAX_ADDED)
-            if not any(same_situation(w, a) for a in [*have, *others])
+            if not any(same_situation(w, a) for a in have)
         ]
-        if not ranked:
-            continue
-        base = judge(bullet.content)
+        if ranked:
+            taken = set().union(*(words for k, words in words_of.items() if k != key))
+            ranked = [w for w in ranked if not situation_words(w) & taken]
         content, new = bullet.content, list[str]()
         for word in ranked:
             if len(new) == min(MAX_ALTERNATIVES - len(have), MAX_ADDED):
@@ -503,7 +541,7 @@ def widen_playbook(
             candidate = (
                 f"When {join_situations(rule.situation, *new, word)}, {rule.action.rstrip('.')}."
             )
-            if judge(candidate) <= base:
+            if not judge(candidate):
                 new.append(word)
                 content = candidate
         if new:
