@@ -595,6 +595,10 @@ def test_the_echo_hold_is_lifted_only_for_a_rule_that_states_the_answer_alone() 
     # Another person's run with the same answer, never written, does.
     printer = _from("t2", "The printer takes ten minutes per page.", "SLOW", "alice")
     assert BulletGuard().screen([answer], traces=[slow, printer]).accepted == [answer]
+    # Also when the rule cites both runs (one action's rules are folded into one).
+    both = Add(section="o", content="When slow laptop, answer SLOW.", sources=["t1", "t2"])
+    assert BulletGuard().screen([both], traces=[slow, printer]).accepted == [both]
+    assert BulletGuard().screen([both], traces=[slow, again]).held
 
 
 def test_a_comment_that_repeats_the_ground_truth_is_no_sign_the_user_wrote_it() -> None:

@@ -448,14 +448,16 @@ def unechoed_answer(
 
     ``text`` must be a rule "When <situation>, answer <X>." with nothing in its
     action but one whole ground truth X of its ``cited`` runs. It is the
-    operator's word, not an echo of the user's, when a run of ``batch`` that is
-    not cited, speaks for someone else (``key``: a user, else a thread, else
-    the run) and whose own conversation holds none of X's words got X as its
-    ground truth. Seen on a triage trial: the house label "SLOW" is a word users
-    write ("my laptop is very slow"), and the rule for slow machines waited for a
-    person. An attacker who writes a guessed code into their message gains
-    nothing by it: the rule says what an honest run's ground truth says, and its
-    situation words are weighed as any rule's are.
+    operator's word, not an echo of the user's, when a run of ``batch`` whose
+    own conversation holds none of X's words got X as its trusted ground truth,
+    and speaks for someone else than every cited run that wrote X (``key``: a
+    user, else a thread, else the run; cited or not: one action's rules are
+    folded into one that cites all their runs). Seen on a triage trial: the
+    house label "SLOW" is a word users write ("my laptop is very slow"), and the
+    rule for slow machines waited for a person. An attacker who writes a guessed
+    code into their message gains nothing by it: the rule says what an honest
+    run's ground truth says, and its situation words are weighed as any rule's
+    are.
     """
     rule = parse_rule(text)
     if rule is None:
@@ -471,15 +473,16 @@ def unechoed_answer(
     if not said or said not in truths:
         return False
     words = set(tokens(said))
-    ids = {t.id for t in cited}
-    speakers = {key(t) for t in cited}
+
+    def writes(trace: Trace) -> bool:
+        return bool(words & {w for t in conversation_texts(trace, trust) for w in tokens(t)})
+
+    # Whoever wrote the answer into a cited run: their other runs prove nothing.
+    speakers = {key(t) for t in cited if writes(t)}
     for trace in batch:
         truth = trace.feedback.ground_truth if trace.feedback is not None else None
-        if trace.id in ids or key(trace) in speakers or (truth or "").strip().casefold() != said:
+        if key(trace) in speakers or (truth or "").strip().casefold() != said or writes(trace):
             continue
-        if f"ground_truth:{trace.id}" not in trusted_fields(trace, trust):
-            continue  # an answer the guard does not trust lifts nothing
-        own = {w for t in conversation_texts(trace, trust) for w in tokens(t)}
-        if not words & own:
-            return True
+        if f"ground_truth:{trace.id}" in trusted_fields(trace, trust):
+            return True  # (an answer the guard does not trust lifts nothing)
     return False
