@@ -514,12 +514,14 @@ TRIAGE = [
 ]
 
 
+def _run(tid: str, text: str, truth: str, user: str = "") -> Trace:
+    feedback = Feedback(correct=False, ground_truth=truth)
+    metadata = {"combee_user": user} if user else {}
+    return Trace(id=tid, input=text, output="GENERAL", feedback=feedback, metadata=metadata)
+
+
 def _triage_items() -> list[rules.Seen]:
-    traces = [
-        Trace(id=t, input=x, output="", feedback=Feedback(correct=False, ground_truth=g))
-        for t, x, g in TRIAGE
-    ]
-    return rules.seen_inputs(traces)
+    return rules.seen_inputs([_run(*row) for row in TRIAGE])
 
 
 def _live(*rules_: tuple[str, list[str]]) -> Playbook:
@@ -564,12 +566,7 @@ def test_a_live_rule_keeps_out_a_word_the_guard_would_hold() -> None:
         ("s1", "My laptop is slow since Monday.", "SLOW"),
         ("a1", "How do I share my calendar?", "ASK"),
     ]
-    items = rules.seen_inputs(
-        [
-            Trace(id=t, input=x, output="", feedback=Feedback(correct=False, ground_truth=g))
-            for t, x, g in rows
-        ]
-    )
+    items = rules.seen_inputs([_run(*row) for row in rows])
     pb = _live(("When voucher question, answer MKT-4V.", ["v1"]))
     assert telling.telling_words("answer MKT-4V", {"v1"}, items, limit=5)[0] == "free"
     ops, _ = telling.widen_playbook(pb, items, verdict=telling.guard_verdict(BulletGuard()))
@@ -612,12 +609,6 @@ def test_the_learner_widens_a_served_rule_from_runs_it_got_right() -> None:
 # The hostile review of widen_playbook (fourteenth session).
 
 
-def _run(tid: str, text: str, truth: str, user: str = "") -> Trace:
-    feedback = Feedback(correct=False, ground_truth=truth)
-    metadata = {"combee_user": user} if user else {}
-    return Trace(id=tid, input=text, output="GENERAL", feedback=feedback, metadata=metadata)
-
-
 def _step_context(guard: BulletGuard | None, memory: list[Trace]) -> StepContext:
     ctx = StepContext(
         caller=LLMCaller(FunctionChatModel(lambda _: "{}"), CallSettings()), guard=guard
@@ -640,7 +631,7 @@ def test_one_person_with_two_messages_adds_no_word_to_a_served_rule() -> None:
         _run("m1", "zorblax: intranet is down", "OUTAGE", "mallory"),
         _run("m2", "zorblax, the intranet died", "OUTAGE", "mallory"),
     ]
-    others = [_run(t, x, g) for t, x, g in TRIAGE[3:]]
+    others = [_run(*row) for row in TRIAGE[3:]]
     ctx = _step_context(BulletGuard(), [*others, *mallory])
     fresh = [_run("m3", "zorblax again: the intranet", "OUTAGE", "mallory")]
     pb, _ = _step(ctx, pb, fresh, 2)
@@ -678,7 +669,7 @@ def test_a_rule_the_guard_holds_is_not_widened_at_every_step() -> None:
         *TRIAGE[3:],
     ]
     pb = _live(("When broken, answer REFUND-2 immediately.", ["r1"]))
-    ctx = _step_context(BulletGuard(), [_run(t, x, g) for t, x, g in rows])
+    ctx = _step_context(BulletGuard(), [_run(*row) for row in rows])
     for version in (2, 3):
         pb, report = _step(
             ctx, pb, [_run(f"x{version}", "A cup came smashed.", "REFUND-2")], version
@@ -688,7 +679,7 @@ def test_a_rule_the_guard_holds_is_not_widened_at_every_step() -> None:
 
 def test_no_served_rule_is_widened_under_a_support_threshold() -> None:
     pb = _live(("When intranet, answer OUTAGE.", ["o1"]))
-    ctx = _step_context(BulletGuard(min_support=2), [_run(t, x, g) for t, x, g in TRIAGE])
+    ctx = _step_context(BulletGuard(min_support=2), [_run(*row) for row in TRIAGE])
     pb, report = _step(ctx, pb, [_run("x1", "The whole lab lost its network.", "OUTAGE")], 2)
     assert report.telling_words == 0
     assert [b.content for b in pb.live().bullets] == ["When intranet, answer OUTAGE."]
