@@ -528,6 +528,7 @@ class BulletGuard:
         verdict = _Verdict(refuse=self.check(op.content))
         evidence = None
         found = None
+        cited: list[Trace] = []
         if traces is not None and (self.provenance or self.hold_policy_changes):
             cited = [t for t in traces if t.id in set(op.sources)] or list(traces)
             key = tuple(t.id for t in cited)
@@ -572,7 +573,6 @@ class BulletGuard:
             verdict.hold = self.policy(op.content, evidence)
             echoed = found is not None and found.echoed and bool(found.user_only)
             if echoed and traces:
-                cited = [t for t in traces if t.id in set(op.sources)] or list(traces)
                 echoed = not prov.unechoed_answer(
                     op.content,
                     cited,
