@@ -377,6 +377,7 @@ class Combee:
                 max_replays=algorithm.max_replays,
                 focus_rules=serving.focus_rules,
                 focus_embedder=serving.focus_embedder,
+                drop_rivals=serving.drop_rivals,
                 recover_tool_calls=serving.recover_tool_calls,
                 max_concurrency=learning.max_concurrency,
                 timeout_seconds=learning.timeout_seconds,
@@ -396,6 +397,7 @@ class Combee:
                 first_read_seconds=serving.first_read_seconds,
                 focus_rules=serving.focus_rules,
                 focus_embedder=serving.focus_embedder,
+                drop_rivals=serving.drop_rivals,
                 recover_tool_calls=serving.recover_tool_calls,
                 durability=capture.durability,
                 limits=TraceLimits(

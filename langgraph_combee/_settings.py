@@ -207,6 +207,16 @@ class ServingSettings(_Settings):
             replays with the same text. An embedder that fails leaves the focus
             to the words (``describe()["serving"]["focus_embed_errors"]``).
             None (default): words only.
+        drop_rivals: While rules match a request (by words or by meaning),
+            the playbook served for it leaves out the rules that ask for
+            another value of what they ask ("answer SEC-9D" when "answer
+            PAY-2D" matches; ``pass cabin='business'`` when ``pass
+            cabin='economy'`` matches); rules whose action names no value stay.
+            A small model given the matching rule and two dozen rivals often
+            answers with a rival. The served text then differs per request
+            from the first rule left out (a provider's prompt cache hits up to
+            there). Verified adoption replays with the same text. True
+            (default) or False (the whole playbook for every request).
     """
 
     refresh_seconds: float = 5.0
@@ -215,8 +225,11 @@ class ServingSettings(_Settings):
     focus_rules: int = FOCUS_RULES
     recover_tool_calls: bool = True
     focus_embedder: Embedder | None = None
+    drop_rivals: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.drop_rivals, bool):
+            raise ConfigurationError("drop_rivals", self.drop_rivals, "True or False")
         if not embedder_ok(self.focus_embedder):
             raise ConfigurationError("focus_embedder", self.focus_embedder, EMBEDDER_ALLOWED)
         if not isinstance(self.recover_tool_calls, bool):

@@ -16,13 +16,14 @@ from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, ServingSettings, Trace
-from langgraph_combee._core.playbook import Bullet, Playbook
-from langgraph_combee._core.situations import FOCUS_HEADER, RuleIndex, focused
+from langgraph_combee._core.conventions import Convention, closing
+from langgraph_combee._core.playbook import RENDER_HEADER, Bullet, Playbook
+from langgraph_combee._core.situations import FOCUS_HEADER, RuleIndex, focused, parse_rule
 from langgraph_combee._core.types import TraceMessage
 from langgraph_combee._learning.replay import ReplaySettings
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel, fake_learner
-from tests.test_middleware import accept_rules
+from tests.test_middleware import accept_rules, rendered_without
 
 APP_PROMPT = "You route support tickets to a team code."
 RULES = [
@@ -162,6 +163,104 @@ def test_pending_bullets_are_not_indexed() -> None:
     assert rules.matching("refund") and not rules.matching("password reset")
 
 
+# --------------------------------------------------------------------------- rivals
+
+
+def sectioned(*items: tuple[str, str]) -> Playbook:
+    return Playbook(
+        bullets=[Bullet(id=f"b{i}", section=sec, content=c) for i, (sec, c) in enumerate(items)]
+    )
+
+
+def test_the_rules_asking_another_value_are_left_out_for_a_request() -> None:
+    playbook = sectioned(
+        ("billing", "When refund or money back, answer FIN-7Q."),
+        ("billing", "When chargeback, answer FIN-7Q."),  # the same action: it stays
+        ("billing", "When invoice, answer ACC-2M."),
+        ("security", "When password reset, answer SEC-4X."),
+        ("style", "Keep answers short."),
+    )
+    served = focused(playbook.render(), RuleIndex.of(playbook), "my money back please")
+    assert served == (
+        f"{RENDER_HEADER}\n"
+        "### Billing\n"
+        "- When refund or money back, answer FIN-7Q.\n"
+        "- When chargeback, answer FIN-7Q.\n"
+        "### Style\n"  # "### Security" had only a rival: its heading goes too
+        "- Keep answers short.\n"
+        f"{FOCUS_HEADER}\n- When money back, answer FIN-7Q."
+    )
+    # Off, or no rule named: the whole playbook.
+    whole = focused(playbook.render(), RuleIndex.of(playbook), "my money back", drop_rivals=False)
+    assert whole == f"{playbook.render()}\n{FOCUS_HEADER}\n- When money back, answer FIN-7Q."
+    assert focused(playbook.render(), RuleIndex.of(playbook), "hello") == playbook.render()
+
+
+def test_only_rules_of_the_same_shape_with_other_values_are_rivals() -> None:
+    rules = [
+        "When booking a flight, pass cabin='economy'.",
+        "When booking for a manager, pass cabin='business'.",  # a rival
+        "When booking a flight, pass region='EU'.",  # another argument
+        "When booking a flight, call check_seats first.",  # no value
+        "When refund, answer FIN-7Q.",  # another shape
+    ]
+    index = RuleIndex(rules)
+    assert index.rivals_of(index.matching("booking a flight to Rome")) == {f"- {rules[1]}"}
+    assert index.rivals_of([]) == frozenset()
+    assert index.rivals_of(index.matching("a booking for my manager")) == {f"- {rules[0]}"}
+
+
+def test_the_conventions_stay_last_when_rivals_are_left_out() -> None:
+    convention = Convention("end", "Kind regards, the desk").content()
+    playbook = sectioned(
+        ("others", "When refund, answer FIN-7Q."),
+        ("others", "When invoice, answer ACC-2M."),
+        ("others", convention),
+    )
+    served = focused(playbook.render(), RuleIndex.of(playbook), "a refund")
+    assert "ACC-2M" not in served
+    assert served.endswith(
+        f"- When refund, answer FIN-7Q.\n{FOCUS_HEADER}\n- When refund, answer FIN-7Q.\n\n"
+        f"{closing([Convention('end', 'Kind regards, the desk')])}"
+    )
+
+
+def test_the_rule_served_by_meaning_leaves_its_rivals_out_too() -> None:
+    playbook = sectioned(
+        ("others", "When journalism, answer PR-7M."), ("others", "When refund, answer FIN-7Q.")
+    )
+    index = RuleIndex.of(playbook)
+    served = focused(
+        playbook.render(),
+        index,
+        "press kit",
+        closest=lambda text: [parse_rule(playbook.bullets[0].content)],
+    )
+    assert "FIN-7Q" not in served and served.endswith("- When journalism, answer PR-7M.")
+
+
+@pytest.mark.parametrize("bad", [1, "yes", None])
+def test_bad_drop_rivals_is_refused_naming_the_value(bad: object) -> None:
+    with pytest.raises(ConfigurationError, match="drop_rivals"):
+        ServingSettings(drop_rivals=bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="drop_rivals"):
+        ReplaySettings(drop_rivals=bad)  # type: ignore[arg-type]
+
+
+def test_drop_rivals_off_serves_the_agent_the_whole_playbook() -> None:
+    combee = Combee(prompt_id="router", serving=ServingSettings(drop_rivals=False))
+    try:
+        version = accept_rules(combee, *RULES)
+        model = ScriptedChatModel(["FIN-7Q"], cycle=True)
+        agent = create_agent(model, [], system_prompt=APP_PROMPT, middleware=[combee.middleware()])
+        agent.invoke({"messages": [HumanMessage("refund please")]})
+        assert system_of(model) == (
+            f"{APP_PROMPT}\n\n{version.render()}\n{FOCUS_HEADER}\n- When refund, answer FIN-7Q."
+        )
+    finally:
+        combee._agent.server.close(flush=False)
+
+
 @pytest.mark.parametrize("bad", [-1, 21, 2.0, "3", True, None])
 def test_bad_focus_rules_are_refused_naming_the_value(bad: object) -> None:
     with pytest.raises(ConfigurationError, match="focus_rules"):
@@ -194,8 +293,11 @@ def test_the_agent_is_sent_the_rules_its_request_names_after_the_playbook(
     agent = create_agent(model, [], system_prompt=APP_PROMPT, middleware=[combee.middleware()])
 
     agent.invoke({"messages": [HumanMessage("Can I get my money back?")]})
+    # The rules that answer another code are left out for this request; the rule
+    # that names no value stays.
+    playbook = rendered_without(version, RULES[1], RULES[2], RULES[3])
     assert system_of(model) == (
-        f"{APP_PROMPT}\n\n{version.render()}\n{FOCUS_HEADER}\n- When money back, answer FIN-7Q."
+        f"{APP_PROMPT}\n\n{playbook}\n{FOCUS_HEADER}\n- When money back, answer FIN-7Q."
     )
 
     agent.invoke({"messages": [HumanMessage("Hello there")]})
@@ -239,7 +341,7 @@ def test_content_block_prompts_get_the_focus_in_the_playbook_block(combee: Combe
     agent.invoke({"messages": [HumanMessage("refund please")]})
     content = model.prompts[-1][0].content
     assert content[0] == block
-    assert content[1]["text"].startswith(version.render())
+    assert content[1]["text"].startswith(rendered_without(version, *RULES[1:4]))
     assert content[1]["text"].endswith("- When refund, answer FIN-7Q.")
 
 

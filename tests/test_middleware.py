@@ -57,6 +57,13 @@ def accept_rules(combee: Combee, *rules: str, tenant: str | None = None) -> Prom
     return accepted
 
 
+def rendered_without(version: PromptVersion, *contents: str) -> str:
+    """``version.render()`` without the bullets ``contents`` (rivals left out for a request)."""
+    lines = version.render().split("\n")
+    assert all(f"- {c}" in lines for c in contents), contents
+    return "\n".join(line for line in lines if line[2:] not in contents)
+
+
 def captured(combee: Combee, tenant: str | None = None) -> list[Trace]:
     """Every trace the combee captured so far (the worker is joined, the buffer flushed)."""
     combee._agent.server.close(flush=True)

@@ -27,7 +27,7 @@ from langgraph_combee._core.situations import FOCUS_HEADER, RuleIndex, focused
 from langgraph_combee.errors import ConfigurationError, LocalModelError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel, fake_learner
 from tests.test_focus import system_of, wrong_runs
-from tests.test_middleware import accept_rules
+from tests.test_middleware import accept_rules, rendered_without
 
 # A toy embedder: each word is read as a concept; a text is the count of its concepts.
 CONCEPTS = {
@@ -192,8 +192,10 @@ def test_the_agent_is_sent_the_closest_rule_when_its_request_names_none(
         model, [], system_prompt="Route tickets.", middleware=[combee.middleware()]
     )
     agent.invoke({"messages": [HumanMessage("Please send me your press kit")]})
+    # The rules served by meaning leave their rivals out too.
+    playbook = rendered_without(version, RULES[0], RULES[2], RULES[3], RULES[4])
     assert system_of(model).endswith(
-        f"{version.render()}\n{FOCUS_HEADER}\n- When journalism, answer PR-7M."
+        f"{playbook}\n{FOCUS_HEADER}\n- When journalism, answer PR-7M."
     )
     agent.invoke({"messages": [HumanMessage("I want my money back")]})
     assert system_of(model).endswith(f"{FOCUS_HEADER}\n- When money back, answer FIN-7Q.")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
+from langgraph_combee import AlgorithmSettings, Combee, Feedback, ServingSettings, Trace
 from langgraph_combee._core.evidence import ReplayReport
 from langgraph_combee._core.situations import alternatives, input_words, situation_words
 from langgraph_combee._core.types import TraceMessage
@@ -76,6 +76,7 @@ def learn(
     batch: list[Trace],
     agent: FunctionChatModel | None = None,
     prompt: str = APP_PROMPT,
+    drop_rivals: bool = True,
 ) -> tuple[Combee, ReplayReport]:
     combee = Combee(
         prompt_id="narrowing",
@@ -83,6 +84,7 @@ def learn(
         evaluator=evaluator,
         batch_size=8,
         algorithm=AlgorithmSettings(agent_model=agent or when_follower(), agent_prompt=prompt),
+        serving=ServingSettings(drop_rivals=drop_rivals),
     )
     replay = combee.learn(batch).steps[0].replay
     assert replay is not None
@@ -184,7 +186,27 @@ def test_a_stray_pull_of_a_run_right_before_still_drops_the_rule() -> None:
 def test_a_pull_of_a_run_another_rule_came_from_is_not_stray() -> None:
     # "lamp broken" was wrong before, but the step learned "When lamp, answer HW."
     # from it: copying FIN onto it costs that rule its fix. The FIN rule is dropped,
-    # and the lamp rule, judged again without it, turns its run right.
+    # and the lamp rule, judged again without it, turns its run right. (With the
+    # rivals of a matched rule left out, the lamp run never sees the FIN rule.)
+    combee, replay = learn(
+        {
+            "refund urgent": "When refund or urgent, answer FIN.",
+            "lamp broken": "When lamp, answer HW.",
+        },
+        [run("t1", "refund urgent", "NONE"), run("t3", "lamp broken", "NONE")],
+        agent=when_follower(greedy=True),
+        drop_rivals=False,
+    )
+    fin, lamp = replay.rules
+    assert fin.evidence.status == "rejected"
+    assert fin.evidence.pulled == ["t3"]
+    assert lamp.evidence.status == "verified"
+    assert contents(combee) == ["When lamp, answer HW."]
+
+
+def test_a_run_whose_request_names_a_rule_is_not_shown_its_rivals_in_replay() -> None:
+    # The same step with the rivals left out (the default): the lamp run is served
+    # its own rule and not the FIN rule, so nothing pulls it and both rules stand.
     combee, replay = learn(
         {
             "refund urgent": "When refund or urgent, answer FIN.",
@@ -194,10 +216,9 @@ def test_a_pull_of_a_run_another_rule_came_from_is_not_stray() -> None:
         agent=when_follower(greedy=True),
     )
     fin, lamp = replay.rules
-    assert fin.evidence.status == "rejected"
-    assert fin.evidence.pulled == ["t3"]
+    assert fin.evidence.status == "verified" and fin.evidence.pulled == []
     assert lamp.evidence.status == "verified"
-    assert contents(combee) == ["When lamp, answer HW."]
+    assert contents(combee) == ["When refund or urgent, answer FIN.", "When lamp, answer HW."]
 
 
 def test_a_rule_with_a_stray_and_a_drawn_pull_is_narrowed_for_the_drawn_one() -> None:

@@ -43,7 +43,7 @@ from langgraph_combee._learning.replay import ReplayRun, ReplaySettings, ReplayT
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel
 from tests.test_graph_helpers import node_graph
-from tests.test_middleware import accept_rules, captured
+from tests.test_middleware import accept_rules, captured, rendered_without
 
 APP = "You route support tickets to a team code."
 RULES = [
@@ -258,7 +258,8 @@ def test_the_node_serves_the_rules_the_request_names(combee: Combee) -> None:
     app = node_graph(combee, model)
     app.invoke({"messages": [HumanMessage("my password reset")]})
     assert model.prompts[-1][0].text == (
-        f"{version.render()}\n{FOCUS_HEADER}\n- When password reset, answer SEC-4X."
+        f"{rendered_without(version, RULES[0], RULES[2])}\n{FOCUS_HEADER}\n"
+        "- When password reset, answer SEC-4X."
     )
 
 
@@ -267,7 +268,8 @@ def test_wrap_model_serves_the_rules_the_request_names(combee: Combee) -> None:
     model = ScriptedChatModel(["ok"], cycle=True)
     combee.wrap_model(model).invoke([SystemMessage(APP), HumanMessage("I want my money back")])
     assert model.prompts[-1][0].text == (
-        f"{APP}\n\n{version.render()}\n{FOCUS_HEADER}\n- When money back, answer FIN-7Q."
+        f"{APP}\n\n{rendered_without(version, RULES[1], RULES[2])}\n{FOCUS_HEADER}\n"
+        "- When money back, answer FIN-7Q."
     )
 
 
@@ -275,7 +277,8 @@ def test_system_prompt_serves_the_rules_of_a_request_it_is_given(combee: Combee)
     version = accept_rules(combee, *RULES)
     assert combee.system_prompt(APP) == f"{APP}\n\n{version.render()}"
     assert combee.system_prompt(APP, request="a broken lamp") == (
-        f"{APP}\n\n{version.render()}\n{FOCUS_HEADER}\n- When broken lamp, answer LOG-8W."
+        f"{APP}\n\n{rendered_without(version, RULES[0], RULES[1])}\n{FOCUS_HEADER}\n"
+        "- When broken lamp, answer LOG-8W."
     )
     with pytest.raises(ConfigurationError, match="request"):
         combee.system_prompt(APP, request=["a broken lamp"])  # type: ignore[arg-type]
@@ -401,7 +404,8 @@ async def test_async_runs_and_the_hook_mode_are_sent_the_same_focus(hooks: bool)
         await agent.ainvoke({"messages": [HumanMessage("my password reset")]})
         agent.invoke({"messages": [HumanMessage("my password reset")]})
         expected = (
-            f"{APP}\n\n{version.render()}\n{FOCUS_HEADER}\n- When password reset, answer SEC-4X."
+            f"{APP}\n\n{rendered_without(version, RULES[0], RULES[2])}\n{FOCUS_HEADER}\n"
+            "- When password reset, answer SEC-4X."
         )
         assert [str(p[0].text) for p in model.prompts] == [expected, expected]
     finally:

@@ -127,6 +127,9 @@ class ServingSettings:
             version for its rules. An embedder that fails leaves the focus to
             the words, counted in ``ServingStats.focus_embed_errors``.
         recover_tool_calls: Make tool calls written as text real (``textcalls``).
+        drop_rivals: Leave out of the playbook served for a request the rules
+            asking for another value of what its focused rules ask
+            (``situations.focused``).
     """
 
     refresh_seconds: float = 5.0
@@ -139,8 +142,11 @@ class ServingSettings:
     focus_rules: int = FOCUS_RULES
     recover_tool_calls: bool = True
     focus_embedder: Embedder | None = None
+    drop_rivals: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.drop_rivals, bool):
+            raise ConfigurationError("drop_rivals", self.drop_rivals, "True or False")
         if not focus_rules_ok(self.focus_rules):
             raise ConfigurationError("focus_rules", self.focus_rules, FOCUS_RULES_ALLOWED)
         if not embedder_ok(self.focus_embedder):
@@ -340,8 +346,9 @@ class Server:
             return playbook
         text = clip_text(request, self.settings.limits.max_message_chars)
         meaning = self._meaning
+        rivals = self.settings.drop_rivals
         if meaning is None:
-            return focused(playbook, index, text, limit=limit)
+            return focused(playbook, index, text, limit=limit, drop_rivals=rivals)
         key = _version_key(version)
         # Asked only when no rule's words match; it never raises (``Meaning.closest``).
         return focused(
@@ -350,6 +357,7 @@ class Server:
             text,
             limit=limit,
             closest=lambda request: meaning.closest(key, index, request),
+            drop_rivals=rivals,
         )
 
     @property

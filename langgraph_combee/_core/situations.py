@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from langgraph_combee._core import values as _values
 from langgraph_combee._core import words as _words
 from langgraph_combee._core.conventions import Convention, closing, parse_convention
 from langgraph_combee._core.playbook import Playbook
@@ -306,6 +307,13 @@ class _Indexed:
     keywords: bool  # every alternative a keyword: the focus may name only the matched ones
 
 
+@dataclass(frozen=True)
+class _Rival:
+    line: str  # the bullet's line in a rendered playbook ("- <content>")
+    shape: str  # its action with the values blanked (``values.shape``)
+    values: frozenset[str]
+
+
 def focus_rules_ok(value: object) -> bool:
     """Whether ``value`` is a valid ``focus_rules``: an int from 0 (off) to ``MAX_FOCUS_RULES``.
 
@@ -366,12 +374,15 @@ class RuleIndex:
     def __init__(self, contents: Sequence[str]) -> None:
         indexed: list[_Indexed] = []
         conventions: list[Convention] = []
+        rivals: list[_Rival] = []
         for order, content in enumerate(contents):
             rule = parse_rule(content)
             if rule is None:
                 if (convention := parse_convention(content)) is not None:
                     conventions.append(convention)
                 continue
+            if "\n" not in content and (shape := _values.shape(rule.action)) is not None:
+                rivals.append(_Rival(f"- {content}", shape, _values.values(rule.action)))
             alts = tuple(
                 (alt, words)
                 for alt in alternatives(rule.situation)
@@ -381,6 +392,7 @@ class RuleIndex:
                 keywords = all(_keyword(alt) for alt, _ in alts)
                 indexed.append(_Indexed(order, rule, alts, keywords))
         self._rules = tuple(indexed)
+        self._rivals = tuple(rivals)
         self.conventions: tuple[Convention, ...] = tuple(conventions)
         """The conventions every reply must follow, repeated after the rules of every request."""
         # A rule word -> the (rule, alternative) pairs that hold it: a request is
@@ -464,6 +476,26 @@ class RuleIndex:
                 break
         return found
 
+    def rivals_of(self, rules: Sequence[Rule]) -> frozenset[str]:
+        """The playbook lines of the rules that ask for another value of what ``rules`` ask.
+
+        A rule is a rival of ``rules`` when its action has the shape of one of
+        theirs with other values (``values.shape``: "answer SEC-9D" against
+        "answer PAY-2D"): a reply can follow only one of them. Rules whose
+        action names no value ("call lookup first") are never rivals.
+        """
+        wanted: dict[str, set[frozenset[str]]] = {}
+        for rule in rules:
+            if (shape := _values.shape(rule.action)) is not None:
+                wanted.setdefault(shape, set()).add(_values.values(rule.action))
+        if not wanted:
+            return frozenset()
+        return frozenset(
+            rival.line
+            for rival in self._rivals
+            if rival.shape in wanted and rival.values not in wanted[rival.shape]
+        )
+
     def focus(self, text: str, *, limit: int = FOCUS_RULES) -> str:
         """The text repeated after the playbook for ``text``: '' when no rule matches."""
         return focus_text(self.matching(text, limit=limit))
@@ -494,13 +526,17 @@ def focused(
     *,
     limit: int = FOCUS_RULES,
     closest: Callable[[str], Sequence[Rule]] | None = None,
+    drop_rivals: bool = True,
 ) -> str:
     """``playbook``, the rules ``text`` names, then the conventions every reply follows.
 
     ``closest`` (``NearestRules.closest``) gives the rules closest in meaning
     to a request that names no rule's words; it is asked only then, and what
-    it raises reaches the caller. The conventions that close a rendered
-    playbook (``Playbook.render``) stay last, after the focus.
+    it raises reaches the caller. With ``drop_rivals``, the rules that ask for
+    another value of what the focused rules ask (``RuleIndex.rivals_of``) are
+    left out of the playbook for this request, and a section left empty loses
+    its heading. The conventions that close a rendered playbook
+    (``Playbook.render``) stay last, after the focus.
     """
     if not playbook:
         return playbook
@@ -511,8 +547,23 @@ def focused(
     ending = closing(index.conventions)
     if not focus:
         return playbook
+    body, tail = playbook, ""
     if ending and playbook.endswith(f"\n\n{ending}"):
         # The conventions close the rendered playbook (``Playbook.render``): they stay last.
-        body = playbook[: -len(ending) - 2]
-        return f"{body}\n{focus}\n\n{ending}"
-    return f"{playbook}\n{focus}"
+        body, tail = playbook[: -len(ending) - 2], f"\n\n{ending}"
+    if drop_rivals and (rivals := index.rivals_of(found)):
+        body = _without(body, rivals)
+    return f"{body}\n{focus}{tail}"
+
+
+def _without(body: str, lines: frozenset[str]) -> str:
+    """``body`` without ``lines``, and without the "### " headings left with no line under them."""
+    kept = [line for line in body.split("\n") if line not in lines]
+    out: list[str] = []
+    for i, line in enumerate(kept):
+        if line.startswith("### ") and (
+            i + 1 == len(kept) or not kept[i + 1].strip() or kept[i + 1].startswith("### ")
+        ):
+            continue
+        out.append(line)
+    return "\n".join(out)

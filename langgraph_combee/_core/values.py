@@ -24,6 +24,7 @@ __all__ = [
     "described_in",
     "descriptions",
     "holds",
+    "shape",
     "undescribed",
     "values",
     "writes",
@@ -147,6 +148,19 @@ def values(text: str) -> frozenset[str]:
         if value:
             found.add(value)
     return frozenset(found)
+
+
+def shape(text: str) -> str | None:
+    """``text`` with each value it names as ``{}``, case-folded; None when it names none.
+
+    Two actions of one shape ask for the same kind of thing with other values
+    (``answer PAY-2D`` and ``answer SEC-9D``; ``pass cabin='economy'`` and
+    ``pass cabin='business'``): at most one of them can be followed in one reply.
+    """
+    text = undescribed(text)
+    if not _VALUE.search(text):
+        return None
+    return " ".join(_VALUE.sub("{}", text).casefold().rstrip(". ").split())
 
 
 _MONTHS = (

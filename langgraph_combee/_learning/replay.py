@@ -155,6 +155,8 @@ class ReplaySettings:
             the agent side does (``ServingSettings.recover_tool_calls``).
         focus_embedder: The closest rule by meaning for a request that names
             none, as the agent side serves it (``ServingSettings.focus_embedder``).
+        drop_rivals: Leave the focused rules' rivals out, as the agent side
+            does (``ServingSettings.drop_rivals``).
     """
 
     max_replays: int = 32
@@ -164,8 +166,11 @@ class ReplaySettings:
     focus_rules: int = FOCUS_RULES
     recover_tool_calls: bool = True
     focus_embedder: Embedder | None = None
+    drop_rivals: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.drop_rivals, bool):
+            raise ConfigurationError("drop_rivals", self.drop_rivals, "True or False")
         if not focus_rules_ok(self.focus_rules):
             raise ConfigurationError("focus_rules", self.focus_rules, FOCUS_RULES_ALLOWED)
         if isinstance(self.max_replays, bool) or not isinstance(self.max_replays, int):
@@ -348,14 +353,15 @@ class ReplayRun:
         """
         rendered, index = playbook.render(), RuleIndex.of(playbook)
         limit, embedder = self.settings.focus_rules, self.settings.focus_embedder
+        rivals = self.settings.drop_rivals
         if embedder is None or not index or not limit or not rendered:
-            return focused(rendered, index, request, limit=limit)
+            return focused(rendered, index, request, limit=limit, drop_rivals=rivals)
         cases = self.nearest.get(rendered)
         if cases is None:
             cases = self.nearest[rendered] = in_thread(lambda: NearestRules(index, embedder))
         elif not cases.done() and rendered in self.gave_up:
             self.report.focus_embed_errors += 1  # waited for once already this step
-            return focused(rendered, index, request, limit=limit)
+            return focused(rendered, index, request, limit=limit, drop_rivals=rivals)
         try:
             try:
                 nearest = await asyncio.wait_for(
@@ -366,13 +372,18 @@ class ReplayRun:
                 raise
             if "request" in self.gave_up:  # a request outlived a wait: words for the rest
                 self.report.focus_embed_errors += 1
-                return focused(rendered, index, request, limit=limit)
+                return focused(rendered, index, request, limit=limit, drop_rivals=rivals)
             try:
                 return await asyncio.wait_for(
                     asyncio.wrap_future(
                         in_thread(
                             lambda: focused(
-                                rendered, index, request, limit=limit, closest=nearest.closest
+                                rendered,
+                                index,
+                                request,
+                                limit=limit,
+                                closest=nearest.closest,
+                                drop_rivals=rivals,
                             )
                         )
                     ),
@@ -383,7 +394,7 @@ class ReplayRun:
                 raise
         except Exception:  # served by words, as the agent side does when its embedder fails
             self.report.focus_embed_errors += 1
-            return focused(rendered, index, request, limit=limit)
+            return focused(rendered, index, request, limit=limit, drop_rivals=rivals)
 
     def _call(self, messages: list[BaseMessage], trace_id: str) -> AIMessage:
         if self.budget is not None:
