@@ -409,7 +409,8 @@ class AlgorithmSettings(_Settings):
             raise ConfigurationError("agent_prompt", self.agent_prompt, "None or a string")
 
 
-# Keywords ``Combee()`` took before the settings objects: where each lives now.
+# Keywords ``Combee()`` took before the settings objects, and every settings field since:
+# where each lives (a flat keyword is refused, naming its settings object).
 MOVED: dict[str, tuple[str, type[_Settings], str]] = {
     **{
         name: ("capture", CaptureSettings, name)
@@ -432,6 +433,7 @@ MOVED: dict[str, tuple[str, type[_Settings], str]] = {
             "focus_rules",
             "recover_tool_calls",
             "focus_embedder",
+            "drop_rivals",
         )
     },
     **{
