@@ -458,9 +458,10 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         system = request.system_message
         if server.settings.focus_rules:
             served = server.served(version, request_text(request.messages))
-            if len(served) != len(playbook):
-                # The rules this request names, after the playbook: a prompt of its own,
-                # not cached (the prefix up to the playbook is the same for every run).
+            if served is not playbook and served != playbook:
+                # The rules this request names, after the playbook (their rivals left
+                # out): a prompt of its own, not cached. Compared as text, not by
+                # length: the rivals left out can be as long as the rules repeated.
                 return request.override(system_message=with_playbook(system, served)), metadata
         cache_key = (id(system), playbook)
         cached = self._prompts.get(cache_key)

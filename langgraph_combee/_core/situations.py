@@ -310,8 +310,52 @@ class _Indexed:
 @dataclass(frozen=True)
 class _Rival:
     line: str  # the bullet's line in a rendered playbook ("- <content>")
-    shape: str  # its action with the values blanked (``values.shape``)
-    values: frozenset[str]
+    shape: str  # its action with the values blanked (``values.slots``)
+    values: tuple[str, ...]
+
+
+# Actions that give the reply one value: two of one shape cannot both be followed.
+_ONE_ANSWER = frozenset(
+    [
+        "answer",
+        "reply",
+        "respond",
+        "route",
+        "classify",
+        "categorise",
+        "categorize",
+        "label",
+        "return",
+        "output",
+        "set",
+        "assign",
+        "choose",
+        "pick",
+        "select",
+    ]
+)
+
+
+def exclusive(action: str) -> tuple[str, tuple[str, ...]] | None:
+    """The shape and values of an action only one rule of its shape can have in a reply.
+
+    That is an action that gives the reply a value (its first word is one of
+    ``_ONE_ANSWER``: "answer FIN-7Q", "route to LOG-8W") or sets arguments
+    (every value follows "=" or ":": ``pass cabin='economy'``,
+    ``open_case(queue='REP-2')``). Actions that add up are not: "add the tag
+    'vip'", "call `check_seats` first", "mention REF-1". None for them, and
+    for an action that names no value.
+    """
+    found = _values.slots(action)
+    if found is None:
+        return None
+    shape, values = found
+    first = shape.split(" ", 1)[0]
+    if first in _ONE_ANSWER or all(
+        before.endswith(("=", ":")) for before in shape.split("{}")[:-1]
+    ):
+        return shape, values
+    return None
 
 
 def focus_rules_ok(value: object) -> bool:
@@ -381,8 +425,8 @@ class RuleIndex:
                 if (convention := parse_convention(content)) is not None:
                     conventions.append(convention)
                 continue
-            if "\n" not in content and (shape := _values.shape(rule.action)) is not None:
-                rivals.append(_Rival(f"- {content}", shape, _values.values(rule.action)))
+            if "\n" not in content and (slots := exclusive(rule.action)) is not None:
+                rivals.append(_Rival(f"- {content}", *slots))
             alts = tuple(
                 (alt, words)
                 for alt in alternatives(rule.situation)
@@ -392,7 +436,10 @@ class RuleIndex:
                 keywords = all(_keyword(alt) for alt, _ in alts)
                 indexed.append(_Indexed(order, rule, alts, keywords))
         self._rules = tuple(indexed)
-        self._rivals = tuple(rivals)
+        # Lines of bullets written on several lines: never cut, never read as headings.
+        inner = {line for c in contents if "\n" in c for line in f"- {c}".split("\n")}
+        self._rivals = tuple(r for r in rivals if r.line not in inner)
+        self._inner = frozenset(inner)
         self.conventions: tuple[Convention, ...] = tuple(conventions)
         """The conventions every reply must follow, repeated after the rules of every request."""
         # A rule word -> the (rule, alternative) pairs that hold it: a request is
@@ -479,15 +526,17 @@ class RuleIndex:
     def rivals_of(self, rules: Sequence[Rule]) -> frozenset[str]:
         """The playbook lines of the rules that ask for another value of what ``rules`` ask.
 
-        A rule is a rival of ``rules`` when its action has the shape of one of
-        theirs with other values (``values.shape``: "answer SEC-9D" against
-        "answer PAY-2D"): a reply can follow only one of them. Rules whose
-        action names no value ("call lookup first") are never rivals.
+        A rule is a rival of ``rules`` when its action and one of theirs give
+        the reply a value, or set an argument, in the same words with other
+        values (``exclusive``: "answer SEC-9D" against "answer PAY-2D";
+        ``pass cabin='business'`` against ``pass cabin='economy'``): a reply
+        follows one of them. Actions that add up ("add the tag 'vip'", "call
+        `lookup` first") and actions naming no value are never rivals.
         """
-        wanted: dict[str, set[frozenset[str]]] = {}
+        wanted: dict[str, set[tuple[str, ...]]] = {}
         for rule in rules:
-            if (shape := _values.shape(rule.action)) is not None:
-                wanted.setdefault(shape, set()).add(_values.values(rule.action))
+            if (slots := exclusive(rule.action)) is not None:
+                wanted.setdefault(slots[0], set()).add(slots[1])
         if not wanted:
             return frozenset()
         return frozenset(
@@ -540,9 +589,11 @@ def focused(
     """
     if not playbook:
         return playbook
-    found = index.matching(text, limit=limit) if limit else []
+    # Every rule the request names keeps its place, past ``limit`` too.
+    named = index.matching(text, limit=MAX_FOCUS_RULES) if limit else []
+    found = named[:limit]
     if not found and limit and closest is not None and index:
-        found = list(closest(text))[:limit]
+        found = named = list(closest(text))[:limit]
     focus = focus_text(found)
     ending = closing(index.conventions)
     if not focus:
@@ -551,19 +602,34 @@ def focused(
     if ending and playbook.endswith(f"\n\n{ending}"):
         # The conventions close the rendered playbook (``Playbook.render``): they stay last.
         body, tail = playbook[: -len(ending) - 2], f"\n\n{ending}"
-    if drop_rivals and (rivals := index.rivals_of(found)):
-        body = _without(body, rivals)
+    if drop_rivals and (rivals := index.rivals_of(named)):
+        body = _without(body, rivals, index._inner)
     return f"{body}\n{focus}{tail}"
 
 
-def _without(body: str, lines: frozenset[str]) -> str:
-    """``body`` without ``lines``, and without the "### " headings left with no line under them."""
-    kept = [line for line in body.split("\n") if line not in lines]
+def _without(body: str, lines: frozenset[str], inner: frozenset[str]) -> str:
+    """``body`` without ``lines``, and without the "### " headings whose lines all went.
+
+    A heading goes only when this cut emptied its section: one with no line
+    under it to begin with (a custom header) stays, and so does a line of a
+    bullet written on several lines (``inner``), which is never a heading.
+    """
     out: list[str] = []
-    for i, line in enumerate(kept):
-        if line.startswith("### ") and (
-            i + 1 == len(kept) or not kept[i + 1].strip() or kept[i + 1].startswith("### ")
-        ):
+    heading: str | None = None  # a heading waiting for a kept line of its section
+    cut = False  # a line of the waiting heading's section was cut
+    for line in body.split("\n"):
+        if line.startswith("### ") and line not in inner:
+            if heading is not None and not cut:
+                out.append(heading)  # an empty section the cut did not empty
+            heading, cut = line, False
             continue
+        if line in lines:
+            cut = True
+            continue
+        if heading is not None:
+            out.append(heading)
+            heading = None
         out.append(line)
+    if heading is not None and not cut:
+        out.append(heading)
     return "\n".join(out)

@@ -14,6 +14,7 @@ Pure functions of text.
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import date
 
 __all__ = [
@@ -24,7 +25,7 @@ __all__ = [
     "described_in",
     "descriptions",
     "holds",
-    "shape",
+    "slots",
     "undescribed",
     "values",
     "writes",
@@ -150,17 +151,22 @@ def values(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def shape(text: str) -> str | None:
-    """``text`` with each value it names as ``{}``, case-folded; None when it names none.
+def slots(text: str) -> tuple[str, tuple[str, ...]] | None:
+    """``text`` with each value it names as ``{}`` (case-folded), and its values in order.
 
-    Two actions of one shape ask for the same kind of thing with other values
-    (``answer PAY-2D`` and ``answer SEC-9D``; ``pass cabin='economy'`` and
-    ``pass cabin='business'``): at most one of them can be followed in one reply.
+    None when it names no value. Read in NFKC form, so a code written in full-width
+    letters is the same code; the values are case-folded too (``'Yes'`` and
+    ``'yes'`` are one value). Two texts of one shape ask for the same kind of
+    thing, with the same values or with others (``answer PAY-2D`` and ``answer
+    SEC-9D``; ``pass cabin='economy'`` and ``pass cabin='business'``).
     """
-    text = undescribed(text)
-    if not _VALUE.search(text):
+    text = undescribed(unicodedata.normalize("NFKC", text))
+    # A description ("'the value in the input'") leaves an empty value: a slot, no value.
+    found = [v for q, t in _VALUE.findall(text) if (v := (q or t).strip().casefold())]
+    if not found:
         return None
-    return " ".join(_VALUE.sub("{}", text).casefold().rstrip(". ").split())
+    shape = " ".join(_VALUE.sub("{}", text).casefold().rstrip(". ").split())
+    return shape, tuple(found)
 
 
 _MONTHS = (
