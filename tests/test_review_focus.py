@@ -195,11 +195,15 @@ def test_a_rebased_version_is_rendered_and_indexed_anew(combee: Combee) -> None:
     )
 
 
-def _sent_and_replayed(
-    combee: Combee, turns: Sequence[list[BaseMessage]], *, thread: bool = False
+def sent_and_replayed(
+    combee: Combee,
+    turns: Sequence[list[BaseMessage]],
+    *,
+    thread: bool = False,
+    rules: Sequence[str] = RULES,
 ) -> tuple[list[str], list[str]]:
     """The system prompts the agent was sent, and those replay sends for the captured traces."""
-    version = accept_rules(combee, *RULES)
+    version = accept_rules(combee, *rules)
     sent: list[str] = []
 
     def reply(messages: list[BaseMessage]) -> str:
@@ -245,7 +249,7 @@ def test_replay_is_sent_the_focus_the_agent_was_sent_when_its_trace_cut_the_requ
     combee = Combee(prompt_id="router", capture=CaptureSettings(max_message_chars=500))
     try:
         text = "y " * 300 + "my password reset fails " + "y " * 300
-        sent, replayed = _sent_and_replayed(combee, [[HumanMessage(text)]])
+        sent, replayed = sent_and_replayed(combee, [[HumanMessage(text)]])
         assert replayed == sent
         assert not sent[0].endswith("SEC-4X.")
     finally:
@@ -329,7 +333,7 @@ def test_the_agent_sides_own_settings_refuse_a_bad_focus_rules(bad: object) -> N
 def test_replay_is_sent_what_the_agent_was_sent(
     combee: Combee, thread: bool, turns: list[list[BaseMessage]]
 ) -> None:
-    sent, replayed = _sent_and_replayed(combee, turns, thread=thread)
+    sent, replayed = sent_and_replayed(combee, turns, thread=thread)
     assert replayed == sent and len(sent) == len(turns)
 
 

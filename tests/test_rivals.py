@@ -8,24 +8,20 @@ what it tried and could not break.
 
 from __future__ import annotations
 
-import asyncio
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from langgraph_combee import Combee
-from langgraph_combee._core.evidence import ReplayReport
 from langgraph_combee._core.playbook import RENDER_HEADER, Bullet, Playbook
-from langgraph_combee._core.prompting import with_playbook
 from langgraph_combee._core.situations import FOCUS_HEADER, RuleIndex, exclusive, focused
-from langgraph_combee._learning.replay import ReplayRun, ReplaySettings, ReplayTarget
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel
 from tests.test_graph_helpers import node_graph
-from tests.test_middleware import accept_rules, captured
+from tests.test_middleware import accept_rules
+from tests.test_review_focus import sent_and_replayed
 
 APP = "You route support tickets to a team code."
 KEEP = "When refund, answer FIN-7Q."
@@ -72,40 +68,8 @@ def test_middleware_serves_the_focus_when_the_rivals_left_out_are_as_long_as_the
 def test_replay_sends_what_the_agent_was_sent_when_the_lengths_cancel_out(
     combee: Combee,
 ) -> None:
-    version = accept_rules(combee, *SAME_LENGTH)
-    sent: list[str] = []
-
-    def reply(messages: list[BaseMessage]) -> str:
-        sent.append(str(messages[0].text))
-        return "FIN-7Q"
-
-    agent = create_agent(
-        FunctionChatModel(reply), [], system_prompt=APP, middleware=[combee.middleware()]
-    )
-    agent.invoke(
-        {"messages": [HumanMessage("refund please")]},
-        config={"run_id": uuid.uuid4(), "configurable": {"thread_id": "t"}},
-    )
-    replayed: list[str] = []
-
-    def replay_reply(messages: list[BaseMessage]) -> str:
-        replayed.append(str(messages[0].text))
-        return "FIN-7Q"
-
-    target = ReplayTarget(model=FunctionChatModel(replay_reply), system=SystemMessage(APP))
-    run = ReplayRun(
-        target=target,
-        score=lambda trace: None,
-        render=with_playbook,
-        settings=ReplaySettings(),
-        callbacks=None,
-        budget=None,
-        report=ReplayReport(enabled=True),
-        runnable=target.runnable(),
-    )
-    (trace,) = captured(combee)
-    asyncio.run(run.replay(trace, version.playbook))
-    assert replayed == sent
+    sent, replayed = sent_and_replayed(combee, [[HumanMessage("refund please")]], rules=SAME_LENGTH)
+    assert replayed == sent and sent[0].endswith(FOCUS) and "SEC-4X" not in sent[0]
 
 
 def test_a_rule_whose_action_names_a_tool_in_backticks_is_no_rival() -> None:
