@@ -208,14 +208,13 @@ class ServingSettings(_Settings):
             to the words (``describe()["serving"]["focus_embed_errors"]``).
             None (default): words only.
         drop_rivals: While rules match a request (by words or by meaning),
-            the playbook served for it leaves out their rivals: rules whose
-            action gives the reply a value or sets an argument in the same
-            words with other values ("answer SEC-9D" when "answer PAY-2D"
-            matches; ``pass cabin='business'`` when ``pass cabin='economy'``
-            matches). Actions that add up ("add the tag 'vip'", "call
-            ``lookup`` first") and the rules the request names stay. A small
-            model given the matching rule and two dozen rivals often answers
-            with a rival. The served text then differs per request
+            the playbook served for it leaves out their rivals: keyword rules
+            whose action is the reply itself, one value, in the same words
+            with another value ("answer SEC-9D" when "answer PAY-2D" matches;
+            ``situations.exclusive``). Actions that may add up (tags, tool
+            calls, "call ``lookup`` first"), rules in prose and the rules the
+            request names stay. A small model given the matching rule and two
+            dozen rivals often answers with a rival. The served text then differs per request
             from the first rule left out (a provider's prompt cache hits up to
             there). Verified adoption replays with the same text. True
             (default) or False (the whole playbook for every request).

@@ -196,18 +196,19 @@ def test_the_rules_asking_another_value_are_left_out_for_a_request() -> None:
     assert focused(playbook.render(), RuleIndex.of(playbook), "hello") == playbook.render()
 
 
-def test_only_rules_of_the_same_shape_with_other_values_are_rivals() -> None:
+def test_only_rules_whose_action_is_the_reply_itself_are_rivals() -> None:
     rules = [
-        "When booking a flight, pass cabin='economy'.",
-        "When booking for a manager, pass cabin='business'.",  # a rival
-        "When booking a flight, pass region='EU'.",  # another argument
+        "When refund or money back, answer FIN-7Q.",
+        "When invoice, route to ACC-2M.",  # another shape: no rival
+        "When password reset, answer SEC-4X.",  # a rival
+        "When booking for a manager, pass cabin='business'.",  # an argument: adds up
         "When booking a flight, call check_seats first.",  # no value
-        "When refund, answer FIN-7Q.",  # another shape
+        "When a refund is asked for a damaged or lost parcel, answer LOG-8W.",  # prose
     ]
     index = RuleIndex(rules)
-    assert index.rivals_of(index.matching("booking a flight to Rome")) == {f"- {rules[1]}"}
+    assert index.rivals_of(index.matching("my money back")) == {f"- {rules[2]}"}
     assert index.rivals_of([]) == frozenset()
-    assert index.rivals_of(index.matching("a booking for my manager")) == {f"- {rules[0]}"}
+    assert index.rivals_of(index.matching("booking for my manager")) == frozenset()
 
 
 def test_the_conventions_stay_last_when_rivals_are_left_out() -> None:

@@ -193,7 +193,7 @@ def test_the_agent_is_sent_the_closest_rule_when_its_request_names_none(
     )
     agent.invoke({"messages": [HumanMessage("Please send me your press kit")]})
     # The rules served by meaning leave their rivals out too.
-    playbook = rendered_without(version, RULES[0], RULES[2], RULES[3], RULES[4])
+    playbook = rendered_without(version, RULES[0], RULES[2], RULES[3])  # RULES[4]: prose
     assert system_of(model).endswith(
         f"{playbook}\n{FOCUS_HEADER}\n- When journalism, answer PR-7M."
     )

@@ -79,11 +79,11 @@ def test_a_rule_whose_action_names_a_tool_in_backticks_is_no_rival() -> None:
     assert exclusive("mention REF-1 in the reply") is None
     assert exclusive("answer FIN-7Q") == ("answer {}", ("fin-7q",))
     assert exclusive("Route to LOG-8W.") == ("route to {}", ("log-8w",))
-    assert exclusive("pass cabin='economy'") == ("pass cabin={}", ("economy",))
-    assert exclusive("open_case(order_id='the value in the input', queue='REP-2')") == (
-        "open_case(order_id={}, queue={})",
-        ("rep-2",),
-    )
+    assert exclusive("pass cabin='economy'") is None  # an argument: calls add up
+    assert exclusive("set the flag 'urgent'") is None
+    assert exclusive("label the ticket 'vip'") is None
+    assert exclusive("answer FIN-7Q and add the tag 'vip'") is None
+    assert exclusive("classify as 'billing'") == ("classify as {}", ("billing",))
 
 
 def test_a_second_tool_rule_that_also_applies_is_not_left_out() -> None:
@@ -151,7 +151,7 @@ def test_a_custom_header_that_is_a_heading_is_kept() -> None:
     [
         ("answer FIN-7Q", "answer ＳＥＣ-４Ｘ", True),  # full-width: read in NFKC form
         ("answer 'Yes'", "answer 'yes'", False),  # one value in two cases
-        ("answer FIN-7Q and P1", "answer P1 and FIN-7Q", True),  # values in order
+        ("answer FIN-7Q and P1", "answer P1 and FIN-7Q", False),  # two values: not one reply
         ("escalate to tier 2 within 4 hours", "escalate to tier 4 within 2 hours", False),
     ],
 )
@@ -228,3 +228,23 @@ def test_described_values_are_no_rival_values() -> None:
         [f"When a booking, {date}.", "When a rebooking, pass date='the value in the input'."]
     )
     assert index.rivals_of(index.matching("a booking")) == frozenset()
+
+
+def test_every_rule_a_request_names_stays_however_many() -> None:
+    rules = [f"When w{i}x, answer C-{i}." for i in range(22)]
+    index = RuleIndex(rules)
+    request = " ".join(f"w{i}x" for i in range(22))
+    assert index.rivals_of(index.matching(request, limit=1 << 30)) == frozenset()
+    playbook = sectioned(*(("others", r) for r in rules))
+    served = focused(playbook.render(), RuleIndex.of(playbook), request)
+    assert all(f"- {r}" in served for r in rules)
+
+
+def test_a_rule_of_prose_is_never_left_out() -> None:
+    # Its condition ("over 100 EUR") is beyond the words: it may apply though unmatched.
+    playbook = sectioned(
+        ("others", "When refund, answer FIN-7Q."),
+        ("others", "When a refund is over 100 EUR and the customer is new, answer MGR-1."),
+    )
+    served = focused(playbook.render(), RuleIndex.of(playbook), "refund of 250 EUR")
+    assert "MGR-1" in served

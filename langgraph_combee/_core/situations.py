@@ -314,48 +314,26 @@ class _Rival:
     values: tuple[str, ...]
 
 
-# Actions that give the reply one value: two of one shape cannot both be followed.
-_ONE_ANSWER = frozenset(
-    [
-        "answer",
-        "reply",
-        "respond",
-        "route",
-        "classify",
-        "categorise",
-        "categorize",
-        "label",
-        "return",
-        "output",
-        "set",
-        "assign",
-        "choose",
-        "pick",
-        "select",
-    ]
+# An action that is the reply itself, one value: "answer FIN-7Q", "route to the team LOG-8W".
+_ONE_ANSWER = re.compile(
+    r"(?:answer|reply|respond|route|classify|categori[sz]e)(?: (?:with|to|as|into))?"
+    r"(?: the)?(?: (?:code|team|queue|category|label|priority))? \{\}"
 )
 
 
 def exclusive(action: str) -> tuple[str, tuple[str, ...]] | None:
-    """The shape and values of an action only one rule of its shape can have in a reply.
+    """The shape and value of an action that is the reply itself; None for any other.
 
-    That is an action that gives the reply a value (its first word is one of
-    ``_ONE_ANSWER``: "answer FIN-7Q", "route to LOG-8W") or sets arguments
-    (every value follows "=" or ":": ``pass cabin='economy'``,
-    ``open_case(queue='REP-2')``). Actions that add up are not: "add the tag
-    'vip'", "call `check_seats` first", "mention REF-1". None for them, and
-    for an action that names no value.
+    "answer FIN-7Q", "route to LOG-8W", "classify as 'billing'": a reply gives
+    one of them, so two rules of one shape with other values are rivals. Every
+    other action may add up with another rule's ("add the tag 'vip'", "call
+    `check_seats` first", "set the flag 'urgent'", a tool call, "answer FIN-7Q
+    and add the tag 'vip'"), and is never a rival.
     """
     found = _values.slots(action)
-    if found is None:
+    if found is None or len(found[1]) != 1 or not _ONE_ANSWER.fullmatch(found[0]):
         return None
-    shape, values = found
-    first = shape.split(" ", 1)[0]
-    if first in _ONE_ANSWER or all(
-        before.endswith(("=", ":")) for before in shape.split("{}")[:-1]
-    ):
-        return shape, values
-    return None
+    return found
 
 
 def focus_rules_ok(value: object) -> bool:
@@ -425,7 +403,13 @@ class RuleIndex:
                 if (convention := parse_convention(content)) is not None:
                     conventions.append(convention)
                 continue
-            if "\n" not in content and (slots := exclusive(rule.action)) is not None:
+            if (
+                "\n" not in content
+                and keyword_list(rule.situation)
+                and (slots := exclusive(rule.action)) is not None
+            ):
+                # A prose situation ("a refund over 100 EUR") may hold a condition the
+                # words cannot test: such a rule is never left out.
                 rivals.append(_Rival(f"- {content}", *slots))
             alts = tuple(
                 (alt, words)
@@ -590,7 +574,7 @@ def focused(
     if not playbook:
         return playbook
     # Every rule the request names keeps its place, past ``limit`` too.
-    named = index.matching(text, limit=MAX_FOCUS_RULES) if limit else []
+    named = index.matching(text, limit=_ALL) if limit else []
     found = named[:limit]
     if not found and limit and closest is not None and index:
         found = named = list(closest(text))[:limit]
@@ -605,6 +589,9 @@ def focused(
     if drop_rivals and (rivals := index.rivals_of(named)):
         body = _without(body, rivals, index._inner)
     return f"{body}\n{focus}{tail}"
+
+
+_ALL = 1 << 30  # ``matching`` with no limit
 
 
 def _without(body: str, lines: frozenset[str], inner: frozenset[str]) -> str:
