@@ -423,7 +423,8 @@ class RuleIndex:
         # Lines of bullets written on several lines: never cut, never read as headings.
         inner = {line for c in contents if "\n" in c for line in f"- {c}".split("\n")}
         self._rivals = tuple(r for r in rivals if r.line not in inner)
-        self._inner = frozenset(inner)
+        self.inner_lines: frozenset[str] = frozenset(inner)
+        """Lines of the bullets written on several lines (never cut as a rule or a heading)."""
         self.conventions: tuple[Convention, ...] = tuple(conventions)
         """The conventions every reply must follow, repeated after the rules of every request."""
         # A rule word -> the (rule, alternative) pairs that hold it: a request is
@@ -574,7 +575,7 @@ def focused(
     if not playbook:
         return playbook
     # Every rule the request names keeps its place, past ``limit`` too.
-    named = index.matching(text, limit=_ALL) if limit else []
+    named = index.matching(text, limit=_ALL if drop_rivals else limit) if limit else []
     found = named[:limit]
     if not found and limit and closest is not None and index:
         found = named = list(closest(text))[:limit]
@@ -587,7 +588,7 @@ def focused(
         # The conventions close the rendered playbook (``Playbook.render``): they stay last.
         body, tail = playbook[: -len(ending) - 2], f"\n\n{ending}"
     if drop_rivals and (rivals := index.rivals_of(named)):
-        body = _without(body, rivals, index._inner)
+        body = _without(body, rivals, index.inner_lines)
     return f"{body}\n{focus}{tail}"
 
 
