@@ -417,7 +417,8 @@ def _copied(
         if message.type not in ("human", "tool"):
             continue
         text = message_text(message)
-        if "{" not in text:
+        # Both written forms: JSON (``{``) and a Python call (``name(...)``).
+        if "{" not in text and "(" not in text:
             continue
         written = recover(text, tools)
         if wanted & {_call_key(c["name"], c["args"]) for c in written.calls}:
