@@ -95,3 +95,13 @@ def test_every_docs_page_is_in_the_site_nav() -> None:
     nav = (ROOT / "mkdocs.yml").read_text()
     for page in (ROOT / "docs").glob("*.md"):
         assert page.name in nav, f"{page.name} is missing from mkdocs.yml nav"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_code_fences_are_three_backticks_and_closed(path: Path) -> None:
+    # production.md once opened its settings sample with two backticks, which
+    # renders the code as a line of prose (and its sample was never run).
+    lines = path.read_text().splitlines()
+    assert not [n for n, line in enumerate(lines, 1) if re.fullmatch(r"``(\w*)", line)]
+    fences = [line for line in lines if line.startswith("```")]
+    assert len(fences) % 2 == 0, f"{path.name}: a code block is not closed"

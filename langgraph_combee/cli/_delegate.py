@@ -24,7 +24,7 @@ PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
 def demo(ctx: typer.Context) -> None:
-    """Run the demo: learn a playbook end to end, offline by default.
+    """Run the demo: learn a playbook end to end on the local model (no hosted API).
 
     Any further arguments go to the demo itself (see 'combee demo -- --help').
     """
