@@ -814,13 +814,15 @@ class Combee:
                 agent = create_agent(model, system_prompt="...", middleware=[combee.middleware()])
 
         Args:
-            conn: ``"memory"``, a SQLite file path (or ``sqlite:///path``), or a
-                PostgreSQL DSN (``postgresql://...`` or libpq ``key=value`` pairs).
+            conn: ``"memory"``, a SQLite file path (or ``sqlite:///relative/path``,
+                ``sqlite:////absolute/path``), or a PostgreSQL DSN (``postgresql://...``,
+                ``postgresql+psycopg://...`` or libpq ``key=value`` pairs). Any other
+                ``scheme://`` URL is refused, never taken for a file name.
             **kwargs: The other ``Combee`` arguments (``prompt_id=...``, ...).
 
         Raises:
-            StoreError: The store cannot be opened (the message names ``conn``,
-                password masked).
+            StoreError: The store cannot be opened, or ``conn`` is a form it does
+                not support (the message names ``conn``, password masked).
             MissingExtraError: The backend's extra is not installed.
             ConfigurationError: ``store=`` was passed too, or another argument is bad.
         """

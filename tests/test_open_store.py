@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee import Combee
 from langgraph_combee._storage.locked import LockedStore
-from langgraph_combee._storage.open import open_store
+from langgraph_combee._storage.open import is_postgres, open_store
 from langgraph_combee.errors import ConfigurationError, MissingExtraError, StoreError
 from langgraph_combee.testing import fake_learner
 from tests.helpers import failing_traces
@@ -116,3 +117,74 @@ def test_missing_extras_give_the_pip_line(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setitem(sys.modules, "langgraph.store.sqlite", None)
     with pytest.raises(MissingExtraError, match=r"pip install 'langgraph-combee\[sqlite\]'"):
         Combee.from_conn_string("combee.db", prompt_id="p")
+
+
+@pytest.mark.parametrize(
+    ("conn", "reason"),
+    [
+        ("postgres+asyncpg://u:s3cret@db.example/app", "unsupported driver 'asyncpg'"),
+        ("postgresql+psycopg2://u:s3cret@db.example/app", "unsupported driver 'psycopg2'"),
+        ("mysql://u:s3cret@h/db", "unsupported scheme 'mysql'; give 'memory', a SQLite"),
+        ("redis://:s3cret@h:6379/0", "unsupported scheme 'redis'"),
+        ("sqlite+aiosqlite:///x.db", r"unsupported driver 'aiosqlite'.*write sqlite:///path"),
+        ("sqlite://", "in-memory 'sqlite://' is not supported: give 'memory'"),
+        ("sqlite://host/x.db", "names its file after a third slash"),
+        ("file:/tmp/x.db", r"SQLite URI filenames \(file:...\) are not supported"),
+        ("file:///tmp/x.db", r"SQLite URI filenames \(file:...\) are not supported"),
+        ("a\nb.db", r"control character \('\\n' at index 1\)"),
+        ("a\x00b.db", r"control character \('\\x00' at index 1\)"),
+    ],
+)
+def test_urls_and_names_that_are_not_stores_are_refused_not_made_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, conn: str, reason: str
+) -> None:
+    # Each of these once became (or tried to become) a SQLite file named after the URL.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreError, match=reason) as caught:
+        Combee.from_conn_string(conn, prompt_id="c")
+    assert "s3cret" not in str(caught.value) and "s3cret" not in caught.value.conn
+    assert "does not exist" not in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_postgresql_psycopg_url_is_opened_as_postgresql(monkeypatch: pytest.MonkeyPatch) -> None:
+    # SQLAlchemy's spelling for the driver the store uses: the suffix is dropped.
+    pytest.importorskip("langgraph.store.postgres")
+    from langgraph.store.postgres import PostgresStore
+
+    seen: list[str] = []
+
+    def refuse(conn: str) -> None:
+        seen.append(conn)
+        raise RuntimeError("connection to 'postgresql://user:s3cret@127.0.0.1:1/app' failed")
+
+    monkeypatch.setattr(PostgresStore, "from_conn_string", refuse)
+    url = "postgresql+psycopg://user:s3cret@127.0.0.1:1/app"
+    with pytest.raises(
+        StoreError, match=r"cannot open PostgreSQL store 'postgresql\+psycopg://user:\*\*\*@"
+    ) as caught:
+        Combee.from_conn_string(url, prompt_id="c")
+    assert seen == ["postgresql://user:s3cret@127.0.0.1:1/app"]
+    assert "s3cret" not in str(caught.value)
+    assert is_postgres(url) and is_postgres("postgres+asyncpg://h/db") and not is_postgres("a.db")
+
+
+def test_sqlite_url_three_slashes_is_relative_and_the_error_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    absolute = tmp_path / "abs" / "x.db"
+    absolute.parent.mkdir()
+    relative = str(absolute).lstrip("/")
+    expected = (
+        f"directory '{Path(relative).parent}' does not exist (sqlite:///{relative} is a "
+        f"relative path '{relative}'; write sqlite:///{absolute} for an absolute one)"
+    )
+    with pytest.raises(StoreError, match=re.escape(expected)):
+        Combee.from_conn_string(f"sqlite:///{relative}", prompt_id="c")
+    with Combee.from_conn_string(f"sqlite:///{absolute}", prompt_id="c"):
+        pass
+    assert absolute.exists()
+    with Combee.from_conn_string("sqlite:///here.db", prompt_id="c"):
+        pass
+    assert (tmp_path / "here.db").exists()

@@ -144,8 +144,9 @@ StoreOpt = Annotated[
         "-s",
         envvar="COMBEE_STORE",
         help=(
-            "Where versions live: a SQLite file path (or sqlite:///path), 'memory' "
-            "(forgotten on exit) or a postgresql:// DSN (or set COMBEE_STORE)."
+            "Where versions live: a SQLite file path (or sqlite:///relative/path, "
+            "sqlite:////absolute/path), 'memory' (forgotten on exit) or a "
+            "postgresql:// DSN (or set COMBEE_STORE)."
         ),
     ),
 ]

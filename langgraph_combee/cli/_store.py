@@ -4,9 +4,11 @@ The parsing and opening live in the library (``langgraph_combee._storage.open``,
 also behind ``Combee.from_conn_string``); this module adds the CLI's wording:
 
 * ``memory``: a new ``InMemoryStore`` (forgotten when the command ends);
-* ``postgresql://...`` / ``postgres://...`` or libpq ``key=value`` pairs: a
-  ``PostgresStore`` (the ``[postgres]`` extra);
-* ``sqlite:///path`` or any other value: a SQLite file, through ``SqliteStore``.
+* ``postgresql://...`` / ``postgres://...`` (or ``postgresql+psycopg://...``) or
+  libpq ``key=value`` pairs: a ``PostgresStore`` (the ``[postgres]`` extra);
+* ``sqlite:///relative/path``, ``sqlite:////absolute/path`` or a plain path: a
+  SQLite file, through ``SqliteStore``;
+* any other ``scheme://`` URL: refused, naming the scheme.
 
 A store that cannot be opened raises ``StoreError`` (exit code 2) with one line
 naming the store and the reason; passwords in DSNs are masked.
@@ -34,6 +36,8 @@ def open_store(url: str, *, create: bool = True) -> Iterator[BaseStore]:
 
     Args:
         url: ``memory``, a SQLite path (or ``sqlite:///path``) or a PostgreSQL DSN.
+            SQLAlchemy's rule holds: ``sqlite:///x.db`` is relative, ``sqlite:////x.db``
+            absolute.
         create: Whether a missing SQLite file may be created. Commands that only
             read or decide versions pass False, so a mistyped path is reported
             instead of silently opening a new, empty store.
