@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 import types
 from collections.abc import Sequence
@@ -709,14 +711,73 @@ def test_show_minus_one_says_versions_start_at_zero(
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
-def test_export_into_a_folder_that_takes_no_files_says_permission_denied(
+def test_export_into_a_folder_that_takes_no_files_says_why(
     runner: CliRunner, traces_file: Path, db: Path
 ) -> None:
-    # /proc exists but takes no new files, even for root (which a chmod would not stop).
+    # /proc exists but takes no new files, even for root (which a chmod would not stop);
+    # it answers "no such file": the message says so, not a permission it did not deny.
     ok(learn_manual(runner, traces_file, db))
     result = run(runner, "export", "-p", "router", "-s", str(db), "-o", "/proc/combee.md")
-    failed(result, 2, "cannot write /proc/combee.md: permission denied")
-    assert "file not found" not in result.stderr
+    failed(
+        result,
+        2,
+        "cannot write /proc/combee.md: no such file or directory "
+        "(directory '/proc' exists but takes no new files)",
+    )
+    assert "file not found" not in result.stderr and "permission" not in result.stderr
+
+
+def test_export_onto_a_directory_says_it_is_one(
+    runner: CliRunner, traces_file: Path, db: Path, tmp_path: Path
+) -> None:
+    ok(learn_manual(runner, traces_file, db))
+    result = run(runner, "export", "-p", "router", "-s", str(db), "-o", str(tmp_path))
+    failed(result, 2, f"cannot write {tmp_path}: it is a directory")
+
+
+def test_export_reports_the_system_reason_for_other_write_failures(
+    runner: CliRunner, traces_file: Path, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ok(learn_manual(runner, traces_file, db))
+    out = db.parent / "v.md"
+
+    def full(self: Path, *args: object, **kwargs: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    result = run(runner, "export", "-p", "router", "-s", str(db), "-o", str(out))
+    failed(result, 2, f"cannot write {out}: {os.strerror(errno.ENOSPC).lower()}")
+
+
+def test_an_empty_prompt_id_is_a_bad_argument_like_an_empty_tenant(
+    runner: CliRunner, traces_file: Path, db: Path, tmp_path: Path
+) -> None:
+    ok(learn_manual(runner, traces_file, db))
+    for command in (["versions"], ["show"], ["export"], ["dead-letters"]):
+        result = run(runner, *command, "-p", "", "-s", str(db))
+        failed(result, 2, "prompt_id='' is not allowed: a non-empty string")
+        failed(run(runner, *command, "-p", "router", "--tenant", "", "-s", str(db)), 2, "tenant=''")
+    # learn refuses before it opens (and would create) the store.
+    fresh = tmp_path / "fresh.db"
+    for bad, name in ((["-p", ""], "prompt_id"), (["-p", "router", "--tenant", ""], "tenant")):
+        result = run(runner, "learn", str(traces_file), *bad, "-m", "test", "-s", str(fresh))
+        failed(result, 2, f"{name}='' is not allowed: a non-empty string")
+    assert not fresh.exists()
+
+
+def test_store_urls_are_never_taken_for_files_and_passwords_stay_masked(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for store, reason in (
+        ("mysql://u:s3cret@db/app", "unsupported scheme 'mysql'"),
+        ("postgresql+asyncpg://u:s3cret@db/app", "unsupported driver 'asyncpg'"),
+        ("sqlite://", "a sqlite URL names its file after a third slash"),
+    ):
+        result = run(runner, "versions", "-p", "vet", "-s", store)
+        failed(result, 2, f"cannot open store '{mask(store)}': {reason}")
+        assert "s3cret" not in result.output
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_dead_letters_lists_retries_and_drops_parked_traces(

@@ -23,6 +23,7 @@ from langgraph_combee._errors import LearningError
 from langgraph_combee._learner.acceptance import AcceptAll, AcceptancePolicy, ManualApproval
 from langgraph_combee._learning.engine import BatchSize
 from langgraph_combee._settings import AlgorithmSettings, LearnerSettings
+from langgraph_combee._storage.keys import PromptSpace
 from langgraph_combee.cli._common import (
     DEFAULT_STORE,
     EXIT_FAILED,
@@ -209,6 +210,8 @@ def learn(
 ) -> None:
     """Learn a playbook from traces; each step writes a candidate version to the store."""
     size = parse_batch_size(batch_size)
+    # Before the store opens: a bad id or tenant must not leave a new, empty file.
+    PromptSpace(prompt_id, tenant)
     items, source = _load(traces, from_langsmith_project, limit)
     learner = resolve_model(model)
     with open_store(store, create=True) as opened:

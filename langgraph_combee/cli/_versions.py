@@ -14,7 +14,7 @@ import typer
 from langgraph.store.base import BaseStore
 
 from langgraph_combee._combee import Combee
-from langgraph_combee._storage.keys import ROOT
+from langgraph_combee._storage.keys import ROOT, validate_label
 from langgraph_combee.cli._common import (
     DEFAULT_STORE,
     EXIT_USAGE,
@@ -33,7 +33,7 @@ from langgraph_combee.cli._render import (
     quarantine_lines,
     versions_table,
 )
-from langgraph_combee.cli._store import open_store
+from langgraph_combee.cli._store import mask, open_store
 
 VersionArg = Annotated[
     int,
@@ -53,10 +53,6 @@ OptionalVersionArg = Annotated[
 ]
 
 
-# What writing into a folder that takes no new files may answer.
-_NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT})
-
-
 class ExportFormat(str, Enum):
     """What ``combee export`` writes."""
 
@@ -66,14 +62,20 @@ class ExportFormat(str, Enum):
 
 @contextlib.contextmanager
 def open_combee(prompt_id: str, store: str) -> Iterator[Combee]:
-    """A ``Combee`` on an existing store that holds ``prompt_id`` (else a ``CliError``)."""
+    """A ``Combee`` on an existing store that holds ``prompt_id`` (else a ``CliError``).
+
+    Raises:
+        ConfigurationError: When ``prompt_id`` cannot be a prompt id (``''``), as
+            for ``--tenant``: a bad argument, not a prompt the store lacks.
+    """
+    validate_label("prompt_id", prompt_id)
     # Reading and deciding never create a store: a mistyped path should be an error.
     with open_store(store, create=False) as opened:
         known = _prompt_ids(opened)
         if prompt_id not in known:
             # A mistyped id would otherwise read as an empty prompt.
             held = ", ".join(repr(p) for p in known) if known else "no prompts yet"
-            raise CliError(f"store {store!r} has no prompt {prompt_id!r}; it holds: {held}")
+            raise CliError(f"store {mask(store)!r} has no prompt {prompt_id!r}; it holds: {held}")
         yield Combee(prompt_id=prompt_id, store=opened)
 
 
@@ -240,6 +242,14 @@ def export(
     if output is None:
         typer.echo(text, nl=False)
         return
+    _write(output, text)
+    stderr().print(f"wrote version {record.version} ({fmt.value}) to {output}")
+
+
+def _write(output: Path, text: str) -> None:
+    """Write ``text`` to ``output``, or raise a ``CliError`` saying why it cannot be."""
+    if output.is_dir():
+        raise CliError(f"cannot write {output}: it is a directory", EXIT_USAGE)
     if not output.parent.is_dir():
         raise CliError(
             f"cannot write {output}: directory '{output.parent}' does not exist", EXIT_USAGE
@@ -247,11 +257,10 @@ def export(
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
-        if exc.errno not in _NOT_WRITABLE:
-            raise
-        # A folder that takes no new files (/proc, a read-only mount) may answer
-        # "no such file" although it exists (checked above): say what it means.
-        raise CliError(
-            f"cannot write {output}: permission denied ({exc.strerror or exc})", EXIT_USAGE
-        ) from None
-    stderr().print(f"wrote version {record.version} ({fmt.value}) to {output}")
+        reason = exc.strerror or str(exc)
+        reason = reason[:1].lower() + reason[1:]
+        if exc.errno == errno.ENOENT:
+            # A folder that takes no new files (/proc) answers "no such file"
+            # although it exists (checked above): say so beside the system's words.
+            reason += f" (directory '{output.parent}' exists but takes no new files)"
+        raise CliError(f"cannot write {output}: {reason}", EXIT_USAGE) from None
