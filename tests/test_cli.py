@@ -534,6 +534,10 @@ def test_mask_hides_passwords() -> None:
     assert mask("postgresql://h/db", "no password here") == "no password here"
     assert mask("host=h password=secret dbname=d") == "host=h password=*** dbname=d"
     assert mask("host=h password='s p' dbname=d", "failed for 's p'") == "failed for ***"
+    # An "@" written unencoded in the password: all of it is hidden, not only
+    # what comes before its first "@".
+    assert mask("postgresql://u:p@ss@host/db") == "postgresql://u:***@host/db"
+    assert mask("postgresql://u:a@b@h/db?x=1@2") == "postgresql://u:***@h/db?x=1@2"
 
 
 def test_prompt_id_is_required(runner: CliRunner, db: Path) -> None:

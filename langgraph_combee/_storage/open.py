@@ -57,7 +57,7 @@ _CONNINFO = re.compile(
     r"^\s*(host|hostaddr|port|dbname|user|password|passfile|options|sslmode|service"
     r"|connect_timeout|application_name)\s*="
 )
-_URL_PASSWORD = re.compile(r"(://[^:/@]*:)([^@]*)@")
+_URL_PASSWORD = re.compile(r"(://[^:/@]*:)([^/?#]*)@")
 _KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)")
 # Shorter passwords are not searched for in free text: they would mask unrelated words.
 _MIN_SECRET = 3
