@@ -55,7 +55,7 @@ from langgraph_combee._core.types import (
     StepReport,
     Trace,
 )
-from langgraph_combee._errors import ConfigurationError, EngineLoopError
+from langgraph_combee._errors import CombeeClosedError, ConfigurationError, EngineLoopError
 from langgraph_combee._learner.acceptance import AcceptAll, AcceptancePolicy, as_policy
 from langgraph_combee._learner.learner import BackgroundLearner
 from langgraph_combee._learner.learner import LearnerSettings as _LoopSettings
@@ -368,6 +368,7 @@ class Combee:
             backoff_seconds=learning.step_backoff_seconds,
         )
         self._learner: BackgroundLearner | None = None
+        self._closed = False  # close() ends this Combee for good
         # One lease holder name per Combee, shared by its background learner and
         # its offline writers (learn, approve, ...), which a process lock serialises.
         self._holder = f"combee-{uuid.uuid4().hex[:12]}"
@@ -453,6 +454,11 @@ class Combee:
     def _strategy_name(self) -> str:
         return self._strategy if isinstance(self._strategy, str) else self._strategy.name
 
+    def _open(self, method: str) -> None:
+        """Refuse ``method`` once ``close()`` has ended this Combee (``CombeeClosedError``)."""
+        if self._closed:
+            raise CombeeClosedError(self.prompt_id, method)
+
     # ---- the agent side (``_agent/side.py``), delegated -------------------
 
     def capture(self, trace: Trace) -> None:
@@ -462,6 +468,7 @@ class Combee:
         themselves; this is for a trace built by hand. The evaluator (if any)
         scores it, then it waits in memory until the next flush (see ``flush()``),
         or is written at once under ``CaptureSettings(durability="write_through")``.
+        After ``close()`` the trace is dropped (logged, counted in ``dropped``).
         """
         self._agent.capture(trace)
 
@@ -479,11 +486,16 @@ class Combee:
 
         Returns:
             How many traces were written.
+
+        Raises:
+            CombeeClosedError: ``close()`` was called.
         """
+        self._open("flush")
         return self._agent.server.flush()
 
     async def aflush(self) -> int:
         """Async ``flush()``, on a worker thread (the capture buffer writes synchronously)."""
+        self._open("aflush")
         return await asyncio.to_thread(self.flush)
 
     def feedback(
@@ -511,7 +523,9 @@ class Combee:
         Raises:
             ConfigurationError: The feedback is empty or ill-typed, ``run_id`` is
                 missing, or ``tenant`` is not a valid tenant (nothing is changed).
+            CombeeClosedError: ``close()`` was called: nothing could keep it.
         """
+        self._open("feedback")
         return self._agent.feedback(
             run_id,
             score=score,
@@ -534,6 +548,7 @@ class Combee:
         source: str = "user",
     ) -> bool:
         """Async ``feedback()``, for async apps and servers that forbid blocking calls."""
+        self._open("afeedback")
         return await self._agent.afeedback(
             run_id,
             score=score,
@@ -615,20 +630,31 @@ class Combee:
 
     def registry(self, tenant: str | None = None) -> PromptRegistry:
         """The version registry of this prompt (for one tenant, if given)."""
+        self._open("registry")
+        return self._registry_of(tenant)
+
+    def _registry_of(self, tenant: str | None) -> PromptRegistry:
+        # The parts' way in: close() still flushes through it, and a part is never refused.
         if tenant not in self._registries:
             self._registries[tenant] = PromptRegistry(self.store, self.prompt_id, tenant=tenant)
         return self._registries[tenant]
 
     def describe_roles(self, tenant: str | None = None) -> dict[str, Any]:
         """The learner's role profile: ``profile``, how it was ``chosen`` and the ``reason``."""
+        self._open("describe_roles")
         return self._engine(tenant).roles.describe()
 
     def next_batch_size(self, tenant: str | None = None) -> int:
         """How many traces the next learning step takes (fixed, or the controller's pick)."""
+        self._open("next_batch_size")
         return self._engine(tenant).next_batch_size()
 
     def queue(self, tenant: str | None = None) -> TraceQueue:
         """The durable trace queue of this prompt (for one tenant, if given)."""
+        self._open("queue")
+        return self._queue_of(tenant)
+
+    def _queue_of(self, tenant: str | None) -> TraceQueue:
         if tenant not in self._queues:
             self._queues[tenant] = TraceQueue(self.store, self.prompt_id, tenant=tenant)
         return self._queues[tenant]
@@ -671,40 +697,49 @@ class Combee:
 
     def current(self, *, tenant: str | None = None) -> PromptVersion:
         """The version in force (version 0 with an empty playbook before any learning)."""
-        return self.registry(tenant).head()
+        self._open("current")
+        return self._registry_of(tenant).head()
 
     async def acurrent(self, *, tenant: str | None = None) -> PromptVersion:
         """Async ``current()``."""
-        return await self.registry(tenant).ahead()
+        self._open("acurrent")
+        return await self._registry_of(tenant).ahead()
 
     def get(self, version: int, *, tenant: str | None = None) -> PromptVersion:
         """One version by number."""
-        return self.registry(tenant).get(version)
+        self._open("get")
+        return self._registry_of(tenant).get(version)
 
     async def aget(self, version: int, *, tenant: str | None = None) -> PromptVersion:
         """Async ``get()``."""
-        return await self.registry(tenant).aget(version)
+        self._open("aget")
+        return await self._registry_of(tenant).aget(version)
 
     def history(self, *, tenant: str | None = None) -> list[PromptVersion]:
         """Every version written, oldest first."""
-        return self.registry(tenant).history()
+        self._open("history")
+        return self._registry_of(tenant).history()
 
     async def ahistory(self, *, tenant: str | None = None) -> list[PromptVersion]:
         """Async ``history()``."""
-        return await self.registry(tenant).ahistory()
+        self._open("ahistory")
+        return await self._registry_of(tenant).ahistory()
 
     def diff(self, a: int, b: int, *, tenant: str | None = None) -> PlaybookDiff:
         """What changed from version ``a``'s playbook to version ``b``'s."""
-        return self.registry(tenant).diff(a, b)
+        self._open("diff")
+        return self._registry_of(tenant).diff(a, b)
 
     async def adiff(self, a: int, b: int, *, tenant: str | None = None) -> PlaybookDiff:
         """Async ``diff()``."""
-        return await self.registry(tenant).adiff(a, b)
+        self._open("adiff")
+        return await self._registry_of(tenant).adiff(a, b)
 
     def rollback(
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
         """Put ``version``'s playbook back in force as a new version (history is kept)."""
+        self._open("rollback")
         _reason(reason)
         return _run_blocking(
             self.arollback(version, reason=reason, tenant=tenant), self.store, "rollback"
@@ -714,7 +749,10 @@ class Combee:
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
         """Async ``rollback()``, on the store's async calls."""
-        return await self._writer.rollback(self.registry(tenant), version, reason=_reason(reason))
+        self._open("arollback")
+        return await self._writer.rollback(
+            self._registry_of(tenant), version, reason=_reason(reason)
+        )
 
     # ---- decisions -------------------------------------------------------
 
@@ -731,6 +769,7 @@ class Combee:
             StaleCandidateError: It is stale and stores no ops to re-apply.
             RegistryError: It is not a candidate.
         """
+        self._open("approve")
         _reason(reason)
         return _run_blocking(
             self.aapprove(version, reason=reason, tenant=tenant), self.store, "approve"
@@ -740,13 +779,15 @@ class Combee:
         self, version: int, *, reason: str = "approved", tenant: str | None = None
     ) -> PromptVersion:
         """Async ``approve()``, on the store's async calls."""
+        self._open("aapprove")
         decision = Decision(accepted=True, policy="manual", reason=_reason(reason))
-        return await self._writer.accept(self.registry(tenant), version, decision)
+        return await self._writer.accept(self._registry_of(tenant), version, decision)
 
     def reject(
         self, version: int, *, reason: str = "rejected", tenant: str | None = None
     ) -> PromptVersion:
         """Reject a pending candidate; HEAD does not move."""
+        self._open("reject")
         _reason(reason)
         return _run_blocking(
             self.areject(version, reason=reason, tenant=tenant), self.store, "reject"
@@ -756,8 +797,9 @@ class Combee:
         self, version: int, *, reason: str = "rejected", tenant: str | None = None
     ) -> PromptVersion:
         """Async ``reject()``, on the store's async calls."""
+        self._open("areject")
         decision = Decision(accepted=False, policy="manual", reason=_reason(reason))
-        return await self._writer.reject(self.registry(tenant), version, decision)
+        return await self._writer.reject(self._registry_of(tenant), version, decision)
 
     # ---- background learning --------------------------------------------
 
@@ -771,7 +813,13 @@ class Combee:
         return self._learner
 
     def start(self) -> None:
-        """Start learning in the background, on a thread and event loop of its own."""
+        """Start learning in the background, on a thread and event loop of its own.
+
+        Raises:
+            ConfigurationError: There is no learner model.
+            CombeeClosedError: ``close()`` was called.
+        """
+        self._open("start")
         self._engine(None)  # fail now, in the caller, if there is no learner model
         self.learner.start()
         _started.add(self)  # stopped at interpreter exit, releasing the lease
@@ -779,8 +827,14 @@ class Combee:
     def stop(self, timeout: float | None = 30.0) -> None:
         """Stop the background learner after its current step; queued traces stay queued.
 
-        Captured traces still in memory are written to the queue first.
+        Captured traces still in memory are written to the queue first. The
+        Combee stays usable (``start()`` again); ``close()`` ends it. Nothing to
+        do after ``close()``.
         """
+        if not self._closed:
+            self._stop(timeout)
+
+    def _stop(self, timeout: float | None) -> None:
         if self._learner is not None:
             self._learner.stop(timeout)
         self._agent.server.close(flush=True)
@@ -788,6 +842,7 @@ class Combee:
     @contextlib.contextmanager
     def running(self) -> Iterator[Combee]:
         """``with combee.running(): ...`` starts the learner and stops it on exit."""
+        self._open("running")
         self.start()
         try:
             yield self
@@ -796,6 +851,7 @@ class Combee:
 
     async def astart(self) -> None:
         """Async ``start()``: the learner still runs on its own thread and loop."""
+        self._open("astart")
         await asyncio.to_thread(self.start)
 
     async def astop(self, timeout: float | None = 30.0) -> None:
@@ -840,15 +896,25 @@ class Combee:
         return combee
 
     def close(self, timeout: float | None = 30.0) -> None:
-        """``stop()``, then close the store if ``from_conn_string`` opened it. Idempotent."""
+        """End this Combee: ``stop()``, then close the store if ``from_conn_string`` opened it.
+
+        Idempotent. Afterwards ``feedback()``, ``start()``, ``learn()``, the
+        version reads and the other calls raise ``CombeeClosedError``; ``describe()``
+        still answers. Runs of an agent it serves keep being served the version
+        cached at close (version 0, the app's own prompt, for a tenant none was
+        cached for) and are not captured (counted in ``describe()["serving"]["dropped"]``).
+        """
+        if self._closed:
+            return
+        self._closed = True
         try:
-            self.stop(timeout)
+            self._stop(timeout)
         finally:
+            # Runs still in flight must not restart the serving thread (against a
+            # closed store it would retry their writes forever).
+            self._agent.server.retire()
             owned, self._owned = self._owned, None
             if owned is not None:
-                # Runs still in flight must not restart the serving thread against
-                # a closed store (it would retry their writes forever).
-                self._agent.server.retire()
                 owned.close()
 
     async def aclose(self, timeout: float | None = 30.0) -> None:
@@ -878,6 +944,7 @@ class Combee:
         on_step: Callable[[StepReport], None] | None = None,
     ) -> LearnReport:
         """Learn from traces offline, synchronously. See ``alearn``."""
+        self._open("learn")
         return _run_sync(
             self.alearn(traces, epochs=epochs, tenant=tenant, on_step=on_step), "learn"
         )
@@ -901,7 +968,11 @@ class Combee:
 
         Returns:
             A ``LearnReport`` with the version in force afterwards and every step.
+
+        Raises:
+            CombeeClosedError: ``close()`` was called.
         """
+        self._open("alearn")
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ConfigurationError("epochs", epochs, "an int >= 1")
         if on_step is not None and not callable(on_step):
@@ -926,8 +997,8 @@ def _build_agent(
     record of the agent's model calls, and the platform store's binding.
     """
     server = Server(
-        registry_for=combee.registry,
-        queue_for=combee.queue,
+        registry_for=combee._registry_of,
+        queue_for=combee._queue_of,
         settings=serving,
         store_gone=functools.partial(loop_closed, combee.store),
     )
@@ -936,7 +1007,7 @@ def _build_agent(
     return AgentSide(
         prompt_id=combee.prompt_id,
         server=server,
-        queue_for=combee.queue,
+        queue_for=combee._queue_of,
         scope=scope,
         evaluator=evaluator,
         feedback_wait_seconds=feedback_wait_seconds,
@@ -972,7 +1043,7 @@ def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, Le
     )
     stepper = Stepper(
         prompt_id=combee.prompt_id,
-        registry=combee.registry,
+        registry=combee._registry_of,
         engine=combee._engine,
         writer=writer,
         replayer=combee._replayer,
@@ -982,8 +1053,8 @@ def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, Le
     parts = LearnerParts(
         prompt_id=combee.prompt_id,
         store=combee.store,
-        queue=combee.queue,
-        registry=combee.registry,
+        queue=combee._queue_of,
+        registry=combee._registry_of,
         engine=combee._engine,
         step=stepper.step,
         writer=writer,

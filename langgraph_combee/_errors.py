@@ -189,3 +189,23 @@ class StaleCandidateError(RegistryError):
 
 class EngineLoopError(CombeeError, RuntimeError):
     """A synchronous method was called from inside the event loop it would block."""
+
+
+class CombeeClosedError(CombeeError, RuntimeError):
+    """A ``Combee`` was used after ``close()``.
+
+    ``close()`` ends a ``Combee`` for good (and closes the store
+    ``from_conn_string`` opened); ``stop()`` only pauses its learner.
+
+    Attributes:
+        prompt_id: The closed ``Combee``'s prompt.
+        method: The method that was called (``"feedback"``, ``"current"``, ...).
+    """
+
+    def __init__(self, prompt_id: str, method: str) -> None:
+        self.prompt_id = prompt_id
+        self.method = method
+        super().__init__(
+            f"Combee(prompt_id={prompt_id!r}) is closed: {method}() cannot run after "
+            "close(); make a new Combee (stop() pauses the learner without closing)"
+        )

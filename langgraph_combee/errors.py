@@ -17,11 +17,13 @@ One root, so ``except CombeeError`` catches them all::
     │   ├── LeaseHeldError        another writer holds the lease for this prompt
     │   ├── LeaseLostError        the writer lease moved on; this writer's write was refused
     │   └── StaleCandidateError   a candidate's parent is no longer HEAD and cannot be rebased
-    └── EngineLoopError           a sync call was made from inside the engine's loop
+    ├── EngineLoopError           a sync call was made from inside the engine's loop
+    └── CombeeClosedError         a Combee was used after close()
 """
 
 from langgraph_combee._errors import (
     BudgetExceededError,
+    CombeeClosedError,
     CombeeError,
     ConfigurationError,
     EngineLoopError,
@@ -41,6 +43,7 @@ from langgraph_combee._errors import (
 
 __all__ = [
     "BudgetExceededError",
+    "CombeeClosedError",
     "CombeeError",
     "ConfigurationError",
     "EngineLoopError",

@@ -17,7 +17,9 @@ from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
 from langgraph_combee import CaptureSettings, Combee, Feedback, Trace
-from langgraph_combee.testing import FunctionChatModel
+from langgraph_combee.errors import CombeeClosedError
+from langgraph_combee.testing import FunctionChatModel, fake_learner
+from tests.helpers import failing_traces
 from tests.test_agent_faults import JOIN, GatedStore, _kind, finishes
 
 
@@ -231,10 +233,49 @@ def test_a_run_finishing_after_close_is_counted_not_retried_forever(tmp_path: Pa
     release.set()
     running.join(JOIN)
     assert not running.is_alive()
-    assert finishes(lambda: combee.feedback(run_id, correct=True)) is True
+    # Feedback for it has nowhere to go either: refused, not reported kept.
+    with pytest.raises(CombeeClosedError, match=r"feedback\(\) cannot run after close"):
+        combee.feedback(run_id, correct=True)
     serving = combee.describe()["serving"]
     assert (serving["dropped"], serving["buffered"], serving["flush_errors"]) == (1, 0, 0)
-    assert serving["feedback_dropped"] == 1
+
+
+@pytest.mark.parametrize("lean", [False, True], ids=["full", "lean"])
+def test_runs_on_a_closed_combee_are_served_the_cached_version_not_captured(
+    tmp_path: Path, lean: bool
+) -> None:
+    # A closed Combee must not break the agent it serves. Its store can no longer
+    # be read, so a run is served what the serving cache held at close(): the
+    # learned version here, and version 0 (the app's own prompt alone) for a
+    # Combee that cached nothing. Neither run is captured: counted in dropped.
+    conn = str(tmp_path / "c.sqlite")
+    prompts: list[str] = []
+
+    def reply(messages: Any) -> str:
+        prompts.append(messages[0].text)
+        return "ok"
+
+    def agent_of(combee: Combee) -> Any:
+        return create_agent(
+            FunctionChatModel(reply),
+            system_prompt="BASE",
+            middleware=[combee.middleware(lean=lean)],
+        )
+
+    learned = Combee.from_conn_string(conn, prompt_id="p", model=fake_learner())
+    learned.learn(failing_traces(2))  # v1, published to this Combee's serving cache
+    agent = agent_of(learned)
+    finishes(lambda: _ask(agent, "before close", uuid.uuid4()))
+    learned.close()
+    finishes(lambda: _ask(agent, "after close", uuid.uuid4()))
+    assert prompts[0].startswith("BASE\n") and prompts[1] == prompts[0]
+    assert learned.describe()["serving"]["dropped"] == 1
+
+    cold = Combee.from_conn_string(conn, prompt_id="p")
+    cold.close()  # before any run read HEAD
+    finishes(lambda: _ask(agent_of(cold), "after close", uuid.uuid4()))
+    assert prompts[2] == "BASE"
+    assert cold.describe()["serving"]["dropped"] == 1
 
 
 # ---------------------------------------------------------------- feedback after a write

@@ -5,15 +5,21 @@ from __future__ import annotations
 import re
 import sqlite3
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_combee import Combee
+from langgraph_combee import Combee, Trace
 from langgraph_combee._storage.locked import LockedStore
 from langgraph_combee._storage.open import is_postgres, open_store
-from langgraph_combee.errors import ConfigurationError, MissingExtraError, StoreError
+from langgraph_combee.errors import (
+    CombeeClosedError,
+    ConfigurationError,
+    MissingExtraError,
+    StoreError,
+)
 from langgraph_combee.testing import fake_learner
 from tests.helpers import failing_traces
 
@@ -188,3 +194,93 @@ def test_sqlite_url_three_slashes_is_relative_and_the_error_says_so(
     with Combee.from_conn_string("sqlite:///here.db", prompt_id="c"):
         pass
     assert (tmp_path / "here.db").exists()
+
+
+# ---- a closed Combee ------------------------------------------------------------
+
+
+def _closed(tmp_path: Path) -> Combee:
+    combee = Combee.from_conn_string(str(tmp_path / "x.db"), prompt_id="cl", model=fake_learner())
+    combee.close()
+    return combee
+
+
+_CLOSED_CALLS: dict[str, Callable[[Combee], object]] = {
+    "feedback": lambda c: c.feedback("some-run", correct=True),
+    "start": lambda c: c.start(),
+    "running": lambda c: c.running().__enter__(),
+    "current": lambda c: c.current(),
+    "get": lambda c: c.get(0),
+    "history": lambda c: c.history(),
+    "diff": lambda c: c.diff(0, 0),
+    "rollback": lambda c: c.rollback(0),
+    "approve": lambda c: c.approve(1),
+    "reject": lambda c: c.reject(1),
+    "learn": lambda c: c.learn(failing_traces(2)),
+    "flush": lambda c: c.flush(),
+    "registry": lambda c: c.registry(),
+    "queue": lambda c: c.queue(),
+    "describe_roles": lambda c: c.describe_roles(),
+    "next_batch_size": lambda c: c.next_batch_size(),
+}
+
+_CLOSED_ACALLS: dict[str, Callable[[Combee], Awaitable[object]]] = {
+    "afeedback": lambda c: c.afeedback("some-run", correct=True),
+    "astart": lambda c: c.astart(),
+    "acurrent": lambda c: c.acurrent(),
+    "aget": lambda c: c.aget(0),
+    "ahistory": lambda c: c.ahistory(),
+    "adiff": lambda c: c.adiff(0, 0),
+    "arollback": lambda c: c.arollback(0),
+    "aapprove": lambda c: c.aapprove(1),
+    "areject": lambda c: c.areject(1),
+    "alearn": lambda c: c.alearn(failing_traces(2)),
+    "aflush": lambda c: c.aflush(),
+}
+
+
+def _refused(method: str) -> str:
+    return rf"Combee\(prompt_id='cl'\) is closed: {method}\(\) cannot run after close\(\)"
+
+
+@pytest.mark.parametrize("method", sorted(_CLOSED_CALLS))
+def test_a_closed_combee_refuses_its_calls_with_one_clear_error(
+    tmp_path: Path, method: str
+) -> None:
+    # Self-review: after close(), feedback() answered True and warned "will retry"
+    # while nothing ever would (the feedback was lost), the reads raised a bare
+    # sqlite3.ProgrammingError, and start() ran a learner failing every second.
+    combee = _closed(tmp_path)
+    with pytest.raises(CombeeClosedError, match=_refused(method)) as caught:
+        _CLOSED_CALLS[method](combee)
+    assert (caught.value.prompt_id, caught.value.method) == ("cl", method)
+    assert combee._learner is None or not combee._learner.running
+
+
+@pytest.mark.parametrize("method", sorted(_CLOSED_ACALLS))
+async def test_a_closed_combee_refuses_the_async_twins_too(tmp_path: Path, method: str) -> None:
+    combee = _closed(tmp_path)
+    with pytest.raises(CombeeClosedError, match=_refused(method)):
+        await _CLOSED_ACALLS[method](combee)
+    assert combee._learner is None or not combee._learner.running
+
+
+async def test_a_closed_combee_still_captures_stops_and_closes_without_raising(
+    tmp_path: Path,
+) -> None:
+    combee = _closed(tmp_path)
+    combee.capture(Trace(id="late", input="q"))  # the hot path: dropped, counted, never raised
+    combee.stop()
+    combee.close()
+    await combee.astop()
+    await combee.aclose()
+    assert combee.describe()["serving"]["dropped"] == 1
+
+
+def test_close_ends_a_combee_on_a_store_it_was_given_too() -> None:
+    # One rule, whoever owns the store: code tried on an in-memory store behaves
+    # as it will on the database from_conn_string opens.
+    combee = Combee(prompt_id="cl", store=InMemoryStore())
+    combee.close()
+    with pytest.raises(CombeeClosedError, match=_refused("current")):
+        combee.current()

@@ -257,7 +257,8 @@ class Server:
         The first call for a tenant reads the store, waiting at most
         ``settings.first_read_seconds``; runs arriving meanwhile wait on the same
         read. Past that, version 0 (the app's own prompt) is served until the read
-        or a later refresh succeeds.
+        or a later refresh succeeds. A retired server (its store closed for good)
+        serves a tenant it has no HEAD for version 0 without reading.
         """
         tenant = _shared(tenant)
         now = self._clock()
@@ -272,6 +273,10 @@ class Server:
                 if now - entry.loaded_at >= self.settings.refresh_seconds:
                     self._stale.add(tenant)
                     self._wake.set()
+                return entry.version
+            if self.retired:
+                # Its store is closed for good: nothing to read, the app's own prompt.
+                entry = self._heads[tenant] = _Entry(self._initial(tenant), now)
                 return entry.version
             loading = self._loading.get(tenant)
             first = loading is None
@@ -421,7 +426,7 @@ class Server:
             cached = self._versions.get((tenant, number))
             if cached is not None:
                 return cached
-        if self.store_failing():
+        if self.retired or self.store_failing():
             return self.head(tenant)
         try:
             found = self._registry_for(tenant).get(number)
