@@ -617,6 +617,27 @@ def test_a_trace_json_cannot_carry_does_not_block_the_buffer() -> None:
         assert combee.describe()["serving"]["unserializable"] == 1
 
 
+def test_bytes_json_cannot_carry_are_stored_as_their_repr_not_dropped() -> None:
+    # Self-review: pydantic writes bytes as UTF-8 even under a repr() fallback, so
+    # bytes that are not UTF-8 dropped the whole trace, where docs/faults.md
+    # promises their repr().
+    with _served(Combee(prompt_id="p", capture=CaptureSettings(flush_seconds=60))) as combee:
+        combee.capture(
+            Trace(
+                id="t-bytes",
+                input="hello",
+                metadata={"b": b"\xff", "text": b"fine", "nested": {"n": (b"\xfe", 1)}},
+                tool_calls=[{"name": "upload", "args": {"blob": [b"\x00\xff"]}}],
+            )
+        )
+        assert combee.flush() == 1
+        (trace,) = combee.queue().claim(5, holder="t")
+        serving = combee.describe()["serving"]
+    assert trace.metadata == {"b": "b'\\xff'", "text": "fine", "nested": {"n": ["b'\\xfe'", 1]}}
+    assert trace.tool_calls[0].args == {"blob": ["b'\\x00\\xff'"]}
+    assert (serving["unserializable"], serving["capture_errors"]) == (1, 0)
+
+
 # ---------------------------------------------------------------- a retried run, store down
 
 

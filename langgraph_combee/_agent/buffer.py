@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic_core import to_jsonable_python
+
 from langgraph_combee._agent.limits import TraceLimits, clip_trace
 from langgraph_combee._core.types import Feedback, Trace
 from langgraph_combee._errors import ConfigurationError
@@ -97,6 +99,26 @@ def _storable(value: Any) -> Any:
     if isinstance(value, list):
         return [_storable(v) for v in value]
     return value
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` (a trace's ``model_dump()``) as JSON data, each value JSON cannot carry its repr.
+
+    Value by value, not with ``model_dump(mode="json", fallback=repr)``: that
+    falls back only for types pydantic does not know, and it knows ``bytes``,
+    which it writes as UTF-8 and so fails on bytes that are not (``b"\\xff"``).
+    """
+    if isinstance(value, dict):
+        return {
+            key if isinstance(key, str) else str(_jsonable(key)): _jsonable(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item) for item in value]
+    try:
+        return to_jsonable_python(value, fallback=repr)
+    except Exception:  # bytes that are not UTF-8, and the like
+        return repr(value)
 
 
 def with_feedback(trace: Trace, feedback: Feedback) -> Trace:
@@ -475,7 +497,7 @@ class CaptureBuffer:
                 plain, odd = None, True
             try:
                 if plain is None:
-                    plain = pending.trace.model_dump(mode="json", fallback=repr)
+                    plain = _jsonable(pending.trace.model_dump())
                 clean = _storable(plain)
                 if not odd and clean == plain:
                     continue
