@@ -30,6 +30,7 @@ holding an ``output``/``answer``/``ground_truth`` (or a plain string) gives
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -112,6 +113,8 @@ def _fold(items: Iterable[LSFeedback]) -> Feedback | None:
         value = item.score
         if isinstance(value, bool):
             value = float(value)
+        if isinstance(value, int | float) and not math.isfinite(value):
+            value = None  # a Feedback's score is a finite number
         if item.key in _CORRECT_KEYS and isinstance(value, int | float):
             correct = value >= 0.5
             score = float(value)

@@ -104,7 +104,18 @@ def test_validation_gate_counts_a_raising_runner_as_zero() -> None:
         (lambda: ValidationGate(["a"], "run"), "runner"),
         (lambda: CanaryGate(fraction=1.5), "fraction=1.5"),
         (lambda: CanaryGate(min_runs=0), "min_runs=0"),
-        (lambda: CanaryGate(margin=-1), "margin=-1"),
+        (lambda: CanaryGate(margin=-1), "margin=-1 .*a finite number >= 0"),
+        # Self-review: NaN failed every comparison, so the gate rejected every candidate.
+        (lambda: CanaryGate(margin=float("nan")), "margin=nan .*a finite number >= 0"),
+        (lambda: CanaryGate(margin=float("inf")), "margin=inf .*a finite number >= 0"),
+        (
+            lambda: ValidationGate(["a"], lambda v, e: 1.0, min_delta=float("nan")),
+            "min_delta=nan .*a finite number",
+        ),
+        (
+            lambda: ValidationGate(["a"], lambda v, e: 1.0, min_delta="0.1"),
+            "min_delta='0.1' .*a finite number",
+        ),
     ],
 )
 def test_policy_arguments_are_validated(factory, match) -> None:  # type: ignore[no-untyped-def]

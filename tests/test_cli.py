@@ -217,7 +217,7 @@ def test_learn_missing_file(runner: CliRunner, tmp_path: Path, db: Path) -> None
 
 def test_learn_with_no_valid_line(runner: CliRunner, tmp_path: Path, db: Path) -> None:
     path = tmp_path / "bad.jsonl"
-    path.write_text('{"id": ""}\n[1, 2]\n', encoding="utf-8")
+    path.write_text('{"input": "q", "id": ""}\n[1, 2]\n', encoding="utf-8")
     result = run(runner, "learn", str(path), "-p", "r", "-m", "test", "-s", str(db))
     failed(result, 1, f"no valid trace in {path} (2 line(s) skipped)")
     assert f"{path}:1: skipped: not a valid trace" in result.stderr
@@ -674,6 +674,22 @@ def test_learn_refuses_lines_without_trace_fields_before_any_call(
     assert f"{path}:1: skipped: no trace field (found: foo;" in result.stderr
     assert f"{path}:2: skipped: no trace field (found: bar, id;" in result.stderr
     assert not db.exists()  # refused before the store was opened or a learner called
+
+
+def test_learn_skips_a_line_with_a_misspelled_field_naming_it(
+    runner: CliRunner, tmp_path: Path, db: Path
+) -> None:
+    # Self-review: a misspelled field was ignored, so the line was learned from
+    # as a trace without its feedback.
+    path = tmp_path / "typo.jsonl"
+    typo = json.dumps({"input": "x", "output": "y", "feedbak": {"correct": False}})
+    path.write_text(f"{trace_line(0)}\n{typo}\n", encoding="utf-8")
+    result = ok(run(runner, "learn", str(path), "-p", "r", "-m", "test", "-s", str(db)))
+    assert (
+        f"{path}:2: skipped: not a valid trace (Value error, unknown Trace field(s): "
+        "'feedbak' (did you mean 'feedback'?))"
+    ) in result.stderr
+    assert "learned from 1 trace(s)" in result.stdout
 
 
 def test_learn_accepts_a_utf8_byte_order_mark(runner: CliRunner, tmp_path: Path, db: Path) -> None:

@@ -355,7 +355,13 @@ def test_trace_limits_are_validated() -> None:
         ("not a list", r"traces='not a list'"),
         ([{"id": "   "}], r"traces\[0\]=\{'id': '   '\}"),
         ([{"input": "a", "feedback": {"score": "high"}}], r"traces\[0\]=.*score"),
-        ([{"input": "a", "unknown_field": 1}, None], r"traces\[1\]=None"),
+        ([{"input": "a"}, None], r"traces\[1\]=None"),
+        # A field a trace does not have is named, not ignored (a misspelled
+        # "feedbak" would have it learned from without its feedback).
+        (
+            [{"input": "a", "feedbak": {"correct": False}}],
+            r"(?s)traces\[0\]=.*unknown Trace field\(s\): 'feedbak' \(did you mean 'feedback'\?\)",
+        ),
     ],
 )
 def test_malformed_traces_are_a_configuration_error_naming_the_value(bad: Any, named: str) -> None:

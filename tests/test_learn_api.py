@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 from langchain_core.messages import AIMessage
+from pydantic import ValidationError
 
 from langgraph_combee import (
     AlgorithmSettings,
@@ -36,6 +37,33 @@ def test_trace_is_constructible_by_hand() -> None:
     assert trace.id and trace.has_ground_truth()
     with pytest.raises(ValueError, match="non-empty"):
         Trace(id="  ")
+
+
+@pytest.mark.parametrize(
+    ("make", "named"),
+    [
+        (lambda: Feedback(score=float("nan")), r"score\n  Input should be a finite number"),
+        (lambda: Feedback(score=float("inf")), r"score\n  Input should be a finite number"),
+        (lambda: Trace(latency_seconds=float("nan")), r"latency_seconds\n  .* a finite number"),
+        (lambda: Trace(latency_seconds=-5), r"latency_seconds\n  .* greater than or equal to 0"),
+    ],
+)
+def test_trace_and_feedback_numbers_are_finite(make: Callable[[], object], named: str) -> None:
+    # Self-review: Feedback(score=nan) and Trace(latency_seconds=-5) were taken,
+    # while feedback(run, score=nan) was refused.
+    with pytest.raises(ValidationError, match=named):
+        make()
+
+
+def test_a_trace_refuses_a_field_it_does_not_have_naming_it() -> None:
+    # Self-review: a misspelled "feedbak" was ignored, and the trace learned from
+    # as one without feedback.
+    with pytest.raises(ValidationError, match=r"'feedbak' \(did you mean 'feedback'\?\)"):
+        Trace(input="x", output="y", feedbak={"correct": False})  # type: ignore[call-arg]
+    combee = Combee(prompt_id="p", model=fake_learner())
+    with pytest.raises(ConfigurationError, match=r"(?s)traces\[0\]=.*unknown Trace field"):
+        combee.learn([{"input": "x", "output": "y", "feedbak": {"correct": False}}])
+    assert combee.history() == []
 
 
 @pytest.mark.parametrize(

@@ -677,6 +677,29 @@ def test_traces_round_trip_unchanged(store: BaseStore, clock: FakeClock) -> None
     assert TraceQueue(store, PROMPT, clock=clock).pending_count() == 0
 
 
+def test_a_trace_stored_by_another_release_stays_readable(
+    store: BaseStore, clock: FakeClock
+) -> None:
+    # Self-review: Trace now refuses fields it does not have (a misspelled
+    # "feedbak" in learn()) and a negative latency. A queued record carrying a
+    # field of another release, or a value this one refuses, must still be read
+    # back by every path that reads stored traces: claim, feedback, dead letters.
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    queue.put_many(traces("old", "parked"))
+    namespace = PromptSpace(PROMPT).namespace("queue")
+    for item in store.search(namespace, limit=10):
+        trace = {**item.value["trace"], "from_a_later_release": [1], "latency_seconds": -5.0}
+        trace["feedback"] = {"correct": False, "confidence": 0.9}
+        store.put(namespace, item.key, {**item.value, "trace": trace})
+    assert queue.set_feedback("old", Feedback(comment="late"))
+    assert queue.park(["parked"], reason="x") == 1
+    (claimed,) = queue.claim(10, holder="l")
+    assert (claimed.id, claimed.latency_seconds) == ("old", None)
+    assert claimed.feedback == Feedback(correct=False, comment="late")
+    (letter,) = queue.dead_letters()
+    assert (letter.trace.id, letter.trace.feedback) == ("parked", Feedback(correct=False))
+
+
 def test_queue_validates_arguments(store: BaseStore) -> None:
     queue = TraceQueue(store, PROMPT)
     with pytest.raises(ConfigurationError, match="limit=-1"):

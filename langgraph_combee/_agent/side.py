@@ -367,13 +367,15 @@ class AgentSide:
             "ground_truth": ground_truth,
             "source": source,
         }
+        if isinstance(score, bool) or (
+            isinstance(score, (int, float)) and not math.isfinite(score)
+        ):
+            raise ConfigurationError("score", score, "None or a finite number")
         try:
             fb = Feedback(**fields)
         except ValidationError as exc:
             given = {k: v for k, v in fields.items() if v is not None}
             raise ConfigurationError("feedback", given, f"valid Feedback fields ({exc})") from exc
-        if isinstance(score, bool) or (score is not None and not math.isfinite(fb.score or 0.0)):
-            raise ConfigurationError("score", score, "None or a finite number")
         if fb.is_empty():
             raise ConfigurationError(
                 "feedback",

@@ -7,11 +7,21 @@ versions are stored. No I/O and no LLM calls live in this module.
 
 from __future__ import annotations
 
+import difflib
+import math
 import uuid
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from langgraph_combee._core.evidence import ReplayReport
 from langgraph_combee._core.ops import DeltaOp
@@ -27,6 +37,24 @@ def _new_id() -> str:
     return str(uuid.uuid4())
 
 
+# The validation context of a record read back from a store (``stored_trace``).
+_STORED = {"combee_stored": True}
+
+
+def _is_stored(info: ValidationInfo) -> bool:
+    context = info.context
+    return isinstance(context, Mapping) and context.get("combee_stored") is True
+
+
+def _number_or_none(value: object, *, at_least: float | None = None) -> object:
+    """``value`` if it is a number the models take now, else None (for stored records)."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value  # not a number at all: left to the field's own validation
+    if not math.isfinite(value) or (at_least is not None and value < at_least):
+        return None
+    return value
+
+
 class Feedback(BaseModel):
     """How a run went: a score, a verdict, a comment and/or the right answer.
 
@@ -37,13 +65,25 @@ class Feedback(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    score: float | None = None
+    score: float | None = Field(default=None, allow_inf_nan=False)
     correct: bool | None = None
     comment: str | None = None
     ground_truth: str | None = None
     source: str | None = Field(
         default=None, description="Where the feedback came from: evaluator, user, langsmith..."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_back(cls, data: Any, info: ValidationInfo) -> Any:
+        # Feedback stored by an earlier release may hold a score this one refuses
+        # (NaN): it is read back without it rather than made unreadable.
+        if not _is_stored(info) or not isinstance(data, Mapping):
+            return data
+        known = {k: v for k, v in data.items() if k in cls.model_fields}
+        if "score" in known:
+            known["score"] = _number_or_none(known["score"])
+        return known
 
     def is_empty(self) -> bool:
         """Return True when no field carries a signal."""
@@ -102,7 +142,12 @@ class Trace(BaseModel):
 
         Trace(input="Where is my refund?", output="BILLING",
               feedback=Feedback(correct=False, ground_truth="FIN-REFUNDS"))
+
+    A field it does not have (``feedbak=...``) is refused, naming it, so that a
+    misspelling cannot make a trace learned from without its feedback.
     """
+
+    model_config = ConfigDict(extra="forbid")
 
     id: str = Field(default_factory=_new_id)
     input: str = ""
@@ -117,10 +162,29 @@ class Trace(BaseModel):
     )
     thread_id: str | None = None
     tenant: str | None = None
-    latency_seconds: float | None = None
+    latency_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     input_tokens: int | None = None
     output_tokens: int | None = None
     created_at: datetime = Field(default_factory=_utcnow)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        fields = cls.model_fields
+        if _is_stored(info):
+            # Read back from a store, perhaps written by another release: what this
+            # one does not know is dropped and a latency it refuses forgotten, so
+            # that no stored trace becomes unreadable.
+            known = {k: v for k, v in data.items() if k in fields}
+            if "latency_seconds" in known:
+                known["latency_seconds"] = _number_or_none(known["latency_seconds"], at_least=0)
+            return known
+        unknown = [k for k in data if k not in fields]
+        if unknown:
+            raise ValueError(_unknown_fields(unknown, list(fields)))
+        return data
 
     @field_validator("id")
     @classmethod
@@ -139,6 +203,29 @@ class Trace(BaseModel):
         if self.error:
             errors.insert(0, self.error)
         return errors
+
+
+def _unknown_fields(unknown: list[Any], fields: list[str]) -> str:
+    """What a trace with fields it does not have is told: each, with the closest name."""
+    named = []
+    for key in unknown:
+        close = difflib.get_close_matches(str(key), fields, n=1) if isinstance(key, str) else []
+        named.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
+    return f"unknown Trace field(s): {', '.join(named)}"
+
+
+def stored_trace(data: Mapping[str, Any]) -> Trace:
+    """A trace read back from a store: fields this release does not know are dropped.
+
+    A record written by another release may carry a field this one lacks, or a
+    value it refuses (a NaN latency or score); neither makes it unreadable.
+    """
+    return Trace.model_validate(data, context=_STORED)
+
+
+def stored_feedback(data: Mapping[str, Any]) -> Feedback:
+    """Feedback read back from a store (see ``stored_trace``)."""
+    return Feedback.model_validate(data, context=_STORED)
 
 
 BulletTagValue = Literal["helpful", "harmful", "neutral"]

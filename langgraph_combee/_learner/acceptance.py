@@ -32,6 +32,7 @@ import abc
 import asyncio
 import inspect
 import logging
+import math
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -330,6 +331,23 @@ class ManualApproval(AcceptancePolicy):
 Runner = Callable[[PromptVersion, Any], "float | bool | Awaitable[float | bool]"]
 
 
+def _finite(name: str, value: object, *, at_least: float | None = None) -> float:
+    """``value`` as a float, if it is a finite number (at least ``at_least``).
+
+    NaN would fail every comparison a gate makes, so it would reject every
+    candidate (or let every one through) without a word.
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or (at_least is not None and value < at_least)
+    ):
+        bound = "" if at_least is None else f" >= {at_least:g}"
+        raise ConfigurationError(name, value, f"a finite number{bound}")
+    return float(value)
+
+
 class ValidationGate(AcceptancePolicy):
     """Score candidate and current version on held-out examples; accept if not worse.
 
@@ -361,7 +379,7 @@ class ValidationGate(AcceptancePolicy):
             raise ConfigurationError("max_concurrency", max_concurrency, "an int >= 1")
         self.examples = list(examples)
         self.runner = runner
-        self.min_delta = float(min_delta)
+        self.min_delta = _finite("min_delta", min_delta)
         self.max_concurrency = max_concurrency
 
     async def _score(self, version: PromptVersion) -> float:
@@ -487,12 +505,10 @@ class CanaryGate(AcceptancePolicy):
             raise ConfigurationError("fraction", fraction, "a number in (0, 1)")
         if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 1:
             raise ConfigurationError("min_runs", min_runs, "an int >= 1")
-        if margin < 0:
-            raise ConfigurationError("margin", margin, "a number >= 0")
+        self.margin = _finite("margin", margin, at_least=0.0)
         self.fraction = float(fraction)
         self.canary_fraction = self.fraction
         self.min_runs = min_runs
-        self.margin = float(margin)
         self.rollback = rollback
         self._lock = threading.Lock()
         self._tenants: dict[str | None, _TenantState] = {}

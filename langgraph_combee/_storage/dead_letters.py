@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from langgraph.store.base import Item
 
-from langgraph_combee._core.types import Trace
+from langgraph_combee._core.types import Trace, stored_trace
 from langgraph_combee._storage import _io as io
 from langgraph_combee._storage._io import Flow
 
@@ -144,7 +144,7 @@ class DeadLetterFlows:
                     attempts=int(item.value.get("attempts", 0)),
                     reason=str(item.value.get("reason", "")),
                     parked_at=float(item.value.get("parked_at", 0.0)),
-                    trace=Trace.model_validate(item.value["trace"]),
+                    trace=stored_trace(item.value["trace"]),
                 )
                 for item in items
             ),

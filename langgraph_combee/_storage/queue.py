@@ -49,7 +49,7 @@ from typing import Any, Literal
 
 from langgraph.store.base import BaseStore, Item
 
-from langgraph_combee._core.types import Feedback, Trace
+from langgraph_combee._core.types import Feedback, Trace, stored_feedback, stored_trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._storage import _io as io
 from langgraph_combee._storage._io import Flow, run_async, run_sync
@@ -443,7 +443,7 @@ class TraceQueue:
         if hold is None or float(hold) <= now:
             return False
         feedback = entry["trace"].get("feedback")
-        return feedback is None or Feedback.model_validate(feedback).is_empty()
+        return feedback is None or stored_feedback(feedback).is_empty()
 
     def _put_flow(self, trace: Trace, hold_until: float | None) -> Flow[bool]:
         fresh = yield from self._put_many_flow([trace], [hold_until])
@@ -604,7 +604,7 @@ class TraceQueue:
         # One batch per namespace, entries first (see the module docstring).
         yield from io.batch([io.PutRequest(self._entries, key, e) for key, e in entries])
         yield from io.batch([self._index_put(e["trace_id"], "claimed", key) for key, e in entries])
-        return [Trace.model_validate(entry["trace"]) for _, entry in entries]
+        return [stored_trace(entry["trace"]) for _, entry in entries]
 
     def _index_put(self, trace_id: str, status: TraceStatus, entry_key: str) -> io.PutRequest:
         value = {"status": status, "entry_key": entry_key, "updated_at": self._clock()}
@@ -675,7 +675,7 @@ class TraceQueue:
         item = yield from io.get(self._entries, key)
         if item is None:
             return False
-        trace = Trace.model_validate(item.value["trace"])
+        trace = stored_trace(item.value["trace"])
         merged = feedback if trace.feedback is None else trace.feedback.merged(feedback)
         trace = trace.model_copy(update={"feedback": merged})
         yield from io.put(
@@ -773,7 +773,7 @@ def _superseding(stored: dict[str, Any], trace: Trace) -> dict[str, Any]:
     """``trace`` as stored in place of the failed trace ``stored``, its feedback kept."""
     kept = stored.get("feedback")
     if kept is not None:
-        feedback = Feedback.model_validate(kept)
+        feedback = stored_feedback(kept)
         if trace.feedback is not None:
             feedback = feedback.merged(trace.feedback)
         trace = trace.model_copy(update={"feedback": feedback})

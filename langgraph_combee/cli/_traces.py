@@ -3,7 +3,8 @@
 A JSONL file holds one ``Trace`` object per line (the fields of
 ``langgraph_combee.Trace``; only ``input``/``output``/``feedback`` matter in
 practice). A line that is not valid JSON, nested too deeply to read, not a valid
-trace, or an object with none of a trace's fields (``{"foo": 1}``) is reported
+trace (a field a trace does not have, such as a misspelled ``feedbak``, makes
+it invalid), or an object with none of a trace's fields (``{"foo": 1}``) is reported
 with its line number and skipped; the rest still loads. Blank lines are ignored,
 and a UTF-8 byte-order mark is accepted.
 """
@@ -92,14 +93,8 @@ def parse_lines(lines: Iterable[bytes]) -> LoadedTraces:
         if not isinstance(data, dict):
             errors.append(LineError(number, f"expected a JSON object, got {type(data).__name__}"))
             continue
-        try:
-            trace = Trace.model_validate(data)
-        except ValidationError as exc:
-            errors.append(LineError(number, f"not a valid trace ({_reason(exc)})"))
-            continue
-        except RecursionError:
-            errors.append(LineError(number, "not a valid trace: a value nested too deeply"))
-            continue
+        # Before validation: a line with no trace field at all ({"foo": 1}) is told
+        # so, rather than that "foo" is not a field of a trace.
         if not _TRACE_FIELDS.intersection(data):
             keys = ", ".join(sorted(map(str, data))[:5]) or "none"
             errors.append(
@@ -108,6 +103,14 @@ def parse_lines(lines: Iterable[bytes]) -> LoadedTraces:
                     f"no trace field (found: {keys}; expected some of {', '.join(_SHOWN_FIELDS)})",
                 )
             )
+            continue
+        try:
+            trace = Trace.model_validate(data)
+        except ValidationError as exc:
+            errors.append(LineError(number, f"not a valid trace ({_reason(exc)})"))
+            continue
+        except RecursionError:
+            errors.append(LineError(number, "not a valid trace: a value nested too deeply"))
             continue
         traces.append(trace)
     return LoadedTraces(traces=traces, errors=errors, lines=count)
