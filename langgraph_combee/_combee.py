@@ -73,7 +73,7 @@ from langgraph_combee._learning.engine import (
 )
 from langgraph_combee._learning.guard import DEFAULT_GUARD, BulletGuard
 from langgraph_combee._learning.replay import ReplaySettings
-from langgraph_combee._learning.strategies import Strategy
+from langgraph_combee._learning.strategies import Strategy, make_strategy
 from langgraph_combee._settings import (
     AlgorithmSettings,
     CaptureSettings,
@@ -84,7 +84,7 @@ from langgraph_combee._settings import (
     refuse_moved,
 )
 from langgraph_combee._storage._io import loop_closed
-from langgraph_combee._storage.keys import validate_label
+from langgraph_combee._storage.keys import PromptSpace, validate_label
 from langgraph_combee._storage.locked import thread_safe, unwrap
 from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
@@ -332,6 +332,11 @@ class Combee:
             AcceptAll() if acceptance is None else as_policy(acceptance)
         )
         self._batch_size = _batch_size(batch_size)
+        # Checked here, model or not: a serve-only replica is given the same arguments
+        # as the learner, and a bad one must not wait for a model to be found out.
+        make_strategy(
+            strategy, copies=algorithm.copies, fan_in=algorithm.fan_in, seed=algorithm.seed
+        )
         self._strategy = strategy
         self._engine_settings = EngineSettings(
             copies=algorithm.copies,
@@ -421,7 +426,7 @@ class Combee:
             self, lease_seconds=learning.lease_seconds
         )
         self._writer = self._learner_parts.writer
-        # Build one engine now so that bad strategy settings fail at construction.
+        # Build one engine now so that bad engine settings fail at construction.
         if self.model is not None:
             self._engine(None)
 
@@ -522,7 +527,8 @@ class Combee:
 
         Raises:
             ConfigurationError: The feedback is empty or ill-typed, ``run_id`` is
-                missing, or ``tenant`` is not a valid tenant (nothing is changed).
+                not a UUID or a non-empty str, or ``tenant`` is not a valid tenant
+                (nothing is changed).
             CombeeClosedError: ``close()`` was called: nothing could keep it.
         """
         self._open("feedback")
@@ -660,6 +666,9 @@ class Combee:
         return self._queues[tenant]
 
     def _engine(self, tenant: str | None) -> LearningEngine:
+        if tenant is not None:
+            # The rule of every tenant= argument (the queue's and the registry's).
+            PromptSpace(self.prompt_id, tenant)
         if self.model is None:
             raise ConfigurationError(
                 "model", None, "a learner model to learn with (Combee(model=...))"

@@ -543,6 +543,10 @@ def test_learn_refuses_two_traces_with_one_id_before_writing_anything() -> None:
     [
         ({"run_id": None, "correct": True}, "run_id=None"),
         ({"run_id": "  ", "correct": True}, "run_id='  '"),
+        # Neither a UUID nor a str: refused like None, not looked up as its str
+        # and answered False as if the run were merely unknown.
+        ({"run_id": ["5"], "correct": True}, r"run_id=\['5'\].*a UUID or a non-empty str"),
+        ({"run_id": 5.0, "correct": True}, r"run_id=5\.0 .*a UUID or a non-empty str"),
         ({"run_id": "r1", "score": "high"}, "feedback=.*'high'"),
         ({"run_id": "r1", "score": float("nan")}, "score=nan"),
         ({"run_id": "r1", "score": True}, "score=True"),

@@ -66,6 +66,14 @@ def test_a_trace_refuses_a_field_it_does_not_have_naming_it() -> None:
     assert combee.history() == []
 
 
+@pytest.mark.parametrize("strategy", ["fast", ["combee"], 5])
+def test_a_bad_strategy_fails_at_construction_without_a_model_too(strategy: object) -> None:
+    # Self-review: only a Combee with a learner model checked it; a serve-only
+    # replica given the learner's arguments took strategy="fast".
+    with pytest.raises(ConfigurationError, match=r"strategy=.* one of \['combee', 'naive'"):
+        Combee(prompt_id="p", strategy=strategy)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [

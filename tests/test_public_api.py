@@ -371,6 +371,18 @@ def test_batch_size_takes_a_controller_and_each_tenant_measures_its_own() -> Non
     assert controller.samples == []  # the one given stays a template
 
 
+@pytest.mark.parametrize("bad", ["a.b", "_", "", 5])
+def test_next_batch_size_refuses_a_tenant_the_other_calls_refuse(bad: object) -> None:
+    # Self-review: next_batch_size(tenant="a.b") answered 4 (and made an engine for
+    # it), where queue(), registry(), feedback() and learn() refuse that tenant.
+    combee = Combee(prompt_id="p", model=fake_learner())
+    with pytest.raises(ConfigurationError, match=f"tenant={bad!r}"):
+        combee.next_batch_size(tenant=bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=f"tenant={bad!r}"):
+        combee.queue(tenant=bad)  # type: ignore[arg-type]
+    assert list(combee._engines) == [None]
+
+
 def test_batch_size_refuses_anything_else() -> None:
     with pytest.raises(ConfigurationError, match="BatchSizeController"):
         Combee(prompt_id="p", batch_size=2.5)  # type: ignore[arg-type]

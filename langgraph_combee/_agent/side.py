@@ -15,6 +15,7 @@ import asyncio
 import logging
 import math
 import threading
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -303,7 +304,8 @@ class AgentSide:
 
         Raises:
             ConfigurationError: The feedback is empty or ill-typed, ``run_id`` is
-                missing, or ``tenant`` is not a valid tenant (nothing is changed).
+                not a UUID or a non-empty str, or ``tenant`` is not a valid tenant
+                (nothing is changed).
         """
         trace_id, fb, queue = self._feedback_args(
             run_id, score, correct, comment, ground_truth, source, tenant
@@ -382,7 +384,9 @@ class AgentSide:
                 fb.model_dump(exclude_none=True),
                 "at least one of score, correct, comment, ground_truth",
             )
-        if run_id is None or not str(run_id).strip():
+        # What a run id can be, and nothing else: a list or a float would be looked up
+        # as its str and reported as an unknown run, hiding the caller's mistake.
+        if not (isinstance(run_id, uuid.UUID) or (isinstance(run_id, str) and run_id.strip())):
             raise ConfigurationError("run_id", run_id, "the run's id: a UUID or a non-empty str")
         queue = self._queue_for(tenant)  # a bad tenant is the caller's error: it raises now
         return str(run_id), clip_feedback(fb, self.server.settings.limits), queue

@@ -600,7 +600,7 @@ def make_strategy(strategy: str | Strategy, **options: int | None) -> Strategy:
     """Return a strategy instance from its name (or the instance itself)."""
     if isinstance(strategy, Strategy):
         return strategy
-    if strategy not in STRATEGIES:
+    if not isinstance(strategy, str) or strategy not in STRATEGIES:
         raise ConfigurationError("strategy", strategy, f"one of {sorted(STRATEGIES)}")
     if strategy == "combee":
         return CombeeStrategy(**{k: v for k, v in options.items() if v is not None})  # type: ignore[arg-type]
