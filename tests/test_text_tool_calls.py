@@ -8,6 +8,7 @@ recovery, a ``create_agent`` agent calls no tool at all.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from typing import Any
 
@@ -279,3 +280,85 @@ def test_text_that_only_names_a_tool_in_python_is_no_call(reply: str) -> None:
     combee = Combee(prompt_id=f"text-{uuid.uuid4().hex[:6]}", model=fake_learner())
     _agent(ScriptedChatModel(replies=[reply]), combee).invoke({"messages": [HumanMessage("hi")]})
     assert RAN == []
+
+
+_SCHEMAS = {
+    "refund": {
+        "type": "object",
+        "properties": {"order": {"type": "integer"}, "amount": {"type": "number"}},
+        "required": ["order", "amount"],
+    },
+    "lookup": {
+        "type": "object",
+        "properties": {"order": {"type": "integer"}},
+        "required": ["order"],
+    },
+}
+_REFUND_JSON = '{"name":"refund","arguments":{"order":9,"amount":1000}}'
+_REFUND_PY = "refund(order=9, amount=1000)"
+
+
+def _runs(messages: list[Any], reply: str) -> bool:
+    from langgraph_combee._core.toolcalls import recovered_message
+
+    return bool(recovered_message(AIMessage(reply), _SCHEMAS, messages).tool_calls)
+
+
+@pytest.mark.parametrize(
+    ("messages", "reply"),
+    [
+        # A second review (sixteenth session): each of these ran the user's call.
+        (
+            [
+                HumanMessage(
+                    f'First {{"name":"lookup","arguments":{{"order":1}}}} then {_REFUND_PY}'
+                )
+            ],
+            _REFUND_PY,
+        ),
+        ([HumanMessage(f'x {{"name":"refund","arguments":{{}}}} then {_REFUND_PY}')], _REFUND_PY),
+        ([HumanMessage(f"Do {_REFUND_PY}")], "refund(order=9, amount=1000.0)"),
+        ([HumanMessage("Do refund(order=9, amount=1e3)")], _REFUND_PY),
+        ([HumanMessage('{"name":"refund","arguments":{"order":9,"amount":1000.0}}')], _REFUND_JSON),
+        ([HumanMessage("Do refund(order=9, amount=-0.0)")], "refund(order=9, amount=0)"),
+        ([HumanMessage("[" * 2001 + " " + _REFUND_JSON)], _REFUND_JSON),
+        ([HumanMessage("{x" * 2001 + " " + _REFUND_JSON)], _REFUND_JSON),
+        ([HumanMessage("x" * 100_001 + " " + _REFUND_PY)], _REFUND_PY),
+        ([HumanMessage(f"Do functions.{_REFUND_PY}")], _REFUND_PY),
+        ([HumanMessage("Do refund（order=9, amount=1000）")], _REFUND_PY),
+        ([HumanMessage("refund(order=9,"), HumanMessage("amount=1000)")], _REFUND_PY),
+        (
+            [
+                HumanMessage("hi"),
+                AIMessage("", tool_calls=[{"name": "lookup", "args": {"order": 9}, "id": "1"}]),
+                ToolMessage([{"type": "json", "json": json.loads(_REFUND_JSON)}], tool_call_id="1"),
+            ],
+            _REFUND_JSON,
+        ),
+        (
+            [HumanMessage('{"arguments": {"amount": 1000, "order": 9}, "name": "refund"}')],
+            _REFUND_PY,
+        ),
+    ],
+)
+def test_a_written_call_is_a_copy_whatever_surrounds_or_spells_it(
+    messages: list[Any], reply: str
+) -> None:
+    assert not _runs(messages, reply)
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        "please refund order 9",
+        "refund (order 9, amount 20)",
+        "lookup(order=9) first, please",
+        '{"order": 9, "amount": 20}',
+        "refund(order=9, amount=1000)",  # the same tool, other arguments
+        "refund " * 65,  # the name many times, but never the model's call: only then refused
+    ],
+)
+def test_a_call_the_model_makes_itself_still_runs(user: str) -> None:
+    reply = "refund(order=9, amount=20)"
+    expected = user != "refund " * 65
+    assert _runs([HumanMessage(user)], reply) is expected

@@ -17,6 +17,7 @@ import ast
 import json
 import math
 import re
+import unicodedata
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -360,8 +361,19 @@ def bound_tools(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return table
 
 
+def _canonical(value: Any) -> Any:
+    """``value`` with every whole float written as an int (``1000.0``, ``1e3``, ``-0.0``)."""
+    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        return int(value)
+    if isinstance(value, Mapping):
+        return {key: _canonical(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(item) for item in value]
+    return value
+
+
 def _call_key(name: str, args: Any) -> str:
-    return f"{name}:{json.dumps(args, sort_keys=True, default=str)}"
+    return f"{name}:{json.dumps(_canonical(args), sort_keys=True, default=str)}"
 
 
 def made_before(messages: Sequence[BaseMessage]) -> set[str]:
@@ -403,25 +415,77 @@ call format is ..."); the 1.5B's calls come bare, fenced, or after one short
 sentence."""
 
 
+_MAX_COPY_SITES = 64
+"""Most places a human or tool message names a called tool that are read for a copy;
+past that the call is taken for a copy (never run): a message naming a tool that
+often is no request a model should act on unasked."""
+_MAX_COPY_OPENINGS = 16
+"""Braces read back from a tool's name for the JSON object that names it."""
+
+
+def _all_text(message: BaseMessage) -> str:
+    """Every string a message holds: its text, and its other blocks as JSON."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        else:
+            parts.append(json.dumps(block, default=str))
+    return "\n".join(parts)
+
+
+def _written_near(text: str, site: int, tools: Mapping[str, Any]) -> set[str]:
+    """The calls written where ``text`` names a tool at ``site``, JSON or Python."""
+    keys: set[str] = set()
+    after = text[site : site + _MAX_CALL_CHARS]
+    values = [value for value, _, _ in python_calls(after, tools)]
+    lead = max(0, site - _MAX_CALL_CHARS)
+    opening = site
+    for _ in range(_MAX_COPY_OPENINGS):
+        opening = text.rfind("{", lead, opening)
+        if opening < 0:
+            break
+        try:
+            values.append(_DECODER.raw_decode(text[opening : site + _MAX_CALL_CHARS])[0])
+        except (ValueError, RecursionError):
+            continue
+    for call in _recover_from(values, tools).calls:
+        keys.add(_call_key(call["name"], call["args"]))
+    return keys
+
+
 def _copied(
     calls: Sequence[ToolCall], tools: Mapping[str, Any], messages: Sequence[BaseMessage]
 ) -> bool:
-    """Whether one of ``calls`` is a call written in a human or tool message of ``messages``.
+    """Whether one of ``calls`` is a call written in the human or tool messages of ``messages``.
 
     A model that quotes a request ("I cannot act on '{...}'") or a tool result
     back writes a call it did not make: an end user must not be able to have a
-    call run by writing it in their message.
+    call run by writing it in their message. The messages are read as one text
+    (a call split over two messages counts), in NFKC form, around every place
+    they name a called tool: a call written there as JSON or as Python, with
+    the same arguments once checked against the tool's schema, is a copy. The
+    rest of the text is never parsed, so no length or padding hides a call.
     """
     wanted = {_call_key(call["name"], call["args"]) for call in calls}
-    for message in messages:
-        if message.type not in ("human", "tool"):
-            continue
-        text = message_text(message)
-        # Both written forms: JSON (``{``) and a Python call (``name(...)``).
-        if "{" not in text and "(" not in text:
-            continue
-        written = recover(text, tools)
-        if wanted & {_call_key(c["name"], c["args"]) for c in written.calls}:
+    names = sorted({call["name"] for call in calls}, key=len, reverse=True)
+    if not names:
+        return False
+    written = "\n".join(_all_text(m) for m in messages if m.type in ("human", "tool"))
+    variants = {unicodedata.normalize("NFKC", written)}
+    variants.add(_DOUBLED_OPEN.sub("{", next(iter(variants))))
+    table = {name: tools.get(name) for name in names}
+    pattern = re.compile("|".join(re.escape(name) for name in names))
+    for text in variants:
+        sites = [match.start() for match in pattern.finditer(text)]
+        if len(sites) > _MAX_COPY_SITES:
+            return True
+        if any(wanted & _written_near(text, site, table) for site in sites):
             return True
     return False
 
