@@ -537,7 +537,15 @@ def test_mask_hides_passwords() -> None:
     # An "@" written unencoded in the password: all of it is hidden, not only
     # what comes before its first "@".
     assert mask("postgresql://u:p@ss@host/db") == "postgresql://u:***@host/db"
-    assert mask("postgresql://u:a@b@h/db?x=1@2") == "postgresql://u:***@h/db?x=1@2"
+    # A third review: "/", "?" or "#" in the password, and a driver quoting a piece of it.
+    assert mask("mysql://admin:Tr0ub4/dor@db.example.com/prod") == (
+        "mysql://admin:***@db.example.com/prod"
+    )
+    assert mask("mysql://u:pa#ss@h/db") == "mysql://u:***@h/db"
+    assert mask("postgresql://u:pa?ss@h/db") == "postgresql://u:***@h/db"
+    assert "ss9word" not in mask(
+        "postgresql://u:p@ss9word@127.0.0.1:1/db", "failed to resolve host 'ss9word@127.0.0.1'"
+    )
 
 
 def test_prompt_id_is_required(runner: CliRunner, db: Path) -> None:

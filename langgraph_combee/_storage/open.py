@@ -57,7 +57,9 @@ _CONNINFO = re.compile(
     r"^\s*(host|hostaddr|port|dbname|user|password|passfile|options|sslmode|service"
     r"|connect_timeout|application_name)\s*="
 )
-_URL_PASSWORD = re.compile(r"(://[^:/@]*:)([^/?#]*)@")
+# The password runs to the last "@" of the string: one written unencoded may hold "@", "/",
+# "?" or "#", and masking too much only hides the host.
+_URL_PASSWORD = re.compile(r"(://[^:/@]*:)(.*)@")
 _KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)")
 # Shorter passwords are not searched for in free text: they would mask unrelated words.
 _MIN_SECRET = 3
@@ -81,7 +83,12 @@ def mask(conn: str, text: str | None = None) -> str:
     masked = _KV_PASSWORD.sub(
         r"\1***", _URL_PASSWORD.sub(r"\1***@", conn if text is None else text)
     )
-    return masked.replace(secret, "***") if len(secret) >= _MIN_SECRET else masked
+    # A driver that splits the password at its own "@" or "/" quotes a piece of it.
+    pieces = [secret, *re.split(r"[@/?#]", secret)]
+    for piece in sorted(pieces, key=len, reverse=True):
+        if len(piece) >= _MIN_SECRET:
+            masked = masked.replace(piece, "***")
+    return masked
 
 
 @dataclass(frozen=True)
