@@ -46,7 +46,7 @@ from langgraph_combee._agent.limits import TraceLimits
 from langgraph_combee._agent.middleware import CombeeMiddleware
 from langgraph_combee._agent.serving import Server
 from langgraph_combee._agent.serving import ServingSettings as _ServerSettings
-from langgraph_combee._agent.side import AgentSide, Evaluator, ScopeFn
+from langgraph_combee._agent.side import AgentSide, Evaluator, FeedbackLost, ScopeFn
 from langgraph_combee._core.diff import PlaybookDiff
 from langgraph_combee._core.types import (
     Decision,
@@ -532,15 +532,18 @@ class Combee:
             CombeeClosedError: ``close()`` was called: nothing could keep it.
         """
         self._open("feedback")
-        return self._agent.feedback(
-            run_id,
-            score=score,
-            correct=correct,
-            comment=comment,
-            ground_truth=ground_truth,
-            tenant=tenant,
-            source=source,
-        )
+        try:
+            return self._agent.feedback(
+                run_id,
+                score=score,
+                correct=correct,
+                comment=comment,
+                ground_truth=ground_truth,
+                tenant=tenant,
+                source=source,
+            )
+        except FeedbackLost:  # close() ran while this call did
+            raise CombeeClosedError(self.prompt_id, "feedback") from None
 
     async def afeedback(
         self,
@@ -555,15 +558,18 @@ class Combee:
     ) -> bool:
         """Async ``feedback()``, for async apps and servers that forbid blocking calls."""
         self._open("afeedback")
-        return await self._agent.afeedback(
-            run_id,
-            score=score,
-            correct=correct,
-            comment=comment,
-            ground_truth=ground_truth,
-            tenant=tenant,
-            source=source,
-        )
+        try:
+            return await self._agent.afeedback(
+                run_id,
+                score=score,
+                correct=correct,
+                comment=comment,
+                ground_truth=ground_truth,
+                tenant=tenant,
+                source=source,
+            )
+        except FeedbackLost:  # close() ran while this call did
+            raise CombeeClosedError(self.prompt_id, "afeedback") from None
 
     def describe(self) -> dict[str, Any]:
         """A snapshot of Combee's counters: the agent side's and the learner's.

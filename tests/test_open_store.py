@@ -7,6 +7,7 @@ import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langgraph.store.memory import InMemoryStore
@@ -284,3 +285,47 @@ def test_close_ends_a_combee_on_a_store_it_was_given_too() -> None:
     combee.close()
     with pytest.raises(CombeeClosedError, match=_refused("current")):
         combee.current()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_feedback_racing_close_is_refused_not_reported_kept(
+    tmp_path: Path, asynchronous: bool
+) -> None:
+    # A third review: feedback past the closed check when close() ran was
+    # answered True ("will retry"), then dropped, since nothing retries after close.
+    import asyncio
+    import threading
+
+    combee = Combee.from_conn_string(str(tmp_path / "c.db"), prompt_id="p")
+    trace = Trace(input="hi", output="x")
+    combee.capture(trace)
+    combee.flush()
+    server = combee._agent.server
+    attach = server.attach_feedback
+    entered, closed = threading.Event(), threading.Event()
+
+    def slow_attach(*args: Any, **kwargs: Any) -> bool:
+        entered.set()
+        closed.wait(5)
+        return attach(*args, **kwargs)
+
+    server.attach_feedback = slow_attach  # type: ignore[method-assign]
+    outcome: dict[str, object] = {}
+
+    def give() -> None:
+        try:
+            if asynchronous:
+                outcome["r"] = asyncio.run(combee.afeedback(trace.id, correct=True))
+            else:
+                outcome["r"] = combee.feedback(trace.id, correct=True)
+        except Exception as exc:
+            outcome["r"] = exc
+
+    thread = threading.Thread(target=give)
+    thread.start()
+    entered.wait(5)
+    combee.close()
+    closed.set()
+    thread.join(10)
+    assert isinstance(outcome["r"], CombeeClosedError)
+    assert combee.describe()["serving"]["feedback_dropped"] == 1

@@ -592,14 +592,19 @@ class Server:
         """
         return self._buffer.attach(trace_id, feedback)
 
-    def defer_feedback(self, tenant: str | None, trace_id: str, feedback: Feedback) -> None:
-        """Keep feedback the store could not take; the worker retries it on every flush."""
+    def defer_feedback(self, tenant: str | None, trace_id: str, feedback: Feedback) -> bool:
+        """Keep feedback the store could not take; the worker retries it on every flush.
+
+        Returns False when it cannot be kept: the server is retired (its store
+        closed for good), so nothing would ever retry it (counted as dropped).
+        """
         if self.retired:
             with self._lock:
                 self.stats.feedback_dropped += 1
-            return
+            return False
         self._buffer.defer(tenant, trace_id, feedback)
         self._ensure_worker()
+        return True
 
     def buffered(self) -> int:
         """Traces captured and not yet written to the queue."""

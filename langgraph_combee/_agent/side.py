@@ -402,13 +402,17 @@ class AgentSide:
         """
         stored_id = storable_text(trace_id)
         if self.server.store_failing():
-            self.server.defer_feedback(tenant, stored_id, fb)
+            if not self.server.defer_feedback(tenant, stored_id, fb):
+                raise FeedbackLost(stored_id)
             return None
         return stored_id
 
     def _feedback_deferred(
         self, tenant: str | None, trace_id: str, fb: Feedback, exc: Exception
     ) -> bool:
+        if self.server.retired:  # closed while this call ran: nothing would retry it
+            self.server.defer_feedback(tenant, trace_id, fb)  # counts it as dropped
+            raise FeedbackLost(trace_id) from exc
         self.server.note_store(False)
         logger.warning("cannot store feedback for run %s now (will retry): %r", trace_id, exc)
         self.server.defer_feedback(tenant, trace_id, fb)
@@ -423,6 +427,17 @@ class AgentSide:
     def describe(self) -> dict[str, object]:
         """The serving counters of this process (``describe()["serving"]``)."""
         return self.server.describe()
+
+
+class FeedbackLost(Exception):
+    """Feedback that raced ``close()``: the store closed before it was stored.
+
+    ``Combee.feedback()`` turns it into ``CombeeClosedError`` for the caller.
+    """
+
+    def __init__(self, trace_id: str) -> None:
+        self.trace_id = trace_id
+        super().__init__(f"the feedback for run {trace_id} was not stored: the store closed")
 
 
 def agent_side_of(value: object, name: str = "combee") -> AgentSide:
