@@ -700,6 +700,25 @@ def test_a_trace_stored_by_another_release_stays_readable(
     assert (letter.trace.id, letter.trace.feedback) == ("parked", Feedback(correct=False))
 
 
+@pytest.mark.parametrize(
+    ("latency", "score", "read"),
+    [("NaN", "nan", (None, None)), ("1.5", "0.5", (1.5, 0.5)), ("fast", [1], (None, None))],
+)
+def test_a_stored_number_written_as_text_is_read_or_forgotten(
+    store: BaseStore, clock: FakeClock, latency: object, score: object, read: tuple[Any, Any]
+) -> None:
+    # A third review: a stored "NaN" (a string) made claim() raise for the whole batch.
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    queue.put_many(traces("odd"))
+    namespace = PromptSpace(PROMPT).namespace("queue")
+    for item in store.search(namespace, limit=10):
+        trace = {**item.value["trace"], "latency_seconds": latency}
+        trace["feedback"] = {"correct": False, "score": score}
+        store.put(namespace, item.key, {**item.value, "trace": trace})
+    (claimed,) = queue.claim(10, holder="l")
+    assert (claimed.latency_seconds, claimed.feedback and claimed.feedback.score) == read
+
+
 def test_queue_validates_arguments(store: BaseStore) -> None:
     queue = TraceQueue(store, PROMPT)
     with pytest.raises(ConfigurationError, match="limit=-1"):

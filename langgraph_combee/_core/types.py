@@ -47,9 +47,19 @@ def _is_stored(info: ValidationInfo) -> bool:
 
 
 def _number_or_none(value: object, *, at_least: float | None = None) -> object:
-    """``value`` if it is a number the models take now, else None (for stored records)."""
+    """``value`` if it is a number the models take now, else None (for stored records).
+
+    A stored record must stay readable whatever it holds: a number written as a
+    string is read as that number, and anything that is not a finite number
+    (``"NaN"``, ``"fast"``, a list) is read as no value.
+    """
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
-        return value  # not a number at all: left to the field's own validation
+        return None
     if not math.isfinite(value) or (at_least is not None and value < at_least):
         return None
     return value
