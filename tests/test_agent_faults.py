@@ -642,6 +642,15 @@ def test_bytes_json_cannot_carry_are_stored_as_their_repr_not_dropped() -> None:
     assert (serving["unserializable"], serving["capture_errors"]) == (1, 0)
 
 
+def test_a_bytes_key_never_overwrites_the_same_str_key() -> None:
+    # A third review: b"a" became "a" and one of the two values was lost.
+    with _served(Combee(prompt_id="p", capture=CaptureSettings(flush_seconds=60))) as combee:
+        combee.capture(Trace(id="t-keys", input="q", metadata={b"a": 1, "a": 2, "x": b"\xff"}))
+        assert combee.flush() == 1
+        (trace,) = combee.queue().claim(5, holder="t")
+    assert trace.metadata == {"b'a'": 1, "a": 2, "x": "b'\\xff'"}
+
+
 # ---------------------------------------------------------------- a retried run, store down
 
 

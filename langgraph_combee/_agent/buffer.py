@@ -109,16 +109,22 @@ def _jsonable(value: Any) -> Any:
     which it writes as UTF-8 and so fails on bytes that are not (``b"\\xff"``).
     """
     if isinstance(value, dict):
-        return {
-            key if isinstance(key, str) else str(_jsonable(key)): _jsonable(item)
-            for key, item in value.items()
-        }
+        return {_key(key): _jsonable(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(item) for item in value]
     try:
         return to_jsonable_python(value, fallback=repr)
     except Exception:  # bytes that are not UTF-8, and the like
         return repr(value)
+
+
+def _key(key: Any) -> str:
+    """A mapping key as JSON's str; bytes as their repr, so ``b"a"`` never overwrites ``"a"``."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, (bytes, bytearray)):
+        return repr(key)
+    return str(_jsonable(key))
 
 
 def with_feedback(trace: Trace, feedback: Feedback) -> Trace:

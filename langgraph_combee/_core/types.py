@@ -196,6 +196,16 @@ class Trace(BaseModel):
             raise ValueError(_unknown_fields(unknown, list(fields)))
         return data
 
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _bytes_keys_as_repr(cls, value: Any) -> Any:
+        # pydantic reads b"a" as "a": beside a key "a", one of the two values was lost.
+        if isinstance(value, Mapping) and any(isinstance(k, (bytes, bytearray)) for k in value):
+            return {
+                repr(k) if isinstance(k, (bytes, bytearray)) else k: v for k, v in value.items()
+            }
+        return value
+
     @field_validator("id")
     @classmethod
     def _id_not_blank(cls, value: str) -> str:
