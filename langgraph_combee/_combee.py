@@ -918,6 +918,10 @@ class Combee:
         still answers. Runs of an agent it serves keep being served the version
         cached at close (version 0, the app's own prompt, for a tenant none was
         cached for) and are not captured (counted in ``describe()["serving"]["dropped"]``).
+        A learning step still running after ``timeout`` seconds is not cut short
+        (a warning is logged): on a store of the app's own, a version it makes is
+        written after ``close()`` returns; on a store ``close()`` closes, the step
+        fails and its traces go back to the queue once their lease expires.
         """
         if self._closed:
             return

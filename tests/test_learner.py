@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langgraph.store.sqlite import SqliteStore
@@ -315,3 +316,45 @@ def test_the_default_in_memory_store_is_safe_across_threads() -> None:
         thread.join()
     assert errors == []
     assert first.queue().pending_count() == 600
+
+
+def test_stop_timing_out_mid_step_keeps_the_lease_and_the_step_still_writes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A third review: stop(timeout) released the learner lease while the step
+    # still ran, so another learner could take the same turn beside it.
+    import threading
+    import time
+
+    from langgraph.store.memory import InMemoryStore
+
+    inner, entered = fake_learner(), threading.Event()
+
+    def slow(messages: list[Any]) -> Any:
+        entered.set()
+        time.sleep(1.5)
+        return inner.invoke(messages)
+
+    store = InMemoryStore()
+    combee = Combee(
+        prompt_id="p",
+        store=store,
+        model=FunctionChatModel(slow),
+        batch_size=1,
+        learner=LearnerSettings(min_batch=1, poll_seconds=0.1, max_wait_seconds=0.1),
+    )
+    combee.capture(Trace(input="q", output="a", feedback=Feedback(correct=False, ground_truth="b")))
+    combee.flush()
+    combee.start()
+    assert entered.wait(10)
+    learner = combee._learner
+    assert learner is not None
+    leases = dict(learner._leases)
+    with caplog.at_level("WARNING"):
+        combee.stop(timeout=0.2)
+    assert "still running after stop(timeout=0.2)" in caplog.text
+    assert leases and learner._leases == leases  # kept: they expire on their own
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and combee.current().version == 0:
+        time.sleep(0.1)
+    assert combee.current().version == 1  # the step's work is not lost

@@ -189,6 +189,16 @@ class BackgroundLearner:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
         self._thread = None
+        if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+            # The step still runs and still holds its leases: released now, another
+            # learner could take the same traces' turn beside it. They expire instead.
+            logger.warning(
+                "a learning step is still running after stop(timeout=%s); it ends on its "
+                "own thread (a version it makes is still written, its traces return to "
+                "the queue if it fails) and its lease expires on its own",
+                timeout,
+            )
+            return
         for lease in self._leases.values():
             try:
                 lease.release()
