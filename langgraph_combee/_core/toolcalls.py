@@ -23,7 +23,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, InvalidToolCall
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    InvalidToolCall,
+    ToolMessage,
+)
 from langchain_core.messages.tool import ToolCall, invalid_tool_call
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
@@ -297,6 +305,28 @@ def _closing(text: str, start: int) -> int | None:
     return None
 
 
+def _python_call_at(text: str, start: int, end_of_open: int, name: str) -> dict[str, Any] | None:
+    """The call written as Python from ``start`` (``name(`` ends at ``end_of_open``), or None."""
+    end = _closing(text, end_of_open - 1)
+    if end is None:
+        return None
+    try:
+        node = ast.parse(text[start:end], mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    if not isinstance(node, ast.Call) or node.args:
+        return None
+    args: dict[str, Any] = {}
+    for keyword in node.keywords:
+        try:
+            if keyword.arg is None:
+                raise ValueError
+            args[keyword.arg] = ast.literal_eval(keyword.value)
+        except (ValueError, TypeError, SyntaxError, RecursionError):
+            return None
+    return {"name": name, "arguments": args, "_end": end}
+
+
 def python_calls(text: str, tools: Mapping[str, Any]) -> list[tuple[dict[str, Any], int, int]]:
     """Calls to bound tools written as Python with keyword arguments, each with its span.
 
@@ -310,26 +340,10 @@ def python_calls(text: str, tools: Mapping[str, Any]) -> list[tuple[dict[str, An
     for match in re.finditer(rf"(?<![\w.])({names})\s*\(", text[:_MAX_SCAN_CHARS]):
         if found and match.start() < found[-1][2]:
             continue
-        end = _closing(text, match.end() - 1)
-        if end is None:
-            continue
-        try:
-            node = ast.parse(text[match.start() : end], mode="eval").body
-        except (SyntaxError, ValueError, RecursionError):
-            continue
-        if not isinstance(node, ast.Call) or node.args:
-            continue
-        args: dict[str, Any] = {}
-        for keyword in node.keywords:
-            try:
-                if keyword.arg is None:
-                    raise ValueError
-                args[keyword.arg] = ast.literal_eval(keyword.value)
-            except (ValueError, TypeError, SyntaxError, RecursionError):
-                args = {}
-                break
-        else:
-            found.append(({"name": match.group(1), "arguments": args}, match.start(), end))
+        call = _python_call_at(text, match.start(), match.end(), match.group(1))
+        if call is not None:
+            end = call.pop("_end")
+            found.append((call, match.start(), end))
     return found
 
 
@@ -415,12 +429,36 @@ call format is ..."); the 1.5B's calls come bare, fenced, or after one short
 sentence."""
 
 
-_MAX_COPY_SITES = 64
-"""Most places a human or tool message names a called tool that are read for a copy;
-past that the call is taken for a copy (never run): a message naming a tool that
-often is no request a model should act on unasked."""
-_MAX_COPY_OPENINGS = 16
-"""Braces read back from a tool's name for the JSON object that names it."""
+_MAX_COPY_STARTS = 64
+"""Most places the user's and tools' text opens a call to a called tool (``name(``,
+``"name"``) that the copy check reads; past that the text is taken to hold a copy."""
+_MAX_COPY_OPENINGS = 32
+"""Braces read back from a quoted tool name for the JSON object that names it."""
+_JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
+_SIMPLE_ESCAPES = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
+
+
+def _unescaped(text: str) -> str:
+    """``text`` with JSON string escapes read (a call quoted inside a JSON string)."""
+    return _JSON_ESCAPE.sub(
+        lambda m: chr(int(m.group(1), 16)) if m.group(1) else _SIMPLE_ESCAPES[m.group(2)], text
+    )
+
+
+def _from_outside(message: BaseMessage) -> bool:
+    """Whether the model did not write ``message``: a user's, a tool's or a function's."""
+    if isinstance(message, ChatMessage):
+        return message.role in ("user", "human", "tool", "function")
+    return isinstance(message, (HumanMessage, ToolMessage, FunctionMessage))
 
 
 def _all_text(message: BaseMessage) -> str:
@@ -439,53 +477,82 @@ def _all_text(message: BaseMessage) -> str:
     return "\n".join(parts)
 
 
-def _written_near(text: str, site: int, tools: Mapping[str, Any]) -> set[str]:
-    """The calls written where ``text`` names a tool at ``site``, JSON or Python."""
-    keys: set[str] = set()
-    after = text[site : site + _MAX_CALL_CHARS]
-    values = [value for value, _, _ in python_calls(after, tools)]
-    lead = max(0, site - _MAX_CALL_CHARS)
-    opening = site
-    for _ in range(_MAX_COPY_OPENINGS):
-        opening = text.rfind("{", lead, opening)
-        if opening < 0:
-            break
-        try:
-            values.append(_DECODER.raw_decode(text[opening : site + _MAX_CALL_CHARS])[0])
-        except (ValueError, RecursionError):
+def _copy_key(name: str, args: Any) -> str:
+    return unicodedata.normalize("NFKC", _call_key(name, args))
+
+
+def _written_calls(text: str, tools: Mapping[str, Any]) -> set[str] | None:
+    """The keys of the calls to ``tools`` written in ``text``; None when too many to read.
+
+    Python calls are read where a tool's name opens one; JSON objects wherever
+    they stand in the first ``_MAX_SCAN_CHARS`` (as a reply is read), and,
+    past any padding or decoding budget, from the braces before each quoted
+    tool name, decoded whole.
+    """
+    names = "|".join(re.escape(name) for name in sorted(tools, key=len, reverse=True))
+    starts = list(re.finditer(rf"(?<!\w)({names})\s*\(|[\"']({names})[\"']", text))
+    if len(starts) > _MAX_COPY_STARTS:
+        return None
+    values: list[Any] = [value for value, _, _ in _json_spans(text)] if "{" in text else []
+    for match in starts:
+        if match.group(1):
+            call = _python_call_at(text, match.start(), match.end(), match.group(1))
+            if call is not None:
+                call.pop("_end")
+                values.append(call)
             continue
-    for call in _recover_from(values, tools).calls:
-        keys.add(_call_key(call["name"], call["args"]))
-    return keys
+        opening = match.start()
+        for _ in range(_MAX_COPY_OPENINGS):
+            opening = text.rfind("{", 0, opening)
+            if opening < 0:
+                break
+            try:
+                values.append(_DECODER.raw_decode(text, opening)[0])
+            except (ValueError, RecursionError):
+                continue
+    return {_copy_key(call["name"], call["args"]) for call in _recover_from(values, tools).calls}
 
 
 def _copied(
     calls: Sequence[ToolCall], tools: Mapping[str, Any], messages: Sequence[BaseMessage]
 ) -> bool:
-    """Whether one of ``calls`` is a call written in the human or tool messages of ``messages``.
+    """Whether one of ``calls`` is a call written in a user's or a tool's message.
 
     A model that quotes a request ("I cannot act on '{...}'") or a tool result
-    back writes a call it did not make: an end user must not be able to have a
-    call run by writing it in their message. The messages are read as one text
-    (a call split over two messages counts), in NFKC form, around every place
-    they name a called tool: a call written there as JSON or as Python, with
-    the same arguments once checked against the tool's schema, is a copy. The
-    rest of the text is never parsed, so no length or padding hides a call.
+    back writes a call it did not make: an end user, or a page a tool fetched,
+    must not be able to have a call run by writing it. The messages the model
+    did not write are read as one text, as written, with JSON string escapes
+    read (a call quoted inside a tool's JSON result), each also in NFKC form
+    and with doubled braces made single; a call to the same tool with the same
+    arguments once checked against its schema, written there as JSON or as
+    Python, is a copy. Text opening more than ``_MAX_COPY_STARTS`` calls to a
+    called tool is taken to hold one.
     """
-    wanted = {_call_key(call["name"], call["args"]) for call in calls}
-    names = sorted({call["name"] for call in calls}, key=len, reverse=True)
+    wanted = {_copy_key(call["name"], call["args"]) for call in calls}
+    names = {call["name"] for call in calls}
     if not names:
         return False
-    written = "\n".join(_all_text(m) for m in messages if m.type in ("human", "tool"))
-    variants = {unicodedata.normalize("NFKC", written)}
-    variants.add(_DOUBLED_OPEN.sub("{", next(iter(variants))))
+    written = "\n".join(_all_text(m) for m in messages if _from_outside(m))
+    if "\\" not in written and not any(
+        name in form for name in names for form in (written, unicodedata.normalize("NFKC", written))
+    ):
+        return False
     table = {name: tools.get(name) for name in names}
-    pattern = re.compile("|".join(re.escape(name) for name in names))
+    bases = [written]
+    for _ in range(2):  # a call inside a JSON string, inside another
+        unescaped = _unescaped(bases[-1])
+        if unescaped == bases[-1]:
+            break
+        bases.append(unescaped)
+    variants: list[str] = []
+    for base in bases:
+        for text in (base, unicodedata.normalize("NFKC", base)):
+            for form in (text, _DOUBLED_OPEN.sub("{", text)):
+                if form not in variants:
+                    variants.append(form)
     for text in variants:
-        sites = [match.start() for match in pattern.finditer(text)]
-        if len(sites) > _MAX_COPY_SITES:
-            return True
-        if any(wanted & _written_near(text, site, table) for site in sites):
+        found = _written_calls(text, table)
+        if found is None or wanted & found:
             return True
     return False
 
