@@ -358,3 +358,30 @@ def test_stop_timing_out_mid_step_keeps_the_lease_and_the_step_still_writes(
     while time.monotonic() < deadline and combee.current().version == 0:
         time.sleep(0.1)
     assert combee.current().version == 1  # the step's work is not lost
+
+
+def test_start_after_a_stop_that_timed_out_never_runs_two_learner_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A fourth review: stop(timeout) forgot the thread still in its step, and
+    # start() then ran a second one beside it on the same learner.
+    import asyncio
+    import threading
+    import time
+
+    from langgraph.store.memory import InMemoryStore
+
+    async def slow_tick(self: BackgroundLearner) -> int:
+        await asyncio.sleep(0.6)
+        return 0
+
+    monkeypatch.setattr(BackgroundLearner, "tick", slow_tick)
+    combee = Combee(prompt_id="p", store=InMemoryStore(), model=fake_learner())
+    combee.start()
+    time.sleep(0.1)
+    combee.stop(timeout=0.05)
+    combee.start()
+    time.sleep(0.3)
+    alive = [t for t in threading.enumerate() if t.name == "combee-learner"]
+    combee.close(timeout=5)
+    assert len(alive) == 1

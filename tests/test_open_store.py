@@ -329,3 +329,49 @@ def test_feedback_racing_close_is_refused_not_reported_kept(
     thread.join(10)
     assert isinstance(outcome["r"], CombeeClosedError)
     assert combee.describe()["serving"]["feedback_dropped"] == 1
+
+
+def test_feedback_racing_close_on_a_buffered_trace_is_refused() -> None:
+    # A fourth review: with the store down at close(), the trace stayed in the
+    # capture buffer; feedback attached to it there was answered True and lost.
+    import threading
+
+    class Down(InMemoryStore):
+        failing = False
+
+        def batch(self, ops: Any) -> Any:
+            if self.failing:
+                raise ConnectionError("store down")
+            return super().batch(ops)
+
+    store = Down()
+    combee = Combee(prompt_id="p", store=store)
+    store.failing = True
+    trace = Trace(input="hi", output="x")
+    combee.capture(trace)
+    server = combee._agent.server
+    attach = server.attach_feedback
+    entered, closed = threading.Event(), threading.Event()
+
+    def slow_attach(*args: Any, **kwargs: Any) -> bool:
+        entered.set()
+        closed.wait(5)
+        return attach(*args, **kwargs)
+
+    server.attach_feedback = slow_attach  # type: ignore[method-assign]
+    outcome: dict[str, object] = {}
+
+    def give() -> None:
+        try:
+            outcome["r"] = combee.feedback(trace.id, correct=True)
+        except Exception as exc:
+            outcome["r"] = exc
+
+    thread = threading.Thread(target=give)
+    thread.start()
+    entered.wait(5)
+    combee.close(timeout=1)
+    closed.set()
+    thread.join(10)
+    assert isinstance(outcome["r"], CombeeClosedError)
+    assert combee.describe()["serving"]["feedback_dropped"] == 1

@@ -311,6 +311,9 @@ class AgentSide:
             run_id, score, correct, comment, ground_truth, source, tenant
         )
         if self.server.attach_feedback(trace_id, fb):
+            if self.server.retired:  # closed meanwhile: the buffer is never written again
+                self.server.defer_feedback(tenant, trace_id, fb)  # counts it as dropped
+                raise FeedbackLost(trace_id)
             return True
         stored_id = self._queue_id_or_defer(tenant, trace_id, fb)
         if stored_id is None:
@@ -341,6 +344,9 @@ class AgentSide:
             run_id, score, correct, comment, ground_truth, source, tenant
         )
         if await asyncio.to_thread(self.server.attach_feedback, trace_id, fb):
+            if self.server.retired:  # closed meanwhile: the buffer is never written again
+                self.server.defer_feedback(tenant, trace_id, fb)  # counts it as dropped
+                raise FeedbackLost(trace_id)
             return True
         stored_id = self._queue_id_or_defer(tenant, trace_id, fb)
         if stored_id is None:
@@ -415,7 +421,8 @@ class AgentSide:
             raise FeedbackLost(trace_id) from exc
         self.server.note_store(False)
         logger.warning("cannot store feedback for run %s now (will retry): %r", trace_id, exc)
-        self.server.defer_feedback(tenant, trace_id, fb)
+        if not self.server.defer_feedback(tenant, trace_id, fb):  # retired meanwhile
+            raise FeedbackLost(trace_id) from exc
         return True
 
     def _feedback_stored(self, found: bool) -> bool:

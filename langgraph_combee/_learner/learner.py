@@ -150,6 +150,7 @@ class BackgroundLearner:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._leases: dict[str | None, Lease] = {}
+        self._lingering: threading.Thread | None = None  # a step stop() stopped waiting for
         self._waiting_since: dict[str | None, float] = {}
         self._recovery = StepRecovery(
             delay=settings.backoff, max_trace_attempts=settings.max_trace_attempts
@@ -178,6 +179,11 @@ class BackgroundLearner:
         """Start the learner thread (no-op if it is already running)."""
         if self.running:
             return
+        lingering, self._lingering = self._lingering, None
+        if lingering is not None and lingering.is_alive():
+            # stop() gave up waiting for a step: two threads must never share a learner.
+            logger.info("waiting for the learning step stop() left running before starting")
+            lingering.join()
         self._stop.clear()
         self._thread = threading.Thread(target=self._main, name="combee-learner", daemon=True)
         self._thread.start()
@@ -190,6 +196,7 @@ class BackgroundLearner:
             thread.join(timeout)
         self._thread = None
         if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+            self._lingering = thread
             # The step still runs and still holds its leases: released now, another
             # learner could take the same traces' turn beside it. They expire instead.
             logger.warning(
