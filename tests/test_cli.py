@@ -542,6 +542,10 @@ def test_mask_hides_passwords() -> None:
         "mysql://admin:***@db.example.com/prod"
     )
     assert mask("mysql://u:pa#ss@h/db") == "mysql://u:***@h/db"
+    assert mask("host=db password=correct horse battery dbname=app") == (
+        "host=db password=*** dbname=app"
+    )
+    assert mask("host=db password=a b") == "host=db password=***"
     assert mask("postgresql://u:pa?ss@h/db") == "postgresql://u:***@h/db"
     assert "ss9word" not in mask(
         "postgresql://u:p@ss9word@127.0.0.1:1/db", "failed to resolve host 'ss9word@127.0.0.1'"

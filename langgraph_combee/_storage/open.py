@@ -60,7 +60,8 @@ _CONNINFO = re.compile(
 # The password runs to the last "@" of the string: one written unencoded may hold "@", "/",
 # "?" or "#", and masking too much only hides the host.
 _URL_PASSWORD = re.compile(r"(://[^:/@]*:)(.*)@")
-_KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)")
+# An unquoted value runs to the next "key=" (libpq refuses spaces there, and quotes the rest).
+_KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S.*?(?=\s+\w+\s*=|\s*$))")
 # Shorter passwords are not searched for in free text: they would mask unrelated words.
 _MIN_SECRET = 3
 
