@@ -719,6 +719,25 @@ def test_a_stored_number_written_as_text_is_read_or_forgotten(
     assert (claimed.latency_seconds, claimed.feedback and claimed.feedback.score) == read
 
 
+def test_a_stored_value_no_field_takes_is_left_out_not_the_batch(
+    store: BaseStore, clock: FakeClock
+) -> None:
+    # A fourth review: a stored verdict "maybe" (no boolean) made claim() raise
+    # for the whole batch, and the batch came back to fail again after its lease.
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    queue.put_many(traces("odd", "fine"))
+    namespace = PromptSpace(PROMPT).namespace("queue")
+    for item in store.search(namespace, limit=10):
+        if item.value["trace"]["id"] == "odd":
+            trace = {**item.value["trace"], "feedback": {"correct": "maybe", "comment": "c"}}
+            trace["tool_calls"] = [{"name": 5}, {"name": "ok", "args": {}}]
+            store.put(namespace, item.key, {**item.value, "trace": trace})
+    claimed = {t.id: t for t in queue.claim(10, holder="l")}
+    assert set(claimed) == {"odd", "fine"}
+    assert claimed["odd"].feedback == Feedback(comment="c")
+    assert [c.name for c in claimed["odd"].tool_calls] == ["ok"]
+
+
 def test_queue_validates_arguments(store: BaseStore) -> None:
     queue = TraceQueue(store, PROMPT)
     with pytest.raises(ConfigurationError, match="limit=-1"):

@@ -7,17 +7,20 @@ versions are stored. No I/O and no LLM calls live in this module.
 
 from __future__ import annotations
 
+import copy as copy_module
 import difflib
+import logging
 import math
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -27,6 +30,9 @@ from langgraph_combee._core.evidence import ReplayReport
 from langgraph_combee._core.ops import DeltaOp
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.quarantine import QuarantinedOp
+
+logger = logging.getLogger("langgraph_combee")
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 def _utcnow() -> datetime:
@@ -234,18 +240,75 @@ def _unknown_fields(unknown: list[Any], fields: list[str]) -> str:
     return f"unknown Trace field(s): {', '.join(named)}"
 
 
+_REPAIRS = 8
+"""Most rounds of leaving bad values out of a stored record before it counts as unreadable."""
+
+
+def _without(data: Any, errors: list[Any]) -> Any:
+    """A copy of ``data`` without the values ``errors`` (pydantic's) point at.
+
+    A value that fails is left out; an object missing a required field is left
+    out whole, from the object or list that holds it.
+    """
+    copy = copy_module.deepcopy(data)
+    doomed: list[tuple[Any, Any]] = []
+    for error in errors:
+        chain: list[tuple[Any, Any]] = []
+        node = copy
+        for step in error.get("loc", ()):
+            inside = isinstance(node, Mapping) and step in node
+            inside |= isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)
+            if not inside:
+                break
+            chain.append((node, step))
+            node = node[step]
+        if chain:  # the failing value, or (a field missing) the object that lacks it
+            doomed.append(chain[-1])
+    for parent, key in doomed:
+        if isinstance(parent, dict):
+            parent.pop(key, None)
+    lists = [(p, k) for p, k in doomed if isinstance(p, list)]
+    for parent, key in sorted(lists, key=lambda pk: -pk[1]):
+        if key < len(parent):
+            del parent[key]
+    return copy
+
+
+def _stored(model: type[_Model], data: Mapping[str, Any]) -> _Model:
+    try:
+        return model.model_validate(data, context=_STORED)
+    except ValidationError as exc:
+        errors = exc.errors()
+    record: Any = data
+    for _ in range(_REPAIRS):
+        record = _without(record, errors)
+        try:
+            kept = model.model_validate(record, context=_STORED)
+        except ValidationError as exc:
+            errors = exc.errors()
+            continue
+        logger.warning(
+            "a stored %s held values this release cannot read: read without them", model.__name__
+        )
+        return kept
+    return model.model_validate(record, context=_STORED)
+
+
 def stored_trace(data: Mapping[str, Any]) -> Trace:
-    """A trace read back from a store: fields this release does not know are dropped.
+    """A trace read back from a store: what this release cannot read is left out.
 
     A record written by another release may carry a field this one lacks, or a
-    value it refuses (a NaN latency or score); neither makes it unreadable.
+    value it refuses (a NaN latency or score, a verdict that is no boolean);
+    neither makes it unreadable: unknown fields are dropped, and a value that
+    fails validation is left out (logged), so one odd record never stops the
+    claim of the batch around it.
     """
-    return Trace.model_validate(data, context=_STORED)
+    return _stored(Trace, data)
 
 
 def stored_feedback(data: Mapping[str, Any]) -> Feedback:
     """Feedback read back from a store (see ``stored_trace``)."""
-    return Feedback.model_validate(data, context=_STORED)
+    return _stored(Feedback, data)
 
 
 BulletTagValue = Literal["helpful", "harmful", "neutral"]
