@@ -14,6 +14,7 @@ brings) use them. Pure functions on LangChain message types; no I/O.
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import math
 import re
@@ -429,11 +430,13 @@ call format is ..."); the 1.5B's calls come bare, fenced, or after one short
 sentence."""
 
 
-_MAX_COPY_STARTS = 64
-"""Most places the user's and tools' text opens a call to a called tool (``name(``,
-``"name"``) that the copy check reads; past that the text is taken to hold a copy."""
-_MAX_COPY_OPENINGS = 32
-"""Braces read back from a quoted tool name for the JSON object that names it."""
+_MAX_COPY_SITES = 64
+"""Most places per text form where a called tool's name opens a call that the copy
+check reads (``name(``, ``"name": "<tool>"``); the rest of the text is not read."""
+_MAX_COPY_DECODES = 256
+"""Most JSON decodes per text form, read back from those places, each ``_COPY_SLICE`` long."""
+_COPY_SLICE = 10_000
+"""Longest JSON object read as a call (a call padded past this is not read)."""
 _JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
 _SIMPLE_ESCAPES = {
     '"': '"',
@@ -445,6 +448,7 @@ _SIMPLE_ESCAPES = {
     "r": "\r",
     "t": "\t",
 }
+_NAME_ESCAPE = re.compile(r"\\u00([2-7][0-9a-fA-F])")
 
 
 def _unescaped(text: str) -> str:
@@ -452,6 +456,16 @@ def _unescaped(text: str) -> str:
     return _JSON_ESCAPE.sub(
         lambda m: chr(int(m.group(1), 16)) if m.group(1) else _SIMPLE_ESCAPES[m.group(2)], text
     )
+
+
+def _names_unescaped(text: str) -> str:
+    """``text`` with only escapes of letters, digits and ``_-.`` read (``refun\\u0064``)."""
+
+    def read(match: re.Match[str]) -> str:
+        char = chr(int(match.group(1), 16))
+        return char if char.isalnum() or char in "_-." else match.group(0)
+
+    return _NAME_ESCAPE.sub(read, text)
 
 
 def _from_outside(message: BaseMessage) -> bool:
@@ -478,38 +492,42 @@ def _all_text(message: BaseMessage) -> str:
 
 
 def _copy_key(name: str, args: Any) -> str:
-    return unicodedata.normalize("NFKC", _call_key(name, args))
+    text = json.dumps(_canonical(args), sort_keys=True, ensure_ascii=False, default=str)
+    return unicodedata.normalize("NFKC", f"{name}:{text}")
 
 
-def _written_calls(text: str, tools: Mapping[str, Any]) -> set[str] | None:
-    """The keys of the calls to ``tools`` written in ``text``; None when too many to read.
+def _written_calls(text: str, tools: Mapping[str, Any]) -> set[str]:
+    """The keys of the calls to ``tools`` written in ``text``, as JSON or as Python.
 
-    Python calls are read where a tool's name opens one; JSON objects wherever
-    they stand in the first ``_MAX_SCAN_CHARS`` (as a reply is read), and,
-    past any padding or decoding budget, from the braces before each quoted
-    tool name, decoded whole.
+    Read only where a tool's name opens a call: ``name(`` (Python), and
+    ``"name": "<tool>"`` (JSON: the objects opening at the braces before it,
+    innermost first, each decoded whole up to ``_COPY_SLICE`` characters).
+    The work is bounded whatever the text.
     """
     names = "|".join(re.escape(name) for name in sorted(tools, key=len, reverse=True))
-    starts = list(re.finditer(rf"(?<!\w)({names})\s*\(|[\"']({names})[\"']", text))
-    if len(starts) > _MAX_COPY_STARTS:
-        return None
-    values: list[Any] = [value for value, _, _ in _json_spans(text)] if "{" in text else []
-    for match in starts:
-        if match.group(1):
-            call = _python_call_at(text, match.start(), match.end(), match.group(1))
-            if call is not None:
-                call.pop("_end")
-                values.append(call)
-            continue
+    values: list[Any] = []
+    python = re.finditer(rf"(?<!\w)({names})\s*\(", text)
+    for match in itertools.islice(python, _MAX_COPY_SITES):
+        call = _python_call_at(text, match.start(), match.end(), match.group(1))
+        if call is not None:
+            call.pop("_end")
+            values.append(call)
+    budget = _MAX_COPY_DECODES
+    sites = re.finditer(rf'"name"\s*:\s*"(?:{names})"', text)
+    for match in itertools.islice(sites, _MAX_COPY_SITES):
         opening = match.start()
-        for _ in range(_MAX_COPY_OPENINGS):
-            opening = text.rfind("{", 0, opening)
+        while budget > 0:
+            opening = text.rfind("{", max(0, match.start() - _COPY_SLICE), opening)
             if opening < 0:
                 break
+            budget -= 1
             try:
-                values.append(_DECODER.raw_decode(text, opening)[0])
+                value = _DECODER.raw_decode(text[opening : match.end() + _COPY_SLICE])[0]
             except (ValueError, RecursionError):
                 continue
+            if _call_items(value):
+                values.append(value)
+                break
     return {_copy_key(call["name"], call["args"]) for call in _recover_from(values, tools).calls}
 
 
@@ -520,25 +538,26 @@ def _copied(
 
     A model that quotes a request ("I cannot act on '{...}'") or a tool result
     back writes a call it did not make: an end user, or a page a tool fetched,
-    must not be able to have a call run by writing it. The messages the model
-    did not write are read as one text, as written, with JSON string escapes
-    read (a call quoted inside a tool's JSON result), each also in NFKC form
-    and with doubled braces made single; a call to the same tool with the same
-    arguments once checked against its schema, written there as JSON or as
-    Python, is a copy. Text opening more than ``_MAX_COPY_STARTS`` calls to a
-    called tool is taken to hold one.
+    must not be able to have a call run by writing its arguments. The messages
+    the model did not write (not the system prompt, whose rules may state
+    calls) are read as one text: as written, with the escapes of a name read,
+    with every JSON escape read (a call quoted inside a tool's JSON result),
+    each in NFKC form too and with doubled braces made single. A call to the
+    same tool with the same arguments once checked against its schema, written
+    there as JSON or as Python, is a copy. A call with no arguments is never a
+    copy: no argument of it came from the text.
     """
-    wanted = {_copy_key(call["name"], call["args"]) for call in calls}
-    names = {call["name"] for call in calls}
-    if not names:
+    wanted = {_copy_key(call["name"], call["args"]) for call in calls if call["args"]}
+    if not wanted:
         return False
+    names = {call["name"] for call in calls if call["args"]}
     written = "\n".join(_all_text(m) for m in messages if _from_outside(m))
     if "\\" not in written and not any(
         name in form for name in names for form in (written, unicodedata.normalize("NFKC", written))
     ):
         return False
     table = {name: tools.get(name) for name in names}
-    bases = [written]
+    bases = [written, _names_unescaped(written)]
     for _ in range(2):  # a call inside a JSON string, inside another
         unescaped = _unescaped(bases[-1])
         if unescaped == bases[-1]:
@@ -550,11 +569,7 @@ def _copied(
             for form in (text, _DOUBLED_OPEN.sub("{", text)):
                 if form not in variants:
                     variants.append(form)
-    for text in variants:
-        found = _written_calls(text, table)
-        if found is None or wanted & found:
-            return True
-    return False
+    return any(wanted & _written_calls(text, table) for text in variants)
 
 
 def recovered_message(
