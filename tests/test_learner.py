@@ -385,3 +385,80 @@ def test_start_after_a_stop_that_timed_out_never_runs_two_learner_threads(
     alive = [t for t in threading.enumerate() if t.name == "combee-learner"]
     combee.close(timeout=5)
     assert len(alive) == 1
+
+
+def test_stop_and_start_from_the_learners_own_step_keep_one_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A fifth review: stop() from a hook on the learner's thread, then start(),
+    # ran two threads; start() from the step left running tried to join itself;
+    # start() waited forever on a hung step.
+    import asyncio
+    import threading
+    import time
+    import types
+
+    from langgraph_combee._learner import learner as learner_module
+
+    def threads() -> int:
+        return sum(t.name == "combee-learner" for t in threading.enumerate())
+
+    parts = types.SimpleNamespace(feedback_source=None)
+    calls = {"n": 0}
+
+    async def stop_in_hook(self: BackgroundLearner) -> int:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            self.stop()
+            await asyncio.sleep(0.3)
+        return 0
+
+    monkeypatch.setattr(BackgroundLearner, "tick", stop_in_hook)
+    first = BackgroundLearner(parts, LoopSettings(poll_seconds=0.01))  # type: ignore[arg-type]
+    first.start()
+    time.sleep(0.1)
+    first.start()  # waits for the step the hook stopped
+    time.sleep(0.3)
+    assert threads() == 1
+    first.stop(timeout=2)
+
+    box: dict[str, object] = {}
+
+    async def restart_inside(self: BackgroundLearner) -> int:
+        await asyncio.sleep(0.2)
+        if "done" not in box:
+            box["done"] = True
+            try:
+                self.start()
+            except Exception as exc:
+                box["error"] = exc
+        return 0
+
+    monkeypatch.setattr(BackgroundLearner, "tick", restart_inside)
+    second = BackgroundLearner(parts, LoopSettings(poll_seconds=0.01))  # type: ignore[arg-type]
+    second.start()
+    time.sleep(0.05)
+    second.stop(timeout=0.01)
+    time.sleep(0.4)
+    assert "error" not in box and second.running and threads() == 1
+    second.stop(timeout=2)
+
+    hang = threading.Event()
+
+    async def hung(self: BackgroundLearner) -> int:
+        await asyncio.to_thread(hang.wait)
+        return 0
+
+    monkeypatch.setattr(BackgroundLearner, "tick", hung)
+    monkeypatch.setattr(learner_module, "LINGER_WAIT_SECONDS", 0.2)
+    third = BackgroundLearner(parts, LoopSettings(poll_seconds=0.01))  # type: ignore[arg-type]
+    third.start()
+    time.sleep(0.05)
+    third.stop(timeout=0.05)
+    with pytest.raises(RuntimeError, match="has not ended after 0.2 s"):
+        third.start()
+    hang.set()
+    time.sleep(0.2)
+    third.start()
+    assert third.running
+    third.stop(timeout=2)

@@ -121,6 +121,10 @@ class LearnerStats:
     reports: list[StepReport] = field(default_factory=list)
 
 
+LINGER_WAIT_SECONDS = 60.0
+"""How long ``start()`` waits for a step ``stop()`` left running before it refuses."""
+
+
 class BackgroundLearner:
     """Learns from queued traces on a thread of its own until stopped.
 
@@ -179,11 +183,22 @@ class BackgroundLearner:
         """Start the learner thread (no-op if it is already running)."""
         if self.running:
             return
-        lingering, self._lingering = self._lingering, None
+        lingering = self._lingering
         if lingering is not None and lingering.is_alive():
-            # stop() gave up waiting for a step: two threads must never share a learner.
+            if lingering is threading.current_thread():
+                # Called from the step stop() left running: that thread learns on.
+                self._lingering, self._thread = None, lingering
+                self._stop.clear()
+                return
+            # Two threads must never share a learner: wait for the step to end.
             logger.info("waiting for the learning step stop() left running before starting")
-            lingering.join()
+            lingering.join(LINGER_WAIT_SECONDS)
+            if lingering.is_alive():
+                raise RuntimeError(
+                    f"a learning step stop() left running has not ended after "
+                    f"{LINGER_WAIT_SECONDS:g} s; call start() again once it has"
+                )
+        self._lingering = None
         self._stop.clear()
         self._thread = threading.Thread(target=self._main, name="combee-learner", daemon=True)
         self._thread.start()
@@ -195,7 +210,12 @@ class BackgroundLearner:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
         self._thread = None
-        if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+        if thread is threading.current_thread():
+            # Called from the learner's own step (a hook): it ends after this step,
+            # and its leases stay while it runs.
+            self._lingering = thread
+            return
+        if thread is not None and thread.is_alive():
             self._lingering = thread
             # The step still runs and still holds its leases: released now, another
             # learner could take the same traces' turn beside it. They expire instead.
