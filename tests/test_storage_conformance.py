@@ -738,6 +738,39 @@ def test_a_stored_value_no_field_takes_is_left_out_not_the_batch(
     assert [c.name for c in claimed["odd"].tool_calls] == ["ok"]
 
 
+def test_a_stored_record_that_cannot_be_read_is_left_queued_not_the_batch(
+    store: BaseStore, clock: FakeClock
+) -> None:
+    # A fifth review: a record that is no object, one nested too deep to repair,
+    # or one whose id is no id failed the claim of the whole batch (or was read
+    # under a new random id that could never be acknowledged).
+    deep: list[Any] = []
+    for _ in range(600):
+        deep = [deep]
+    odd = {
+        "text": lambda t: "garbage",
+        "deep": lambda t: {**t, "metadata": {"d": deep}, "input": 5},
+        "badid": lambda t: {**t, "id": 7},
+    }
+    queue = TraceQueue(store, PROMPT, clock=clock)
+    queue.put_many(traces(*odd, "fine"))
+    namespace = PromptSpace(PROMPT).namespace("queue")
+    spoilt = set()
+    for item in store.search(namespace, limit=10):
+        name = item.value["trace"]["id"]
+        if name in odd:
+            try:
+                store.put(
+                    namespace, item.key, {**item.value, "trace": odd[name](item.value["trace"])}
+                )
+            except Exception:  # a store may refuse to write nesting that deep (SQLite does)
+                continue
+            spoilt.add(name)
+    assert "text" in spoilt and "badid" in spoilt
+    assert [t.id for t in queue.claim(10, holder="l")] == [*sorted(set(odd) - spoilt), "fine"]
+    assert {queue.status(name) for name in spoilt} == {"pending"}
+
+
 def test_queue_validates_arguments(store: BaseStore) -> None:
     queue = TraceQueue(store, PROMPT)
     with pytest.raises(ConfigurationError, match="limit=-1"):

@@ -253,6 +253,8 @@ def _without(data: Any, errors: list[Any]) -> Any:
     copy = copy_module.deepcopy(data)
     doomed: list[tuple[Any, Any]] = []
     for error in errors:
+        if tuple(error.get("loc", ()))[:1] == ("id",):
+            continue  # a trace is known by its id: never read with another one
         chain: list[tuple[Any, Any]] = []
         node = copy
         for step in error.get("loc", ()):
@@ -281,7 +283,13 @@ def _stored(model: type[_Model], data: Mapping[str, Any]) -> _Model:
         errors = exc.errors()
     record: Any = data
     for _ in range(_REPAIRS):
-        record = _without(record, errors)
+        try:
+            repaired = _without(record, errors)
+            if repaired == record:
+                break  # nothing more can be left out
+        except RecursionError:
+            raise ValueError(f"a stored {model.__name__} nests too deep to repair") from None
+        record = repaired
         try:
             kept = model.model_validate(record, context=_STORED)
         except ValidationError as exc:

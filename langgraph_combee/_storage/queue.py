@@ -40,6 +40,7 @@ the meantime is deleted again rather than brought back into the queue.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -55,6 +56,8 @@ from langgraph_combee._storage import _io as io
 from langgraph_combee._storage._io import Flow, run_async, run_sync
 from langgraph_combee._storage.dead_letters import DeadLetter, DeadLetterFlows, clip_reason
 from langgraph_combee._storage.keys import PromptSpace
+
+logger = logging.getLogger("langgraph_combee.queue")
 
 TraceStatus = Literal["pending", "claimed", "done", "dead"]
 
@@ -580,12 +583,18 @@ class TraceQueue:
             if only is None
             else (yield from self._queued_entries(only))
         )
+        read: dict[str, Trace] = {}
         for item in candidates:
             if len(chosen) == limit:
                 break
             if self._is_claimed(item.value, now) or item.value["trace_id"] in exclude:
                 continue
             if ready_only and self._is_waiting(item.value, now):
+                continue
+            try:
+                read[item.key] = stored_trace(item.value["trace"])
+            except Exception as exc:  # one unreadable record must not fail the batch
+                _unreadable(item.value.get("trace_id"), exc)
                 continue
             chosen.append(item)
         entries = [
@@ -604,7 +613,7 @@ class TraceQueue:
         # One batch per namespace, entries first (see the module docstring).
         yield from io.batch([io.PutRequest(self._entries, key, e) for key, e in entries])
         yield from io.batch([self._index_put(e["trace_id"], "claimed", key) for key, e in entries])
-        return [stored_trace(entry["trace"]) for _, entry in entries]
+        return [read[key] for key, _ in entries]
 
     def _index_put(self, trace_id: str, status: TraceStatus, entry_key: str) -> io.PutRequest:
         value = {"status": status, "entry_key": entry_key, "updated_at": self._clock()}
@@ -783,3 +792,20 @@ def _superseding(stored: dict[str, Any], trace: Trace) -> dict[str, Any]:
 def _queued(index: Item) -> bool:
     """Whether an index record is of a trace still in the queue (pending or claimed)."""
     return index.value["status"] in ("pending", "claimed")
+
+
+_warned_unreadable: set[str] = set()
+
+
+def _unreadable(trace_id: object, exc: BaseException) -> None:
+    """Say once per trace that its stored record cannot be read; it stays queued."""
+    key = str(trace_id)
+    if key in _warned_unreadable or len(_warned_unreadable) > 10_000:
+        return
+    _warned_unreadable.add(key)
+    logger.error(
+        "the stored record of trace %s cannot be read (%s); it is left queued, never "
+        "claimed: repair or drop it in the store",
+        key,
+        f"{type(exc).__name__}: {str(exc)[:200]}",
+    )
