@@ -471,7 +471,7 @@ def _names_unescaped(text: str) -> str:
 def _from_outside(message: BaseMessage) -> bool:
     """Whether the model did not write ``message``: a user's, a tool's or a function's."""
     if isinstance(message, ChatMessage):
-        return message.role in ("user", "human", "tool", "function")
+        return message.role in ("user", "human", "tool", "function", "ipython")
     return isinstance(message, (HumanMessage, ToolMessage, FunctionMessage))
 
 
