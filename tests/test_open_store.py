@@ -287,19 +287,11 @@ def test_close_ends_a_combee_on_a_store_it_was_given_too() -> None:
         combee.current()
 
 
-@pytest.mark.parametrize("asynchronous", [False, True])
-def test_feedback_racing_close_is_refused_not_reported_kept(
-    tmp_path: Path, asynchronous: bool
-) -> None:
-    # A third review: feedback past the closed check when close() ran was
-    # answered True ("will retry"), then dropped, since nothing retries after close.
+def _feedback_racing_close(combee: Combee, trace_id: str, *, asynchronous: bool = False) -> object:
+    """What ``feedback()`` gives when ``close()`` runs while it is inside the capture buffer."""
     import asyncio
     import threading
 
-    combee = Combee.from_conn_string(str(tmp_path / "c.db"), prompt_id="p")
-    trace = Trace(input="hi", output="x")
-    combee.capture(trace)
-    combee.flush()
     server = combee._agent.server
     attach = server.attach_feedback
     entered, closed = threading.Event(), threading.Event()
@@ -315,27 +307,39 @@ def test_feedback_racing_close_is_refused_not_reported_kept(
     def give() -> None:
         try:
             if asynchronous:
-                outcome["r"] = asyncio.run(combee.afeedback(trace.id, correct=True))
+                outcome["r"] = asyncio.run(combee.afeedback(trace_id, correct=True))
             else:
-                outcome["r"] = combee.feedback(trace.id, correct=True)
+                outcome["r"] = combee.feedback(trace_id, correct=True)
         except Exception as exc:
             outcome["r"] = exc
 
     thread = threading.Thread(target=give)
     thread.start()
     entered.wait(5)
-    combee.close()
+    combee.close(timeout=1)
     closed.set()
     thread.join(10)
-    assert isinstance(outcome["r"], CombeeClosedError)
+    return outcome["r"]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_feedback_racing_close_is_refused_not_reported_kept(
+    tmp_path: Path, asynchronous: bool
+) -> None:
+    # A third review: feedback past the closed check when close() ran was
+    # answered True ("will retry"), then dropped, since nothing retries after close.
+    combee = Combee.from_conn_string(str(tmp_path / "c.db"), prompt_id="p")
+    trace = Trace(input="hi", output="x")
+    combee.capture(trace)
+    combee.flush()
+    outcome = _feedback_racing_close(combee, trace.id, asynchronous=asynchronous)
+    assert isinstance(outcome, CombeeClosedError)
     assert combee.describe()["serving"]["feedback_dropped"] == 1
 
 
 def test_feedback_racing_close_on_a_buffered_trace_is_refused() -> None:
     # A fourth review: with the store down at close(), the trace stayed in the
     # capture buffer; feedback attached to it there was answered True and lost.
-    import threading
-
     class Down(InMemoryStore):
         failing = False
 
@@ -349,29 +353,5 @@ def test_feedback_racing_close_on_a_buffered_trace_is_refused() -> None:
     store.failing = True
     trace = Trace(input="hi", output="x")
     combee.capture(trace)
-    server = combee._agent.server
-    attach = server.attach_feedback
-    entered, closed = threading.Event(), threading.Event()
-
-    def slow_attach(*args: Any, **kwargs: Any) -> bool:
-        entered.set()
-        closed.wait(5)
-        return attach(*args, **kwargs)
-
-    server.attach_feedback = slow_attach  # type: ignore[method-assign]
-    outcome: dict[str, object] = {}
-
-    def give() -> None:
-        try:
-            outcome["r"] = combee.feedback(trace.id, correct=True)
-        except Exception as exc:
-            outcome["r"] = exc
-
-    thread = threading.Thread(target=give)
-    thread.start()
-    entered.wait(5)
-    combee.close(timeout=1)
-    closed.set()
-    thread.join(10)
-    assert isinstance(outcome["r"], CombeeClosedError)
+    assert isinstance(_feedback_racing_close(combee, trace.id), CombeeClosedError)
     assert combee.describe()["serving"]["feedback_dropped"] == 1

@@ -677,6 +677,22 @@ def test_traces_round_trip_unchanged(store: BaseStore, clock: FakeClock) -> None
     assert TraceQueue(store, PROMPT, clock=clock).pending_count() == 0
 
 
+def _spoil(store: BaseStore, change: Callable[[dict[str, Any]], Any]) -> set[str]:
+    """Rewrite each queued trace record as ``change`` gives it (None: left); the ids rewritten."""
+    namespace = PromptSpace(PROMPT).namespace("queue")
+    changed = set()
+    for item in store.search(namespace, limit=10):
+        trace = change(dict(item.value["trace"]))
+        if trace is None:
+            continue
+        try:
+            store.put(namespace, item.key, {**item.value, "trace": trace})
+        except Exception:  # a store may refuse to write it (SQLite: nesting that deep)
+            continue
+        changed.add(item.value["trace"]["id"])
+    return changed
+
+
 def test_a_trace_stored_by_another_release_stays_readable(
     store: BaseStore, clock: FakeClock
 ) -> None:
@@ -686,11 +702,15 @@ def test_a_trace_stored_by_another_release_stays_readable(
     # back by every path that reads stored traces: claim, feedback, dead letters.
     queue = TraceQueue(store, PROMPT, clock=clock)
     queue.put_many(traces("old", "parked"))
-    namespace = PromptSpace(PROMPT).namespace("queue")
-    for item in store.search(namespace, limit=10):
-        trace = {**item.value["trace"], "from_a_later_release": [1], "latency_seconds": -5.0}
-        trace["feedback"] = {"correct": False, "confidence": 0.9}
-        store.put(namespace, item.key, {**item.value, "trace": trace})
+    _spoil(
+        store,
+        lambda t: {
+            **t,
+            "from_a_later_release": [1],
+            "latency_seconds": -5.0,
+            "feedback": {"correct": False, "confidence": 0.9},
+        },
+    )
     assert queue.set_feedback("old", Feedback(comment="late"))
     assert queue.park(["parked"], reason="x") == 1
     (claimed,) = queue.claim(10, holder="l")
@@ -710,11 +730,10 @@ def test_a_stored_number_written_as_text_is_read_or_forgotten(
     # A third review: a stored "NaN" (a string) made claim() raise for the whole batch.
     queue = TraceQueue(store, PROMPT, clock=clock)
     queue.put_many(traces("odd"))
-    namespace = PromptSpace(PROMPT).namespace("queue")
-    for item in store.search(namespace, limit=10):
-        trace = {**item.value["trace"], "latency_seconds": latency}
-        trace["feedback"] = {"correct": False, "score": score}
-        store.put(namespace, item.key, {**item.value, "trace": trace})
+    _spoil(
+        store,
+        lambda t: {**t, "latency_seconds": latency, "feedback": {"correct": False, "score": score}},
+    )
     (claimed,) = queue.claim(10, holder="l")
     assert (claimed.latency_seconds, claimed.feedback and claimed.feedback.score) == read
 
@@ -726,12 +745,11 @@ def test_a_stored_value_no_field_takes_is_left_out_not_the_batch(
     # for the whole batch, and the batch came back to fail again after its lease.
     queue = TraceQueue(store, PROMPT, clock=clock)
     queue.put_many(traces("odd", "fine"))
-    namespace = PromptSpace(PROMPT).namespace("queue")
-    for item in store.search(namespace, limit=10):
-        if item.value["trace"]["id"] == "odd":
-            trace = {**item.value["trace"], "feedback": {"correct": "maybe", "comment": "c"}}
-            trace["tool_calls"] = [{"name": 5}, {"name": "ok", "args": {}}]
-            store.put(namespace, item.key, {**item.value, "trace": trace})
+    odd: dict[str, Any] = {
+        "feedback": {"correct": "maybe", "comment": "c"},
+        "tool_calls": [{"name": 5}, {"name": "ok", "args": {}}],
+    }
+    assert _spoil(store, lambda t: {**t, **odd} if t["id"] == "odd" else None) == {"odd"}
     claimed = {t.id: t for t in queue.claim(10, holder="l")}
     assert set(claimed) == {"odd", "fine"}
     assert claimed["odd"].feedback == Feedback(comment="c")
@@ -754,18 +772,7 @@ def test_a_stored_record_that_cannot_be_read_is_left_queued_not_the_batch(
     }
     queue = TraceQueue(store, PROMPT, clock=clock)
     queue.put_many(traces(*odd, "fine"))
-    namespace = PromptSpace(PROMPT).namespace("queue")
-    spoilt = set()
-    for item in store.search(namespace, limit=10):
-        name = item.value["trace"]["id"]
-        if name in odd:
-            try:
-                store.put(
-                    namespace, item.key, {**item.value, "trace": odd[name](item.value["trace"])}
-                )
-            except Exception:  # a store may refuse to write nesting that deep (SQLite does)
-                continue
-            spoilt.add(name)
+    spoilt = _spoil(store, lambda t: odd[t["id"]](t) if t["id"] in odd else None)
     assert "text" in spoilt and "badid" in spoilt
     assert [t.id for t in queue.claim(10, holder="l")] == [*sorted(set(odd) - spoilt), "fine"]
     assert {queue.status(name) for name in spoilt} == {"pending"}
