@@ -312,3 +312,13 @@ def test_the_small_reflector_skips_runs_scored_correct() -> None:
     right = [t for t in traces if t.feedback and t.feedback.correct]
     assert combee.learn(right).steps[0].calls.get("reflect", 0) == 0
     assert len(seen) == calls
+
+
+@pytest.mark.parametrize("action", ["answer {", "{", "answer ``", "reply: [", "answer -"])
+def test_an_action_with_no_word_gives_no_rule(action: str) -> None:
+    # The hotel tool trial (sixteenth session) learned "When shower or hot water,
+    # answer {." from a reply cut at its first bracket.
+    out = SmallReflectionOut(situation="shower or hot water", action=action)
+    assert out.to_reflection("t1").is_empty()
+    kept = SmallReflectionOut(situation="shower or hot water", action="answer ENG-7")
+    assert kept.to_reflection("t1").key_insight == "When shower or hot water, answer ENG-7."

@@ -105,6 +105,8 @@ class ReflectionOut(BaseModel):
         )
 
 
+_WORD = re.compile(r"[^\W_]")
+_LEADING_VERB = re.compile(r"^\s*(?:answer|reply|respond|say|write)\b", re.IGNORECASE)
 _PAIRS = {'"': '"', "'": "'", "`": "`", "<": ">", "[": "]", "(": ")", "{": "}"}
 _PAIRS.update({"\u201c": "\u201d", "\u2018": "\u2019", "\u00ab": "\u00bb"})
 
@@ -338,6 +340,10 @@ class SmallReflectionOut(BaseModel):
             # The situation named only the run's values: its keywords still say the kind.
             situation, keywords = keywords[0], keywords[1:]
         if not (situation and action and situation_words(situation)):
+            return Reflection(trace_id=trace_id)
+        if not _WORD.search(_LEADING_VERB.sub("", action)):
+            # "answer {" (a hotel trial, sixteenth session): a reply cut to its first
+            # bracket states no action; served, the agent answered with a brace.
             return Reflection(trace_id=trace_id)
         if keywords:
             situation = join_situations(situation, *keywords)
