@@ -306,8 +306,11 @@ def _closing(text: str, start: int) -> int | None:
     return None
 
 
-def _python_call_at(text: str, start: int, end_of_open: int, name: str) -> dict[str, Any] | None:
-    """The call written as Python from ``start`` (``name(`` ends at ``end_of_open``), or None."""
+def _python_call_at(
+    text: str, start: int, end_of_open: int, name: str
+) -> tuple[dict[str, Any], int] | None:
+    """The call written as Python from ``start`` (``name(`` ends at ``end_of_open``) and
+    the index after it, or None."""
     end = _closing(text, end_of_open - 1)
     if end is None:
         return None
@@ -325,7 +328,7 @@ def _python_call_at(text: str, start: int, end_of_open: int, name: str) -> dict[
             args[keyword.arg] = ast.literal_eval(keyword.value)
         except (ValueError, TypeError, SyntaxError, RecursionError):
             return None
-    return {"name": name, "arguments": args, "_end": end}
+    return {"name": name, "arguments": args}, end
 
 
 def python_calls(text: str, tools: Mapping[str, Any]) -> list[tuple[dict[str, Any], int, int]]:
@@ -341,10 +344,9 @@ def python_calls(text: str, tools: Mapping[str, Any]) -> list[tuple[dict[str, An
     for match in re.finditer(rf"(?<![\w.])({names})\s*\(", text[:_MAX_SCAN_CHARS]):
         if found and match.start() < found[-1][2]:
             continue
-        call = _python_call_at(text, match.start(), match.end(), match.group(1))
-        if call is not None:
-            end = call.pop("_end")
-            found.append((call, match.start(), end))
+        read = _python_call_at(text, match.start(), match.end(), match.group(1))
+        if read is not None:
+            found.append((read[0], match.start(), read[1]))
     return found
 
 
@@ -508,10 +510,9 @@ def _written_calls(text: str, tools: Mapping[str, Any]) -> set[str]:
     values: list[Any] = []
     python = re.finditer(rf"(?<!\w)({names})\s*\(", text)
     for match in itertools.islice(python, _MAX_COPY_SITES):
-        call = _python_call_at(text, match.start(), match.end(), match.group(1))
-        if call is not None:
-            call.pop("_end")
-            values.append(call)
+        read = _python_call_at(text, match.start(), match.end(), match.group(1))
+        if read is not None:
+            values.append(read[0])
     budget = _MAX_COPY_DECODES
     sites = re.finditer(rf'"name"\s*:\s*"(?:{names})"', text)
     for match in itertools.islice(sites, _MAX_COPY_SITES):
