@@ -322,3 +322,46 @@ def test_an_action_with_no_word_gives_no_rule(action: str) -> None:
     assert out.to_reflection("t1").is_empty()
     kept = SmallReflectionOut(situation="shower or hot water", action="answer ENG-7")
     assert kept.to_reflection("t1").key_insight == "When shower or hot water, answer ENG-7."
+
+
+def test_the_small_aggregator_is_asked_only_about_proposals_with_different_actions() -> None:
+    import asyncio
+
+    from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller
+    from langgraph_combee._learning.roles import SmallRoles
+
+    bodies: list[str] = []
+
+    def reply(messages: list[BaseMessage]) -> str:
+        bodies.append(str(messages[-1].content))
+        return json.dumps({"drop": ["P2.1"]})
+
+    def run(proposals: list[list[Add]]) -> tuple[str, list[str]]:
+        caller = LLMCaller(
+            FunctionChatModel(reply), CallSettings(max_attempts=1, backoff_initial=0)
+        )
+        result = asyncio.run(
+            SmallRoles().aggregate(
+                caller, Playbook(), proposals, [], CallStats(), token_budget=None
+            )
+        )
+        return result.mode, [op.content for op in result.ops if isinstance(op, Add)]
+
+    def add(content: str, source: str) -> Add:
+        return Add(section="others", content=content, sources=[source])
+
+    alike = [
+        [add("When refund, answer FIN-7Q.", "t1")],
+        [add("When refund or money back, answer FIN-7Q.", "t2")],
+    ]
+    # One action for the situation: the rules layer folds them, no call is made.
+    assert run(alike) == (
+        "nothing to merge",
+        ["When refund, answer FIN-7Q.", "When refund or money back, answer FIN-7Q."],
+    )
+    assert bodies == []
+    rival = [*alike, [add("When refund, answer PAY-2D.", "t3")]]
+    mode, kept = run(rival)
+    assert mode == "merged"
+    assert len(bodies) == 1 and "PAY-2D" in bodies[0] and "money back" in bodies[0]
+    assert kept == ["When refund, answer FIN-7Q.", "When refund, answer PAY-2D."]

@@ -2,8 +2,8 @@
 
 Asked to pick rules, the 1.5B's single naive curator call over 48 rules left 11
 rules for 24 codes. It is now asked what to leave out, and only about the rules
-that speak about a situation another rule of the group speaks about (asked about
-whole groups, it left out nothing in eight grid rows); a drop that would leave a
+that give another action for a situation another rule of the group speaks about
+(asked about whole groups, it left out nothing in eight grid rows); a drop that would leave a
 situation without a rule, or less than half of the rules shown, is not honoured.
 """
 
@@ -85,6 +85,32 @@ def test_a_group_whose_rules_share_no_situation_makes_no_call() -> None:
     apart = [GROUP[0], GROUP[2], GROUP[4]]
     assert _curate(reply, group=apart) == [r.key_insight for _, r in apart]
     assert calls == []
+
+
+def test_rules_with_one_action_for_one_situation_make_no_call() -> None:
+    """Nothing to decide between them: the rules layer folds them into one rule."""
+    calls: list[str] = []
+
+    def reply(messages: list[BaseMessage]) -> str:
+        calls.append(str(messages[-1].content))
+        return json.dumps({"drop": ["R2"]})
+
+    alike = [
+        ("R1", Reflection(trace_id="t1", key_insight="When refund, answer FIN-7Q.")),
+        ("R2", Reflection(trace_id="t2", key_insight="When refund or money back, answer FIN-7Q.")),
+        ("R3", Reflection(trace_id="t3", key_insight="When locked out, answer SEC-4X.")),
+    ]
+    assert _curate(reply, group=alike) == [r.key_insight for _, r in alike]
+    assert calls == []
+    # A third rule with another action for the situation makes it a conflict: all
+    # three rules about it are shown.
+    rival = ("R4", Reflection(trace_id="t4", key_insight="When refund, answer PAY-2D."))
+    assert _curate(reply, group=[*alike, rival]) == [
+        r.key_insight for label, r in [*alike, rival] if label != "R2"
+    ]
+    assert len(calls) == 1
+    assert "FIN-7Q" in calls[0] and "PAY-2D" in calls[0] and "money back" in calls[0]
+    assert "SEC-4X" not in calls[0]
 
 
 def test_a_rule_left_out_by_its_text_or_a_loose_label_is_left_out() -> None:

@@ -185,3 +185,31 @@ def test_copies_of_a_reflection_go_to_different_groups(n: int, copies: int, grou
         assert max(len(g) for g in dealt) - min(len(g) for g in dealt) <= 1
         for group in dealt:
             assert len({id(item) for item in group}) == len(group)
+
+
+@pytest.mark.parametrize(
+    ("n", "copies", "groups"), [(48, 2, 6), (16, 2, 4), (36, 3, 6), (25, 2, 5)]
+)
+def test_copies_of_a_reflection_meet_different_neighbours(n: int, copies: int, groups: int) -> None:
+    """The augmented shuffle: no two groups hold the same reflections.
+
+    Dealing each item's copies one after another sent them to the same pair
+    of groups whenever ``copies`` divided ``groups`` (6 groups of 48: three
+    pairs of identical groups, each level-1 call made twice).
+    """
+    import random
+
+    from langgraph_combee._core.types import Reflection
+    from langgraph_combee._learning.strategies import _Labelled, shuffle_groups
+
+    items = [_Labelled(f"R{i}", Reflection(trace_id=f"t{i}")) for i in range(n)]
+    for seed in range(20):
+        dealt = shuffle_groups(items, copies=copies, groups=groups, rng=random.Random(seed))
+        sets = [frozenset(item.label for item in group) for group in dealt]
+        assert all(len(s) == len(g) for s, g in zip(sets, dealt, strict=True))
+        assert len(set(sets)) == len(sets), f"seed {seed}: two groups hold the same reflections"
+        for item in items:
+            holding = [s for s in sets if item.label in s]
+            assert len(holding) == copies
+            # Its copies are dealt among other reflections in each group.
+            assert len(frozenset.intersection(*holding)) < min(len(s) for s in holding)

@@ -25,11 +25,11 @@ from typing import Any, ClassVar, Literal
 
 from langgraph_combee._core.ops import Add, DeltaOp
 from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._core.situations import parse_rule
+from langgraph_combee._core.situations import Rule, parse_rule
 from langgraph_combee._core.types import Reflection, Trace
 from langgraph_combee._learning import aggregate, prompts
 from langgraph_combee._learning.calls import CallStats, LLMCaller
-from langgraph_combee._learning.rules import overlaps
+from langgraph_combee._learning.rules import overlaps, same_action
 from langgraph_combee._learning.schemas import (
     AggregateOut,
     CuratorOut,
@@ -121,20 +121,22 @@ def _union(proposals: Sequence[Sequence[DeltaOp]]) -> list[DeltaOp]:
 
 
 def _overlaps(proposed: Mapping[str, DeltaOp]) -> list[list[str]]:
-    """Groups of proposal labels whose rules speak about one situation (exact repeats folded)."""
+    """Groups of proposal labels whose rules give different actions for one situation."""
     added = [(label, op.content) for label, op in proposed.items() if isinstance(op, Add)]
     return _same_situation(added)
 
 
 def _same_situation(rules: Sequence[tuple[str, str]]) -> list[list[str]]:
-    """Groups of two or more labels whose rules speak about one situation.
+    """Groups of two or more labels whose rules speak about one situation with different actions.
 
     Exact repeats of a rule are folded into its first label (nothing to decide
     between copies); text that is no "When <situation>, <action>." rule is in
-    no group.
+    no group. Nor is a group whose rules all give one action: the rules layer
+    folds such rules into one whose situation names all of theirs
+    (``rules.fold_actions``), so there is nothing for a model to decide.
     """
     seen: set[str] = set()
-    parsed: list[tuple[str, str]] = []
+    parsed: list[tuple[str, Rule]] = []
     for label, content in rules:
         key = _norm(content)
         if key in seen:
@@ -142,16 +144,20 @@ def _same_situation(rules: Sequence[tuple[str, str]]) -> list[list[str]]:
         seen.add(key)
         rule = parse_rule(content)
         if rule is not None:
-            parsed.append((label, rule.situation))
-    groups: list[list[tuple[str, str]]] = []
-    for label, situation in parsed:
+            parsed.append((label, rule))
+    groups: list[list[tuple[str, Rule]]] = []
+    for label, rule in parsed:
         for group in groups:
-            if overlaps(group[0][1], situation):
-                group.append((label, situation))
+            if overlaps(group[0][1].situation, rule.situation):
+                group.append((label, rule))
                 break
         else:
-            groups.append([(label, situation)])
-    return [[label for label, _ in g] for g in groups if len(g) > 1]
+            groups.append([(label, rule)])
+    return [
+        [label for label, _ in g]
+        for g in groups
+        if any(not same_action(g[0][1].action, rule.action) for _, rule in g[1:])
+    ]
 
 
 def _honoured(
@@ -324,13 +330,16 @@ class SmallRoles(RoleProfile):
         ``docs/benchmarks.md``). Asked what to leave out of whole groups, it
         left out no rule in eight grid rows, while Combee's level-1 calls took
         most of its step. So, as the aggregator, the curator is asked only
-        about the rules of the group that speak about one situation (two rules
-        for one case: a duplicate or a conflict); a group with no such rules
-        makes no call (every group of the sequential strategy, one rule per
-        run). Leaving rules out stays the exception: a drop is honoured only
-        while each situation keeps at least one distinct rule and at least
-        half of the rules shown stay, and a reply that cannot be read adopts
-        the whole group, as an unusable aggregator reply keeps every proposal.
+        about the rules of the group that give different actions for one
+        situation (a conflict); a group with no such rules makes no call
+        (every group of the sequential strategy, one rule per run). Rules that
+        give one action for one situation are not shown: the rules layer folds
+        them into one rule (``rules.fold_actions``), where a drop would only
+        lose the words of a situation. Leaving rules out stays the exception: a
+        drop is honoured only while each situation keeps at least one distinct
+        rule and at least half of the rules shown stay, and a reply that cannot
+        be read adopts the whole group, as an unusable aggregator reply keeps
+        every proposal.
         The rules layer, the guard and verified adoption weigh every adopted
         rule after this.
         """
@@ -372,8 +381,8 @@ class SmallRoles(RoleProfile):
 
         Measured on the 1.5B model: asked which of six distinct proposals to
         drop, the aggregator dropped all six. So it sees only the groups of
-        proposals that speak about one situation, a drop outside a group is
-        ignored, and a group always keeps at least one rule.
+        proposals that give different actions for one situation, a drop
+        outside a group is ignored, and a group always keeps at least one rule.
         """
         proposed = aggregate.label_proposals(proposals)
         groups = _overlaps(proposed)

@@ -477,22 +477,80 @@ def shuffle_groups(
 ) -> list[list[_Labelled]]:
     """Duplicate each item ``copies`` times, shuffle, and deal into near-equal groups.
 
+    Each copy is dealt from its own shuffle, so the copies of one item meet
+    different neighbours: dealing every item's copies one after another would
+    send them to the same pair of groups whenever ``copies`` divides
+    ``groups``, and make those groups identical (the same curator call twice).
     Copies of one item go to different groups whenever there are at least
     ``copies`` groups, so each reflection reaches that many independent curators
     (two copies in one group would be shown to its curator once).
     """
-    order = list(items)
-    rng.shuffle(order)
-    # Dealing the copies of each item one after another, round robin, puts them in
-    # consecutive (so different) groups and keeps the groups within one of each other.
-    pool = [item for item in order for _ in range(copies)]
-    groups = max(1, min(groups, len(pool)))
-    out: list[list[_Labelled]] = [[] for _ in range(groups)]
-    for position, item in enumerate(pool):
-        out[position % groups].append(item)
+    n = len(items)
+    groups = max(1, min(groups, n * copies))
+    members: list[set[int]] = [set() for _ in range(groups)]
+    dealt: list[list[int]] = [[] for _ in range(groups)]
+    position = 0
+    for _ in range(copies):
+        order = list(range(n))
+        rng.shuffle(order)
+        # Round robin, continued from the previous copy, keeps the groups within one.
+        placed: list[list[int]] = [[] for _ in range(groups)]
+        for p, item in enumerate(order):
+            placed[(position + p) % groups].append(item)
+        position += n
+        if not _separate_copies(placed, members) and groups >= copies:
+            # Too few items to keep copies apart copy by copy (2 items, 4 copies, 5
+            # groups): dealt one item's copies after another, which always does.
+            pool = [i for i in order for _ in range(copies)]
+            dealt = [pool[g::groups] for g in range(groups)]
+            break
+        for g, chosen in enumerate(placed):
+            dealt[g].extend(chosen)
+            members[g].update(chosen)
+    out = [[items[i] for i in group] for group in dealt]
     for group in out:
         rng.shuffle(group)
     return out
+
+
+def _separate_copies(placed: list[list[int]], members: Sequence[set[int]]) -> bool:
+    """Move this copy's items out of groups that already hold an earlier copy of them.
+
+    Group sizes stay as dealt: an item that must leave its group takes a place
+    in a group it is new to, whose item moves on, and so on, along the shortest
+    chain that ends back in the group it left (found breadth first). Where no
+    chain exists the item stays, and False is returned.
+    """
+    separated = True
+    for start, chosen in enumerate(placed):
+        for item in [i for i in chosen if i in members[start]]:
+            # Breadth first over groups: how an item of this copy can enter each one.
+            came: dict[int, tuple[int, int]] = {}  # group -> (group it came from, item moved)
+            frontier = [g for g in range(len(placed)) if g != start and item not in members[g]]
+            for g in frontier:
+                came[g] = (start, item)
+            while frontier and start not in came:
+                nxt: list[int] = []
+                for g in frontier:
+                    for moved in placed[g]:
+                        for h in range(len(placed)):
+                            if h not in came and moved not in members[h] and moved not in placed[h]:
+                                came[h] = (g, moved)
+                                nxt.append(h)
+                frontier = nxt
+            if start not in came:
+                separated = False
+                continue
+            # Walk the chain back: each moved item leaves its group for the next one.
+            g = start
+            while True:
+                source, moved = came[g]
+                placed[source].remove(moved)
+                placed[g].append(moved)
+                if moved == item:
+                    break
+                g = source
+    return separated
 
 
 class CombeeStrategy(Strategy):
