@@ -104,6 +104,11 @@ def test_validation_gate_counts_a_raising_runner_as_zero() -> None:
         (lambda: ValidationGate(["a"], "run"), "runner"),
         (lambda: CanaryGate(fraction=1.5), "fraction=1.5"),
         (lambda: CanaryGate(min_runs=0), "min_runs=0"),
+        # A string used to raise a bare TypeError from the comparison.
+        (lambda: CanaryGate(fraction="0.5"), "fraction='0.5' .*a number in \\(0, 1\\)"),
+        (lambda: CanaryGate(fraction=True), "fraction=True"),
+        (lambda: CanaryGate(fraction=float("nan")), "fraction=nan"),
+        (lambda: CanaryGate(rollback="no"), "rollback='no' .*True or False"),
         (lambda: CanaryGate(margin=-1), "margin=-1 .*a finite number >= 0"),
         # Self-review: NaN failed every comparison, so the gate rejected every candidate.
         (lambda: CanaryGate(margin=float("nan")), "margin=nan .*a finite number >= 0"),

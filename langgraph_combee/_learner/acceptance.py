@@ -501,10 +501,16 @@ class CanaryGate(AcceptancePolicy):
         margin: float = 0.0,
         rollback: bool = True,
     ) -> None:
-        if not 0 < fraction < 1:
+        if (
+            isinstance(fraction, bool)
+            or not isinstance(fraction, int | float)
+            or not 0 < fraction < 1
+        ):
             raise ConfigurationError("fraction", fraction, "a number in (0, 1)")
         if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 1:
             raise ConfigurationError("min_runs", min_runs, "an int >= 1")
+        if not isinstance(rollback, bool):
+            raise ConfigurationError("rollback", rollback, "True or False")
         self.margin = _finite("margin", margin, at_least=0.0)
         self.fraction = float(fraction)
         self.canary_fraction = self.fraction
