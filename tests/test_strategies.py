@@ -213,3 +213,37 @@ def test_copies_of_a_reflection_meet_different_neighbours(n: int, copies: int, g
             assert len(holding) == copies
             # Its copies are dealt among other reflections in each group.
             assert len(frozenset.intersection(*holding)) < min(len(s) for s in holding)
+
+
+@pytest.mark.parametrize(("n", "copies", "groups"), [(2, 4, 5), (4, 5, 6), (5, 6, 7)])
+def test_too_few_items_to_separate_copy_by_copy_are_still_dealt_apart(
+    n: int, copies: int, groups: int
+) -> None:
+    """Where no chain moves a copy out of a group holding it, the copies are dealt in turn."""
+    import random
+
+    from langgraph_combee._core.types import Reflection
+    from langgraph_combee._learning.strategies import _Labelled, shuffle_groups
+
+    items = [_Labelled(f"R{i}", Reflection(trace_id=f"t{i}")) for i in range(n)]
+    for seed in range(30):
+        dealt = shuffle_groups(items, copies=copies, groups=groups, rng=random.Random(seed))
+        assert sum(len(g) for g in dealt) == n * copies
+        assert max(len(g) for g in dealt) - min(len(g) for g in dealt) <= 1
+        for group in dealt:
+            assert len({item.label for item in group}) == len(group), f"seed {seed}"
+
+
+def test_a_large_batch_is_dealt_in_well_under_a_second() -> None:
+    """Each chain is searched only until it ends: the deal stays near linear in the batch."""
+    import random
+    import time
+
+    from langgraph_combee._core.types import Reflection
+    from langgraph_combee._learning.strategies import _Labelled, shuffle_groups
+
+    items = [_Labelled(f"R{i}", Reflection(trace_id=f"t{i}")) for i in range(3000)]
+    start = time.perf_counter()
+    dealt = shuffle_groups(items, copies=4, groups=54, rng=random.Random(0))
+    assert time.perf_counter() - start < 0.5
+    assert all(len({item.label for item in group}) == len(group) for group in dealt)

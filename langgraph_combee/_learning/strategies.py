@@ -533,10 +533,18 @@ def _separate_copies(placed: list[list[int]], members: Sequence[set[int]]) -> bo
                 nxt: list[int] = []
                 for g in frontier:
                     for moved in placed[g]:
+                        # An item of this copy is in one group only: ``h != g`` is
+                        # ``moved not in placed[h]``, without reading the group.
                         for h in range(len(placed)):
-                            if h not in came and moved not in members[h] and moved not in placed[h]:
+                            if h != g and h not in came and moved not in members[h]:
                                 came[h] = (g, moved)
                                 nxt.append(h)
+                        if start in came:
+                            break
+                    if start in came:
+                        # The chain back from ``start`` is found; later entries would
+                        # not change it (a group's first way in is kept).
+                        break
                 frontier = nxt
             if start not in came:
                 separated = False
