@@ -350,7 +350,7 @@ def small_aggregator_messages(
 ) -> list[BaseMessage]:
     """Messages asking the small-model aggregator which overlapping proposals to drop.
 
-    Only groups of proposals that speak about one situation are shown, each
+    Only groups of proposals that give different actions for one situation are shown, each
     rule under its label: a short prompt and a reply of a few labels.
     """
     blocks = []

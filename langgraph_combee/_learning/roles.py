@@ -11,7 +11,8 @@ every profile.
   write ADD/UPDATE/REMOVE; the aggregator drops, merges and reconciles.
 * ``SmallRoles``: for models of a few billion parameters. The reflector writes
   one "When <situation>, <action>." rule; curators and the aggregator are
-  asked only about rules that speak about one situation, and leave some out.
+  asked only about rules that give different actions for one situation, and
+  leave some out.
 ``auto_roles.AutoRoles`` (the default) chooses between the two by itself.
 """
 
@@ -51,7 +52,7 @@ class Aggregation:
     """Level 2's result: the step's ops and how they were reached.
 
     ``mode`` is ``"merged"`` (the aggregator's reply was applied),
-    ``"nothing to merge"`` (no proposals overlapped, so no call was needed) or
+    ``"nothing to merge"`` (no proposals conflicted, so no call was needed) or
     ``"union"`` (the aggregator's reply was unusable: every proposal kept, a
     recorded fallback).
     """
