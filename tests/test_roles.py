@@ -751,6 +751,28 @@ def test_one_action_quoted_in_one_rule_and_bare_in_another_folds_into_one() -> N
     assert not rules.same_action("answer 'coral'", "answer 'amber'")
 
 
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        # Review: the values alone made these one action, so a rule and its negation
+        # were folded into one rule and never shown to a curator as a conflict.
+        ("answer FIN-7Q", "do not answer FIN-7Q", False),
+        ("answer FIN-7Q, not PAY-2D", "answer PAY-2D, not FIN-7Q", False),
+        ("never route to SEC-4X", "route to SEC-4X", False),
+        # A negation with no value of its own changes nothing the action asks for.
+        ("answer FIN-7Q. Do not add anything else.", "answer FIN-7Q", True),
+        # A negation word inside a quoted value is the value's.
+        ("answer 'Not sure'", "answer 'Not sure', nothing else", True),
+        ("answer 'Not sure'", "answer 'sure'", False),
+    ],
+)
+def test_a_value_under_a_negation_is_not_asked_for(a: str, b: str, same: bool) -> None:
+    assert rules.same_action(a, b) is same
+    assert (rules.action_key(a) == rules.action_key(b)) is same
+    ops = rules.fold_actions([_add(f"When refund, {a}.", "a"), _add(f"When refund, {b}.", "b")])
+    assert len([op for op in ops if isinstance(op, Add)]) == (1 if same else 2)
+
+
 def test_a_new_situation_for_a_known_action_widens_the_rule_that_has_it() -> None:
     old = _playbook("When lost parcels, answer LOG-5T.", "When refunds, answer FIN-7Q.")
     ops, found = rules.reconcile(old, [_add("When tracking not moving, answer LOG-5T.", "t")])

@@ -113,6 +113,32 @@ def test_rules_with_one_action_for_one_situation_make_no_call() -> None:
     assert "SEC-4X" not in calls[0]
 
 
+@pytest.mark.parametrize("order", [(0, 1, 2), (1, 0, 2), (2, 0, 1), (0, 2, 1)])
+def test_a_conflict_through_a_chain_of_situations_is_asked_in_any_order(
+    order: tuple[int, int, int],
+) -> None:
+    """Review: grouped by their first rule, "refund" and "refund or late parcel"
+    (one action) made a group without the LOG-8W rule for "late parcel", so the
+    conflict was never asked about, in one order of the rules of three."""
+    chain = [
+        ("R1", Reflection(trace_id="t1", key_insight="When refund, answer FIN-7Q.")),
+        (
+            "R2",
+            Reflection(trace_id="t2", key_insight="When refund or late parcel, answer FIN-7Q."),
+        ),
+        ("R3", Reflection(trace_id="t3", key_insight="When late parcel, answer LOG-8W.")),
+    ]
+    calls: list[str] = []
+
+    def reply(messages: list[BaseMessage]) -> str:
+        calls.append(str(messages[-1].content))
+        return json.dumps({"drop": []})
+
+    _curate(reply, group=[chain[i] for i in order])
+    assert len(calls) == 1
+    assert all(code in calls[0] for code in ("FIN-7Q", "LOG-8W", "refund or late parcel"))
+
+
 def test_a_rule_left_out_by_its_text_or_a_loose_label_is_left_out() -> None:
     adopted = _curate(lambda _: json.dumps({"drop": [" [r2] ", "When parcel late, answer LOG-8W"]}))
     assert adopted == _without("When refund, answer PAY-2D.", "When parcel late, answer LOG-8W.")

@@ -21,6 +21,7 @@ __all__ = [
     "DIGITS_ONLY",
     "FROM_INPUT",
     "IN_CENTS",
+    "asked_and_refused",
     "converted",
     "described_in",
     "descriptions",
@@ -149,6 +150,36 @@ def values(text: str) -> frozenset[str]:
         if value:
             found.add(value)
     return frozenset(found)
+
+
+# A negation and the clause it governs, up to the next mark: "not PAY-2D" in
+# "answer FIN-7Q, not PAY-2D"; "do not answer FIN-7Q".
+_NEGATED = re.compile(
+    r"\b(?:do not|does not|don't|don\u2019t|dont|never|not|avoid|without)\b[^,.;:!?]*",
+    re.IGNORECASE,
+)
+
+
+def asked_and_refused(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The values ``text`` asks for, and those it names under a negation.
+
+    ``answer FIN-7Q, not PAY-2D`` asks for FIN-7Q and refuses PAY-2D; ``do not
+    answer FIN-7Q`` refuses FIN-7Q. A negation word inside a quoted value ("'Not
+    sure'") is part of the value, not a negation. Values as ``values`` reads them.
+    """
+    text = undescribed(text)
+    found = [(m.start(), (m.group(1) or m.group(2) or "").strip()) for m in _VALUE.finditer(text)]
+    if not found:
+        return frozenset(), frozenset()
+    # Negations are looked for with every value masked, positions kept.
+    masked = _VALUE.sub(lambda m: "\0" * len(m.group(0)), text)
+    spans = [(m.start(), m.end()) for m in _NEGATED.finditer(masked)]
+    asked: set[str] = set()
+    refused: set[str] = set()
+    for at, value in found:
+        if value:
+            (refused if any(a <= at < b for a, b in spans) else asked).add(value)
+    return frozenset(asked), frozenset(refused)
 
 
 def slots(text: str) -> tuple[str, tuple[str, ...]] | None:

@@ -128,13 +128,16 @@ def _overlaps(proposed: Mapping[str, DeltaOp]) -> list[list[str]]:
 
 
 def _same_situation(rules: Sequence[tuple[str, str]]) -> list[list[str]]:
-    """Groups of two or more labels whose rules speak about one situation with different actions.
+    """Groups of labels whose rules speak about one situation with different actions.
 
-    Exact repeats of a rule are folded into its first label (nothing to decide
-    between copies); text that is no "When <situation>, <action>." rule is in
-    no group. Nor is a group whose rules all give one action: the rules layer
-    folds such rules into one whose situation names all of theirs
-    (``rules.fold_actions``), so there is nothing for a model to decide.
+    A group is a chain of rules whose situations overlap, one pair after
+    another ("refund", "refund or late parcel", "late parcel"), so which
+    conflicts are found does not depend on the rules' order. Exact repeats of
+    a rule are folded into its first label (nothing to decide between copies);
+    text that is no "When <situation>, <action>." rule is in no group. Nor is a
+    group whose rules all give one action: the rules layer folds such rules
+    into one whose situation names all of theirs (``rules.fold_actions``), so
+    there is nothing for a model to decide.
     """
     seen: set[str] = set()
     parsed: list[tuple[str, Rule]] = []
@@ -146,18 +149,30 @@ def _same_situation(rules: Sequence[tuple[str, str]]) -> list[list[str]]:
         rule = parse_rule(content)
         if rule is not None:
             parsed.append((label, rule))
-    groups: list[list[tuple[str, Rule]]] = []
-    for label, rule in parsed:
-        for group in groups:
-            if overlaps(group[0][1].situation, rule.situation):
-                group.append((label, rule))
-                break
-        else:
-            groups.append([(label, rule)])
+    # Union-find over the rules, joined wherever two situations overlap.
+    parent = list(range(len(parsed)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, (_, a) in enumerate(parsed):
+        for j in range(i):
+            if root(i) != root(j) and overlaps(parsed[j][1].situation, a.situation):
+                parent[root(i)] = root(j)
+    chains: dict[int, list[tuple[str, Rule]]] = {}
+    for i, item in enumerate(parsed):
+        chains.setdefault(root(i), []).append(item)
     return [
-        [label for label, _ in g]
-        for g in groups
-        if any(not same_action(g[0][1].action, rule.action) for _, rule in g[1:])
+        [label for label, _ in chain]
+        for chain in chains.values()
+        if any(
+            not same_action(a.action, b.action)
+            for n, (_, a) in enumerate(chain)
+            for _, b in chain[n + 1 :]
+        )
     ]
 
 
@@ -336,11 +351,12 @@ class SmallRoles(RoleProfile):
         (every group of the sequential strategy, one rule per run). Rules that
         give one action for one situation are not shown: the rules layer folds
         them into one rule (``rules.fold_actions``), where a drop would only
-        lose the words of a situation. Leaving rules out stays the exception: a
-        drop is honoured only while each situation keeps at least one distinct
-        rule and at least half of the rules shown stay, and a reply that cannot
-        be read adopts the whole group, as an unusable aggregator reply keeps
-        every proposal.
+        lose the words of a situation (with the grid's private switch
+        ``StepContext.corrections`` off, nothing folds them: both stay).
+        Leaving rules out stays the exception: a drop is honoured only while
+        each situation keeps at least one distinct rule and at least half of
+        the rules shown stay, and a reply that cannot be read adopts the whole
+        group, as an unusable aggregator reply keeps every proposal.
         The rules layer, the guard and verified adoption weigh every adopted
         rule after this.
         """

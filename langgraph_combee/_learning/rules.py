@@ -349,24 +349,32 @@ def _norm(text: str) -> str:
     return _words.normalised(text)
 
 
+@functools.lru_cache(maxsize=4096)
+def _action_values(action: str) -> tuple[frozenset[str], frozenset[str]]:
+    return _values.asked_and_refused(action)
+
+
 def action_key(action: str) -> tuple[str, object]:
     """A key two actions share exactly when ``same_action`` says they agree."""
-    found = _values.values(action)
-    return ("values", found) if found else ("words", _norm(action))
+    asked, refused = _action_values(action)
+    return ("values", (asked, refused)) if asked or refused else ("words", _norm(action))
 
 
 def same_action(a: str, b: str) -> bool:
     """Whether two actions ask for the same thing (their values, or their words, agree).
 
     The same words are the same action whatever the quoting: a small model writes
-    ``answer 'coral'`` in one reply and ``answer coral`` in the next.
+    ``answer 'coral'`` in one reply and ``answer coral`` in the next. A value named
+    under a negation is not asked for: ``do not answer FIN-7Q`` is not ``answer
+    FIN-7Q``, nor ``answer FIN-7Q, not PAY-2D`` the same as ``answer PAY-2D, not
+    FIN-7Q``.
     """
     if _norm(a) == _norm(b):
         return True
-    va, vb = _values.values(a), _values.values(b)
-    if va or vb:
+    va, vb = _action_values(a), _action_values(b)
+    if any(va) or any(vb):
         return va == vb
-    return _norm(a) == _norm(b)
+    return False
 
 
 def followed(action: str, output: str, source: str = "") -> bool | None:
