@@ -409,6 +409,8 @@ class Combee:
                 limits=TraceLimits(
                     max_message_chars=capture.max_message_chars,
                     max_trace_chars=capture.max_trace_chars,
+                    # The guard reads the user from this key: its entry is never dropped.
+                    keep_metadata=(guard.user_key,) if guard is not None else (),
                 ),
             ),
             scope=scope,

@@ -137,11 +137,13 @@ class CaptureSettings(_Settings):
             run returns; while the store fails, runs fall back to the buffer,
             counted). See docs/faults.md.
         max_message_chars: Most characters a captured trace keeps per text
-            field (message, tool result, input, output); the middle is cut with
-            a marker. None: no limit; else an int >= 200.
-        max_trace_chars: Most characters a captured trace keeps in all;
-            messages are cut from the middle of the run beyond it. None: no
-            limit; else an int >= 200.
+            field (message, tool result, input, output, each string in its
+            metadata); the middle is cut with a marker. None: no limit; else
+            an int >= 200.
+        max_trace_chars: Most characters a captured trace keeps in all,
+            metadata included; beyond it metadata entries are dropped from the
+            end (never the package's own), then messages from the middle of the
+            run. None: no limit; else an int >= 200.
         feedback_wait_seconds: How long a captured trace without feedback is
             held for ``feedback()`` (or ``LearnerSettings.feedback_source``)
             before the learner may take it; stamped when the run is captured,

@@ -10,6 +10,7 @@ racing learners in ``test_faults_process.py``.
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -17,9 +18,19 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from pydantic import BaseModel
 
-from langgraph_combee import CaptureSettings, Combee, Feedback, LearnerSettings, Trace
-from langgraph_combee._agent.limits import TraceLimits, clip_trace, trace_size
+from langgraph_combee import (
+    BulletGuard,
+    CaptureSettings,
+    Combee,
+    Feedback,
+    LearnerSettings,
+    Trace,
+)
+from langgraph_combee._agent.limits import TraceLimits, clip_trace, cut_marker, trace_size
+from langgraph_combee._agent.metadata_limits import CYCLE
+from langgraph_combee._core.types import TraceMessage
 from langgraph_combee._learner.learner import BackgroundLearner
 from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee.errors import ConfigurationError, LearningError
@@ -344,6 +355,181 @@ def test_trace_limits_are_validated() -> None:
     unlimited = TraceLimits(max_message_chars=None, max_trace_chars=None)
     huge = Trace(input="x" * 1_000_000)
     assert clip_trace(huge, unlimited) is huge
+
+
+def _cuts(text: str) -> int:
+    """Characters the markers in ``text`` say were cut."""
+    return sum(int(n.replace(",", "")) for n in re.findall(r"\[combee: cut ([\d,]+) of", text))
+
+
+def test_a_huge_metadata_string_is_cut_like_any_field_and_the_cut_recorded() -> None:
+    blob = "h" * 1_000 + "m" * 2_000_000 + "t" * 1_000
+    raw = b"\xff" * 2_000_000  # stored as its repr: 8 MB of text
+    trace = Trace(
+        input="q",
+        metadata={
+            "blob": blob,
+            "deep": {"rows": [None, 3, True, 2.5, {"text": "d" * 30_000}]},
+            "raw": raw,
+            "combee_version": 4,
+        },
+    )
+    assert trace_size(trace) > 10_000_000  # metadata counts
+    clipped = clip_trace(trace, TraceLimits())  # 20,000 per field, 100,000 per trace
+    meta = clipped.metadata
+    assert len(meta["blob"]) <= 20_000
+    assert meta["blob"].startswith("h" * 1_000) and meta["blob"].endswith("t" * 1_000)
+    keep = 20_000 - len(cut_marker(len(blob), len(blob)))
+    assert cut_marker(len(blob) - keep, len(blob)) in meta["blob"]
+    assert meta["deep"]["rows"][:4] == [None, 3, True, 2.5]
+    assert len(meta["deep"]["rows"][4]["text"]) <= 20_000
+    assert isinstance(meta["raw"], str) and meta["raw"].startswith("b'\\xff")
+    assert len(meta["raw"]) <= 20_000 and f"of {len(repr(raw)):,} characters" in meta["raw"]
+    assert meta["combee_version"] == 4
+    record = meta["combee_truncated"]
+    texts = (meta["blob"], meta["deep"]["rows"][4]["text"], meta["raw"])
+    assert record["chars_cut"] == sum(_cuts(t) for t in texts)
+    assert record["fields_cut"] == 3 and record["metadata_entries_cut"] == 0
+    assert record["original_chars"] == trace_size(trace)
+    assert trace_size(clipped) <= 100_000
+    assert trace.metadata["blob"] is blob  # the caller's trace is left as it was
+    again = clip_trace(clipped, TraceLimits(max_message_chars=200))
+    assert again.metadata["combee_truncated"]["original_chars"] == trace_size(clipped)
+
+
+def test_metadata_counts_toward_the_trace_size_and_small_traces_are_not_copied() -> None:
+    bare = Trace(input="q" * 10)
+    assert trace_size(bare.model_copy(update={"metadata": {"key": "v" * 500}})) == 10 + 3 + 500
+    # Keys and values as stored: 7 as "7", None as "None", b"zz" as "b'zz'".
+    nested = {"a": [1, None, {"b": "x" * 20}], 7: b"zz"}
+    size = trace_size(bare.model_copy(update={"metadata": nested}))
+    assert size == 10 + len("a") + len("1") + len("None") + len("b") + 20 + len("7") + len("b'zz'")
+    # Every string under max_message_chars, but metadata puts the trace over max_trace_chars.
+    limits = TraceLimits(max_message_chars=1_000, max_trace_chars=5_000)
+    wide = Trace(input="q", metadata={f"k{i}": "v" * 900 for i in range(10)})
+    assert trace_size(wide) > 5_000 and clip_trace(wide, limits) is not wide
+    small = Trace(input="hi", metadata={"user": "u1", "tags": ["a", "b"], "n": {"x": b"y"}})
+    assert clip_trace(small, TraceLimits()) is small  # the fast path: the same object
+    # Over max_message_chars in all, yet no single string is: nothing is cut or copied.
+    spread = Trace(input="q", metadata={f"k{i}": "v" * 100 for i in range(20)})
+    assert clip_trace(spread, TraceLimits(max_message_chars=1_000)) is spread
+
+
+def test_long_metadata_keys_are_cut_without_colliding_and_the_package_keys_never() -> None:
+    limits = TraceLimits(max_message_chars=1_000, keep_metadata=("u" * 2_000,))
+    twin_a = "a" * 3_000 + "1" + "z" * 3_000
+    twin_b = "a" * 3_000 + "2" + "z" * 3_000  # the same head and tail: the same cut
+    trace = Trace(
+        input="q",
+        metadata={
+            "nest": {twin_a: 1, twin_b: 2, 5: "five", None: "none"},
+            "combee_" + "c" * 2_000: "ours",
+            "u" * 2_000: "the guard's user key",
+        },
+    )
+    meta = clip_trace(trace, limits).metadata
+    keys = list(meta["nest"])
+    assert len(set(keys)) == 4 and list(meta["nest"].values()) == [1, 2, "five", "none"]
+    assert keys[1] == keys[0] + " (2)" and len(keys[0]) <= 1_000
+    assert keys[2:] == [5, None]
+    assert meta["combee_" + "c" * 2_000] == "ours" and "u" * 2_000 in meta
+    assert meta["combee_truncated"]["fields_cut"] == 2
+
+
+def test_metadata_too_large_in_all_loses_entries_from_its_end_never_the_package_keys() -> None:
+    limits = TraceLimits(max_message_chars=2_000, max_trace_chars=10_000, keep_metadata=("uid",))
+    ours = {"combee_version": 3, "combee_tenant": "acme", "combee_user": "u1", "thread_id": "t9"}
+    many = {f"k{i}": f"v{i}" for i in range(5_000)}
+    messages = [TraceMessage(role="human", content=f"m{i} " + "w" * 996) for i in range(5)]
+    trace = Trace(input="q", messages=messages, metadata={**ours, **many, "uid": "u7", "last": "x"})
+    clipped = clip_trace(trace, limits)
+    assert clipped.messages == messages  # the run's messages do not pay for its metadata
+    meta = clipped.metadata
+    assert trace_size(clipped) <= 10_000
+    assert all(meta[k] == v for k, v in ours.items()) and meta["uid"] == "u7"
+    assert "k0" in meta and "last" not in meta and "k4999" not in meta  # dropped from the end
+    record = meta["combee_truncated"]
+    dropped = len(trace.metadata) - len(meta) + 1  # + 1: combee_truncated itself
+    assert record["metadata_entries_cut"] == dropped > 3_000
+    unrecorded = {k: v for k, v in meta.items() if k != "combee_truncated"}
+    kept_size = trace_size(clipped.model_copy(update={"metadata": unrecorded}))
+    assert record["chars_cut"] == trace_size(trace) - kept_size  # what the dropped entries held
+    assert record["messages_cut"] == 0
+    # A run that fills the trace itself leaves the metadata one field's worth.
+    long_run = [TraceMessage(role="human", content=f"m{i} " + "w" * 996) for i in range(20)]
+    crowded = clip_trace(trace.model_copy(update={"messages": long_run}), limits)
+    assert trace_size(crowded) - trace_size(crowded.model_copy(update={"metadata": {}})) > 1_900
+    assert crowded.metadata["combee_truncated"]["messages_cut"] > 0
+    assert trace_size(crowded) <= 10_000
+    from langgraph_combee._learning.support import support_key
+
+    assert support_key(clipped, "uid") == "user:u7"
+
+
+def test_the_guard_user_key_is_kept_by_the_capture_limits() -> None:
+    combee = Combee(prompt_id="p", guard=BulletGuard(user_key="uid"))
+    assert combee._agent.server.settings.limits.keep_metadata == ("uid",)
+    assert Combee(prompt_id="q", guard=None)._agent.server.settings.limits.keep_metadata == ()
+    with pytest.raises(ConfigurationError, match="keep_metadata"):
+        TraceLimits(keep_metadata=["uid"])  # type: ignore[arg-type]
+
+
+class _NoRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+class _Model(BaseModel):
+    text: str
+
+
+def test_odd_metadata_never_breaks_the_capture_path() -> None:
+    deep: Any = ["d" * 5_000]
+    for _ in range(50_000):  # far deeper than Python's recursion limit
+        deep = [deep]
+    loop: dict[str, Any] = {"text": "l" * 5_000}
+    loop["self"] = loop
+    odd: dict[str, Any] = {
+        "deep": deep,
+        "loop": loop,
+        "keys": {1: "int", None: "none", (1, "t" * 5_000): "tuple", b"b" * 5_000: "bytes"},
+        "scalars": [None, True, False, 0, -1.5, float("nan"), 10**5_000],
+        "huge_list": list(range(100_000)),
+        "objects": [_NoRepr(), _Model(text="m" * 5_000), {"s" * 5_000}, ("p" * 5_000,)],
+    }
+    trace = Trace(input="q", metadata=odd)
+    meta = clip_trace(trace, TraceLimits(max_message_chars=1_000, max_trace_chars=None)).metadata
+    inner = meta["deep"]
+    for _ in range(50_000):
+        inner = inner[0]
+    assert len(inner[0]) <= 1_000 and inner[0].startswith("d" * 500)
+    assert len(meta["loop"]["text"]) <= 1_000 and meta["loop"]["self"] == CYCLE
+    assert list(meta["keys"].values()) == ["int", "none", "tuple", "bytes"]
+    assert all(len(str(k)) <= 1_000 for k in meta["keys"])
+    assert meta["scalars"] is odd["scalars"] and meta["huge_list"] is odd["huge_list"]
+    no_repr, model, a_set, a_tuple = meta["objects"]
+    assert no_repr is odd["objects"][0]
+    assert len(model["text"]) <= 1_000 and model["text"].startswith("m" * 500)
+    assert len(a_set[0]) <= 1_000 and len(a_tuple[0]) <= 1_000
+    bounded = clip_trace(trace, TraceLimits(max_message_chars=1_000, max_trace_chars=20_000))
+    assert trace_size(bounded) <= 20_000 and next(iter(bounded.metadata)) == "deep"
+    assert bounded.metadata["combee_truncated"]["original_chars"] == trace_size(trace)
+    # Through the capture path into the store.
+    combee = Combee(
+        prompt_id="p", capture=CaptureSettings(max_message_chars=1_000, max_trace_chars=20_000)
+    )
+    stored_odd = {
+        "blob": "x" * 2_000_000,
+        "keys": {1: "int", None: "none", (1, "t" * 5_000): "tuple"},
+        "scalars": [None, True, 1.5],
+        "huge_list": list(range(100_000)),
+    }
+    combee._agent.server.capture(Trace(id="odd", input="q", metadata=stored_odd))
+    combee._agent.server.close(flush=True)
+    [stored] = combee.queue().claim(10, holder="t")
+    assert stored.id == "odd" and trace_size(stored) <= 20_000
+    assert len(stored.metadata["blob"]) <= 1_000 and "huge_list" not in stored.metadata
+    assert combee._agent.server.stats.truncated == 1
 
 
 # ---------------------------------------------------------------- malformed input

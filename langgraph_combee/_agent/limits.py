@@ -1,21 +1,31 @@
 """Size limits on captured traces: a huge run is cut down, never rejected whole.
 
-A run can carry megabytes (a tool returning a whole file, a pasted log). The
-capture path bounds what it keeps in memory and writes to the queue with two
-limits, both on characters of text:
+A run can carry megabytes (a tool returning a whole file, a pasted log, a blob
+put in its metadata). The capture path bounds what it keeps in memory and
+writes to the queue with two limits, both on characters of text:
 
 * ``max_message_chars``: each text field (input, output, error, each message's
   content, each tool call's arguments, result or error, the feedback's comment
-  and ground truth) keeps its head and tail with a marker in between saying how
-  much was cut: ``[combee: cut 12,345 of 52,345 characters]``;
-* ``max_trace_chars``: if the trace is still larger, messages (then tool calls)
-  are dropped from the middle of the run, keeping its start and its end, and a
-  marker message says how many went. As a last resort input and output are cut
-  to share what is left.
+  and ground truth, each string in the metadata at any depth, and each metadata
+  key but the package's own) keeps its head and tail with a marker in between
+  saying how much was cut: ``[combee: cut 12,345 of 52,345 characters]``.
+  ``bytes`` in the metadata count as their ``repr`` (what is stored when they
+  are not UTF-8, and never shorter than what is), and are cut as that text;
+* ``max_trace_chars``: the metadata counts toward it (``metadata_limits`` says
+  how). If the trace is still larger, then, in order: metadata entries are
+  dropped from the end until the trace fits or the metadata holds no more than
+  ``max_message_chars`` (one field's worth; all of ``max_trace_chars`` when that
+  is None), never an entry the package writes or reads (keys starting
+  ``combee_``, ``thread_id`` and the guard's ``user_key``); messages (then tool
+  calls) are dropped from the middle of the run, keeping its start and its end,
+  and a marker message says how many went; as a last resort input and output
+  are cut to share what is left.
 
-A cut trace records what was cut in ``metadata["combee_truncated"]``. The
-learner's prompts clip each field again (``prompts.MAX_FIELD_CHARS``); these
-limits protect memory and the store, those protect the learner's context.
+A cut trace records what was cut in ``metadata["combee_truncated"]`` (which is
+never cut itself): characters and fields cut, messages, tool calls and metadata
+entries dropped, and the size before. The learner's prompts clip each field again
+(``prompts.MAX_FIELD_CHARS``); these limits protect memory and the store, those
+protect the learner's context.
 """
 
 from __future__ import annotations
@@ -24,12 +34,19 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from langgraph_combee._agent.metadata_limits import clip_metadata, drop_entries, value_size
 from langgraph_combee._core.types import Feedback, ToolCall, Trace, TraceMessage
 from langgraph_combee._errors import ConfigurationError
 
 __all__ = ["TraceLimits", "clip_feedback", "clip_text", "clip_trace", "cut_marker"]
 
 MARKER_ROLE = "combee"
+
+_RECORD_ROOM = 200
+"""Characters kept free for ``metadata["combee_truncated"]`` when a trace is cut to fit."""
+
+_MARKER_ROOM = 200
+"""Characters kept free for the markers of dropped messages and tool calls."""
 
 
 def cut_marker(cut: int, total: int) -> str:
@@ -44,13 +61,18 @@ class TraceLimits:
     Args:
         max_message_chars: Most characters kept per text field of a trace.
         max_trace_chars: Most characters kept per trace, all fields together.
+        keep_metadata: Metadata keys whose entries are never dropped and whose
+            names are never cut, besides those starting ``combee_`` and
+            ``thread_id`` (the guard's ``user_key``).
 
     Raises:
-        ConfigurationError: When a limit is not None or an int >= 200.
+        ConfigurationError: When a limit is not None or an int >= 200, or
+            ``keep_metadata`` is not a tuple of str.
     """
 
     max_message_chars: int | None = 20_000
     max_trace_chars: int | None = 100_000
+    keep_metadata: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("max_message_chars", "max_trace_chars"):
@@ -59,6 +81,19 @@ class TraceLimits:
                 isinstance(value, bool) or not isinstance(value, int) or value < 200
             ):
                 raise ConfigurationError(name, value, "None or an int >= 200")
+        keep = self.keep_metadata
+        if not isinstance(keep, tuple) or not all(isinstance(k, str) for k in keep):
+            raise ConfigurationError("keep_metadata", keep, "a tuple of str")
+
+    def keeps(self, key: object) -> bool:
+        """Whether metadata ``key`` is one the package writes or reads.
+
+        Such an entry is never dropped and its key never cut; long strings in its
+        value are cut like any other.
+        """
+        return isinstance(key, str) and (
+            key.startswith("combee_") or key == "thread_id" or key in self.keep_metadata
+        )
 
 
 class _Cutter:
@@ -114,7 +149,8 @@ def trace_size(trace: Trace) -> int:
     if feedback is not None:
         size += len(feedback.comment or "") + len(feedback.ground_truth or "")
     size += sum(_message_size(m) for m in trace.messages)
-    return size + sum(_call_size(c) for c in trace.tool_calls)
+    size += sum(_call_size(c) for c in trace.tool_calls)
+    return size + value_size(trace.metadata)
 
 
 def _keep_ends(sizes: list[int], room: int) -> tuple[int, int]:
@@ -183,6 +219,9 @@ def clip_trace(trace: Trace, limits: TraceLimits) -> Trace:
                 "ground_truth": cut.optional(feedback.ground_truth),
             }
         )
+    metadata = trace.metadata
+    if limits.max_message_chars is not None:
+        metadata = clip_metadata(metadata, limits.max_message_chars, cut.text, kept=limits.keeps)
     clipped = trace.model_copy(
         update={
             "input": cut.text(trace.input),
@@ -191,13 +230,25 @@ def clip_trace(trace: Trace, limits: TraceLimits) -> Trace:
             "messages": messages,
             "tool_calls": calls,
             "feedback": feedback,
+            "metadata": metadata,
         }
     )
-    dropped_messages = dropped_calls = 0
+    dropped_messages = dropped_calls = dropped_entries = 0
     total = limits.max_trace_chars
+    if total is not None:
+        total = max(0, total - _RECORD_ROOM)
     if total is not None and trace_size(clipped) > total:
+        # The metadata may keep what the rest of the trace leaves, and at least
+        # one field's worth: the run's messages do not pay for its metadata.
+        rest = trace_size(clipped.model_copy(update={"metadata": {}}))
+        share = min(limits.max_message_chars or total, total)
+        room = max(share, total - rest - _MARKER_ROOM)
+        metadata, dropped_entries, chars = drop_entries(metadata, room, kept=limits.keeps)
+        if dropped_entries:
+            cut.chars += chars
+            clipped = clipped.model_copy(update={"metadata": metadata})
         fixed = trace_size(clipped.model_copy(update={"messages": [], "tool_calls": []}))
-        room = max(0, total - fixed - 200)  # 200: room for the markers
+        room = max(0, total - fixed - _MARKER_ROOM)
         sizes = [_message_size(m) for m in clipped.messages]
         head, tail = _keep_ends(sizes, room)
         if head + tail < len(messages):
@@ -233,15 +284,16 @@ def clip_trace(trace: Trace, limits: TraceLimits) -> Trace:
                     "output": cut.text(clipped.output, share),
                 }
             )
-    if not (cut.chars or dropped_messages or dropped_calls):
+    if not (cut.chars or dropped_messages or dropped_calls or dropped_entries):
         return trace
     metadata = {
-        **trace.metadata,
+        **clipped.metadata,
         "combee_truncated": {
             "chars_cut": cut.chars,
             "fields_cut": cut.fields,
             "messages_cut": dropped_messages,
             "tool_calls_cut": dropped_calls,
+            "metadata_entries_cut": dropped_entries,
             "original_chars": size,
         },
     }
