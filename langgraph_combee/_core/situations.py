@@ -459,6 +459,18 @@ class RuleIndex:
         # The single letters ``situation_words`` leaves out are never rule words.
         return {forms[w] for w in _words.words(text) if w in forms}
 
+    def _positions(self, text: str) -> dict[str, int]:
+        """Each rule word ``text`` holds -> the place of its first occurrence among its words."""
+        forms = self._forms
+        at: dict[str, int] = {}
+        for place, word in enumerate(_words.words(text)):
+            found = forms.get(word)
+            if found is None and self._exact:
+                found = stem(word)
+            if found is not None and found not in at:
+                at[found] = place
+        return at
+
     def matching(self, text: str, *, limit: int = 3) -> list[Rule]:
         """The rules ``text`` names, most specific first, with only the alternatives it names.
 
@@ -466,7 +478,10 @@ class RuleIndex:
         whole "desk lamp repair" before the "lamp" of another rule); the most
         of the request's words anywhere in the rule's situation (a "return
         form" request: the rule naming "return" and "return form" before the
-        one naming "forms"); the largest share of the rule's alternatives that
+        one naming "forms"); the rule named earliest in the request (what a
+        message is about comes before its sign-off: in "I see no loyalty
+        points. Please get back to me soon." the rule naming "loyalty" before
+        one naming "back"); the largest share of the rule's alternatives that
         hold a word of the request (the word is central to the rule: "refund"
         in "refund or refund time or kettle" before "accounts" in "invoice or
         company or accounts"); the most matched alternatives; the rule written
@@ -477,7 +492,9 @@ class RuleIndex:
             return []
         hits: dict[tuple[int, int], int] = {}
         shared: dict[int, set[str]] = {}  # rule -> the request's words in its situation
-        for word in self._words_of(text[:MAX_FOCUS_TEXT]):
+        text = text[:MAX_FOCUS_TEXT]
+        at = self._positions(text)
+        for word in self._words_of(text):
             for key in self._postings.get(word, ()):
                 hits[key] = hits.get(key, 0) + 1
                 shared.setdefault(key[0], set()).add(word)
@@ -493,8 +510,11 @@ class RuleIndex:
             named = [item.alternatives[j] for j in sorted(js)]
             best = max(len(words) for _, words in named)
             central = touched[i] / len(item.alternatives)
-            scored.append((-best, -len(shared[i]), -central, -len(named), item.order, item, named))
-        scored.sort(key=lambda s: s[:5])
+            first = min(at.get(w, len(text)) for _, words in named for w in words)
+            scored.append(
+                (-best, -len(shared[i]), first, -central, -len(named), item.order, item, named)
+            )
+        scored.sort(key=lambda s: s[:6])
         found: list[Rule] = []
         actions: set[str] = set()
         for *_, item, named in scored:
