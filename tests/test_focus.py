@@ -106,6 +106,23 @@ def test_a_tie_goes_to_the_rule_the_word_is_central_to() -> None:
     ]
 
 
+def test_a_tie_goes_to_the_rule_the_request_names_first() -> None:
+    """Measured on ticket routing (seed 1): held-out requests end "Please get back to
+    me soon.", and the refund rule's "back" (from "money back") ranked before the
+    rule the request was about, so the 1.5B answered the refund code."""
+    rules = RuleIndex(
+        [
+            "When refund or arrived or back or money back inquiry, answer FIN-7Q.",
+            "When loyalty or purchase or balance or reward or spend, answer MKT-9L.",
+        ]
+    )
+    found = rules.matching("I joined the loyalty club but see no points. Please get back to me.")
+    assert [r.action for r in found] == ["answer MKT-9L", "answer FIN-7Q"]
+    # The other way round when the request is about the money back.
+    found = rules.matching("I want it back, the loyalty card was not applied")
+    assert [r.action for r in found] == ["answer FIN-7Q", "answer MKT-9L"]
+
+
 def test_the_limit_is_kept() -> None:
     text = "refund for the broken lamp and a password reset"
     assert len(index().matching(text, limit=2)) == 2
