@@ -764,6 +764,25 @@ def test_one_action_quoted_in_one_rule_and_bare_in_another_folds_into_one() -> N
         # A negation word inside a quoted value is the value's.
         ("answer 'Not sure'", "answer 'Not sure', nothing else", True),
         ("answer 'Not sure'", "answer 'sure'", False),
+        # Review: a negation's clause ends where another clause opens; before, "do not
+        # escalate and answer FIN-7Q" refused FIN-7Q, and settle_batch dropped it and
+        # "answer FIN-7Q" for one situation as an ambiguous pair.
+        ("do not escalate and answer FIN-7Q", "answer FIN-7Q", True),
+        ("do not escalate - answer FIN-7Q", "answer FIN-7Q", True),
+        ("do not escalate (answer FIN-7Q)", "answer FIN-7Q", True),
+        ("never answer anything but FIN-7Q", "answer FIN-7Q", True),
+        ("do not answer anything other than FIN-7Q", "answer FIN-7Q", True),
+        ("answer not only FIN-7Q but also PAY-2D", "answer FIN-7Q and PAY-2D", True),
+        ("do not answer FIN-7Q and PAY-2D", "answer FIN-7Q", False),
+        # A negation in capitals is a negation, not a value.
+        ("Do NOT answer FIN-7Q", "do not answer FIN-7Q", True),
+        ("answer FIN-7Q. Do NOT add anything else.", "answer FIN-7Q", True),
+        ("NEVER answer FIN-7Q", "answer FIN-7Q", False),
+        # Contractions negate, and their apostrophe opens no quoted value.
+        ("doesn't answer FIN-7Q", "answer FIN-7Q", False),
+        ("shouldn't answer FIN-7Q", "does not answer FIN-7Q", True),
+        ("don't answer 'PAY-2D', answer 'FIN-7Q'", "answer FIN-7Q, not PAY-2D", True),
+        ("answer FIN-7Q instead of PAY-2D", "answer PAY-2D instead of FIN-7Q", False),
     ],
 )
 def test_a_value_under_a_negation_is_not_asked_for(a: str, b: str, same: bool) -> None:
@@ -771,6 +790,22 @@ def test_a_value_under_a_negation_is_not_asked_for(a: str, b: str, same: bool) -
     assert (rules.action_key(a) == rules.action_key(b)) is same
     ops = rules.fold_actions([_add(f"When refund, {a}.", "a"), _add(f"When refund, {b}.", "b")])
     assert len([op for op in ops if isinstance(op, Add)]) == (1 if same else 2)
+
+
+def test_a_negation_with_a_clause_of_its_own_leaves_one_action_for_one_situation() -> None:
+    # Review: "do not escalate and answer FIN-7Q" read as refusing FIN-7Q, so the batch
+    # held two actions for "refund" and settle_batch dropped both rules.
+    ops, found = rules.settle_batch(
+        [
+            _add("When refund, do not escalate and answer FIN-7Q.", "a"),
+            _add("When refund, answer FIN-7Q.", "b"),
+        ]
+    )
+    assert [op.content for op in ops if isinstance(op, Add)] == [
+        "When refund, do not escalate and answer FIN-7Q.",
+        "When refund, answer FIN-7Q.",
+    ]
+    assert found == []
 
 
 def test_a_new_situation_for_a_known_action_widens_the_rule_that_has_it() -> None:

@@ -152,31 +152,59 @@ def values(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-# A negation and the clause it governs, up to the next mark: "not PAY-2D" in
-# "answer FIN-7Q, not PAY-2D"; "do not answer FIN-7Q".
-_NEGATED = re.compile(
-    r"\b(?:do not|does not|don't|don\u2019t|dont|never|not|avoid|without)\b[^,.;:!?]*",
+# A negation: "not" (but not "not only"), "never", a contraction ("don't", "can't"), ...
+_NEGATION = re.compile(
+    r"\b(?:do not|does not|did not|cannot|dont|doesnt|never|not(?!\s+only\b)|avoid|without"
+    r"|instead of|rather than|[A-Za-z]+n[\u2019']t)\b",
     re.IGNORECASE,
 )
+# Where the clause a negation governs ends: a mark, a line's end, a dash or a bracket,
+# or a word that opens another clause ("do not escalate and answer FIN-7Q"; "never
+# answer anything but FIN-7Q"). "and" followed by a value stays in the clause: "do
+# not answer FIN-7Q and PAY-2D" refuses both. Read with every value masked as NULs.
+_CLAUSE_END = re.compile(
+    r"[,.;:!?\n()\[\]\u2013\u2014]|\s-\s|\b(?:but|except|then|other than)\b"
+    r"|\band\b(?!\s*\0)",
+    re.IGNORECASE,
+)
+# An apostrophe between letters ("don't", "customer's") opens no quoted value.
+_INNER_APOSTROPHE = re.compile(r"(?<=[A-Za-z])'(?=[A-Za-z])")
 
 
 def asked_and_refused(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """The values ``text`` asks for, and those it names under a negation.
 
     ``answer FIN-7Q, not PAY-2D`` asks for FIN-7Q and refuses PAY-2D; ``do not
-    answer FIN-7Q`` refuses FIN-7Q. A negation word inside a quoted value ("'Not
-    sure'") is part of the value, not a negation. Values as ``values`` reads them.
+    answer FIN-7Q`` refuses FIN-7Q. A negation governs its clause up to the next
+    mark, dash, bracket or line end, or a word opening another clause ("do not
+    escalate and answer FIN-7Q" asks for FIN-7Q; so does "never answer anything
+    but FIN-7Q"). A negation word inside a quoted value ("'Not sure'") is part
+    of the value, not a negation; one written in capitals ("Do NOT", "NEVER") is
+    a negation, not a value. Values otherwise as ``values`` reads them, except
+    that an apostrophe inside a word ("don't") opens no quoted value.
     """
-    text = undescribed(text)
-    found = [(m.start(), (m.group(1) or m.group(2) or "").strip()) for m in _VALUE.finditer(text)]
+    written = undescribed(text)
+    text = _INNER_APOSTROPHE.sub("\u2019", written)  # one character for another
+    found: list[tuple[int, int, str]] = []
+    for m in _VALUE.finditer(text):
+        if m.group(2) and (neg := _NEGATION.match(text, m.start())) and neg.end() >= m.end():
+            continue  # "NOT", "NEVER", the "DON" of "DON'T": a negation in capitals
+        group = 1 if m.group(1) is not None else 2
+        found.append((m.start(), m.end(), written[m.start(group) : m.end(group)].strip()))
     if not found:
         return frozenset(), frozenset()
     # Negations are looked for with every value masked, positions kept.
-    masked = _VALUE.sub(lambda m: "\0" * len(m.group(0)), text)
-    spans = [(m.start(), m.end()) for m in _NEGATED.finditer(masked)]
+    masked = list(text)
+    for start, end, _ in found:
+        masked[start:end] = "\0" * (end - start)
+    plain = "".join(masked)
+    spans: list[tuple[int, int]] = []
+    for neg in _NEGATION.finditer(plain):
+        close = _CLAUSE_END.search(plain, neg.end())
+        spans.append((neg.start(), close.start() if close else len(plain)))
     asked: set[str] = set()
     refused: set[str] = set()
-    for at, value in found:
+    for at, _, value in found:
         if value:
             (refused if any(a <= at < b for a, b in spans) else asked).add(value)
     return frozenset(asked), frozenset(refused)
