@@ -416,3 +416,23 @@ def test_a_rule_only_one_of_its_two_curators_left_out_is_kept_and_not_listed() -
     assert len(curator_calls) == 2  # two groups, each reflection in both
     assert "When greeting 2, answer T-2." in contents
     assert report.steps[0].left_out == []
+
+
+def test_a_large_batch_reads_each_situation_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review: grouping 200 proposals compared every pair of rules, and each comparison
+    read both situations' words again (~4 s for 200 rules of real playbooks)."""
+    from langgraph_combee._learning import roles, rules
+
+    calls: list[str] = []
+    real = rules.situation_words
+
+    def counted(situation: str) -> frozenset[str]:
+        calls.append(situation)
+        return real(situation)
+
+    monkeypatch.setattr(rules, "situation_words", counted)
+    batch = [
+        (f"R{i}", f"When zq{i}alpha or zq{i}beta parcel, answer C{i % 7}-1X.") for i in range(200)
+    ]
+    roles._same_situation(batch)
+    assert len(calls) == len(set(calls)) <= 400

@@ -287,6 +287,18 @@ def grounded_keywords(keywords: Sequence[str], text: str, *, limit: int = 4) -> 
     return kept
 
 
+# Situations are compared pairwise (``overlaps`` over every pair of a batch's rules,
+# ``roles._same_situation``): each alternative is read for its words once.
+@functools.lru_cache(maxsize=8192)
+def _situation_words(situation: str) -> frozenset[str]:
+    return situation_words(situation)
+
+
+@functools.lru_cache(maxsize=4096)
+def _alternatives(situation: str) -> tuple[str, ...]:
+    return tuple(alternatives(situation))
+
+
 def same_situation(a: str, b: str) -> bool:
     """Whether two situations describe the same case.
 
@@ -294,7 +306,7 @@ def same_situation(a: str, b: str) -> bool:
     of two or more words contained in the other ("desk lamp" and "desk lamp
     repair").
     """
-    wa, wb = situation_words(a), situation_words(b)
+    wa, wb = _situation_words(a), _situation_words(b)
     if not wa or not wb:
         return a.strip().lower() == b.strip().lower()
     if wa == wb:
@@ -311,7 +323,7 @@ MAX_ALTERNATIVES = 6
 
 def overlaps(a: str, b: str) -> bool:
     """Whether some alternative of one situation is the same as some alternative of the other."""
-    return any(same_situation(x, y) for x in alternatives(a) for y in alternatives(b))
+    return any(same_situation(x, y) for x in _alternatives(a) for y in _alternatives(b))
 
 
 def join_situations(*situations: str) -> str:
