@@ -139,6 +139,23 @@ def test_a_conflict_through_a_chain_of_situations_is_asked_in_any_order(
     assert all(code in calls[0] for code in ("FIN-7Q", "LOG-8W", "refund or late parcel"))
 
 
+def test_a_long_chain_of_situations_is_shown_as_groups_around_one_rule() -> None:
+    """Review: with a playbook's worth of rules, shared words chained 170 of 200
+    rules into one group, one prompt of 170 rules for a small model."""
+    from langgraph_combee._learning.roles import MAX_CHAIN, _same_situation
+
+    # "a0 or a1", "a1 or a2", ...: each rule overlaps the next, the actions alternate.
+    rules = [
+        (f"R{i}", f"When topic{i} or topic{i + 1}, answer {'FIN' if i % 2 else 'PAY'}-{i}X.")
+        for i in range(3 * MAX_CHAIN)
+    ]
+    groups = _same_situation(rules)
+    assert groups
+    assert max(len(g) for g in groups) <= MAX_CHAIN
+    # A short chain is still one group.
+    assert _same_situation(rules[:3]) == [["R0", "R1", "R2"]]
+
+
 def test_a_rule_left_out_by_its_text_or_a_loose_label_is_left_out() -> None:
     adopted = _curate(lambda _: json.dumps({"drop": [" [r2] ", "When parcel late, answer LOG-8W"]}))
     assert adopted == _without("When refund, answer PAY-2D.", "When parcel late, answer LOG-8W.")

@@ -495,10 +495,11 @@ class RuleIndex:
         one naming "forms"); the rule named earliest in the request, an
         alternative being named at its last word (what a message is about comes
         before its sign-off: in "I see no loyalty points. Please get back to me
-        soon." the rule naming "loyalty" before one naming "back"); the largest share of the rule's alternatives that
-        hold a word of the request (the word is central to the rule: "refund"
-        in "refund or refund time or kettle" before "accounts" in "invoice or
-        company or accounts"); the most matched alternatives; the rule written
+        soon." the rule naming "loyalty" before one naming "back"); the largest
+        share of the rule's alternatives that hold a word of the request (the
+        word is central to the rule: "refund" in "refund or refund time or
+        kettle" before "accounts" in "invoice or company or accounts"); the
+        most matched alternatives; the rule written
         first. Two rules with the same action are given once. A rule whose
         situation is not a list of keywords is given whole.
         """

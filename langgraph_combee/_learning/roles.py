@@ -165,15 +165,37 @@ def _same_situation(rules: Sequence[tuple[str, str]]) -> list[list[str]]:
     chains: dict[int, list[tuple[str, Rule]]] = {}
     for i, item in enumerate(parsed):
         chains.setdefault(root(i), []).append(item)
+    groups: list[list[tuple[str, Rule]]] = []
+    for chain in chains.values():
+        groups.extend(_split(chain) if len(chain) > MAX_CHAIN else [chain])
     return [
-        [label for label, _ in chain]
-        for chain in chains.values()
+        [label for label, _ in group]
+        for group in groups
         if any(
             not same_action(a.action, b.action)
-            for n, (_, a) in enumerate(chain)
-            for _, b in chain[n + 1 :]
+            for n, (_, a) in enumerate(group)
+            for _, b in group[n + 1 :]
         )
     ]
+
+
+MAX_CHAIN = 12
+"""Most rules a chain of overlapping situations is shown as one group. A playbook of
+a hundred rules can chain most of them through shared words; past this, the chain
+is shown as groups of the rules that overlap one rule of it (``_split``)."""
+
+
+def _split(chain: Sequence[tuple[str, Rule]]) -> list[list[tuple[str, Rule]]]:
+    """A long chain as groups: each rule joins the first group whose first rule it overlaps."""
+    groups: list[list[tuple[str, Rule]]] = []
+    for label, rule in chain:
+        for group in groups:
+            if overlaps(group[0][1].situation, rule.situation):
+                group.append((label, rule))
+                break
+        else:
+            groups.append([(label, rule)])
+    return groups
 
 
 def _honoured(
