@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -173,16 +175,7 @@ def test_all_strategies_report_tokens_and_ops(strategy: str) -> None:
 
 @pytest.mark.parametrize(("n", "copies", "groups"), [(8, 2, 2), (9, 2, 3), (40, 2, 6), (10, 3, 3)])
 def test_copies_of_a_reflection_go_to_different_groups(n: int, copies: int, groups: int) -> None:
-    import random
-
-    from langgraph_combee._core.types import Reflection
-    from langgraph_combee._learning.strategies import _Labelled, shuffle_groups
-
-    items = [_Labelled(f"R{i}", Reflection(trace_id=f"t{i}")) for i in range(n)]
-    for seed in range(20):
-        dealt = shuffle_groups(items, copies=copies, groups=groups, rng=random.Random(seed))
-        assert sum(len(g) for g in dealt) == n * copies
-        assert max(len(g) for g in dealt) - min(len(g) for g in dealt) <= 1
+    for _, dealt in _deals(n, copies, groups, seeds=20):
         for group in dealt:
             assert len({id(item) for item in group}) == len(group)
 
@@ -220,16 +213,7 @@ def test_too_few_items_to_separate_copy_by_copy_are_still_dealt_apart(
     n: int, copies: int, groups: int
 ) -> None:
     """Where no chain moves a copy out of a group holding it, the copies are dealt in turn."""
-    import random
-
-    from langgraph_combee._core.types import Reflection
-    from langgraph_combee._learning.strategies import _Labelled, shuffle_groups
-
-    items = [_Labelled(f"R{i}", Reflection(trace_id=f"t{i}")) for i in range(n)]
-    for seed in range(30):
-        dealt = shuffle_groups(items, copies=copies, groups=groups, rng=random.Random(seed))
-        assert sum(len(g) for g in dealt) == n * copies
-        assert max(len(g) for g in dealt) - min(len(g) for g in dealt) <= 1
+    for seed, dealt in _deals(n, copies, groups, seeds=30):
         for group in dealt:
             assert len({item.label for item in group}) == len(group), f"seed {seed}"
 
@@ -247,3 +231,20 @@ def test_a_large_batch_is_dealt_in_well_under_a_second() -> None:
     dealt = shuffle_groups(items, copies=4, groups=54, rng=random.Random(0))
     assert time.perf_counter() - start < 0.5
     assert all(len({item.label for item in group}) == len(group) for group in dealt)
+
+
+def _deals(
+    n: int, copies: int, groups: int, *, seeds: int
+) -> Iterator[tuple[int, list[list[Any]]]]:
+    """``shuffle_groups`` of n reflections for each seed, its sizes checked."""
+    import random
+
+    from langgraph_combee._core.types import Reflection
+    from langgraph_combee._learning.strategies import _Labelled, shuffle_groups
+
+    items = [_Labelled(f"R{i}", Reflection(trace_id=f"t{i}")) for i in range(n)]
+    for seed in range(seeds):
+        dealt = shuffle_groups(items, copies=copies, groups=groups, rng=random.Random(seed))
+        assert sum(len(g) for g in dealt) == n * copies
+        assert max(len(g) for g in dealt) - min(len(g) for g in dealt) <= 1
+        yield seed, dealt
