@@ -42,7 +42,6 @@ _OPENING = re.compile(r"\s*(?:when|if|for)\s", re.I)
 # "or" between spaces, or ";": lookarounds, so a long run of spaces is read once.
 _ALTERNATIVE = re.compile(r"(?<=\s)or(?=\s)|;", re.I)
 _ASCII_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
-_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")  # ``words.words`` of ASCII text, as written
 # Words that say nothing about which case a situation is (generic request words).
 # English only: in other languages every word counts as a content word.
 _STOP = frozenset(
@@ -460,31 +459,6 @@ class RuleIndex:
         # The single letters ``situation_words`` leaves out are never rule words.
         return {forms[w] for w in _words.words(text) if w in forms}
 
-    def _positions(self, text: str, held: frozenset[str] | None) -> dict[str, int]:
-        """Each rule word ``text`` holds -> the place of its first occurrence among its words.
-
-        ``held`` is ``_words_of(text)`` for a request read exactly (None otherwise:
-        the words found here are those). There a stop word is a rule word only
-        where it is written in capitals: "let us know ... the US" names "US" at
-        its end.
-        """
-        forms = self._forms
-        at: dict[str, int] = {}
-        caps = held is not None and text.isascii() and any(c.islower() for c in text)
-        # The ASCII words with their capitals, one for each of ``words``' words.
-        written = _ASCII_WORD.finditer(text) if caps else None
-        for place, word in enumerate(_words.words(text)):
-            token = next(written).group() if written is not None else ""
-            found = forms.get(word)
-            if found is None and held is not None:
-                found = stem(word) if word.isascii() else word
-            if found is None or found in at or (held is not None and found not in held):
-                continue
-            if caps and found in _STOP and not (len(token) > 1 and token.isupper()):
-                continue
-            at[found] = place
-        return at
-
     def matching(self, text: str, *, limit: int = 3) -> list[Rule]:
         """The rules ``text`` names, most specific first, with only the alternatives it names.
 
@@ -492,14 +466,10 @@ class RuleIndex:
         whole "desk lamp repair" before the "lamp" of another rule); the most
         of the request's words anywhere in the rule's situation (a "return
         form" request: the rule naming "return" and "return form" before the
-        one naming "forms"); the rule named earliest in the request, an
-        alternative being named at its last word (what a message is about comes
-        before its sign-off: in "I see no loyalty points. Please get back to me
-        soon." the rule naming "loyalty" before one naming "back"); the largest
-        share of the rule's alternatives that hold a word of the request (the
-        word is central to the rule: "refund" in "refund or refund time or
-        kettle" before "accounts" in "invoice or company or accounts"); the
-        most matched alternatives; the rule written
+        one naming "forms"); the largest share of the rule's alternatives that
+        hold a word of the request (the word is central to the rule: "refund"
+        in "refund or refund time or kettle" before "accounts" in "invoice or
+        company or accounts"); the most matched alternatives; the rule written
         first. Two rules with the same action are given once. A rule whose
         situation is not a list of keywords is given whole.
         """
@@ -507,10 +477,7 @@ class RuleIndex:
             return []
         hits: dict[tuple[int, int], int] = {}
         shared: dict[int, set[str]] = {}  # rule -> the request's words in its situation
-        text = text[:MAX_FOCUS_TEXT]
-        held = input_words(text) if self._exact else None  # as ``_words_of`` reads it
-        at = self._positions(text, held)
-        for word in at if held is None else held:  # one pass over the words when not exact
+        for word in self._words_of(text[:MAX_FOCUS_TEXT]):
             for key in self._postings.get(word, ()):
                 hits[key] = hits.get(key, 0) + 1
                 shared.setdefault(key[0], set()).add(word)
@@ -526,13 +493,8 @@ class RuleIndex:
             named = [item.alternatives[j] for j in sorted(js)]
             best = max(len(words) for _, words in named)
             central = touched[i] / len(item.alternatives)
-            # An alternative is named where its last word is: "Back in March I joined
-            # the loyalty club; I want my money" names "money back" at "money".
-            first = min(max(at.get(w, len(text)) for w in words) for _, words in named)
-            scored.append(
-                (-best, -len(shared[i]), first, -central, -len(named), item.order, item, named)
-            )
-        scored.sort(key=lambda s: s[:6])
+            scored.append((-best, -len(shared[i]), -central, -len(named), item.order, item, named))
+        scored.sort(key=lambda s: s[:5])
         found: list[Rule] = []
         actions: set[str] = set()
         for *_, item, named in scored:
