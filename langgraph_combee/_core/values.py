@@ -135,21 +135,50 @@ def undescribed(text: str) -> str:
 # A value worth looking for in an answer: a token with a digit or an upper-case code,
 # or a quoted string.
 _VALUE = re.compile(r"['\"`]([^'\"`]{1,60})['\"`]|\b([A-Za-z]*\d[\w-]*|[A-Z]{2,}[\w-]*)\b")
+# English words a writer puts in capitals for emphasis ("ALWAYS answer FIN-7Q", "you
+# MUST call lookup_order FIRST", "IMPORTANT: ..."): never a value. An answer following
+# such a rule does not write them, so read as values they made every answer look as if
+# it ignored the rule, and two wordings of one action look like two actions. Words an
+# answer may really be (YES, NO, NONE, ALL, a desk's name) are not in it; quoted, any
+# of these is a value.
+_EMPHASIS = frozenset((
+    "ALWAYS", "NEVER", "NOT", "MUST", "SHOULD", "SHALL", "ONLY", "DO", "DOES", "DON", "DONT",
+    "DOESN", "IMPORTANT", "NOTE", "CRITICAL", "WARNING", "REQUIRED", "MANDATORY", "EXACTLY",
+    "STRICTLY", "PLEASE", "AND", "OR", "BUT", "IF", "THEN", "THE", "YOU", "YOUR", "WHEN",
+    "UNLESS", "EXCEPT", "INSTEAD", "FIRST", "BEFORE", "AFTER",
+))  # fmt: skip
+# An apostrophe between letters ("don't", "customer's") opens no quoted value.
+_INNER_APOSTROPHE = re.compile(r"(?<=[A-Za-z])'(?=[A-Za-z])")
+
+
+def _found(text: str) -> list[tuple[int, int, str]]:
+    """The values of ``text`` as (start, end, value as written), emphasis left out.
+
+    ``text`` is read with an apostrophe inside a word as another character, so
+    that "the customer's order" opens no quoted value; each value is taken from
+    ``text`` as written.
+    """
+    read = _INNER_APOSTROPHE.sub("\u2019", text)  # one character for another
+    out: list[tuple[int, int, str]] = []
+    for m in _VALUE.finditer(read):
+        group = 1 if m.group(1) is not None else 2
+        value = text[m.start(group) : m.end(group)].strip()
+        if group == 2 and value.strip("-") in _EMPHASIS:
+            continue
+        out.append((m.start(), m.end(), value))
+    return out
 
 
 def values(text: str) -> frozenset[str]:
     """The specific values ``text`` names (codes, numbers, quoted strings), as written.
 
-    ``FROM_INPUT`` stands for each run's own value, so it is none. The text is
-    read as given: a caller comparing texts that may be written in full-width
-    forms normalises them first (NFKC).
+    ``FROM_INPUT`` stands for each run's own value, so it is none. Words in
+    capitals for emphasis ("ALWAYS", "MUST", "NOT") are none, and an apostrophe
+    inside a word ("don't") opens no quoted value. The text is read as given: a
+    caller comparing texts that may be written in full-width forms normalises
+    them first (NFKC).
     """
-    found = set()
-    for quoted, token in _VALUE.findall(undescribed(text)):
-        value = (quoted or token).strip()
-        if value:
-            found.add(value)
-    return frozenset(found)
+    return frozenset(value for _, _, value in _found(undescribed(text)) if value)
 
 
 # A negation: "not" (but not "not only"), "never", a contraction ("don't", "can't"), ...
@@ -167,8 +196,6 @@ _CLAUSE_END = re.compile(
     r"|\band\b(?!\s*\0)",
     re.IGNORECASE,
 )
-# An apostrophe between letters ("don't", "customer's") opens no quoted value.
-_INNER_APOSTROPHE = re.compile(r"(?<=[A-Za-z])'(?=[A-Za-z])")
 
 
 def asked_and_refused(text: str) -> tuple[frozenset[str], frozenset[str]]:
@@ -180,17 +207,16 @@ def asked_and_refused(text: str) -> tuple[frozenset[str], frozenset[str]]:
     escalate and answer FIN-7Q" asks for FIN-7Q; so does "never answer anything
     but FIN-7Q"). A negation word inside a quoted value ("'Not sure'") is part
     of the value, not a negation; one written in capitals ("Do NOT", "NEVER") is
-    a negation, not a value. Values otherwise as ``values`` reads them, except
-    that an apostrophe inside a word ("don't") opens no quoted value.
+    a negation, not a value. Values otherwise as ``values`` reads them.
     """
     written = undescribed(text)
     text = _INNER_APOSTROPHE.sub("\u2019", written)  # one character for another
-    found: list[tuple[int, int, str]] = []
-    for m in _VALUE.finditer(text):
-        if m.group(2) and (neg := _NEGATION.match(text, m.start())) and neg.end() >= m.end():
-            continue  # "NOT", "NEVER", the "DON" of "DON'T": a negation in capitals
-        group = 1 if m.group(1) is not None else 2
-        found.append((m.start(), m.end(), written[m.start(group) : m.end(group)].strip()))
+    found = [
+        (start, end, value)
+        for start, end, value in _found(written)
+        # "CANNOT", "WITHOUT", the "SHOULDN" of "SHOULDN'T": a negation in capitals.
+        if not ((neg := _NEGATION.match(text, start)) and neg.end() >= end)
+    ]
     if not found:
         return frozenset(), frozenset()
     # Negations are looked for with every value masked, positions kept.
@@ -221,10 +247,15 @@ def slots(text: str) -> tuple[str, tuple[str, ...]] | None:
     """
     text = undescribed(unicodedata.normalize("NFKC", text))
     # A description ("'the value in the input'") leaves an empty value: a slot, no value.
-    found = [v for q, t in _VALUE.findall(text) if (v := (q or t).strip().casefold())]
+    spans = _found(text)
+    found = [v for _, _, value in spans if (v := value.casefold())]
     if not found:
         return None
-    shape = " ".join(_VALUE.sub("{}", text).casefold().rstrip(". ").split())
+    parts, at = [], 0
+    for start, end, _ in spans:
+        parts += [text[at:start], "{}"]
+        at = end
+    shape = " ".join(("".join(parts) + text[at:]).casefold().rstrip(". ").split())
     return shape, tuple(found)
 
 
