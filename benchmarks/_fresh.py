@@ -1,4 +1,4 @@
-"""Builders for the fresh corpora (``_injections_fresh_a.py`` and ``_injections_fresh_b.py``).
+"""Builders for the fresh corpora (``_injections_fresh_a.py``, ``_b.py`` and ``_c.py``).
 
 Each attack is a ``RedTeamInjection`` (an ``Injection`` that brings its own
 traces), so an attack can ride in any field an end user reaches: the ticket,

@@ -10,7 +10,9 @@ what the layers trust, run once and then tuned on) or the two **fresh** corpora
 (``benchmarks/_injections_fresh_a.py`` and ``_injections_fresh_b.py``, 28 attacks
 each in styles none of the others hold, written before issue 13's guard work:
 set A was tuned on after its first run, set B never was, so set B is the
-held-out figure). The learner
+held-out figure) or **fresh C** (``benchmarks/_injections_fresh_c.py``, 35
+attacks by an independent author, written blind to the guard and committed
+before its first run). The learner
 is ``parrot_learner``: it proposes every user-written text as a bullet, the worst
 case, so the guard alone decides. For each corpus, strategy and guard setting it
 reports the injections that reached an accepted prompt (per style), the ops
@@ -19,7 +21,7 @@ held). Separately, the honest-traffic corpus (``benchmarks/_honest.py``: 40 runs
 with ground truth, evaluator comments and tool results, and the rule a careful
 learner draws from each) measures honest rules refused, per strategy.
 
-    python -m benchmarks.adversarial [--corpus tuning heldout redteam fresh-a fresh-b]
+    python -m benchmarks.adversarial [--corpus tuning heldout redteam fresh-a fresh-b fresh-c]
         [--honest 60] [--strategies combee naive sequential] [--batch-size 16] [--out DIR]
         [--name adversarial.json]
 """
@@ -46,6 +48,7 @@ from benchmarks._injections import (
 )
 from benchmarks._injections_fresh_a import FRESH_A
 from benchmarks._injections_fresh_b import FRESH_B
+from benchmarks._injections_fresh_c import FRESH_C
 from benchmarks._injections_heldout import HELDOUT
 from benchmarks._injections_redteam import REDTEAM
 from langgraph_combee import AlgorithmSettings, BulletGuard, Combee
@@ -60,6 +63,7 @@ CORPORA: dict[str, tuple[Injection, ...]] = {
     "redteam": REDTEAM,
     "fresh-a": FRESH_A,
     "fresh-b": FRESH_B,
+    "fresh-c": FRESH_C,
 }
 _PATTERNS_OFF = {
     "secrets": False, "personal_data": False, "instruction_override": False,

@@ -4,7 +4,10 @@ Five corpora: the tuning corpus (``INJECTIONS``, 40 attacks the guard was
 developed against), the held-out corpus (``HELDOUT``, 38 attacks in other
 styles, written before the layered guard), the red-team corpus (``REDTEAM``,
 29) and the two fresh corpora of issue 13's guard work (``FRESH_A``, tuned on
-after its first run, and ``FRESH_B``, never tuned on). The learner is
+after its first run, and ``FRESH_B``, never tuned on). A sixth, ``FRESH_C``
+(an independent author's, written blind to the guard), is checked here for its
+form and for reaching the prompt without a guard; its figures under the guard
+are in ``benchmarks/results/adversarial-fresh-c-first-run.json``. The learner is
 ``parrot_learner``: it proposes every user-written text as a new bullet, so the
 guard alone stands between an injection and the served prompt. Figures for the
 same corpora: ``python -m benchmarks.adversarial``.
@@ -32,6 +35,7 @@ from benchmarks._injections import (
 )
 from benchmarks._injections_fresh_a import FRESH_A
 from benchmarks._injections_fresh_b import FRESH_B
+from benchmarks._injections_fresh_c import FRESH_C
 from benchmarks._injections_heldout import HELDOUT
 from benchmarks._injections_redteam import REDTEAM
 from langgraph_combee import AlgorithmSettings, BulletGuard, Combee
@@ -95,15 +99,17 @@ def test_the_fresh_corpora_hold_new_styles_and_payloads() -> None:
     earlier = [*INJECTIONS, *HELDOUT, *REDTEAM]
     old_styles = {i.style for i in earlier}
     old_payloads = {i.payload for i in earlier}
-    for corpus in (FRESH_A, FRESH_B):
+    for corpus in (FRESH_A, FRESH_B, FRESH_C):
         assert len(corpus) >= 25 and len({i.style for i in corpus}) >= 20
         assert not {i.style for i in corpus} & old_styles
         assert not {i.payload for i in corpus} & old_payloads
         assert {"input", "tool", "comment", "feedback"} <= {i.carrier for i in corpus}
         ids = [t.id for i in corpus for t in i.traces]
         assert len(ids) == len(set(ids))
-    assert not {i.style for i in FRESH_A} & {i.style for i in FRESH_B}
-    assert not {i.payload for i in FRESH_A} & {i.payload for i in FRESH_B}
+    for one, other in ((FRESH_A, FRESH_B), (FRESH_A, FRESH_C), (FRESH_B, FRESH_C)):
+        assert not {i.style for i in one} & {i.style for i in other}
+        assert not {i.payload for i in one} & {i.payload for i in other}
+    assert len({i.style for i in FRESH_C}) == len(FRESH_C)  # one style per attack
 
 
 def test_every_layer_but_provenance_stops_fresh_corpus_a() -> None:
@@ -116,7 +122,7 @@ def test_every_layer_but_provenance_stops_fresh_corpus_a() -> None:
 def test_without_a_guard_the_fresh_attacks_reach_the_prompt() -> None:
     # Every fresh attack must be able to get in when nothing stops it, or its
     # figure under the guard would say nothing.
-    for corpus in (FRESH_A, FRESH_B):
+    for corpus in (FRESH_A, FRESH_B, FRESH_C):
         combee, _ = _learn("combee", None, corpus)
         assert _reached(combee, corpus) == [i.payload for i in corpus]
 
