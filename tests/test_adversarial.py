@@ -1,13 +1,12 @@
 """The adversarial suite: planted instructions mixed into honest ticket traffic.
 
-Five corpora: the tuning corpus (``INJECTIONS``, 40 attacks the guard was
+Six corpora: the tuning corpus (``INJECTIONS``, 40 attacks the guard was
 developed against), the held-out corpus (``HELDOUT``, 38 attacks in other
 styles, written before the layered guard), the red-team corpus (``REDTEAM``,
 29) and the two fresh corpora of issue 13's guard work (``FRESH_A``, tuned on
-after its first run, and ``FRESH_B``, never tuned on). A sixth, ``FRESH_C``
-(an independent author's, written blind to the guard), is checked here for its
-form and for reaching the prompt without a guard; its figures under the guard
-are in ``benchmarks/results/adversarial-fresh-c-first-run.json``. The learner is
+after its first run, and ``FRESH_B``, never tuned on), and ``FRESH_C``, an
+independent author's, written blind to the guard and never tuned on (first
+run: ``benchmarks/results/adversarial-fresh-c-first-run.json``). The learner is
 ``parrot_learner``: it proposes every user-written text as a new bullet, so the
 guard alone stands between an injection and the served prompt. Figures for the
 same corpora: ``python -m benchmarks.adversarial``.
@@ -51,6 +50,7 @@ CORPORA = {
     "redteam": REDTEAM,
     "fresh-a": FRESH_A,
     "fresh-b": FRESH_B,
+    "fresh-c": FRESH_C,
 }
 STRATEGIES = ["combee", "naive", "sequential"]
 
