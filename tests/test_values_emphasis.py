@@ -28,6 +28,10 @@ from langgraph_combee.types import Add, Bullet, Playbook
         ("NOTE - route to SEC-4X, NOT to GENERAL.", {"SEC-4X", "GENERAL"}),
         # An answer may be a word in capitals: these stay values.
         ("answer YES", {"YES"}),
+        ("When the operating theatre is asked for, answer OR.", {"OR"}),
+        ("When the disk is nearly full, answer WARNING.", {"WARNING"}),
+        ("answer CRITICAL, not WARNING", {"CRITICAL", "WARNING"}),
+        ("WARNING: never answer INFO for a full disk", {"INFO"}),
         ("answer NONE when nothing applies", {"NONE"}),
         ("route to GENERAL", {"GENERAL"}),
         # Quoted, an emphasis word is a value.

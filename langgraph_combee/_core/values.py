@@ -136,17 +136,20 @@ def undescribed(text: str) -> str:
 # or a quoted string.
 _VALUE = re.compile(r"['\"`]([^'\"`]{1,60})['\"`]|\b([A-Za-z]*\d[\w-]*|[A-Z]{2,}[\w-]*)\b")
 # English words a writer puts in capitals for emphasis ("ALWAYS answer FIN-7Q", "you
-# MUST call lookup_order FIRST", "IMPORTANT: ..."): never a value. An answer following
-# such a rule does not write them, so read as values they made every answer look as if
-# it ignored the rule, and two wordings of one action look like two actions. Words an
-# answer may really be (YES, NO, NONE, ALL, a desk's name) are not in it; quoted, any
-# of these is a value.
+# MUST call lookup_order FIRST"): never a value. An answer following such a rule does
+# not write them, so read as values they made every answer look as if it ignored the
+# rule, and two wordings of one action look like two actions. Words an answer may
+# really be (YES, NO, NONE, ALL, OR, a desk's name) are not in it; quoted, any of these
+# is a value.
 _EMPHASIS = frozenset((
     "ALWAYS", "NEVER", "NOT", "MUST", "SHOULD", "SHALL", "ONLY", "DO", "DOES", "DON", "DONT",
-    "DOESN", "IMPORTANT", "NOTE", "CRITICAL", "WARNING", "REQUIRED", "MANDATORY", "EXACTLY",
-    "STRICTLY", "PLEASE", "AND", "OR", "BUT", "IF", "THEN", "THE", "YOU", "YOUR", "WHEN",
-    "UNLESS", "EXCEPT", "INSTEAD", "FIRST", "BEFORE", "AFTER",
+    "DOESN", "EXACTLY", "STRICTLY", "PLEASE", "AND", "BUT", "IF", "THEN", "THE", "YOU",
+    "YOUR", "WHEN", "UNLESS", "EXCEPT", "INSTEAD", "FIRST", "BEFORE", "AFTER",
 ))  # fmt: skip
+# Words that head a remark ("IMPORTANT: ...", "NOTE - ..."): emphasis before a colon,
+# an exclamation mark or a dash, a value elsewhere (a triage task may answer WARNING).
+_HEADINGS = frozenset(("IMPORTANT", "NOTE", "CRITICAL", "WARNING", "REQUIRED", "MANDATORY"))
+_HEADING_MARK = re.compile(r"\s*(?:[:!]|-\s|\u2013|\u2014)")
 # An apostrophe between letters ("don't", "customer's") opens no quoted value.
 _INNER_APOSTROPHE = re.compile(r"(?<=[A-Za-z])'(?=[A-Za-z])")
 
@@ -163,7 +166,9 @@ def _found(text: str) -> list[tuple[int, int, str]]:
     for m in _VALUE.finditer(read):
         group = 1 if m.group(1) is not None else 2
         value = text[m.start(group) : m.end(group)].strip()
-        if group == 2 and value.strip("-") in _EMPHASIS:
+        if group == 2 and (
+            value in _EMPHASIS or (value in _HEADINGS and _HEADING_MARK.match(read, m.end(group)))
+        ):
             continue
         out.append((m.start(), m.end(), value))
     return out
