@@ -103,3 +103,27 @@ def test_semantic_dedup_uses_the_embedder() -> None:
     result = deduplicate(pb, embedder=_FakeEmbedder())
     assert [(m.kept_id, m.dropped_id) for m in result.merges] == [("a", "b")]
     assert result.merges[0].similarity > 0.9
+
+
+def test_semantic_dedup_never_merges_rules_naming_other_values() -> None:
+    # Review: "the semantic path is left to its cosine" merged two rules for one
+    # situation with two codes (any embedding puts them close), losing one side and
+    # hiding the contradiction the rules layer settles.
+    pb = Playbook(
+        bullets=[
+            _b("a", "Refund questions go to FIN-7Q."),
+            _b("b", "Refund questions go to PAY-2D."),
+            _b("c", "When a refund is asked for, never answer FIN-7Q."),
+            _b("d", "When a refund is asked for, always answer FIN-7Q."),
+        ]
+    )
+    merges = deduplicate(pb, embedder=_FakeEmbedder()).merges
+    assert [(m.kept_id, m.dropped_id) for m in merges] == [("a", "d")]  # the same rule
+
+
+def test_lexical_dedup_never_merges_a_value_refused_with_it_asked_for() -> None:
+    asked = "When a customer asks for a refund of a damaged or late order, always answer FIN-7Q."
+    refused = asked.replace("always", "never")
+    assert lexical_similarity(asked, refused) >= 0.7
+    pb = Playbook(bullets=[_b("a", asked), _b("b", refused)])
+    assert deduplicate(pb).merges == ()

@@ -7,14 +7,16 @@ scripts written without spaces read as pairs of characters, so two rules in
 Chinese or Russian about different cases do not look alike for lack of ASCII
 words. ASCII text is read exactly as before.
 
-Two bullets that name different values (``values.values``: codes, numbers,
-quoted strings; ``FW-AUR-EU`` and ``FW-AUR-US``) are never merged lexically,
+Two bullets that name different values (``values.asked_and_refused``: codes, numbers,
+quoted strings; ``FW-AUR-EU`` and ``FW-AUR-US``) are never merged,
 however alike their words: they are two rules, perhaps contradicting each
 other, and folding one into the other would lose it and hide the contradiction
 from the rules layer, which settles it. Bullets naming the same values, or none,
 or written in the same words (``answer 'coral'`` and ``answer coral``), are
 compared on their words. Values are read NFKC-normalised, so a full-width code
-is the code. With an embedder the cosine alone decides.
+is the code, and a value asked for is not one refused ("never answer FIN-7Q" is
+not "always answer FIN-7Q"). With an embedder the cosine decides, and two
+bullets that both name values merge only if they name the same ones.
 
 Merging keeps the older bullet's id (and its content), sums the counters and
 unions the provenance, so no support evidence is lost.
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from langgraph_combee._core.playbook import Bullet, Playbook
-from langgraph_combee._core.values import values
+from langgraph_combee._core.values import asked_and_refused
 from langgraph_combee._core.words import normalised, words
 
 _STOPWORDS = frozenset(
@@ -108,8 +110,9 @@ def _shingles(text: str) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=SHINGLE_CACHE)
-def _values(text: str) -> frozenset[str]:
-    return values(unicodedata.normalize("NFKC", text))
+def _values(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    # Asked for and refused apart: "never answer FIN-7Q" is not "always answer FIN-7Q".
+    return asked_and_refused(unicodedata.normalize("NFKC", text))
 
 
 # Only pairs alike enough to merge are read so, but in a playbook of rules alike
@@ -195,8 +198,14 @@ def deduplicate(
             score = similarity(i, j)
             if score < best:
                 continue
-            # Rules naming different values are two rules, however alike their words.
-            if vectors is None and not _same_values(bullets[i].content, bullets[j].content):
+            # Rules naming different values are two rules, however alike their words
+            # or their meaning ("route to FW-AUR-EU" and "route to FW-AUR-US" are
+            # close in any embedding); by meaning, a rule naming none ("refunds belong
+            # with finance") may be the same rule as one naming some ("go to FIN").
+            a, b = bullets[i].content, bullets[j].content
+            if not _same_values(a, b) and (
+                vectors is None or (any(_values(a)) and any(_values(b)))
+            ):
                 continue
             target, best = j, score
         if target is None:
