@@ -40,6 +40,21 @@ from langgraph_combee.types import Add, Bullet, Playbook
         ("When the customer's parcel is late, don't answer FIN-7Q.", {"FIN-7Q"}),
         ("When it's the courier's fault, answer 'LOG-8W'.", {"LOG-8W"}),
         ("answer 'O'Brien desk'", {"O'Brien desk"}),
+        ("Quand l'état de la commande est inconnu, répondre 'LOG-8W'.", {"LOG-8W"}),
+        # Review: where the word is what the action gives, it is a value.
+        ("schedule_pickup(queue='LOG-8W', slot=BEFORE)", {"LOG-8W", "BEFORE"}),
+        ("set_reminder(case='CASE-1', repeat=ALWAYS)", {"CASE-1", "ALWAYS"}),
+        ("When asked how often, answer NEVER.", {"NEVER"}),
+        ("answer SEC-4X BEFORE PAY-2D", {"SEC-4X", "PAY-2D"}),
+        ("When the disk is nearly full, answer WARNING!", {"WARNING"}),
+        ("classify as CRITICAL: page the on-call engineer.", {"CRITICAL"}),
+        ("answer WARNING \u2014 page the on-call engineer.", {"WARNING"}),
+        # ... and emphasis in other dress is not.
+        ("**IMPORTANT**: answer FIN-7Q", {"FIN-7Q"}),
+        ("You CANNOT skip it: answer FIN-7Q", {"FIN-7Q"}),
+        ("answer FIN-7Q and NOTHING else", {"FIN-7Q"}),
+        ("answer FIN-7Q ONLY.", {"FIN-7Q"}),
+        ("call lookup_order FIRST.", set()),
     ],
 )
 def test_values(text: str, expected: set[str]) -> None:
@@ -107,3 +122,60 @@ def test_emphasis_is_part_of_an_actions_shape_not_a_slot() -> None:
     assert slots("ALWAYS answer PAY-2D")[0] == slots("ALWAYS answer SEC-9D")[0]  # type: ignore[index]
     assert slots("answer 'Yes'") == ("answer {}", ("yes",))
     assert slots("ALWAYS be polite") is None
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (
+            "schedule_pickup(queue='LOG-8W', slot=BEFORE)",
+            "schedule_pickup(queue='LOG-8W', slot=AFTER)",
+        ),
+        ("answer NEVER", "answer SOMETIMES"),
+        (
+            "answer WARNING \u2014 page the on-call engineer",
+            "answer CRITICAL \u2014 page the on-call engineer",
+        ),
+    ],
+)
+def test_a_value_in_capitals_still_tells_actions_apart(a: str, b: str) -> None:
+    assert not rules.same_action(a, b)
+    assert rules.followed(a, b) is False
+
+
+def test_an_answer_giving_a_refused_value_did_not_follow_the_rule() -> None:
+    # Review: followed() read every value as asked for, so "NEVER answer FIN-7Q" was
+    # followed by FIN-7Q, and a run that disobeyed it credited or blamed it.
+    assert rules.followed("NEVER answer FIN-7Q", "FIN-7Q") is False
+    assert rules.followed("never answer FIN-7Q", "PAY-2D") is None  # asks for nothing
+    assert rules.followed("answer PAY-2D, NOT FIN-7Q", "PAY-2D") is True
+    assert rules.followed("answer PAY-2D, NOT FIN-7Q", "PAY-2D or FIN-7Q") is False
+    assert rules.followed("answer PAY-2D, not LOG", "PAY-2D, see LOG-8W") is True
+    rule = "When a refund is asked for, NEVER answer FIN-7Q."
+    playbook = Playbook().apply([Add(section="others", content=rule)], version=1).playbook
+
+    def served(answer: str, correct: bool) -> Trace:
+        feedback = Feedback(correct=correct, ground_truth="PAY-2D")
+        return Trace(input="I want a refund", output=answer, feedback=feedback, prompt_version=1)
+
+    runs = [served("FIN-7Q", True), served("FIN-7Q", False), served("PAY-2D", True)]
+    assert rules.served_evidence(playbook, runs)[0] == []
+
+
+def test_semantic_dedup_keeps_labels_in_capitals_apart() -> None:
+    class Same:
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            return [[1.0, 0.0] for _ in texts]
+
+    playbook = Playbook(
+        bullets=[
+            Bullet(id=f"b{i}", section="others", content=c, created_version=i)
+            for i, c in enumerate(
+                (
+                    "When asked how often they smoke at parties, answer NEVER.",
+                    "When asked how often they smoke at parties, answer SOMETIMES.",
+                )
+            )
+        ]
+    )
+    assert deduplicate(playbook, embedder=Same()).merges == ()

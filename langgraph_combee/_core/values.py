@@ -136,26 +136,58 @@ def undescribed(text: str) -> str:
 # or a quoted string.
 _VALUE = re.compile(r"['\"`]([^'\"`]{1,60})['\"`]|\b([A-Za-z]*\d[\w-]*|[A-Z]{2,}[\w-]*)\b")
 # English words a writer puts in capitals for emphasis ("ALWAYS answer FIN-7Q", "you
-# MUST call lookup_order FIRST"): never a value. An answer following such a rule does
-# not write them, so read as values they made every answer look as if it ignored the
-# rule, and two wordings of one action look like two actions. Words an answer may
-# really be (YES, NO, NONE, ALL, OR, a desk's name) are not in it; quoted, any of these
-# is a value.
+# MUST call lookup_order FIRST"), and negations in capitals ("NOT", "CANNOT"): not
+# values where they qualify the words around them. An answer following such a rule
+# does not write them, so read as values they made every answer look as if it ignored
+# the rule, and two wordings of one action look like two actions. Where such a word is
+# what the action gives, it is a value: an argument (``slot=BEFORE``, ``(NEVER)``) or
+# the word a reply verb gives, ending its clause ("answer NEVER."). Quoted, any of
+# these is a value; words an answer may be (YES, NO, NONE, ALL, OR) are not in it.
 _EMPHASIS = frozenset((
     "ALWAYS", "NEVER", "NOT", "MUST", "SHOULD", "SHALL", "ONLY", "DO", "DOES", "DON", "DONT",
     "DOESN", "EXACTLY", "STRICTLY", "PLEASE", "AND", "BUT", "IF", "THEN", "THE", "YOU",
-    "YOUR", "WHEN", "UNLESS", "EXCEPT", "INSTEAD", "FIRST", "BEFORE", "AFTER",
+    "YOUR", "WHEN", "UNLESS", "EXCEPT", "INSTEAD", "FIRST", "BEFORE", "AFTER", "NOTHING",
+    "EVERY", "IMMEDIATELY", "ALONE",
 ))  # fmt: skip
-# Words that head a remark ("IMPORTANT: ...", "NOTE - ..."): emphasis before a colon,
-# an exclamation mark or a dash, a value elsewhere (a triage task may answer WARNING).
-_HEADINGS = frozenset(("IMPORTANT", "NOTE", "CRITICAL", "WARNING", "REQUIRED", "MANDATORY"))
-_HEADING_MARK = re.compile(r"\s*(?:[:!]|-\s|\u2013|\u2014)")
-# An apostrophe between letters ("don't", "customer's") opens no quoted value.
-_INNER_APOSTROPHE = re.compile(r"(?<=[A-Za-z])'(?=[A-Za-z])")
+# Words that head a remark ("IMPORTANT: ...", "**NOTE** - ..."): emphasis at the start
+# of the text, a line or a sentence, before a colon, an exclamation mark or a dash; a
+# value elsewhere ("classify as CRITICAL: page the on-call engineer").
+_HEADINGS = frozenset(
+    ("IMPORTANT", "NOTE", "CRITICAL", "WARNING", "REQUIRED", "MANDATORY", "REMEMBER")
+)
+_HEADING_MARK = re.compile(r"[*_]*\s*(?:[:!]|-\s|\u2013|\u2014)")
+_HEADING_START = re.compile(r"(?:^|[\n.!?])[\s*_#>]*$")
+# What gives the word as the action's own: an argument, or a reply verb before it.
+_ARGUMENT = re.compile(r"[=(]\s*$")
+_REPLY_VERB = re.compile(
+    r"\b(?:answer|answers|reply|replies|respond|responds|return|returns|say|says|write|writes"
+    r"|output|outputs|route to|routes to|send to|classify as|label as|label|mark as|set to)"
+    r"\s+$",
+    re.IGNORECASE,
+)
+_CLAUSE_CLOSE = re.compile(r"\s*(?:$|[.,;:!?)\]\n\u2013\u2014]|\s-\s)")
+# An apostrophe between letters ("don't", "customer's", "l'état") opens no quoted value.
+_INNER_APOSTROPHE = re.compile(r"(?<=[^\W\d_])'(?=[^\W\d_])")
+
+
+def _qualifier(read: str, start: int, end: int) -> bool:
+    """Whether the capitals word at ``read[start:end]`` qualifies its words (no value)."""
+    word = read[start:end]
+    before = read[:start]
+    if _ARGUMENT.search(before):
+        return False  # slot=BEFORE
+    if _REPLY_VERB.search(before) and _CLAUSE_CLOSE.match(read, end):
+        return False  # answer NEVER.
+    if word in _HEADINGS:
+        return bool(_HEADING_START.search(before) and _HEADING_MARK.match(read, end))
+    if word in _EMPHASIS:
+        return True
+    neg = _NEGATION.match(read, start)  # CANNOT, WITHOUT, the WON of WON'T
+    return bool(neg and neg.end() >= end)
 
 
 def _found(text: str) -> list[tuple[int, int, str]]:
-    """The values of ``text`` as (start, end, value as written), emphasis left out.
+    """The values of ``text`` as (start, end, value as written), qualifiers left out.
 
     ``text`` is read with an apostrophe inside a word as another character, so
     that "the customer's order" opens no quoted value; each value is taken from
@@ -166,9 +198,7 @@ def _found(text: str) -> list[tuple[int, int, str]]:
     for m in _VALUE.finditer(read):
         group = 1 if m.group(1) is not None else 2
         value = text[m.start(group) : m.end(group)].strip()
-        if group == 2 and (
-            value in _EMPHASIS or (value in _HEADINGS and _HEADING_MARK.match(read, m.end(group)))
-        ):
+        if group == 2 and value.isalpha() and _qualifier(read, m.start(2), m.end(2)):
             continue
         out.append((m.start(), m.end(), value))
     return out
@@ -216,12 +246,7 @@ def asked_and_refused(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """
     written = undescribed(text)
     text = _INNER_APOSTROPHE.sub("\u2019", written)  # one character for another
-    found = [
-        (start, end, value)
-        for start, end, value in _found(written)
-        # "CANNOT", "WITHOUT", the "SHOULDN" of "SHOULDN'T": a negation in capitals.
-        if not ((neg := _NEGATION.match(text, start)) and neg.end() >= end)
-    ]
+    found = _found(written)
     if not found:
         return frozenset(), frozenset()
     # Negations are looked for with every value masked, positions kept.

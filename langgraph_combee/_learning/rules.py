@@ -389,8 +389,17 @@ def same_action(a: str, b: str) -> bool:
     return False
 
 
+def _names_any(refused: frozenset[str], output: str) -> bool:
+    """Whether ``output`` writes one of the ``refused`` values as a whole token."""
+    return any(re.search(rf"(?<![\w-]){re.escape(v)}(?![\w-])", output) for v in refused)
+
+
 def followed(action: str, output: str, source: str = "") -> bool | None:
     """Whether an answer carries the action's values; None when the action names none.
+
+    The values the action asks for must all be in the answer and none it refuses
+    ("answer PAY-2D, not FIN-7Q"; ``values.asked_and_refused``); an action that
+    only refuses ("never answer FIN-7Q") asks for none.
 
     An action that describes a value instead ("the value in the input, as a
     date written DD.MM.YYYY") is judged against ``source``, the run's input:
@@ -402,8 +411,8 @@ def followed(action: str, output: str, source: str = "") -> bool | None:
     date is described and the input holds none. The action's own values are
     checked first.
     """
-    values = _values.values(action)
-    if values and not all(v in output for v in values):
+    values, refused = _action_values(action)
+    if (values and not all(v in output for v in values)) or _names_any(refused, output):
         return False
     described = _values.descriptions(action)
     if not described or not source:
@@ -680,7 +689,7 @@ def _grounded(action: str, words: frozenset[str], seen: Iterable[Seen]) -> bool:
     values are values of the truth); without one, the actions its reflection
     backed do, as in ``needs``.
     """
-    wanted = _values.values(action)
+    wanted = _action_values(action)[0]
     for item in seen:
         if not words & item.words:
             continue
@@ -698,9 +707,10 @@ class _Served:
     """A live bullet read once for ``served_evidence``."""
 
     action: str
-    values: frozenset[str]
+    values: frozenset[str]  # asked for
     situation: frozenset[str]  # empty for a bullet that is not a rule
     convention: Convention | None = None
+    refused: frozenset[str] = frozenset()
 
 
 def served_evidence(
@@ -741,8 +751,8 @@ def served_evidence(
             action = rule.action if rule is not None else bullet.content
             situation = situation_words(rule.situation) if rule is not None else frozenset()
             convention = parse_convention(bullet.content) if rule is None else None
-            values = _values.values(action) if convention is None else frozenset()
-            found = read[bullet.id] = _Served(action, values, situation, convention)
+            asked, refused = _action_values(action) if convention is None else (frozenset(),) * 2
+            found = read[bullet.id] = _Served(action, asked, situation, convention, refused)
         return found
 
     counts: dict[str, list[int]] = {}
@@ -772,8 +782,12 @@ def served_evidence(
                     pair[0 if kept and not harmful else 1] += 1
                     sources.setdefault(bullet.id, []).append(trace.id)
                 continue
-            if not item.values or not all(v in trace.output for v in item.values):
-                continue  # the answer did not follow the rule (or it names no value)
+            if (
+                not item.values
+                or not all(v in trace.output for v in item.values)
+                or _names_any(item.refused, trace.output)
+            ):
+                continue  # the answer did not follow the rule (or it asks for no value)
             if not verdict and item.situation:
                 if words is None:
                     words = input_words(trace.input)
