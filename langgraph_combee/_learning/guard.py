@@ -422,8 +422,11 @@ class BulletGuard:
         """
         marked = rules.strip_markup(text)
         reasons: list[str] = []
-        for part in (marked.visible, *marked.hidden, *rules.decoded_readings(text)):
-            reasons.extend(r for r in rules.find_policy_change(part) if r not in reasons)
+        # camelCase is lost once the text is folded: its words are read here.
+        split = rules.identifier_words(text)
+        humps = [rules.strip_markup(split).visible] if split != text else []
+        for part in (marked.visible, *marked.hidden, *rules.decoded_readings(text), *humps):
+            reasons = rules.merge_reasons(reasons, rules.find_policy_change(part))
         if evidence is not None and any(r.startswith("names a") for r in reasons):
             figures = [w for w in prov.tokens(text) if any(c.isdigit() for c in w)]
             if figures and all(evidence.supporting(w) for w in figures):

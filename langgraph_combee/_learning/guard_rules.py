@@ -105,6 +105,36 @@ def _join_spelled(run: str) -> str:
     return " ".join(w.replace(" ", "") for w in re.split(r"\s{2,}", run))
 
 
+# Identifiers hide their words from word-boundary stems: "verify_identity", "auto-approve-limit",
+# "STRIPE_SECRET_KEY", "requireManagerApproval". An identifier is read as its words where it is
+# a setting (``name = value``, ``name: value``), written in capitals (an environment variable or
+# a constant) or four words or more (a sentence joined up). A short lower-case name
+# (``issue_refund``, ``lookupOrder``) names one of the agent's tools or fields and is kept
+# whole: read as "issue refund", every rule that calls the refund tool would be held.
+_IDENTIFIER = re.compile(r"(?<![\w-])[^\W_]+(?:(?:[_-]+|(?<=[a-z])(?=[A-Z]))[^\W_]+)+(?![\w-])")
+_PART = re.compile(r"[_-]+|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SETTING = re.compile(
+    r"[\"'`]?\s*(?:=(?!=)|:\s*[\"'`]?[\w.%-]+[\"'`]?\s*(?:$|[\n,;}\]]))", re.MULTILINE
+)
+
+
+def identifier_words(text: str) -> str:
+    """``text`` with its settings, constants and long identifiers read as their words:
+    ``verify_identity = false`` -> "verify identity = false", ``STRIPE_SECRET_KEY`` -> "STRIPE
+    SECRET KEY"; ``issue_refund`` stays whole."""
+
+    def words(match: re.Match[str]) -> str:
+        name = match.group(0)
+        parts = [p for p in _PART.split(name) if p]
+        if "_" in name and name.upper() == name and any(c.isalpha() for c in name):
+            return " ".join(parts)
+        if len(parts) >= 4 or _SETTING.match(text, match.end()):
+            return " ".join(parts)
+        return name
+
+    return _IDENTIFIER.sub(words, text)
+
+
 def _basic(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
     text = _INVISIBLE.sub("", text).casefold().translate(_CONFUSABLES)
@@ -127,6 +157,9 @@ def variants(text: str) -> list[str]:
     out.append(codecs.encode(plain, "rot13"))
     out.append(plain[::-1])
     out.append(native)
+    split = identifier_words(unescaped)
+    if split != unescaped:
+        out.append(_basic(split))
     return list(dict.fromkeys(out))
 
 
@@ -689,6 +722,26 @@ _HANDLE = _family(r"(?<![\w.])@[a-z0-9_]{3,}|\b(?:wa\.me|t\.me|telegram|whatsapp
                      r"discord|skype|wechat|line id)\b")  # fmt: skip
 
 
+# A control switched off, as a setting: "verify_identity = false", "manager approval: off". The
+# value ends the text, a clause or a line of settings ("... = false auto_approve = true").
+_SWITCHED_OFF = _family(
+    r"\b(?:verif|check|identi|ids?\b|confirm|approv|review|authori|authentic|limit|caps?\b"
+    r"|threshold|kyc|2fa|mfa|otp|fraud|consent|receipt|proof|sign ?off|screen|validat|requir"
+    r"|enforc|manager|supervisor|escalat|security|restrict|guard)\w*(?: [\w.]+){0,3}?"
+    r" ?(?:=|==|:|\bis\b|\bare\b|\bset to\b|->|=>) ?[\"'`]?(?:false|off|0|no|none|disabled?)"
+    r"(?=\s*$|\s*[,;.!)\]}\"'`]|(?:\s+[^\s=:]+){1,5}\s*[=:])"
+)
+# ...unless it is a condition on a setting the agent reads: "when identity_verified is false".
+_CONDITION = re.compile(r"\b(?:if|when|whenever|unless|where|while|once|until|in case)\b[^.;,!?]*$")
+
+
+def _switched_off(text: str) -> str | None:
+    for match in _SWITCHED_OFF.finditer(text):
+        if not _CONDITION.search(text[max(0, match.start() - 60) : match.start()]):
+            return match.group(0)
+    return None
+
+
 def _unnegated(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     for match in pattern.finditer(text):
         if _not_negated(text, match):
@@ -700,16 +753,34 @@ def find_policy_change(text: str) -> list[str]:
     """Why ``text`` (folded) would change policy, one reason per family found; [] if none.
 
     Looks for loosened controls (skip / without / no need + verification, approval,
-    review, limits...), grants, disclosures, money moved, links and contacts in any
-    form (defanged too), amounts and percentages.
+    review, limits..., or such a control set to false / off / 0), grants, disclosures,
+    money moved, links and contacts in any form (defanged too), amounts and percentages.
+    Identifiers are read as their words too: ``verify_identity`` as "verify identity".
     """
-    text = fold(text)
+    folded = fold(text)
+    # Identifiers are read as their words too ("verify_identity = false").
+    readings = list(dict.fromkeys([folded, fold(identifier_words(text))]))
+    reasons: list[str] = []
+    for reading in readings:
+        reasons = merge_reasons(reasons, _policy_changes(reading))
+    return reasons
+
+
+def merge_reasons(reasons: Sequence[str], more: Sequence[str]) -> list[str]:
+    """``reasons`` and those of ``more`` of a family not yet among them ("discloses", ...)."""
+    found = {r.split(" (")[0] for r in reasons}
+    return [*reasons, *(r for r in more if r.split(" (")[0] not in found)]
+
+
+def _policy_changes(text: str) -> list[str]:
     reasons: list[str] = []
     loosen = _LOOSEN.search(text)
     if loosen and _CONTROL.search(text):
         reasons.append(f"loosens a control ({loosen.group(0)!r})")
     elif found := _FORBID_CHECK.search(text):
         reasons.append(f"loosens a control (forbids a check: {found.group(0)!r})")
+    elif switched := _switched_off(text):
+        reasons.append(f"loosens a control (switches it off: {switched!r})")
     if found := _unnegated(_GRANT, text):
         reasons.append(f"grants a permission ({found.group(0)!r})")
     if found := _unnegated(_DISCLOSE, text):
