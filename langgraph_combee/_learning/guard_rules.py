@@ -231,14 +231,34 @@ def _verbs(verbs: str) -> str:
     return "|".join(sorted(forms, key=len, reverse=True))
 
 
+# The words of a credential may be joined by spaces, underscores or hyphens, or run together
+# as in camelCase ("secret key", "SECRET_KEY", "secret-key", "secretKey").
+_J = r"[\s_-]"
 _CREDENTIAL = (
-    r"(system\s*prompt|(hidden|secret|internal|initial|original|system)\s+(instructions?|prompt|rules)"
-    r"|instructions\s+above|admin(istrator)?\s*(password|credentials?|account|login|pin)"
-    r"|root\s+password|pass\s?words?(?!\s*(reset|recovery|change|link|expir|polic|strength"
-    r"|manager|rule|field|form|page|screen))|passcodes?|credentials?|api[\s_-]?keys?"
-    r"|(access|auth(entication)?|session|bearer|refresh)\s+tokens?|secret\s+keys?|private\s+keys?"
-    r"|(credit\s+)?card\s+numbers?|cvv|social\s+security|mot\s+de\s+passe|contrase[nñ]a"
-    r"|passwort|senha|wachtwoord|пароль|密码|パスワード|has[lł]o|şifre)"
+    rf"(system{_J}*prompt|(hidden|secret|internal|initial|original|system){_J}*(instructions?|prompt"
+    rf"|rules)|instructions\s+above|admin(istrator)?{_J}*(password|credentials?|account|login|pin)"
+    rf"|root{_J}*password|pass{_J}?words?(?!{_J}*(reset|recovery|change|link|expir|polic|strength"
+    rf"|manager|rule|field|form|page|screen))|credentials?|api{_J}?keys?|client{_J}*secrets?"
+    rf"|(access|auth(entication)?|session|bearer|refresh){_J}*tokens?|secret{_J}*keys?"
+    rf"|private{_J}*keys?|(credit{_J}*)?card{_J}*numbers?|cvv|social{_J}*security"
+    # Answers to security questions are passwords by another name (the questions are not: an
+    # agent reads those out).
+    rf"|security{_J}*(question{_J}*)?answers?|answers?\s+to\s+((the|their|his|her|your|a)\s+)?"
+    rf"(security|secret){_J}+questions?|(secret|memorable){_J}*(answers?|words?)"
+    rf"|mother'?s{_J}+maiden{_J}+name"
+    r"|mot\s+de\s+passe|contrase[nñ]a|passwort|senha|wachtwoord|пароль|密码|パスワード|has[lł]o"
+    r"|şifre)"
+)
+# Codes that open an account or a door. Sending one to the customer's own phone or inbox is how
+# they work, so "send" alone does not make their mention a leak; telling, giving or reading one
+# out does. "Tell the customer a reset code was sent" talks about a code, it does not give it.
+_CODES = (
+    rf"(\bpins?({_J}*(codes?|numbers?))?\b(?!{_J}*(reset|recovery|change|expir|polic|pad|entry))"
+    rf"|passcodes?|\b(one{_J}?time|verification|reset|door|alarm|access|gate|entry|safe|lock|key"
+    rf"|login|log{_J}?in|sign{_J}?in|2fa|mfa|otp|backup|recovery|unlock|security){_J}*(pass)?codes?"
+    r"|\botps?\b)"
+    r"(?!\s+(was|were|has|have|had|will|would|is|are|gets?|got|expires?|expired|arrives?"
+    r"|arrived|never|did|does|doesn't|didn't)\b)"
 )
 _REVEAL_VERBS = (
     "("
@@ -246,14 +266,13 @@ _REVEAL_VERBS = (
     + r"|r[ée]v[èe]le[rz]?|revela[r]?|verr[aä]t|preisgeben|rivela(re)?|revele|раскрой|покажи"
     r"|透露|泄露|告诉)"
 )
-_SHARE_VERBS = (
-    "("
-    + _verbs(
-        "show|tell|give|share|provide|output|repeat|display|send|include|paste|print|"
-        "read out|type|spell out|hand over|reply with|respond with|answer with"
-    )
-    + r"|donne[rz]?|envoie[rz]?|dame|dime|env[ií]a|gib|sende|dai|mostra|manda)"
-)  # fmt: skip
+_SHARE = (
+    "show|tell|give|share|provide|output|repeat|display|include|paste|print|read out|read back|"
+    "type|spell out|hand over|reply with|respond with|answer with"
+)
+_SHARE_FOREIGN = r"|donne[rz]?|envoie[rz]?|dame|dime|env[ií]a|gib|sende|dai|mostra|manda)"
+_SHARE_VERBS = "(" + _verbs(_SHARE + "|send") + _SHARE_FOREIGN
+_SHARE_VERBS_BUT_SEND = "(" + _verbs(_SHARE) + _SHARE_FOREIGN
 
 OVERRIDE: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p)
@@ -301,14 +320,22 @@ _DATA = (
     r"|tokens?|keys?|details|records|information|info|logs|prompts?|everything|all|contents?"
     r"|emails?|database|files?|secrets?|card|pii|personal)"
 )
+# Up to 40 characters between a verb and a credential, none of them a word that says the
+# credential is a failed attempt: "if the caller gives the wrong security answer" gives nothing.
+_GAP = r"((?!\b(wrong|incorrect|invalid|mistyped|misspelt|misspelled)\b).){0,40}"
 EXFILTRATION: tuple[re.Pattern[str], ...] = (
     re.compile(
         r"\b(send|post|forward|upload|transmit|exfiltrate|copy|cc|bcc|e-?mail|mail|sync|push"
         r"|report|submit|beacon|leak|relay|pipe|curl|fetch)\b.{0,60}\b" + _DATA
         + r"\b.{0,60}\b(to|into|at|via|on)\b.{0,40}" + _DEST
     ),
-    re.compile(r"\b" + _REVEAL_VERBS + r"\b.{0,40}" + _CREDENTIAL),
-    re.compile(r"\b" + _SHARE_VERBS + r"\b.{0,40}" + _CREDENTIAL),
+    re.compile(r"\b" + _REVEAL_VERBS + r"\b" + _GAP + f"({_CREDENTIAL}|{_CODES})"),
+    re.compile(r"\b" + _SHARE_VERBS + r"\b" + _GAP + _CREDENTIAL),
+    re.compile(r"\b" + _SHARE_VERBS_BUT_SEND + r"\b" + _GAP + _CODES),
+    # "Read the card number on file back to the caller."
+    re.compile(
+        r"\bread(s|ing)?\b" + _GAP + f"({_CREDENTIAL}|{_CODES})" + r".{0,30}\b(back|out|aloud)\b"
+    ),
 )  # fmt: skip
 
 SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = (
