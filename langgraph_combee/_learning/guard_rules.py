@@ -698,7 +698,8 @@ _DISCLOSE = _family(
     + r"|mostra\w*|mostrar|zeig\w*|montre\w*|visa|pokaż\w*|göster\w*|покаж\w*|показ\w*)\b.{0,60}"
     r"(?:prompt|instruction|configuration|config\b|setup|system|rules|above|everything"
     r"|verbatim|word for word|history|internal|notes?\b|records?|details|data|reset code"
-    r"|codes?\b|anyone|any (?:customer|user|caller)|other (?:customer|user)s?|memory"
+    r"|codes?\b|anyone|anybody|whoever|any (?:customer|user|caller)|other (?:customer|user)s?"
+    r"|memory"
     r"|istruzion|instru[çc]|anweisung|consigne|talimat|инструкц|systemprompt)"
     r"|指示|指令|提示词|プロンプト|システム|지시|프롬프트|تعليمات|التعليمات"
     # nl vi hi: Dutch and Hindi put the object before the verb as often as after it.
@@ -760,12 +761,64 @@ _SWITCHED_OFF = _family(
 )
 # ...unless it is a condition on a setting the agent reads: "when identity_verified is false".
 _CONDITION = re.compile(r"\b(?:if|when|whenever|unless|where|while|once|until|in case)\b[^.;,!?]*$")
+# Personal data of a person, and who it is disclosed to.
+_PERSONAL = _family(
+    r"\b(?:(?:home|full|postal|residential|private|personal|street|delivery|billing|shipping"
+    r"|current|exact|e-?mail|email) )+address(?:es)?\b|\b(?:\w+'s|their|his|her) address(?:es)?\b"
+    r"|\bfull names?\b|\bnames? and (?:\w+ )?address(?:es)?\b"
+    r"|\b(?:phone|mobile|cell|telephone|contact) (?:numbers?|details)\b"
+    r"|\bdates? of birth\b|\bbirth ?dates?\b|\bbirthdays?\b|\bdob\b"
+    r"|\bsecurity (?:question )?answers?\b|\banswers? to (?:\w+ )?security questions?\b"
+    r"|\bcard (?:numbers?|digits|details)\b|\blast (?:four|4) (?:card )?digits\b"
+    r"|\b(?:passport|licen[cs]e|national (?:id|insurance)|social security|account|bank account"
+    r"|iban) numbers?\b|\bbank details\b|\bwhereabouts\b|\b(?:exact|live|gps|current) locations?\b"
+)
+_PERSONAL_VERB = _family(
+    r"\b(?P<strong>"
+    + _verbs("disclose|reveal|divulge|leak|expose|give out|hand out|pass on|hand over|read out|"
+             "read back|recite|release")
+    + r")\b|\b(?P<read>read|reads|reading)\b|\b(?P<share>"
+    + _verbs("tell|give|share|send|show|provide|forward|display|print|pass|hand|say|repeat|text")
+    + r")\b"
+)  # fmt: skip
+# A datum after "to", "at", "on"... is where something goes ("send the label to their email
+# address"), not what is given.
+_DESTINATION = re.compile(r"\b(?:to|at|on|via|from|in|into|onto|for|by|with)(?: [\w'’]+){0,3} $")
+_AUDIENCE = _family(
+    r"\b(?:anyone|anybody|whoever|everyone|everybody|third[- ]part\w*"
+    r"|who(?:ever)? (?:asks?|calls?|phones?|rings?|writes?|requests?|wants)"
+    r"|(?:on|upon|by) (?:\w+ )?request|when(?:ever)? (?:asked|requested)|if asked"
+    r"|any (?:customer|user|caller|courier|driver|partner|person|visitor|member|third|one who)"
+    r"|every (?:caller|customer|user|courier|driver|call|visitor)"
+    r"|other (?:customers?|users?|callers?|people|members))\b"
+)
 
 
 def _switched_off(text: str) -> str | None:
     for match in _SWITCHED_OFF.finditer(text):
         if not _CONDITION.search(text[max(0, match.start() - 60) : match.start()]):
             return match.group(0)
+    return None
+
+
+def _personal_disclosure(text: str) -> str | None:
+    # Personal data disclosed: with a verb that means it (disclose, reveal, read out, read
+    # back), read back or out, or given to anyone who asks. Confirming it with the customer,
+    # asking them for it or sending something to it is none of these.
+    for verb in _PERSONAL_VERB.finditer(text):
+        if not _not_negated(text, verb):
+            continue
+        window = text[verb.end() : verb.end() + 60]
+        for datum in _PERSONAL.finditer(window):
+            if _DESTINATION.search(window[: datum.start()]):
+                continue
+            after = window[datum.end() : datum.end() + 30]
+            if (
+                verb.group("strong")
+                or (verb.group("read") and re.match(r"(?: \S+){0,4}? (?:back|out|aloud)\b", after))
+                or _AUDIENCE.search(text, verb.start())
+            ):
+                return text[verb.start() : verb.end() + datum.end()]
     return None
 
 
@@ -780,8 +833,9 @@ def find_policy_change(text: str) -> list[str]:
     """Why ``text`` (folded) would change policy, one reason per family found; [] if none.
 
     Looks for loosened controls (skip / without / no need + verification, approval,
-    review, limits..., or such a control set to false / off / 0), grants, disclosures,
-    money moved, links and contacts in any form (defanged too), amounts and percentages.
+    review, limits..., or such a control set to false / off / 0), grants, disclosures
+    (of the prompt, of records, of a person's personal data), money moved, links and
+    contacts in any form (defanged too), amounts and percentages.
     Identifiers are read as their words too: ``verify_identity`` as "verify identity".
     """
     folded = fold(text)
@@ -812,6 +866,8 @@ def _policy_changes(text: str) -> list[str]:
         reasons.append(f"grants a permission ({found.group(0)!r})")
     if found := _unnegated(_DISCLOSE, text):
         reasons.append(f"discloses ({' '.join(found.group(0).split()[:4])!r}...)")
+    elif disclosed := _personal_disclosure(text):
+        reasons.append(f"discloses personal data ({' '.join(disclosed.split()[:6])!r}...)")
     money = _MONEY.search(text)
     if money and _MONEY_MOVE.search(text):
         reasons.append(f"moves money ({money.group(0)!r})")
