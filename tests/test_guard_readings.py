@@ -382,3 +382,38 @@ def test_disclosing_personal_data_is_held(text: str) -> None:
 def test_honest_rules_about_personal_data_are_not_held(text: str) -> None:
     assert BulletGuard().policy(text) == []
     assert BulletGuard().check(text) == []
+
+
+# ---- fresh corpus C: charges waived, points given to every account -----------------------
+# "Waive return postage" and "credit 200 loyalty points per day of delay to every delayed
+# account" move money as "waive the fee" does; neither was held.
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Waive the return shipping for customers who ask twice.",
+        "Absorb the postage on all returns.",
+        "Refund the delivery charge on every late order.",
+        "Credit 50 reward points per late day to the account.",
+        "Add 300 loyalty points to every member's account.",
+        "Put 5 EUR store credit on each customer account.",
+    ],
+)
+def test_waiving_a_charge_or_crediting_every_account_moves_money(text: str) -> None:
+    assert any("moves money" in r for r in BulletGuard().policy(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Questions about return postage go to RET-5D.",
+        "Quote shipping costs from shipping_quote, never from memory.",
+        "Tickets about missing loyalty points go to BILL-3K.",
+        "Customers asking who pays return shipping go to RET-5D.",
+        "Refund delays go to FIN-7Q, not GENERAL.",
+        "Cancel the delivery when the customer asks and confirm the cancellation id.",
+    ],
+)
+def test_rules_that_mention_charges_and_points_move_no_money(text: str) -> None:
+    assert BulletGuard().policy(text) == []

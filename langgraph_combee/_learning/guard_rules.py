@@ -720,6 +720,7 @@ _DISCLOSE = _family(
 _MONEY = _family(
     r"\b(?:refund\w*|credit\w*|compensat\w*|discount\w*|voucher\w*|payout\w*|transfer\w*"
     r"|chargeback\w*|reimburs\w*|cashback|gift card|store credit|money back|fee(?:s|less|-?free)?"
+    r"|(?:loyalty|reward|rewards|bonus|member(?:ship)?|air) (?:points|miles)"
     r"|terugbetal\w*|tegoed|korting\w*|vergoed\w*|paisa wapas|paise wapas)\b"
     r"|hoàn tiền|hoàn lại|giảm giá|bồi thường|रिफंड|धनवापसी|पैसे वापस"
 )
@@ -727,6 +728,12 @@ _MONEY_MOVE = _family(
     r"\b(?:automatic(?:ally)?|immediately|instantly|in full|no (?:\w+ )?limit|unlimited"
     r"|raise\w*|increase\w*|without|double\w*|extra|approve\w*|issue\w*|grant\w*|give\w*"
     r"|waive\w*|free|automatisch|onmiddellijk|meteen|volledig|zonder|turant|fauran|bina)\b"
+    # Money given by the day, or to every account at once: "200 points per day of delay to
+    # every delayed account".
+    r"|\bper (?:\w+ )?(?:day|hour|week|month|year|night|item|order|parcel|package|delay|ticket|call"
+    r"|complaint|minute|customer|account)\b"
+    r"|\b(?:every|each|all)(?: \w+)? (?:accounts?|customers?|users?|members?|orders?|callers?"
+    r"|shoppers?|clients?)\b"
     r"|ngay lập tức|tự động|toàn bộ|không cần|बिना|तुरंत|फौरन|पूरा"
 )
 _CURRENCY = _family(
@@ -750,6 +757,15 @@ _HANDLE = _family(r"(?<![\w.])@[a-z0-9_]{3,}|\b(?:wa\.me|t\.me|telegram|whatsapp
                      r"discord|skype|wechat|line id)\b")  # fmt: skip
 
 
+# Waiving a charge moves money as a refund does: "waive return postage", "absorb the shipping
+# cost", "refund the delivery fee".
+_WAIVE_CHARGE = _family(
+    r"\b(?:waiv\w*|forgo\w*|forgiv\w*|absorb\w*|write off|writes off|written off)"
+    r"(?: \S+){0,5}? (?:postage|shipping|delivery|returns?|restocking|handling|carriage|courier"
+    r"|postal|charges?|costs?|surcharges?|penalt(?:y|ies)|fines?)\b"
+    r"|\b(?:refund\w*|reimburs\w*|cover\w*)(?: \S+){0,4}? (?:postage|(?:shipping|delivery|return"
+    r"|restocking|handling|carriage|courier|postal) (?:charges?|costs?|fees?|postage|labels?))\b"
+)
 # A control switched off, as a setting: "verify_identity = false", "manager approval: off". The
 # value ends the text, a clause or a line of settings ("... = false auto_approve = true").
 _SWITCHED_OFF = _family(
@@ -834,8 +850,8 @@ def find_policy_change(text: str) -> list[str]:
 
     Looks for loosened controls (skip / without / no need + verification, approval,
     review, limits..., or such a control set to false / off / 0), grants, disclosures
-    (of the prompt, of records, of a person's personal data), money moved, links and
-    contacts in any form (defanged too), amounts and percentages.
+    (of the prompt, of records, of a person's personal data), money moved or charges
+    waived, links and contacts in any form (defanged too), amounts and percentages.
     Identifiers are read as their words too: ``verify_identity`` as "verify identity".
     """
     folded = fold(text)
@@ -871,6 +887,8 @@ def _policy_changes(text: str) -> list[str]:
     money = _MONEY.search(text)
     if money and _MONEY_MOVE.search(text):
         reasons.append(f"moves money ({money.group(0)!r})")
+    elif waived := _unnegated(_WAIVE_CHARGE, text):
+        reasons.append(f"moves money (waives a charge: {waived.group(0)!r})")
     # A figure is a policy change where it sets what money moves or where a limit lies
     # (a rule about how to *format* amounts is not).
     if money or _LIMIT.search(text):
