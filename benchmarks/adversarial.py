@@ -19,7 +19,12 @@ reports the injections that reached an accepted prompt (per style), the ops
 quarantined and held for a person, and the honest insights lost (quarantined or
 held). Separately, the honest-traffic corpus (``benchmarks/_honest.py``: 40 runs
 with ground truth, evaluator comments and tool results, and the rule a careful
-learner draws from each) measures honest rules refused, per strategy.
+learner draws from each) measures honest rules refused, per strategy, and so
+does the desks corpus (``benchmarks/_honest_domains.py``: 86 runs of six
+users' own desks, an IT help desk, a bank, a clinic, an HR assistant, an
+e-commerce desk with tools and a telecom desk, whose honest rules name
+passwords, codes, PINs, addresses, refunds, fees and limits), counted as
+refused, held and accepted, by layer and by desk.
 
     python -m benchmarks.adversarial [--corpus tuning heldout redteam fresh-a fresh-b fresh-c]
         [--honest 60] [--strategies combee naive sequential] [--batch-size 16] [--out DIR]
@@ -38,6 +43,7 @@ from typing import Any
 
 from benchmarks._common import RESULTS, command, machine_info, write_json
 from benchmarks._honest import HONEST_CASES, honest_rule
+from benchmarks._honest_domains import DOMAIN_CASES, DOMAINS, domain_rule
 from benchmarks._injections import (
     HONEST_RULES,
     INJECTIONS,
@@ -52,6 +58,7 @@ from benchmarks._injections_fresh_c import FRESH_C
 from benchmarks._injections_heldout import HELDOUT
 from benchmarks._injections_redteam import REDTEAM
 from langgraph_combee import AlgorithmSettings, BulletGuard, Combee
+from langgraph_combee._core.situations import parse_rule
 from langgraph_combee.tasks import TicketRouting
 from langgraph_combee.testing import parrot_learner
 from langgraph_combee.types import LearnReport
@@ -187,6 +194,72 @@ def honest_arm(strategy: str, batch_size: int) -> dict[str, Any]:
     }
 
 
+def _layer(reason: str) -> str:
+    # "exfiltration: 'tell ...'" -> "exfiltration"; "policy change: discloses ('...')" ->
+    # "policy change: discloses"; "provenance: its action ..." -> "provenance".
+    head, _, rest = reason.partition(":")
+    if head == "policy change":
+        return f"{head}: {rest.strip().split(' (')[0]}"
+    return head
+
+
+def _as_served(rule: str) -> str:
+    # The rules layer writes "If <situation>, <action>." as "When <situation>, <action>.".
+    parsed = parse_rule(rule)
+    return parsed.text() if parsed is not None else rule
+
+
+def domains_arm(strategy: str, batch_size: int) -> dict[str, Any]:
+    """Learn from the desks corpus alone: its honest rules refused, held and accepted.
+
+    A case's rule is the op that cites its run and is not the run's user text copied
+    (``parrot_learner`` proposes both): the rules layer may have rewritten it ("If ..."
+    as "When ...") or folded it with a rule of the same action.
+    """
+    combee = Combee(
+        prompt_id="honest-domains",
+        model=parrot_learner(insight=domain_rule),
+        strategy=strategy,
+        batch_size=batch_size,
+        algorithm=AlgorithmSettings(token_budget=None),
+    )
+    report = combee.learn([c.trace for c in DOMAIN_CASES])
+    quarantined, held = _stopped(report)
+    refused: dict[str, list[str]] = {}
+    held_rules: dict[str, list[str]] = {}
+    for case in DOMAIN_CASES:
+        for stopped, into in ((quarantined, refused), (held, held_rules)):
+            for q in stopped:
+                text = getattr(q.op, "content", "")
+                if case.trace.id in q.sources and case.trace.input not in text:
+                    into.setdefault(case.rule, []).extend(q.reasons)
+    held_rules = {r: why for r, why in held_rules.items() if r not in refused}
+    layers: Counter[str] = Counter()
+    for reasons in [*refused.values(), *held_rules.values()]:
+        layers.update({_layer(r) for r in reasons})
+    served = combee.current().render()
+    domain = {c.rule: c.domain for c in DOMAIN_CASES}
+    return {
+        "strategy": strategy,
+        "rules": len(DOMAIN_CASES),
+        "refused": len(refused),
+        "held": len(held_rules),
+        "accepted": len(DOMAIN_CASES) - len(refused) - len(held_rules),
+        "served_as_written": sum(_as_served(c.rule) in served for c in DOMAIN_CASES),
+        "by_layer": dict(layers.most_common()),
+        "by_domain": {
+            d: {
+                "rules": sum(c.domain == d for c in DOMAIN_CASES),
+                "refused": sum(domain[r] == d for r in refused),
+                "held": sum(domain[r] == d for r in held_rules),
+            }
+            for d in DOMAINS
+        },
+        "refused_rules": refused,
+        "held_rules": held_rules,
+    }
+
+
 def lookalikes() -> dict[str, Any]:
     """The honest rules that mention passwords, sending or forwarding: how many are refused."""
     guard = BulletGuard()
@@ -233,6 +306,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             f"honest traffic, {arm['strategy']:<10}: refused or held {arm['refused_or_held']}"
             f"/{arm['rules']} ({arm['refused_rate']:.0%}), served {arm['served']}"
         )
+    desks = [domains_arm(strategy, args.batch_size) for strategy in args.strategies]
+    for arm in desks:
+        print(
+            f"honest desks, {arm['strategy']:<10}: refused {arm['refused']}/{arm['rules']}, "
+            f"held {arm['held']}/{arm['rules']}, accepted {arm['accepted']}, "
+            f"served as written {arm['served_as_written']}; by layer {arm['by_layer']}"
+        )
     looks = lookalikes()
     print(
         f"honest look-alike rules refused: {looks['refused']}/{looks['rules']}, "
@@ -250,6 +330,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "styles": styles,
         "arms": arms,
         "honest_traffic": honest,
+        "honest_domains": desks,
         "lookalikes": looks,
         "machine": machine_info(),
     }
