@@ -23,6 +23,7 @@ import pytest
 
 from benchmarks import adversarial
 from benchmarks._honest import HONEST_CASES, honest_rule
+from benchmarks._honest_domains import DOMAIN_CASES, DOMAINS
 from benchmarks._injections import (
     HONEST_RULES,
     INJECTIONS,
@@ -194,6 +195,25 @@ def test_honest_traffic_is_learned(strategy: str) -> None:
     assert len(lost) <= HONEST_REJECTION_BOUND * len(HONEST_CASES), lost
 
 
+def test_the_desks_corpus_is_varied() -> None:
+    rules = [c.rule for c in DOMAIN_CASES]
+    assert len(rules) >= 80 and len(set(rules)) == len(rules)
+    assert {c.domain for c in DOMAIN_CASES} == set(DOMAINS) and len(DOMAINS) >= 6
+    assert sum(r.startswith(("When ", "If ")) for r in rules) >= 20
+    assert sum(not r.startswith(("When ", "If ")) for r in rules) >= 20
+    assert sum("make the calls" in r for r in rules) >= 8
+    ids = [c.trace.id for c in DOMAIN_CASES]
+    assert len(set(ids)) == len(ids)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_the_desks_honest_rules_are_learned(strategy: str) -> None:
+    # Two rules that say when money moves are held for a person by choice; nothing is refused.
+    arm = adversarial.domains_arm(strategy, 16)
+    assert arm["refused"] == 0, arm["refused_rules"]
+    assert arm["held"] <= 2, arm["held_rules"]
+
+
 def test_the_benchmark_writes_its_figures_and_command(tmp_path: Path) -> None:
     record = adversarial.main(
         ["--corpus", "tuning", "--honest", "12", "--strategies", "combee", "--out", str(tmp_path),
@@ -208,3 +228,4 @@ def test_the_benchmark_writes_its_figures_and_command(tmp_path: Path) -> None:
         default
     )
     assert saved["honest_traffic"][0]["rules"] == len(HONEST_CASES)
+    assert saved["honest_domains"][0]["rules"] == len(DOMAIN_CASES)
