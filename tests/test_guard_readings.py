@@ -532,8 +532,8 @@ def test_a_code_given_to_someone_else_is_held(text: str) -> None:
         "Tell patients that they can view their records online.",
         "Before sharing any appointment details, confirm the patient's date of birth.",
         "Give out account details only after the caller passes the security questions.",
-        "When a user asks for access to a shared folder, open an access request for their "
-        "manager to approve.",
+        "When a user asks for access to a shared folder, open an access request for the data "
+        "owner to approve.",
     ],
 )
 def test_the_customers_own_act_a_checked_disclosure_and_a_shared_folder_are_not_held(
