@@ -516,6 +516,11 @@ class CachingRoles(RoleProfile):
         """Itself: every role is passed on to the wrapped profile's active one."""
         return self
 
+    @property  # type: ignore[misc]
+    def name(self) -> str:  # type: ignore[override]
+        """The wrapped active profile's (a step's ``left_out`` is listed for ``small``)."""
+        return self.inner.active().name
+
     def needs_reflection(self, trace: Trace) -> bool:
         """As the active profile says."""
         return self.inner.active().needs_reflection(trace)

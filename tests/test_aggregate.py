@@ -364,4 +364,9 @@ def test_the_small_aggregator_is_asked_only_about_proposals_with_different_actio
     mode, kept = run(rival)
     assert mode == "merged"
     assert len(bodies) == 1 and "PAY-2D" in bodies[0] and "money back" in bodies[0]
-    assert kept == ["When refund, answer FIN-7Q.", "When refund, answer PAY-2D."]
+    # P2.1 left out keeps what no rule of another action names ("money back").
+    assert kept == [
+        "When refund, answer FIN-7Q.",
+        "When money back, answer FIN-7Q.",
+        "When refund, answer PAY-2D.",
+    ]

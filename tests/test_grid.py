@@ -415,6 +415,13 @@ async def test_a_small_reflector_whose_prompt_reads_the_playbook_is_not_cached(
     assert roles.uncached == 1 and roles.stored == 0 and cache.data.entries == {}
 
 
+def test_the_caching_profile_goes_by_the_wrapped_profiles_name(tmp_path: Path) -> None:
+    # Review: it went by no name, so a step's left_out (listed for the small profile
+    # only) was empty in every grid row.
+    cache = grid.ReflectionCache(tmp_path / "r.json", model="test")
+    assert grid.CachingRoles(SmallRoles(), cache, made_by="x").active().name == "small"
+
+
 def test_a_corrupted_cache_file_is_ignored_with_a_warning(tmp_path: Path) -> None:
     out = ["--out", str(tmp_path)]
     grid.main([*SMALL, *FIRST_TWO[:2], "--plot", "", *out])

@@ -1213,3 +1213,15 @@ def test_a_tool_rule_made_general_is_learned_not_quarantined() -> None:
         "When late parcel, make the calls send_voucher(order_id='the value in the input', "
         "code='SORRY10').",
     ]
+
+
+def test_a_proposal_the_small_aggregator_drops_keeps_the_words_no_rival_shares() -> None:
+    proposals = [
+        ["When refund or money back, answer FIN-7Q."],
+        ["When refund, answer PAY-2D.", "When parcel late, answer LOG-8W."],
+    ]
+    assert _small_aggregate(proposals, ["P1.1"]) == [
+        "When money back, answer FIN-7Q.",
+        "When refund, answer PAY-2D.",
+        "When parcel late, answer LOG-8W.",
+    ]

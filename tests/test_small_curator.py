@@ -104,9 +104,13 @@ def test_rules_with_one_action_for_one_situation_make_no_call() -> None:
     assert calls == []
     # A third rule with another action for the situation makes it a conflict: all
     # three rules about it are shown.
+    # R2, left out, keeps the part of its situation no rule of another action has.
     rival = ("R4", Reflection(trace_id="t4", key_insight="When refund, answer PAY-2D."))
     assert _curate(reply, group=[*alike, rival]) == [
-        r.key_insight for label, r in [*alike, rival] if label != "R2"
+        "When refund, answer FIN-7Q.",
+        "When money back, answer FIN-7Q.",
+        "When locked out, answer SEC-4X.",
+        "When refund, answer PAY-2D.",
     ]
     assert len(calls) == 1
     assert "FIN-7Q" in calls[0] and "PAY-2D" in calls[0] and "money back" in calls[0]
@@ -453,3 +457,28 @@ def test_a_large_batch_reads_each_situation_once(monkeypatch: pytest.MonkeyPatch
     ]
     roles._same_situation(batch)
     assert len(calls) == len(set(calls)) <= 400
+
+
+def test_a_rule_left_out_keeps_the_words_no_rival_shares() -> None:
+    # Measured on the tool task with the 1.5B: a rule left out of a conflict over
+    # "order" took "courier" and "rude" with it, words no other rule had.
+    group = [
+        (
+            "R1",
+            Reflection(trace_id="t1", key_insight="When order or courier or rude, answer LOG-8W."),
+        ),
+        ("R2", Reflection(trace_id="t2", key_insight="When order or late, answer SORRY10.")),
+        ("R3", Reflection(trace_id="t3", key_insight="When order, answer REP-2.")),
+    ]
+    adopted = _curate(lambda _: json.dumps({"drop": ["R1"]}), group=group)
+    assert adopted == [
+        "When courier or rude, answer LOG-8W.",
+        "When order or late, answer SORRY10.",
+        "When order, answer REP-2.",
+    ]
+    # A rule with nothing but the shared situation goes.
+    adopted = _curate(lambda _: json.dumps({"drop": ["R3"]}), group=group)
+    assert adopted == [
+        "When order or courier or rude, answer LOG-8W.",
+        "When order or late, answer SORRY10.",
+    ]
