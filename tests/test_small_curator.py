@@ -482,3 +482,46 @@ def test_a_rule_left_out_keeps_the_words_no_rival_shares() -> None:
         "When order or courier or rude, answer LOG-8W.",
         "When order or late, answer SORRY10.",
     ]
+
+
+def test_two_rivals_both_left_out_keep_nothing_they_share_and_generic_words_go() -> None:
+    # Review: narrowing against the staying rules only kept "customs hold" for both
+    # rivals the curator left out (a conflict no model saw); and a rule left out for a
+    # situation fitting any input kept exactly its generic part.
+    group = [
+        ("R1", Reflection(trace_id="t1", key_insight="When customs hold or refund, answer A-1.")),
+        ("R2", Reflection(trace_id="t2", key_insight="When customs hold or refund, answer B-2.")),
+        ("R3", Reflection(trace_id="t3", key_insight="When refund, answer C-3.")),
+        ("R4", Reflection(trace_id="t4", key_insight="When refund or kettle, answer C-3.")),
+    ]
+    adopted = _curate(lambda _: json.dumps({"drop": ["R1", "R2"]}), group=group)
+    assert adopted == ["When refund, answer C-3.", "When refund or kettle, answer C-3."]
+    generic = [
+        ("R1", Reflection(trace_id="t1", key_insight="When any question or order, answer LOG-8W.")),
+        ("R2", Reflection(trace_id="t2", key_insight="When order, answer REP-2.")),
+    ]
+    assert _curate(lambda _: json.dumps({"drop": ["R1"]}), group=generic) == [
+        "When order, answer REP-2."
+    ]
+
+
+def test_a_narrowed_rule_is_not_listed_as_left_out() -> None:
+    from types import SimpleNamespace
+
+    from langgraph_combee._core.types import StepReport
+    from langgraph_combee._learning import strategies
+
+    labelled = [
+        strategies._Labelled("R1", Reflection(trace_id="t1", key_insight=i))
+        for i in ("When order or courier, answer LOG-8W.", "When order, answer REP-2.")
+    ]
+    ops = [
+        Add(section="others", content="When courier, answer LOG-8W.", sources=["t1"]),
+        Add(section="others", content="When order, answer REP-2.", sources=["t2"]),
+    ]
+    report = StepReport(step=1, strategy="combee", batch_size=2)
+    ctx: Any = SimpleNamespace(roles=SmallRoles())
+    strategies.note_left_out(ctx, labelled, ops, report)
+    assert report.left_out == []
+    strategies.note_left_out(ctx, labelled, ops[1:], report)
+    assert report.left_out == ["When order or courier, answer LOG-8W."]

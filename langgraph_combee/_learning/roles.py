@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal
 
 from langgraph_combee._core.ops import Add, DeltaOp
 from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._core.situations import Rule, alternatives, parse_rule
+from langgraph_combee._core.situations import Rule, alternatives, parse_rule, situation_words
 from langgraph_combee._core.types import Reflection, Trace
 from langgraph_combee._learning import aggregate, prompts
 from langgraph_combee._learning.calls import CallStats, LLMCaller
@@ -242,13 +242,9 @@ def _narrow_dropped(ops: Sequence[DeltaOp], gone: set[str]) -> list[DeltaOp]:
     with the 1.5B: whole rules left out took words no other rule had ("courier",
     "I changed my mind") and, at random, a whole action.
     """
-    staying = [
-        rule
-        for op in ops
-        if isinstance(op, Add)
-        and _norm(op.content) not in gone
-        and (rule := parse_rule(op.content)) is not None
-    ]
+    # Every rule of the ops, left out or not: two rivals both left out lose the
+    # situation they share (neither is kept for it, as before).
+    every = [rule for op in ops if isinstance(op, Add) and (rule := parse_rule(op.content))]
     out: list[DeltaOp] = []
     for op in ops:
         if not isinstance(op, Add) or _norm(op.content) not in gone:
@@ -259,12 +255,16 @@ def _narrow_dropped(ops: Sequence[DeltaOp], gone: set[str]) -> list[DeltaOp]:
             continue
         others = [
             alternative
-            for other in staying
+            for other in every
             if not same_action(other.action, rule.action)
             for alternative in alternatives(other.situation)
         ]
+        # An alternative of generic words only ("any question") goes too: a curator is
+        # also asked to leave out a rule whose situation fits almost any input.
         rest = [
-            a for a in alternatives(rule.situation) if not any(same_situation(a, b) for b in others)
+            a
+            for a in alternatives(rule.situation)
+            if situation_words(a) and not any(same_situation(a, b) for b in others)
         ]
         narrowed = rule.keeping(rest) if rest else None
         if narrowed is not None:

@@ -18,6 +18,7 @@ from typing import ClassVar
 from langgraph_combee._core.dedup import Embedder, deduplicate
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.situations import alternatives, parse_rule
 from langgraph_combee._core.types import Reflection, StepReport, Trace
 from langgraph_combee._errors import ConfigurationError, LearningError, LLMCallError
 from langgraph_combee._learning import conventions, rules, telling
@@ -142,10 +143,22 @@ def note_left_out(
     if ctx.roles.active().name != "small":
         return
     carried = {_text(op.content) for op in ops if isinstance(op, Add)}
+    # A rule left out keeps the part of its situation no rival names (``roles``): an
+    # ADD of its action with some of its alternatives carries it, narrowed.
+    narrowed = [rule for op in ops if isinstance(op, Add) and (rule := parse_rule(op.content))]
     for item in labelled:
         insight = item.reflection.key_insight
-        if insight and _text(insight) not in carried and insight not in report.left_out:
-            report.left_out.append(insight)
+        if not insight or _text(insight) in carried or insight in report.left_out:
+            continue
+        rule = parse_rule(insight)
+        if rule is not None and any(
+            rules.same_action(kept.action, rule.action)
+            and {_text(a) for a in alternatives(kept.situation)}
+            < {_text(a) for a in alternatives(rule.situation)}
+            for kept in narrowed
+        ):
+            continue
+        report.left_out.append(insight)
 
 
 def _text(content: str) -> str:
