@@ -82,3 +82,19 @@ def test_a_label_is_read_back_the_same_way_in_sources_as_everywhere_else() -> No
     ops = convert_ops(out.operations, labels={"R1": "t1", "R3": "t3"}, default_sources=["t9"])
     assert ops[0].sources == ["t3", "t1"]
     assert normalize_label(" [p2.1] ") == "P2.1"
+
+
+def test_a_heading_of_the_learners_own_prompt_is_no_op() -> None:
+    # Seen on the 0.5B with the full roles: "reflections on recent runs (4)" was added
+    # to the playbook and accepted (no user word in it for the guard to refuse).
+    out = OpsOut.model_validate(
+        {
+            "operations": [
+                {"type": "ADD", "section": "others", "content": "reflections on recent runs (4)"},
+                {"type": "ADD", "section": "others", "content": "Current playbook:"},
+                {"type": "ADD", "section": "others", "content": "Route refunds to FIN-7Q."},
+            ]
+        }
+    )
+    ops = convert_ops(out.operations, labels={}, default_sources=["t1"])
+    assert [op.content for op in ops] == ["Route refunds to FIN-7Q."]  # type: ignore[union-attr]

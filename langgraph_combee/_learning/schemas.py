@@ -435,6 +435,26 @@ def normalize_label(text: str) -> str:
     return text.strip().strip("[]").strip().upper()
 
 
+# Lines of the learner's own prompts a small model copies back as a bullet (seen on the
+# 0.5B with the full roles: "reflections on recent runs (4)" added and accepted).
+_SCAFFOLD = frozenset(
+    (
+        "reflections on recent runs",
+        "new rules from recent runs",
+        "current playbook",
+        "sections you may use",
+        "propose the playbook edits these reflections justify",
+        "which of the new rules should be left out",
+    )
+)
+
+
+def echoes_prompt(content: str) -> bool:
+    """Whether ``content`` is a heading of the learner's own prompts, not a rule."""
+    words = re.sub(r"[^a-z ]+", " ", content.lower()).split()
+    return " ".join(words) in _SCAFFOLD
+
+
 def convert_ops(
     raw: Sequence[OpOut],
     *,
@@ -443,7 +463,8 @@ def convert_ops(
 ) -> list[DeltaOp]:
     """Turn raw operations into delta ops, mapping reflection labels to trace ids.
 
-    Malformed operations (an unknown type, no content, no id) are left out.
+    Malformed operations (an unknown type, no content, no id) are left out, and so
+    is content that only copies a heading of the learner's own prompt.
 
     Args:
         raw: Operations as parsed from the LLM.
@@ -463,6 +484,8 @@ def convert_ops(
         if not sources:
             sources = list(default_sources)
         content = item.content.strip()
+        if echoes_prompt(content):
+            continue
         if kind == "ADD" and content:
             ops.append(Add(section=item.section or "others", content=content, sources=sources))
         elif kind in ("UPDATE", "MODIFY", "EDIT") and item.id.strip() and content:
