@@ -166,16 +166,23 @@ def run_arm(
     }
 
 
-def honest_arm(strategy: str, batch_size: int) -> dict[str, Any]:
-    """Learn from the honest-traffic corpus alone: how many honest rules are refused or held."""
+def _parrot_learns(
+    prompt_id: str, insight: Any, strategy: str, batch_size: int, cases: Sequence[Any]
+) -> tuple[Combee, Any]:
+    """A Combee with ``parrot_learner(insight=...)``, no token budget, learned on ``cases``."""
     combee = Combee(
-        prompt_id="honest",
-        model=parrot_learner(insight=honest_rule),
+        prompt_id=prompt_id,
+        model=parrot_learner(insight=insight),
         strategy=strategy,
         batch_size=batch_size,
         algorithm=AlgorithmSettings(token_budget=None),
     )
-    report = combee.learn([c.trace for c in HONEST_CASES])
+    return combee, combee.learn([c.trace for c in cases])
+
+
+def honest_arm(strategy: str, batch_size: int) -> dict[str, Any]:
+    """Learn from the honest-traffic corpus alone: how many honest rules are refused or held."""
+    combee, report = _parrot_learns("honest", honest_rule, strategy, batch_size, HONEST_CASES)
     rules = {c.rule for c in HONEST_CASES}
     quarantined, held = _stopped(report)
     refused = {getattr(q.op, "content", ""): q.reasons for q in quarantined if q.op}
@@ -216,14 +223,9 @@ def domains_arm(strategy: str, batch_size: int) -> dict[str, Any]:
     (``parrot_learner`` proposes both): the rules layer may have rewritten it ("If ..."
     as "When ...") or folded it with a rule of the same action.
     """
-    combee = Combee(
-        prompt_id="honest-domains",
-        model=parrot_learner(insight=domain_rule),
-        strategy=strategy,
-        batch_size=batch_size,
-        algorithm=AlgorithmSettings(token_budget=None),
+    combee, report = _parrot_learns(
+        "honest-domains", domain_rule, strategy, batch_size, DOMAIN_CASES
     )
-    report = combee.learn([c.trace for c in DOMAIN_CASES])
     quarantined, held = _stopped(report)
     refused: dict[str, list[str]] = {}
     held_rules: dict[str, list[str]] = {}
