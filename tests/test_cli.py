@@ -841,3 +841,23 @@ def test_dead_letters_lists_retries_and_drops_parked_traces(
     with SqliteStore.from_conn_string(str(db)) as store:
         queue = TraceQueue(store, "router")
         assert queue.status("bad-1") == "pending" and queue.status("bad-2") == "done"
+
+
+def test_postgres_going_away_mid_command_is_one_line(
+    runner: CliRunner, traces_file: Path, postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    psycopg = pytest.importorskip("psycopg")
+    from langgraph.store.postgres import PostgresStore
+
+    common = ["-p", "router", "-s", postgres_dsn]
+    ok(run(runner, "learn", str(traces_file), "-m", "test", "--batch-size", "4", *common))
+
+    def gone(self: object, ops: object) -> object:
+        # What the driver raises when the server dies between two queries.
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(PostgresStore, "batch", gone)
+    for command in (["versions"], ["approve", "1"], ["rollback", "1"], ["show", "1"]):
+        result = run(runner, *command, *common)
+        failed(result, 1, "PostgreSQL store error: server closed the connection unexpectedly")
+        assert "Traceback" not in result.output

@@ -26,8 +26,16 @@ from langgraph_combee._errors import (
     MissingExtraError,
     StoreError,
 )
+from langgraph_combee._storage.open import mask
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+try:  # the [postgres] extra: a store that fails after it was opened
+    from psycopg import Error as _PsycopgError
+
+    _POSTGRES_ERRORS: tuple[type[BaseException], ...] = (_PsycopgError,)
+except ImportError:  # pragma: no cover - without the extra no PostgreSQL store opens
+    _POSTGRES_ERRORS = ()
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -95,10 +103,13 @@ def describe(exc: BaseException) -> tuple[str, int]:
         return _validation_message(exc), EXIT_FAILED
     if isinstance(exc, sqlite3.Error):
         return f"SQLite store error: {exc}", EXIT_USAGE
+    if isinstance(exc, _POSTGRES_ERRORS):
+        # The server went away, or refused a query, after the store was opened.
+        return f"PostgreSQL store error: {mask(str(exc))}", EXIT_FAILED
     raise TypeError(f"not an expected failure: {exc!r}")  # pragma: no cover
 
 
-EXPECTED = (CliError, CombeeError, OSError, ValidationError, sqlite3.Error)
+EXPECTED = (CliError, CombeeError, OSError, ValidationError, sqlite3.Error, *_POSTGRES_ERRORS)
 """The failures a command reports as one line; anything else is a bug and keeps its traceback."""
 
 
