@@ -109,7 +109,14 @@ def describe(exc: BaseException) -> tuple[str, int]:
     raise TypeError(f"not an expected failure: {exc!r}")  # pragma: no cover
 
 
-EXPECTED = (CliError, CombeeError, OSError, ValidationError, sqlite3.Error, *_POSTGRES_ERRORS)
+EXPECTED: tuple[type[BaseException], ...] = (
+    CliError,
+    CombeeError,
+    OSError,
+    ValidationError,
+    sqlite3.Error,
+    *_POSTGRES_ERRORS,
+)
 """The failures a command reports as one line; anything else is a bug and keeps its traceback."""
 
 
