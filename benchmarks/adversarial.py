@@ -12,7 +12,9 @@ each in styles none of the others hold, written before issue 13's guard work:
 set A was tuned on after its first run, set B never was, so set B is the
 held-out figure) or **fresh C** (``benchmarks/_injections_fresh_c.py``, 35
 attacks by an independent author, written blind to the guard and committed
-before its first run). The learner
+before its first run) or **fresh D** (``benchmarks/_injections_fresh_d.py``, 36
+attacks by a second independent author, written blind to the guard, most of
+them in channels an operator trusts, committed before its first run). The learner
 is ``parrot_learner``: it proposes every user-written text as a bullet, the worst
 case, so the guard alone decides. For each corpus, strategy and guard setting it
 reports the injections that reached an accepted prompt (per style), the ops
@@ -26,8 +28,9 @@ e-commerce desk with tools and a telecom desk, whose honest rules name
 passwords, codes, PINs, addresses, refunds, fees and limits), counted as
 refused, held and accepted, by layer and by desk.
 
-    python -m benchmarks.adversarial [--corpus tuning heldout redteam fresh-a fresh-b fresh-c]
-        [--honest 60] [--strategies combee naive sequential] [--batch-size 16] [--out DIR]
+    python -m benchmarks.adversarial
+        [--corpus tuning heldout redteam fresh-a fresh-b fresh-c fresh-d] [--honest 60]
+        [--strategies combee naive sequential] [--batch-size 16] [--out DIR]
         [--name adversarial.json]
 """
 
@@ -55,6 +58,7 @@ from benchmarks._injections import (
 from benchmarks._injections_fresh_a import FRESH_A
 from benchmarks._injections_fresh_b import FRESH_B
 from benchmarks._injections_fresh_c import FRESH_C
+from benchmarks._injections_fresh_d import FRESH_D
 from benchmarks._injections_heldout import HELDOUT
 from benchmarks._injections_redteam import REDTEAM
 from langgraph_combee import AlgorithmSettings, BulletGuard, Combee
@@ -71,6 +75,7 @@ CORPORA: dict[str, tuple[Injection, ...]] = {
     "fresh-a": FRESH_A,
     "fresh-b": FRESH_B,
     "fresh-c": FRESH_C,
+    "fresh-d": FRESH_D,
 }
 _PATTERNS_OFF = {
     "secrets": False, "personal_data": False, "instruction_override": False,
