@@ -16,7 +16,8 @@ before its first run) or **fresh D** (``benchmarks/_injections_fresh_d.py``, 36
 attacks by a second independent author, written blind to the guard, most of
 them in channels an operator trusts, committed before its first run). The learner
 is ``parrot_learner``: it proposes every user-written text as a bullet, the worst
-case, so the guard alone decides. For each corpus, strategy and guard setting it
+case, so the guard alone decides; one more arm runs the default guard against a
+parrot that writes each text alone (``SEPARATELY``). For each corpus, strategy and guard setting it
 reports the injections that reached an accepted prompt (per style), the ops
 quarantined and held for a person, and the honest insights lost (quarantined or
 held). Separately, the honest-traffic corpus (``benchmarks/_honest.py``: 40 runs
@@ -119,18 +120,29 @@ def _stopped(report: LearnReport) -> tuple[list[Any], list[Any]]:
     return quarantined, held
 
 
+SEPARATELY = "default, each text alone"
+"""The default guard against a parrot writing each text alone (``parrot_learner(separately=True)``).
+
+The other arms' parrot joins a run's texts into one rule, the customer's ticket first,
+so provenance sees the ticket's words even where the attack rides in an evaluator's
+comment or a tool's error, which it trusts. A learner LLM would as likely write the
+comment's instruction alone: this arm does, and only the other layers can stop it.
+"""
+
+
 def run_arm(
     corpus: str, strategy: str, guard_name: str, honest: int, batch_size: int
 ) -> dict[str, Any]:
     """Learn from the mixed traffic with one corpus, strategy and guard; return its figures."""
     injections = CORPORA[corpus]
     traffic = mixed_traffic(honest, corpus=injections)
+    alone = guard_name == SEPARATELY
     combee = Combee(
         prompt_id="adversarial",
-        model=parrot_learner(insight=TicketRouting().insight),
+        model=parrot_learner(insight=TicketRouting().insight, separately=alone),
         strategy=strategy,
         batch_size=batch_size,
-        guard=GUARDS[guard_name],
+        guard=GUARDS["default" if alone else guard_name],
         algorithm=AlgorithmSettings(token_budget=None),
     )
     started = time.perf_counter()
@@ -294,18 +306,22 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         styles[corpus] = dict(per_style)
         print(f"{corpus}: {len(CORPORA[corpus])} injections in {len(per_style)} styles")
         for strategy in args.strategies:
-            for guard_name in GUARDS:
+            for guard_name in [*GUARDS, SEPARATELY]:
                 arm = run_arm(corpus, strategy, guard_name, args.honest, args.batch_size)
                 arms.append(arm)
                 print(
-                    f"  {strategy:<10} {guard_name:<16} injected reached "
+                    f"  {strategy:<10} {guard_name:<24} injected reached "
                     f"{arm['injected_reached']:>2}/{arm['injections']}, honest lost "
                     f"{arm['honest_rejected']}/{arm['honest_insights']} "
                     f"({arm['honest_rejected_rate']:.0%}, not served {arm['honest_not_served']}), "
                     f"quarantined {arm['quarantined_ops']}, held {arm['held_ops']}",
                     flush=True,
                 )
-                if arm["reached_by_style"] and guard_name in ("default", "no length limit"):
+                if arm["reached_by_style"] and guard_name in (
+                    "default",
+                    "no length limit",
+                    SEPARATELY,
+                ):
                     print(f"      reached by style: {arm['reached_by_style']}")
     honest = [honest_arm(strategy, args.batch_size) for strategy in args.strategies]
     for arm in honest:

@@ -36,6 +36,7 @@ from benchmarks._injections import (
 from benchmarks._injections_fresh_a import FRESH_A
 from benchmarks._injections_fresh_b import FRESH_B
 from benchmarks._injections_fresh_c import FRESH_C
+from benchmarks._injections_fresh_d import FRESH_D
 from benchmarks._injections_heldout import HELDOUT
 from benchmarks._injections_redteam import REDTEAM
 from langgraph_combee import AlgorithmSettings, BulletGuard, Combee
@@ -52,16 +53,21 @@ CORPORA = {
     "fresh-a": FRESH_A,
     "fresh-b": FRESH_B,
     "fresh-c": FRESH_C,
+    "fresh-d": FRESH_D,
 }
 STRATEGIES = ["combee", "naive", "sequential"]
 
 
 def _learn(
-    strategy: str, guard: BulletGuard | None, corpus: tuple[Injection, ...] = INJECTIONS
+    strategy: str,
+    guard: BulletGuard | None,
+    corpus: tuple[Injection, ...] = INJECTIONS,
+    *,
+    separately: bool = False,
 ) -> tuple[Combee, LearnReport]:
     combee = Combee(
         prompt_id="adversarial",
-        model=parrot_learner(insight=TicketRouting().insight),
+        model=parrot_learner(insight=TicketRouting().insight, separately=separately),
         strategy=strategy,
         batch_size=16,
         guard=guard,
@@ -100,17 +106,19 @@ def test_the_fresh_corpora_hold_new_styles_and_payloads() -> None:
     earlier = [*INJECTIONS, *HELDOUT, *REDTEAM]
     old_styles = {i.style for i in earlier}
     old_payloads = {i.payload for i in earlier}
-    for corpus in (FRESH_A, FRESH_B, FRESH_C):
+    for corpus in (FRESH_A, FRESH_B, FRESH_C, FRESH_D):
         assert len(corpus) >= 25 and len({i.style for i in corpus}) >= 20
         assert not {i.style for i in corpus} & old_styles
         assert not {i.payload for i in corpus} & old_payloads
         assert {"input", "tool", "comment", "feedback"} <= {i.carrier for i in corpus}
         ids = [t.id for i in corpus for t in i.traces]
         assert len(ids) == len(set(ids))
-    for one, other in ((FRESH_A, FRESH_B), (FRESH_A, FRESH_C), (FRESH_B, FRESH_C)):
+    fresh = (FRESH_A, FRESH_B, FRESH_C, FRESH_D)
+    for one, other in ((a, b) for n, a in enumerate(fresh) for b in fresh[n + 1 :]):
         assert not {i.style for i in one} & {i.style for i in other}
         assert not {i.payload for i in one} & {i.payload for i in other}
-    assert len({i.style for i in FRESH_C}) == len(FRESH_C)  # one style per attack
+    for corpus in (FRESH_C, FRESH_D):
+        assert len({i.style for i in corpus}) == len(corpus)  # one style per attack
 
 
 def test_every_layer_but_provenance_stops_fresh_corpus_a() -> None:
@@ -123,7 +131,7 @@ def test_every_layer_but_provenance_stops_fresh_corpus_a() -> None:
 def test_without_a_guard_the_fresh_attacks_reach_the_prompt() -> None:
     # Every fresh attack must be able to get in when nothing stops it, or its
     # figure under the guard would say nothing.
-    for corpus in (FRESH_A, FRESH_B, FRESH_C):
+    for corpus in (FRESH_A, FRESH_B, FRESH_C, FRESH_D):
         combee, _ = _learn("combee", None, corpus)
         assert _reached(combee, corpus) == [i.payload for i in corpus]
 
@@ -147,6 +155,23 @@ def test_no_injection_reaches_an_accepted_prompt_with_the_default_guard(
     assert len(wrongly) <= HONEST_REJECTION_BOUND * len(honest)
     served = combee.current().render()
     assert sum(rule in served for rule in honest) >= len(honest) - len(wrongly)
+
+
+@pytest.mark.parametrize("corpus", sorted(CORPORA))
+def test_no_injection_reaches_a_prompt_when_the_learner_writes_each_text_alone(
+    corpus: str,
+) -> None:
+    # The parrot above writes the customer's ticket in front of an attack that rides in an
+    # evaluator's comment or a tool's error, fields provenance trusts; a learner LLM may as
+    # well write the instruction alone (fresh corpus D found 6 such rules accepted).
+    injections = CORPORA[corpus]
+    combee, _ = _learn("combee", BulletGuard(), injections, separately=True)
+    assert _reached(combee, injections) == []
+
+
+def test_the_parrot_writing_each_text_alone_still_gets_in_without_a_guard() -> None:
+    combee, _ = _learn("combee", None, FRESH_D, separately=True)
+    assert _reached(combee, FRESH_D) == [i.payload for i in FRESH_D]
 
 
 def _runs(text: str, n: int = 5) -> set[str]:

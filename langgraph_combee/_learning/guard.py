@@ -427,6 +427,11 @@ class BulletGuard:
         humps = [rules.strip_markup(split).visible] if split != text else []
         for part in (marked.visible, *marked.hidden, *rules.decoded_readings(text), *humps):
             reasons = rules.merge_reasons(reasons, rules.find_policy_change(part))
+        if script := rules.unread_script(text):
+            reasons.append(
+                f"written in {script.title()}, a script the policy checks cannot read (a person "
+                "reads it)"
+            )
         if evidence is not None and any(r.startswith("names a") for r in reasons):
             figures = [w for w in prov.tokens(text) if any(c.isdigit() for c in w)]
             if figures and all(evidence.supporting(w) for w in figures):
@@ -590,8 +595,8 @@ class BulletGuard:
                 )
             if found is not None and found.quoted_tool:
                 verdict.hold.append(
-                    f"provenance: it recites a tool result ({' '.join(found.quoted_tool)!r}...);"
-                    " tool results can carry text others wrote (notes, emails, pages)"
+                    f"provenance: it recites a tool result or error ({' '.join(found.quoted_tool)!r}...);"
+                    " tool results and errors can carry text others wrote (notes, emails, pages)"
                 )
         return verdict
 

@@ -672,7 +672,11 @@ _LOOSEN = _family(
     r"|overrid\w*|ignor\w*)\b"
     r"|\bwithout\b|\bno (?:need|longer)\b|\b(?:do|does|did|don't|doesn't|need) ?n[o']t need\b"
     r"|\bnot (?:needed|required|necessary|mandatory)\b|\bunnecessary\b|\boptional\b"
-    r"|\bneed(?:s)? not\b|\bno (?:\w+ )?(?:check|verification|review|approval|limit|cap)s?\b"
+    r"|\bneed(?:s)? not\b|\bno (?:\w+ )?(?:check|verification|review|approval|limit|cap"
+    r"|sign[- ]?off)s?\b"
+    # Opting out of or turning off a control: "let people opt out of the login alerts".
+    r"|\bopt(?:s|ed|ing)?[- ]out\b|\b(?:turn|switch|shut)(?:s|ed|ing)?(?: \S+){0,3}? off\b"
+    r"|\bdeprecated\b"
     r"|\bnever (?:need|require)s?\b"
     r"|\bunlimited\b|\b(?:auto|pre)[- ]?(?:approv|verif|authori[sz])\w*"
     r"|\b(?:automatic(?:ally)?|immediately|in full|directly)\b"
@@ -684,7 +688,7 @@ _LOOSEN = _family(
     r"|n'est pas n[ée]cessaire"
     r"|nicht (?:nötig|erforderlich|notwendig)|non (?:serve|è necessari)|não (?:precisa|é necessári)"
     r"|geen \w+ nodig|nie (?:trzeba|jest potrzebn)|gerek yok|не нужн|не требу|behövs inte"
-    r"|\bбез\b|省略|不要|不需|无需|無需|免除|없이|생략|بدون|\bignor|\bomit|\bsalt"
+    r"|\bбез\b|省略|不要|不需|无需|無需|免除|없이|생략|بدون|بغیر|بغير|\bignor|\bomit|\bsalt"
     r"|\b(?:plus|jamais) besoin"
     # nl vi hi (Devanagari and romanised)
     r"|\bhoef(?:t|den)?\b|\bhoeven\b|\boverslaan\b|\bovergeslagen\b|\bniet (?:nodig|vereist)\b"
@@ -713,13 +717,18 @@ _CONTROL = _family(
     r"|yetki|права|behörighet|permiso|permiss|本人|確認|身份|验证|驗證|承認|批准|権限|权限"
     r"|신원|확인|승인|권한|هوية|تحقق|موافقة|صلاحي|مدير|管理|관리자|yönetici|администр"
     r"|justificati|\bre[çc]u\b"
+    r"|(?:login|log-in|sign[- ]?in|security|account|fraud|activity|password) (?:alert|notif|warn)"
+    r"|\boveren[iíy]\w*|\bověřen\w*|\bověřit\b|\boverit\b|تصدیق|تایید|تأیید|هویت"
     r"|legitimati|goedkeur|bewijs|\bbon\b|kassabon|toestemming"
     r"|kiểm tra|xác minh|xác thực|danh tính|hóa đơn|phê duyệt|giấy tờ|biên lai|chứng từ"
     r"|\bjaa?nch|\bpeh?cha+n|\bpahcha+n|\bsab(?:oo|u)t\b|\bras(?:ee|i)d\b|\bsatyapan"
     r"|\bman(?:z|j)oori\b|\banumati\b|जांच|जाँच|पहचान|सत्यापन|रसीद|मंज़ूरी|मंजूरी|अनुमति|प्रमाण"
 )
 _GRANT = _family(
-    r"\b(?:grant\w*|elevat\w*|promot\w* to|authori[sz]\w*|entitle\w*|unlock\w*|permitted"
+    r"\b(?:give|gives|gave|giving|assign\w*|hand|hands|handed|add|adds|added)\b(?: \S+){0,4}?"
+    r" (?:admin\w*|owner|superuser|root|moderator)(?: \w+)? (?:role|rights|access|permissions?"
+    r"|privileges?)\b"
+    r"|\b(?:grant\w*|elevat\w*|promot\w* to|authori[sz]\w*|entitle\w*|unlock\w*|permitted"
     r"|allowed to|may (?:now )?(?:see|read|view|access|change|edit|reset|approve|share|update|"
     r"close|delete|issue|refund|skip|waive|give)|can (?:now )?(?:see|read|view|access|change"
     r"|edit|reset|approve|share|update|close|delete|issue|skip|waive))\b"
@@ -766,7 +775,7 @@ _DISCLOSE = _family(
 _DISCLOSE_CODE = _family(r"\b(?P<verb>" + _DISCLOSE_VERBS + r")\b.{0,60}?\b(?:reset )?codes?\b")
 _MONEY = _family(
     r"\b(?:refund\w*|credit\w*|compensat\w*|discount\w*|voucher\w*|payout\w*|transfer\w*"
-    r"|chargeback\w*|reimburs\w*|cashback|gift card|store credit|money back|fee(?:s|less|-?free)?"
+    r"|chargeback\w*|reimburs\w*|cashback|gift card|store credit|money|fee(?:s|less|-?free)?"
     r"|(?:loyalty|reward|rewards|bonus|member(?:ship)?|air) (?:points|miles)"
     r"|terugbetal\w*|tegoed|korting\w*|vergoed\w*|paisa wapas|paise wapas)\b"
     r"|hoàn tiền|hoàn lại|giảm giá|bồi thường|रिफंड|धनवापसी|पैसे वापस"
@@ -782,6 +791,8 @@ _MONEY_MOVE = _family(
     r"|\b(?:every|each|all)(?: \w+)? (?:accounts?|customers?|users?|members?|orders?|callers?"
     r"|shoppers?|clients?)\b"
     r"|ngay lập tức|tự động|toàn bộ|không cần|बिना|तुरंत|फौरन|पूरा"
+    # Money paid to whoever asks for it: "the money goes back to whoever gets in touch".
+    r"|\b(?:whoever|anyone|anybody)\b|\bany (?:caller|customer|person|one) who\b"
 )
 _CURRENCY = _family(
     r"[\$€£¥₹₽₺₩₪₫฿]|\b(?:usd|eur|gbp|jpy|chf|cad|aud|inr|cny|rub|try|pln|sek|nok|dkk|brl"
@@ -841,7 +852,8 @@ _PERSONAL_VERB = _family(
     + _verbs("disclose|reveal|divulge|leak|expose|give out|hand out|pass on|hand over|read out|"
              "read back|recite|release")
     + r")\b|\b(?P<read>read|reads|reading)\b|\b(?P<share>"
-    + _verbs("tell|give|share|send|show|provide|forward|display|print|pass|hand|say|repeat|text")
+    + _verbs("tell|give|share|send|show|provide|forward|display|print|pass|hand|say|repeat|text|"
+             "receive|get|obtain")
     + r")\b"
 )  # fmt: skip
 # A datum after "to", "at", "on"... is where something goes ("send the label to their email
@@ -1091,6 +1103,38 @@ def _grant(text: str) -> re.Match[str] | None:
     return None
 
 
+READ_SCRIPTS = frozenset(
+    {"LATIN", "CYRILLIC", "CJK", "HIRAGANA", "KATAKANA", "HANGUL", "ARABIC", "DEVANAGARI"}
+)
+"""The scripts the policy families have words in; a rule written mostly in another is unread."""
+UNREAD_LETTERS = 12
+"""Fewest letters of unread scripts that make a rule unread (a name or a word may be quoted)."""
+
+
+def unread_script(text: str) -> str | None:
+    """The script ``text`` is mostly written in, when the policy families have no words in it.
+
+    A rule in Tamil, Georgian, Amharic or Greek says what it says unread: the families
+    cannot tell a routing rule from "grant admin rights to whoever asks". None when at
+    least half of its letters (NFKC) are of ``READ_SCRIPTS`` or fewer than
+    ``UNREAD_LETTERS`` are not.
+    """
+    read = unread = 0
+    scripts: dict[str, int] = {}
+    for ch in unicodedata.normalize("NFKC", text):
+        if not ch.isalpha():
+            continue
+        script = unicodedata.name(ch, "UNKNOWN").split(" ")[0]
+        if script in READ_SCRIPTS:
+            read += 1
+        else:
+            unread += 1
+            scripts[script] = scripts.get(script, 0) + 1
+    if unread < UNREAD_LETTERS or unread < read:
+        return None
+    return max(scripts, key=lambda k: scripts[k])
+
+
 def find_policy_change(text: str) -> list[str]:
     """Why ``text`` (folded) would change policy, one reason per family found; [] if none.
 
@@ -1115,6 +1159,28 @@ def merge_reasons(reasons: Sequence[str], more: Sequence[str]) -> list[str]:
     return [*reasons, *(r for r in more if r.split(" (")[0] not in found)]
 
 
+# A check said to be met by anyone, or by some fact: "a verified account holder is anyone who can
+# name two items", "identity is now confirmed by matching the caller's first name". Which fact
+# proves who a person is, is the operator's call, whatever the fact.
+_REDEFINED = _family(
+    r"\b(?:identity|identification|verification|authentication|(?:verified|authenticated|confirmed"
+    r"|identified)"
+    r"(?: [\w-]+){0,2}? (?:holders?|owners?|customers?|users?|callers?|members?|accounts?|persons?))"
+    r"(?: [\w'-]+){0,2}? (?:is|are|counts? as|means|=)(?: now| simply| just| only| also)?"
+    r" (?:(?:confirmed|verified|established|satisfied|done|checked|proven|proved) (?:by|through"
+    r"|with|via|from|once)|anyone|anybody|whoever|any (?:caller|customer|person|one))\b"
+)
+
+
+def _redefined(text: str) -> str | None:
+    """A check the rule says is met by anyone or by some fact, outside a condition on it."""
+    for match in _REDEFINED.finditer(text):
+        if _CONDITION.search(text[: match.start()]) or not _not_negated(text, match):
+            continue
+        return match.group(0)
+    return None
+
+
 def _policy_changes(text: str) -> list[str]:
     reasons: list[str] = []
     loosen = _acts(_LOOSEN, _without_routing(text))
@@ -1124,6 +1190,8 @@ def _policy_changes(text: str) -> list[str]:
         reasons.append(f"loosens a control (forbids a check: {found.group(0)!r})")
     elif switched := _switched_off(text):
         reasons.append(f"loosens a control (switches it off: {switched!r})")
+    elif redefined := _redefined(text):
+        reasons.append(f"loosens a control (says what passes a check: {redefined!r})")
     if found := _grant(text):
         reasons.append(f"grants a permission ({found.group(0)!r})")
     if found := _disclosure(text):

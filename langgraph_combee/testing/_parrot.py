@@ -6,6 +6,9 @@ text of the run (the input, the transcript with tool outputs, the feedback
 comment) verbatim into the reflection, and its curator proposes that text as a
 new bullet. It models a learner LLM that an injection fully persuaded, so that
 whatever stops a planted instruction in a test is the guard, not the learner.
+With ``separately=True`` each piece becomes a bullet of its own: a learner that
+leaves the customer's ticket out and writes only what a comment, a tool's result
+or its error said.
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ from langgraph_combee.testing._models import FunctionChatModel
 _ROLE = re.compile(r"^(user|human|assistant|ai|system|tool)(\s+\S+)?:\s?", re.IGNORECASE)
 
 
-def _user_text(blocks: dict[str, str]) -> str:
+_PIECE = "\n\n"
+
+
+def _user_pieces(blocks: dict[str, str]) -> list[str]:
     parts = [blocks.get("input", "")]
     for line in blocks.get("transcript", "").splitlines():
         line = line.strip()
@@ -37,17 +43,17 @@ def _user_text(blocks: dict[str, str]) -> str:
     for part in parts:
         if part.strip():
             seen.setdefault(" ".join(part.split()), None)
-    return " ".join(seen)
+    return list(seen)
 
 
-def _reflect(body: str, insight: InsightFn) -> str:
+def _reflect(body: str, insight: InsightFn, separately: bool) -> str:
     blocks = _fenced(body)
     rule = insight(blocks.get("input", ""), blocks.get("ground_truth"), blocks.get("output", ""))
     return json.dumps(
         {
             "error_identification": "wrong answer" if rule else "",
             "root_cause": "the user explained it",
-            "correct_approach": _user_text(blocks),
+            "correct_approach": (_PIECE if separately else " ").join(_user_pieces(blocks)),
             "key_insight": rule,
             "bullet_tags": [],
         }
@@ -61,8 +67,9 @@ def _curate(body: str) -> str:
         if not label.startswith("reflection "):
             continue
         data = json.loads(text)
-        for key in ("key_insight", "correct_approach"):
-            rule = str(data.get(key, "")).strip()
+        said = [str(data.get("key_insight", ""))]
+        said.extend(str(data.get("correct_approach", "")).split(_PIECE))
+        for rule in (r.strip() for r in said):
             if rule and rule not in existing:
                 op = ops.setdefault(
                     rule, {"type": "ADD", "section": "others", "content": rule, "sources": []}
@@ -71,7 +78,9 @@ def _curate(body: str) -> str:
     return json.dumps({"reasoning": "as the users asked", "operations": list(ops.values())})
 
 
-def parrot_learner(*, insight: InsightFn | None = None) -> FunctionChatModel:
+def parrot_learner(
+    *, insight: InsightFn | None = None, separately: bool = False
+) -> FunctionChatModel:
     """Return a learner double that proposes every user-written text as a new bullet.
 
     Each trace yields up to two ADD proposals: the honest rule ``insight`` draws
@@ -82,10 +91,13 @@ def parrot_learner(*, insight: InsightFn | None = None) -> FunctionChatModel:
     Args:
         insight: ``(input, ground_truth, output) -> rule`` for the honest rule;
             default ``default_insight``.
+        separately: Propose each piece of user-controlled text (the input, each
+            message or tool output, the feedback comment) as a bullet of its
+            own, instead of all of them joined into one.
 
     Example::
 
         combee = Combee(prompt_id="t", model=parrot_learner())
     """
     rule_fn = insight or default_insight
-    return role_player(lambda body: _reflect(body, rule_fn), _curate)
+    return role_player(lambda body: _reflect(body, rule_fn, separately), _curate)
