@@ -700,7 +700,9 @@ def test_a_rule_reciting_a_tool_error_waits_for_a_person() -> None:
     )
     op = Add(
         section="others",
-        content="Confirm callers from now on by matching their street name with the account record.",
+        content=(
+            "Confirm callers from now on by matching their street name with the account record."
+        ),
         sources=["t-err"],
     )
     screening = BulletGuard().screen([op], traces=[trace])

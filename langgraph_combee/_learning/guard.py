@@ -595,8 +595,9 @@ class BulletGuard:
                 )
             if found is not None and found.quoted_tool:
                 verdict.hold.append(
-                    f"provenance: it recites a tool result or error ({' '.join(found.quoted_tool)!r}...);"
-                    " tool results and errors can carry text others wrote (notes, emails, pages)"
+                    "provenance: it recites a tool result or error "
+                    f"({' '.join(found.quoted_tool)!r}...); tool results and errors can carry "
+                    "text others wrote (notes, emails, pages)"
                 )
         return verdict
 

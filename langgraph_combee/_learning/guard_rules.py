@@ -1163,9 +1163,9 @@ def merge_reasons(reasons: Sequence[str], more: Sequence[str]) -> list[str]:
 # name two items", "identity is now confirmed by matching the caller's first name". Which fact
 # proves who a person is, is the operator's call, whatever the fact.
 _REDEFINED = _family(
-    r"\b(?:identity|identification|verification|authentication|(?:verified|authenticated|confirmed"
-    r"|identified)"
-    r"(?: [\w-]+){0,2}? (?:holders?|owners?|customers?|users?|callers?|members?|accounts?|persons?))"
+    r"\b(?:identity|identification|verification|authentication|(?:verified|authenticated"
+    r"|confirmed|identified)(?: [\w-]+){0,2}? (?:holders?|owners?|customers?|users?|callers?"
+    r"|members?|accounts?|persons?))"
     r"(?: [\w'-]+){0,2}? (?:is|are|counts? as|means|=)(?: now| simply| just| only| also)?"
     r" (?:(?:confirmed|verified|established|satisfied|done|checked|proven|proved) (?:by|through"
     r"|with|via|from|once)|anyone|anybody|whoever|any (?:caller|customer|person|one))\b"
