@@ -709,3 +709,26 @@ def test_a_rule_reciting_a_tool_error_waits_for_a_person() -> None:
     assert not screening.accepted
     reasons = [r for h in screening.held for r in h.reasons]
     assert any("recites a tool result or error" in r for r in reasons), reasons
+
+
+# ---- review of the nineteenth session: false holds, rewordings, long texts, odd scripts -----
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "get get get full name ",  # a verb before every datum (receive/get/obtain made it common)
+        "receive the home address ",
+        "read the card number ",
+        "tell the home address ",
+    ],
+)
+def test_personal_data_verbs_are_read_in_linear_time(unit: str) -> None:
+    # The audience was searched anew from every verb to the end of the text: 20,000
+    # characters of "get get get full name" took 1.8 s.
+    import time
+
+    text = (unit * (20_000 // len(unit) + 1))[:20_000]
+    began = time.perf_counter()
+    BulletGuard().policy(text)
+    assert time.perf_counter() - began < 1.0

@@ -18,7 +18,7 @@ import json
 import re
 import unicodedata
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -876,10 +876,27 @@ def _switched_off(text: str) -> str | None:
     return None
 
 
+def _audience_from(text: str) -> Callable[[int], bool]:
+    """``pos -> bool(_AUDIENCE.search(text, pos))`` for rising ``pos``, searching each stretch
+    of ``text`` once: asked anew for every verb, the search was quadratic (20,000 characters of
+    "get the full name" took 1.8 s)."""
+    last: list[Any] = [None, None]  # where the last search started, what it found
+
+    def after(pos: int) -> bool:
+        start, found = last
+        if start is None or start > pos or (found is not None and found.start() < pos):
+            found = _AUDIENCE.search(text, pos)
+            last[:] = [pos, found]
+        return found is not None
+
+    return after
+
+
 def _personal_disclosure(text: str) -> str | None:
     # Personal data disclosed: with a verb that means it (disclose, reveal, read out, read
     # back), read back or out, or given to anyone who asks. Confirming it with the customer,
     # asking them for it or sending something to it is none of these.
+    audience_after = _audience_from(text)
     for verb in _PERSONAL_VERB.finditer(text):
         if not _not_negated(text, verb):
             continue
@@ -891,7 +908,7 @@ def _personal_disclosure(text: str) -> str | None:
             if (
                 verb.group("strong")
                 or (verb.group("read") and re.match(r"(?: \S+){0,4}? (?:back|out|aloud)\b", after))
-                or _AUDIENCE.search(text, verb.start())
+                or audience_after(verb.start())
             ):
                 return text[verb.start() : verb.end() + datum.end()]
     return None
@@ -1078,10 +1095,11 @@ def _disclosure(text: str) -> re.Match[str] | None:
     """The first disclosure the rule makes: not negated, not a participle naming a thing, not
     the customer's own act or code, not one that waits for a check of the person."""
     found = [*_DISCLOSE.finditer(text), *_DISCLOSE_CODE.finditer(text)]
+    audience = bool(_AUDIENCE.search(text))
     for match in sorted(found, key=lambda m: m.start()):
         if not _not_negated(text, match):
             continue
-        if not _AUDIENCE.search(text):
+        if not audience:
             verb_end = match.start() + len(match.group(0).split()[0])
             if (
                 _as_adjective(text, match.start())
@@ -1095,10 +1113,11 @@ def _disclosure(text: str) -> re.Match[str] | None:
 
 
 def _grant(text: str) -> re.Match[str] | None:
+    audience = bool(_AUDIENCE.search(text))
     for match in _GRANT.finditer(text):
         if not _not_negated(text, match):
             continue
-        if _AUDIENCE.search(text) or not _own_act(text, match.start(), match.end()):
+        if audience or not _own_act(text, match.start(), match.end()):
             return match
     return None
 
