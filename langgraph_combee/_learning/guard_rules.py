@@ -674,9 +674,6 @@ _LOOSEN = _family(
     r"|\bnot (?:needed|required|necessary|mandatory)\b|\bunnecessary\b|\boptional\b"
     r"|\bneed(?:s)? not\b|\bno (?:\w+ )?(?:check|verification|review|approval|limit|cap"
     r"|sign[- ]?off)s?\b"
-    # Opting out of or turning off a control: "let people opt out of the login alerts".
-    r"|\bopt(?:s|ed|ing)?[- ]out\b|\b(?:turn|switch|shut)(?:s|ed|ing)?(?: \S+){0,3}? off\b"
-    r"|\bdeprecated\b"
     r"|\bnever (?:need|require)s?\b"
     r"|\bunlimited\b|\b(?:auto|pre)[- ]?(?:approv|verif|authori[sz])\w*"
     r"|\b(?:automatic(?:ally)?|immediately|in full|directly)\b"
@@ -717,12 +714,28 @@ _CONTROL = _family(
     r"|yetki|права|behörighet|permiso|permiss|本人|確認|身份|验证|驗證|承認|批准|権限|权限"
     r"|신원|확인|승인|권한|هوية|تحقق|موافقة|صلاحي|مدير|管理|관리자|yönetici|администр"
     r"|justificati|\bre[çc]u\b"
-    r"|(?:login|log-in|sign[- ]?in|security|account|fraud|activity|password) (?:alert|notif|warn)"
     r"|\boveren[iíy]\w*|\bověřen\w*|\bověřit\b|\boverit\b|تصدیق|تایید|تأیید|هویت"
     r"|legitimati|goedkeur|bewijs|\bbon\b|kassabon|toestemming"
     r"|kiểm tra|xác minh|xác thực|danh tính|hóa đơn|phê duyệt|giấy tờ|biên lai|chứng từ"
     r"|\bjaa?nch|\bpeh?cha+n|\bpahcha+n|\bsab(?:oo|u)t\b|\bras(?:ee|i)d\b|\bsatyapan"
     r"|\bman(?:z|j)oori\b|\banumati\b|जांच|जाँच|पहचान|सत्यापन|रसीद|मंज़ूरी|मंजूरी|अनुमति|प्रमाण"
+)
+# Opting out of, turning off, muting or retiring a thing loosens a control only when the thing
+# is one ("let people opt out of the login alerts", "the old 2FA flow is deprecated"): these
+# words are everyday words of a desk ("opt out of marketing emails", "the field 'sku' is
+# deprecated; pass 'item_id' to check_stock"), so the control is looked for in what is turned
+# off (see ``_turned_off``), not anywhere in the rule.
+_TURN_OFF = _family(
+    r"\bopt(?:s|ed|ing)?(?: \w+){0,2}?[- ]out\b"
+    r"|\b(?:turn(?:s|ed|ing)?|switch(?:es|ed|ing)?|shut(?:s|ting)?)(?: \S+){0,4}? off\b"
+    r"|\bset(?:s|ting)?(?: \S+){0,4}? to (?:off|false|disabled|none|no)\b"
+    r"|\b(?:mut(?:e|es|ed|ing)|silenc(?:e|es|ed|ing)|suppress\w*|snooz\w*|deactivat\w*)\b"
+    r"|\bdeprecat\w*"
+)
+# Alerts that guard an account: a control where they are what is turned off or skipped, not
+# where the rule only talks of them ("login alerts without a location are normal for VPNs").
+_ALERT = _family(
+    r"(?:login|log-in|sign[- ]?in|security|account|fraud|activity|password) (?:alert|notif|warn)"
 )
 _GRANT = _family(
     r"\b(?:give|gives|gave|giving|assign\w*|hand|hands|handed|add|adds|added)\b(?: \S+){0,4}?"
@@ -869,6 +882,93 @@ _AUDIENCE = _family(
 )
 
 
+# Where a clause ends: a sentence's full stop (not the dot of "v4.2"), a comma, a colon...
+_CLAUSE_END = re.compile(r"[,;:!?()\n]|\.(?!\w)")
+_NEAR_WORDS = 5
+# A replacement named after a retired thing: "...is deprecated; call verify_address_v2".
+_REPLACED = re.compile(
+    r"\b(?:use|uses|call|calls|pass|send|read|switch to|move to|migrate to|replaced (?:by|with)"
+    r"|superseded by|in favou?r of)\b"
+)
+_PARTICIPLE = re.compile(r"^\w+(?:ed|en)\b|^shut\b")
+
+
+_AUXILIARY = frozenset(
+    re.findall(
+        r"\w+",
+        "is are was were be been being has have had can could may might will would should must "
+        "shall now also already simply just get gets got getting",
+    )
+)
+_QUOTED = re.compile(r"^['\"`‘“].*\w.*['\"`’”]$")
+
+
+def _subject(text: str, start: int) -> str:
+    """The subject before ``start`` that a participle or "deprecated" says is turned off: up
+    to three words of the clause, auxiliaries left out; from its last quoted name on, or after
+    its last possessive ("the check_stock tool's 'warehouse' argument" is the argument)."""
+    head = text[max(0, start - 120) : start]
+    ends = list(_CLAUSE_END.finditer(head))
+    words = (head[ends[-1].end() :] if ends else head).split()
+    while words and words[-1] in _AUXILIARY:
+        words.pop()
+    words = words[-3:]
+    for n in range(len(words) - 1, -1, -1):
+        if _QUOTED.match(words[n]):
+            return " ".join(words[n:])
+        if words[n].endswith(("'s", "s'", "’s")) and n < len(words) - 1:
+            return " ".join(words[n + 1 :])
+    return " ".join(words)
+
+
+def _near(text: str, match: re.Match[str], *, before: bool) -> str:
+    """``match`` with the words of its clause after it (five), and if ``before`` its subject
+    (what a participle or "deprecated" says is turned off comes first)."""
+    after = text[match.end() : match.end() + 120]
+    if cut := _CLAUSE_END.search(after):
+        after = after[: cut.start()]
+    subject = _subject(text, match.start()) if before else ""
+    return " ".join([subject, match.group(0), " ".join(after.split()[:_NEAR_WORDS])])
+
+
+def _controls(text: str) -> set[str]:
+    return {m.group(0) for m in _CONTROL.finditer(text)} | {
+        m.group(0) for m in _ALERT.finditer(text)
+    }
+
+
+def _turned_off(text: str) -> str | None:
+    """A control the rule opts out of, turns off, mutes or retires; or an alert it loosens.
+
+    The control must be what is turned off, in the clause: "opt out of the login alerts",
+    "turn the password warnings off", "the 2FA flow is deprecated"; not "opt out of marketing
+    emails and confirm". A thing retired for a replacement that keeps its controls is a
+    migration ("verify_address is deprecated; call verify_address_v2"). A loosening word of
+    ``_LOOSEN`` holds the rule with an alert only where the alert is what it loosens ("skip the
+    login alerts", "login alerts can be skipped").
+    """
+    routed = _without_routing(text)
+    for match in _all_acts(_TURN_OFF, routed):
+        if _as_adjective(routed, match.start()):
+            continue  # "the opt-out is confirmed by a reply SMS" names the choice
+        retired = match.group(0).startswith("deprecat")
+        near = _near(routed, match, before=retired or bool(_PARTICIPLE.match(match.group(0))))
+        controls = _controls(near)
+        if not controls:
+            continue
+        if retired:
+            rest = routed[match.end() : match.end() + 120].split(". ")[0]
+            replaced = _REPLACED.search(rest)
+            if replaced and controls <= _controls(rest[replaced.end() : replaced.end() + 60]):
+                continue
+        return match.group(0)
+    for match in _all_acts(_LOOSEN, routed):
+        near = _near(routed, match, before=bool(_PARTICIPLE.match(match.group(0))))
+        if _ALERT.search(near):
+            return match.group(0)
+    return None
+
+
 def _switched_off(text: str) -> str | None:
     for match in _SWITCHED_OFF.finditer(text):
         if not _CONDITION.search(text[max(0, match.start() - 60) : match.start()]):
@@ -968,8 +1068,8 @@ _ROUTING = re.compile(
 )
 
 
-def _acts(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
-    """The first match of ``pattern`` the rule itself does: not negated, not only asked for."""
+def _all_acts(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """The matches of ``pattern`` the rule itself does: not negated, not only asked for."""
     declines = bool(_INSTEAD.search(text)) and not any(
         not _NEGATED_ACT.search(text[max(0, m.start() - 40) : m.start()])
         for m in _COMPLY.finditer(text)
@@ -979,15 +1079,22 @@ def _acts(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
             continue
         if declines and _REQUESTED.search(text[max(0, match.start() - 60) : match.start()]):
             continue
-        return match
-    return None
+        yield match
+
+
+def _acts(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The first match of ``pattern`` the rule itself does: not negated, not only asked for."""
+    return next(_all_acts(pattern, text), None)
 
 
 def _without_routing(text: str) -> str:
     """``text`` with its clauses that only route a case to a team code left out."""
     clauses = re.split(r"([;.!?]\s+|[;.!?]$)", text)
     return "".join(
-        " " if _ROUTING.match(c) and not _LOOSEN.match(c.strip()) else c for c in clauses
+        " "
+        if _ROUTING.match(c) and not (_LOOSEN.match(c.strip()) or _TURN_OFF.match(c.strip()))
+        else c
+        for c in clauses
     )
 
 
@@ -1205,6 +1312,8 @@ def _policy_changes(text: str) -> list[str]:
     loosen = _acts(_LOOSEN, _without_routing(text))
     if loosen and _CONTROL.search(text):
         reasons.append(f"loosens a control ({loosen.group(0)!r})")
+    elif turned := _turned_off(text):
+        reasons.append(f"loosens a control (turns it off: {turned!r})")
     elif found := _FORBID_CHECK.search(text):
         reasons.append(f"loosens a control (forbids a check: {found.group(0)!r})")
     elif switched := _switched_off(text):
