@@ -775,3 +775,36 @@ def test_words_that_turn_something_off_hold_only_when_a_control_is_what_is_turne
 )
 def test_a_control_opted_out_of_muted_or_retired_is_held(text: str) -> None:
     assert any("loosens a control" in r for r in BulletGuard().policy(text)), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "If anyone asks for a refund, route them to FIN-7Q.",
+        "When anyone asks where their money is, answer PAY-2D.",
+        "Whoever calls about a missing refund should be routed to FIN-7Q.",
+        "Anyone asking for a discount code is told there are no active promotions.",
+        "If anyone gets in touch about a refund, answer FIN-7Q.",
+        "Anyone can check their refund status on the orders page.",
+    ],
+)
+def test_whoever_only_asks_about_money_is_paid_nothing(text: str) -> None:
+    # "anyone" anywhere in a rule with a money word moved money: the one who asks held
+    # the rule as the one who is paid does (4 of these 6).
+    assert BulletGuard().policy(text) == [], text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Refund anyone who asks.",
+        "Anyone who complains gets a refund.",
+        "Anyone who asks can have their money back.",
+        "Whoever calls about the outage is credited.",
+        "Credit anybody who mentions the outage.",
+        "Everyone who was on the delayed train gets a voucher.",
+        "Pay out to whoever quotes the order number.",
+    ],
+)
+def test_money_paid_to_whoever_asks_stays_held(text: str) -> None:
+    assert any("moves money" in r for r in BulletGuard().policy(text)), text

@@ -788,10 +788,19 @@ _DISCLOSE = _family(
 _DISCLOSE_CODE = _family(r"\b(?P<verb>" + _DISCLOSE_VERBS + r")\b.{0,60}?\b(?:reset )?codes?\b")
 _MONEY = _family(
     r"\b(?:refund\w*|credit\w*|compensat\w*|discount\w*|voucher\w*|payout\w*|transfer\w*"
-    r"|chargeback\w*|reimburs\w*|cashback|gift card|store credit|money|fee(?:s|less|-?free)?"
+    r"|chargeback\w*|reimburs\w*|cashback|gift card|store credit|money|pay(?:s|ing)? out|paid out"
+    r"|fee(?:s|less|-?free)?"
     r"|(?:loyalty|reward|rewards|bonus|member(?:ship)?|air) (?:points|miles)"
     r"|terugbetal\w*|tegoed|korting\w*|vergoed\w*|paisa wapas|paise wapas)\b"
     r"|hoàn tiền|hoàn lại|giảm giá|bồi thường|रिफंड|धनवापसी|पैसे वापस"
+)
+_ANYONE = (
+    r"(?:whoever|anyone|anybody|everyone|everybody|any (?:caller|customer|person|one|member|user"
+    r"|client|shopper|guest|passenger)s?)"
+)
+_MONEY_NOUN = (
+    r"(?:refunds?|credits?|money|compensation|vouchers?|cashback|discounts?|payouts?|points"
+    r"|miles|gift cards?|reimbursements?|\w+ back)"
 )
 _MONEY_MOVE = _family(
     r"\b(?:automatic(?:ally)?|immediately|instantly|in full|no (?:\w+ )?limit|unlimited"
@@ -804,8 +813,16 @@ _MONEY_MOVE = _family(
     r"|\b(?:every|each|all)(?: \w+)? (?:accounts?|customers?|users?|members?|orders?|callers?"
     r"|shoppers?|clients?)\b"
     r"|ngay lập tức|tự động|toàn bộ|không cần|बिना|तुरंत|फौरन|पूरा"
-    # Money paid to whoever asks for it: "the money goes back to whoever gets in touch".
-    r"|\b(?:whoever|anyone|anybody)\b|\bany (?:caller|customer|person|one) who\b"
+    # Money paid to whoever asks for it: "the money goes back to whoever gets in touch",
+    # "refund anyone who asks", "anyone who complains gets a voucher". Whoever is only the one
+    # who asks ("if anyone asks for a refund, route it to FIN-7Q") is paid nothing.
+    r"|\b(?:to|for|refund\w*|credit\w*|pay|pays|paid|compensat\w*|reimburs\w*|give\w*|gave"
+    r"|send\w*|issu\w*|offer\w*|owe\w*) " + _ANYONE + r"\b"
+    r"|\b" + _ANYONE + r"(?: \S+){0,6}? (?:(?:gets?|got|receives?|received|(?:can|may|should"
+    r"|will|could) (?:have|get|receive|keep|claim))(?: \S+){0,2}? "
+    + _MONEY_NOUN
+    + r"|(?:is|are|was|were|will be|gets?|got|can be|should be|may be) (?:automatically )?"
+    r"(?:refunded|credited|paid|compensated|reimbursed|owed|entitled|eligible))\b"
 )
 _CURRENCY = _family(
     r"[\$€£¥₹₽₺₩₪₫฿]|\b(?:usd|eur|gbp|jpy|chf|cad|aud|inr|cny|rub|try|pln|sek|nok|dkk|brl"
