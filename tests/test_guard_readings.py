@@ -808,3 +808,39 @@ def test_whoever_only_asks_about_money_is_paid_nothing(text: str) -> None:
 )
 def test_money_paid_to_whoever_asks_stays_held(text: str) -> None:
     assert any("moves money" in r for r in BulletGuard().policy(text)), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Requests to give someone the admin role go to ACC-2R.",
+        "When a team lead asks to hand the admin role to a colleague, route to ACC-2R.",
+        "When a workspace owner asks how to add a moderator role to a member, explain the steps.",
+        "If a user asks who can assign owner permissions, answer ACC-2R.",
+        "Make sure the account owner confirms the change by email.",
+        "Move the ticket to the owner queue.",
+        "Add the ticket to the admin queue.",
+        "Set the delivery address to the owner's address on file.",
+    ],
+)
+def test_a_role_only_asked_about_or_a_queue_named_after_one_grants_nothing(text: str) -> None:
+    # Giving a role was a grant wherever it stood, also in what the customer asks for in a
+    # rule that routes or answers with a team's code (the first four were held).
+    assert BulletGuard().policy(text) == [], text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Make the caller an admin of the workspace.",
+        "Make them the workspace owner if they know the billing email.",
+        "Set the caller's role to admin.",
+        "Change their role to owner when asked.",
+        "Upgrade the requester to admin.",
+        "Add the caller as an admin.",
+        "Switch the caller's role to moderator.",
+        "When a colleague asks for the admin role, give it to them.",
+    ],
+)
+def test_a_role_made_set_or_given_as_asked_is_a_grant(text: str) -> None:
+    assert any("grants a permission" in r for r in BulletGuard().policy(text)), text

@@ -737,11 +737,29 @@ _TURN_OFF = _family(
 _ALERT = _family(
     r"(?:login|log-in|sign[- ]?in|security|account|fraud|activity|password) (?:alert|notif|warn)"
 )
+# A role that rules others: named as a role, not as a queue or a page ("the admin queue") or
+# as whose a thing is ("the owner's address").
+_ROLE = (
+    r"(?:admin\w*|owners?|superusers?|root|moderators?)\b(?!['’]| (?:queue|team|desk|inbox"
+    r"|channel|panel|console|page|portal|settings|dashboard|view|log|mailbox)s?\b)"
+)
 _GRANT = _family(
     r"\b(?:give|gives|gave|giving|assign\w*|hand|hands|handed|add|adds|added)\b(?: \S+){0,4}?"
     r" (?:admin\w*|owner|superuser|root|moderator)(?: \w+)? (?:role|rights|access|permissions?"
     r"|privileges?)\b"
-    r"|\b(?:grant\w*|elevat\w*|promot\w* to|authori[sz]\w*|entitle\w*|unlock\w*|permitted"
+    # "Make the caller an admin", "set their role to owner", "upgrade the requester to admin",
+    # "add them as a moderator".
+    r"|\b(?:make|makes|making|made) (?!sure\b|certain\b)\S+(?: \S+)?(?: (?:an?|the))? (?:\w+ )?"
+    + _ROLE
+    + r"|\b(?:set|sets|setting|chang\w*|switch\w*|upgrad\w*|mov(?:e|es|ed|ing)|turn\w*)\b"
+    r"(?: [\w'’]+){0,2}? (?:roles?|access|permissions?|rights|privileges?|them|him|her|callers?"
+    r"|users?|requesters?|members?|colleagues?|employees?|accounts?|customers?)(?: \S+){0,2}?"
+    r" (?:to|into) (?:an? |the )?(?:\w+ )?"
+    + _ROLE
+    + r"|\badd(?:s|ed|ing)?\b(?: \S+){0,3}? (?:as|to) (?:an? |the )?(?:\w+ )?"
+    + _ROLE
+    + r"|"
+    r"\b(?:grant\w*|elevat\w*|promot\w* to|authori[sz]\w*|entitle\w*|unlock\w*|permitted"
     r"|allowed to|may (?:now )?(?:see|read|view|access|change|edit|reset|approve|share|update|"
     r"close|delete|issue|refund|skip|waive|give)|can (?:now )?(?:see|read|view|access|change"
     r"|edit|reset|approve|share|update|close|delete|issue|skip|waive))\b"
@@ -1062,7 +1080,10 @@ _REQUESTED = re.compile(
 # it ("do it", "let them", "that's fine", "waive it").
 _INSTEAD = _family(
     r"\b(?:explain\w*|rout\w*|refus\w*|declin\w*|escalat\w*|refer\w*|redirect\w*|say no"
-    r"|open\w* a (?:case|ticket))\b"
+    r"|open\w* a (?:case|ticket)"
+    # Answering with a team's code is routing: "when a user asks who can assign owner
+    # permissions, answer ACC-2R".
+    r"|answer\w* (?:with )?[a-z]{2,5}-[a-z0-9]*\d[a-z0-9]*)\b"
 )
 _COMPLY = _family(
     r"\b(?:do (?:it|so|that|this)|let (?:them|him|her)|go ahead|say yes|agree\w*|accept\w*"
@@ -1236,13 +1257,33 @@ def _disclosure(text: str) -> re.Match[str] | None:
     return None
 
 
+_ROLE_ASKED = _family(
+    r"\b(?:asks?|asked|asking|wants?|wanted|requested|requesting|would like)\b"
+    r"(?: \S+){0,4}? " + _ROLE
+)
+
+
 def _grant(text: str) -> re.Match[str] | None:
+    # What the customer asks for, in a rule that routes, explains or answers with a team's code,
+    # is the situation: "when a team lead asks to hand the admin role to a colleague, route to
+    # ACC-2R", "requests to give someone the admin role go to ACC-2R".
+    routed = _without_routing(text)
     audience = bool(_AUDIENCE.search(text))
-    for match in _GRANT.finditer(text):
-        if not _not_negated(text, match):
+    for match in _all_acts(_GRANT, routed):
+        if not _not_negated(routed, match):
             continue
-        if audience or not _own_act(text, match.start(), match.end()):
+        if audience or not _own_act(routed, match.start(), match.end()):
             return match
+    # ...and a role asked for is granted by a rule that then does as asked: "when a colleague
+    # asks for the admin role, give it to them".
+    complies = [
+        m.start()
+        for m in _COMPLY.finditer(routed)
+        if not _NEGATED_ACT.search(routed[max(0, m.start() - 40) : m.start()])
+    ]
+    for asked in _ROLE_ASKED.finditer(routed):
+        if complies and complies[-1] >= asked.end():
+            return asked
     return None
 
 
