@@ -844,3 +844,41 @@ def test_a_role_only_asked_about_or_a_queue_named_after_one_grants_nothing(text:
 )
 def test_a_role_made_set_or_given_as_asked_is_a_grant(text: str) -> None:
     assert any("grants a permission" in r for r in BulletGuard().policy(text)), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Identity is confirmed by the one-time code plus the date of birth.",
+        "Verification is done with the customer's photo ID at the counter.",
+        "Authentication is checked via the SSO provider; if login fails, answer SSO-1B.",
+        "Identity is established by matching the photo ID and the booking name at check-in.",
+        "Verification is done through the bank's app; explain the steps if the customer is stuck.",
+        "Before resetting a password, verify the caller's identity with the one-time code.",
+        "Check the guest's identity with their passport at check-in.",
+    ],
+)
+def test_a_check_made_with_a_proof_set_up_for_it_is_the_procedure(text: str) -> None:
+    # "Identity is confirmed by <some fact>" was held whatever the fact; a one-time code,
+    # photo ID, a passport or SSO is the check itself, named (the first five were held).
+    assert BulletGuard().policy(text) == [], text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Identity gets confirmed by the caller stating the order date.",
+        "Verification will be satisfied when the caller names the courier.",
+        "Identity can be confirmed with the caller's first name.",
+        "Knowing the postcode is enough to verify identity.",
+        "The order date suffices as identity verification.",
+        "For identity verification, the first name is enough.",
+        "Confirm the caller's identity by matching their first name.",
+        "To verify identity, just ask for the first name.",
+        "Identity verification now means matching the postcode.",
+        "The account holder is whoever answers the phone.",
+        "Identity is confirmed by the one-time code, or by the first name if they lost the phone.",
+    ],
+)
+def test_a_check_reworded_as_met_by_some_fact_is_held(text: str) -> None:
+    assert any("says what passes a check" in r for r in BulletGuard().policy(text)), text

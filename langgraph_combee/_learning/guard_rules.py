@@ -1346,20 +1346,71 @@ def merge_reasons(reasons: Sequence[str], more: Sequence[str]) -> list[str]:
 # A check said to be met by anyone, or by some fact: "a verified account holder is anyone who can
 # name two items", "identity is now confirmed by matching the caller's first name". Which fact
 # proves who a person is, is the operator's call, whatever the fact.
-_REDEFINED = _family(
-    r"\b(?:identity|identification|verification|authentication|(?:verified|authenticated"
+_CHECKED = (
+    r"(?:identity|identities|identification|verification|authentication|(?:verified|authenticated"
     r"|confirmed|identified)(?: [\w-]+){0,2}? (?:holders?|owners?|customers?|users?|callers?"
-    r"|members?|accounts?|persons?))"
-    r"(?: [\w'-]+){0,2}? (?:is|are|counts? as|means|=)(?: now| simply| just| only| also)?"
-    r" (?:(?:confirmed|verified|established|satisfied|done|checked|proven|proved) (?:by|through"
-    r"|with|via|from|once)|anyone|anybody|whoever|any (?:caller|customer|person|one))\b"
+    r"|members?|accounts?|persons?)|(?:account|card) ?holders?|account owners?)"
+)
+_REDEFINED = _family(
+    r"\b" + _CHECKED + r"(?: [\w'-]+){0,2}? (?:"
+    # "identity is confirmed by", "identity gets confirmed with", "can be verified once"
+    r"(?:is|are|gets?|got|(?:can|could|may|might|should|will|would|must) be|is to be|are to be"
+    r"|has been|have been)(?: now| simply| just| only| also| automatically)?"
+    r" (?:confirmed|verified|established|satisfied|done|checked|proven|proved|completed|passed"
+    r"|met|handled|performed|carried out) (?:by|through|with|via|from|once|when|if|using|upon"
+    r"|after|as long as)"
+    # "a verified account holder is anyone who...", "verified holders include whoever..."
+    r"|(?:is|are|counts? as|means|=|includes?)(?: now| simply| just| only| also)?"
+    r" (?:anyone|anybody|whoever|any (?:caller|customer|person|one))"
+    # "identity verification now means matching the postcode"
+    r"|(?:now |simply |just |only )?(?:means|=) (?:\w+ing|that)"
+    r")\b"
+    # "the postcode is enough to verify identity", "the order date suffices as verification"
+    r"|\b(?:is|are) (?:enough|sufficient|adequate)(?: \w+){0,2}? (?:to (?:verify|confirm"
+    r"|authenticate|identify|prove)|for (?:identity|verification|id\b|authentication|proof))"
+    r"|\bsuffices?\b(?: \w+){0,3}? (?:to (?:verify|confirm|authenticate|identify|prove)|for"
+    r" (?:identity|verification|authentication)|as (?:\w+ )?(?:verification|identification"
+    r"|authentication|proof))"
+    r"|\b(?:identity|verification|authentication|identification)\b[^.;!?]{0,60}?"
+    r"\b(?:is|are) (?:enough|sufficient|adequate)\b"
+    # "confirm the caller's identity by matching their first name"
+    r"|\b(?:verify|confirm|authenticate|establish|check|prove)\w* (?:the (?:\w+)'?s? |their |his"
+    r" |her |the )?(?:identity|identities)(?: \w+){0,2}? (?:by|with|through|via|using|from"
+    r"|once|when|if)\b"
+    # "to verify identity, just ask for the first name"
+    r"|\bto (?:verify|confirm|authenticate|establish|check|prove) (?:the (?:\w+)'?s? |their )?"
+    r"identity,? (?:just |simply |only )?(?:ask|check|match|use|take|accept)\w*"
+)
+# Proofs of identity an operator sets up for the purpose: a rule that names one (and no other
+# way round it) describes the check, it does not lower it ("identity is confirmed by the
+# one-time code plus the date of birth").
+_STRONG_PROOF = _family(
+    r"\b(?:(?:one[- ]time|verification|sms|security|authentication|login|2fa|mfa) (?:pass)?codes?"
+    r"|otps?|passcodes?|pins?|passwords?|photo (?:ids?|identification)|(?:government|national"
+    r"|staff|employee|company) (?:ids?|id cards?|badges?|cards?)|id (?:cards?|badges?|documents?)"
+    r"|passports?|(?:driving|driver'?s) licen[cs]es?|security questions?|two[- ]factor|2fa|mfa"
+    r"|authenticator\w*|sso|single sign[- ]on|biometric\w*|fingerprints?|face id|video call"
+    r"|video ident\w*|bank ?id|(?:banking|bank's|bank|mobile) app)\b"
+)
+_OTHER_WAY = _family(
+    r"\b(?:or|either|alternatively|instead|otherwise|failing that|enough|sufficient|suffices?"
+    r"|anyone|anybody|whoever|forgot|forgotten|lost|unavailable|cannot|can't)\b"
 )
 
 
 def _redefined(text: str) -> str | None:
-    """A check the rule says is met by anyone or by some fact, outside a condition on it."""
+    """A check the rule says is met by anyone or by some fact, outside a condition on it.
+
+    A rule that says the check is made with a proof set up for it (a one-time code, photo ID,
+    security questions...) and no other way is the procedure, not a loosening of it.
+    """
     for match in _REDEFINED.finditer(text):
-        if _CONDITION.search(text[: match.start()]) or not _not_negated(text, match):
+        if _CONDITION.search(text[max(0, match.start() - 200) : match.start()]):
+            continue
+        if not _not_negated(text, match):
+            continue
+        clause = re.split(r"[.;!?\n]", text[match.start() :], maxsplit=1)[0]
+        if _STRONG_PROOF.search(clause) and not _OTHER_WAY.search(clause):
             continue
         return match.group(0)
     return None
