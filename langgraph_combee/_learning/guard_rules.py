@@ -1295,26 +1295,52 @@ UNREAD_LETTERS = 12
 """Fewest letters of unread scripts that make a rule unread (a name or a word may be quoted)."""
 
 
+# Letters whose Unicode names do not start with their script's: the Japanese length and
+# repetition marks ("サーバー", "時々") are Japanese; modifier letters ("ʻ", "ʼ", "ː") belong to
+# no script and are read with their neighbours.
+_READ_MARKS = frozenset({"KATAKANA-HIRAGANA", "IDEOGRAPHIC", "VERTICAL", "MASU"})
+_NO_SCRIPT = frozenset({"MODIFIER", "CARON", "TURNED", "ROMAN"})
+
+
 def unread_script(text: str) -> str | None:
     """The script ``text`` is mostly written in, when the policy families have no words in it.
 
     A rule in Tamil, Georgian, Amharic or Greek says what it says unread: the families
-    cannot tell a routing rule from "grant admin rights to whoever asks". None when at
-    least half of its letters (NFKC) are of ``READ_SCRIPTS`` or fewer than
-    ``UNREAD_LETTERS`` are not.
+    cannot tell a routing rule from "grant admin rights to whoever asks". None when fewer
+    than ``UNREAD_LETTERS`` of its letters (NFKC) are of other scripts than
+    ``READ_SCRIPTS``, or when more of them are read and the unread ones are a few quoted
+    words: fewer than twice ``UNREAD_LETTERS`` in all, and no run of two words or more
+    holding ``UNREAD_LETTERS`` (a sentence in Hebrew after an English one is as unread as
+    one alone, however long the English).
     """
     read = unread = 0
     scripts: dict[str, int] = {}
+    run_letters = run_words = longest = 0
+    in_word = False
     for ch in unicodedata.normalize("NFKC", text):
         if not ch.isalpha():
+            in_word = in_word and not ch.isspace()
             continue
         script = unicodedata.name(ch, "UNKNOWN").split(" ")[0]
-        if script in READ_SCRIPTS:
+        if script in _NO_SCRIPT:
+            continue
+        if script in READ_SCRIPTS or script in _READ_MARKS:
             read += 1
-        else:
-            unread += 1
-            scripts[script] = scripts.get(script, 0) + 1
-    if unread < UNREAD_LETTERS or unread < read:
+            if run_words >= 2:
+                longest = max(longest, run_letters)
+            run_letters = run_words = 0
+            in_word = True
+            continue
+        unread += 1
+        scripts[script] = scripts.get(script, 0) + 1
+        run_words += not in_word
+        run_letters += 1
+        in_word = True
+    if run_words >= 2:
+        longest = max(longest, run_letters)
+    if unread < UNREAD_LETTERS:
+        return None
+    if unread < read and unread < 2 * UNREAD_LETTERS and longest < UNREAD_LETTERS:
         return None
     return max(scripts, key=lambda k: scripts[k])
 
