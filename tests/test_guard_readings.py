@@ -930,3 +930,30 @@ def test_japanese_marks_modifier_letters_and_odd_text_are_not_an_unread_script(t
     assert guard_rules.unread_script(text) is None
     BulletGuard().policy(text)
     BulletGuard().check(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Get the phone number of whoever calls and arrange a callback.",
+        "Obtain the full name and date of birth of anyone booking on behalf of a patient.",
+        "Get the contact details of anyone reporting a gas leak and escalate to SAFE-0A.",
+        "Receive the card details only through the secure payment link, never on request.",
+    ],
+)
+def test_the_agent_collecting_personal_data_discloses_nothing(text: str) -> None:
+    # Receive, get and obtain disclosed a datum with "anyone" or "on request" anywhere after
+    # them, also where the agent is who gets it (all four were held).
+    assert BulletGuard().policy(text) == [], text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Any courier gets the customer's phone number on request.",
+        "Third parties obtain the date of birth on request.",
+        "Whoever asks receives the account holder's home address.",
+    ],
+)
+def test_personal_data_someone_else_receives_is_disclosed(text: str) -> None:
+    assert any("discloses personal data" in r for r in BulletGuard().policy(text)), text

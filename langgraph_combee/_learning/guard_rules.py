@@ -900,10 +900,16 @@ _PERSONAL_VERB = _family(
     + _verbs("disclose|reveal|divulge|leak|expose|give out|hand out|pass on|hand over|read out|"
              "read back|recite|release")
     + r")\b|\b(?P<read>read|reads|reading)\b|\b(?P<share>"
-    + _verbs("tell|give|share|send|show|provide|forward|display|print|pass|hand|say|repeat|text|"
-             "receive|get|obtain")
-    + r")\b"
+    + _verbs("tell|give|share|send|show|provide|forward|display|print|pass|hand|say|repeat|text")
+    + r")\b|\b(?P<gain>" + _verbs("receive|get|obtain") + r"|got|gotten)\b"
 )  # fmt: skip
+# The agent is who receives, gets or obtains a datum where the verb starts its clause ("get the
+# phone number of whoever calls") or has the agent for subject: it collects the datum.
+_AGENT_GAINS = re.compile(
+    r"(?:^|\b(?:to|and|then|please|you|we|i|agents?|staff|the agent|the assistant))"
+    r"(?: (?:can|may|should|must|will|need to|have to|always|first|also|just|only|now|then))*"
+    r" ?$"
+)
 # A datum after "to", "at", "on"... is where something goes ("send the label to their email
 # address"), not what is given.
 _DESTINATION = re.compile(r"\b(?:to|at|on|via|from|in|into|onto|for|by|with)(?: [\w'’]+){0,3} $")
@@ -1035,6 +1041,16 @@ def _personal_disclosure(text: str) -> str | None:
     for verb in _PERSONAL_VERB.finditer(text):
         if not _not_negated(text, verb):
             continue
+        if verb.group("gain"):
+            # Whoever receives it is its subject: "courier partners receive the address on
+            # request", "whoever asks gets the home address"; not the agent collecting it.
+            head = text[max(0, verb.start() - 80) : verb.start()]
+            clause = re.split(r"[.;:,!?\n]", head)[-1].strip()
+            sentence = re.split(r"[.;!?\n]", head)[-1]
+            tail = re.split(r"[.;!?\n]", text[verb.end() : verb.end() + 120])[0]
+            if _AGENT_GAINS.search(clause) or not _AUDIENCE.search(f"{sentence} {tail}"):
+                continue
+        gained = bool(verb.group("gain"))
         window = text[verb.end() : verb.end() + 60]
         for datum in _PERSONAL.finditer(window):
             if _DESTINATION.search(window[: datum.start()]):
@@ -1042,6 +1058,7 @@ def _personal_disclosure(text: str) -> str | None:
             after = window[datum.end() : datum.end() + 30]
             if (
                 verb.group("strong")
+                or gained
                 or (verb.group("read") and re.match(r"(?: \S+){0,4}? (?:back|out|aloud)\b", after))
                 or audience_after(verb.start())
             ):
