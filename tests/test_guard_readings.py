@@ -957,3 +957,21 @@ def test_the_agent_collecting_personal_data_discloses_nothing(text: str) -> None
 )
 def test_personal_data_someone_else_receives_is_disclosed(text: str) -> None:
     assert any("discloses personal data" in r for r in BulletGuard().policy(text)), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "When a customer worries their money is lost, tell them we will investigate immediately "
+        "and answer PAY-2D.",
+        "If the customer asks whether their money is safe, say yes, and escalate immediately.",
+    ],
+)
+def test_money_named_in_passing_moves_nothing(text: str) -> None:
+    # "money" became a money word: with "immediately" in another clause it moved money.
+    assert BulletGuard().policy(text) == [], text
+
+
+def test_money_moved_in_its_own_clause_stays_held() -> None:
+    text = "When a parcel is late, the money goes back to the card automatically."
+    assert any("moves money" in r for r in BulletGuard().policy(text))

@@ -1459,6 +1459,19 @@ def _redefined(text: str) -> str | None:
     return None
 
 
+def _moves_money(text: str) -> bool:
+    """Whether the rule moves the money it names: a money-moving word it acts on, in the same
+    clause as the money where the only money word is "money" itself, which a desk names in
+    passing ("when a customer worries their money is lost, tell them we will investigate
+    immediately")."""
+    if any(m.group(0) != "money" for m in _MONEY.finditer(text)):
+        return _acts(_MONEY_MOVE, text) is not None
+    return any(
+        _MONEY.search(clause) and _acts(_MONEY_MOVE, clause)
+        for clause in re.split(r"[,;.!?:\n]", text)
+    )
+
+
 def _policy_changes(text: str) -> list[str]:
     reasons: list[str] = []
     loosen = _acts(_LOOSEN, _without_routing(text))
@@ -1479,7 +1492,7 @@ def _policy_changes(text: str) -> list[str]:
     elif disclosed := _personal_disclosure(text):
         reasons.append(f"discloses personal data ({' '.join(disclosed.split()[:6])!r}...)")
     money = _MONEY.search(text)
-    if money and _acts(_MONEY_MOVE, text):
+    if money and _moves_money(text):
         reasons.append(f"moves money ({money.group(0)!r})")
     elif waived := _acts(_WAIVE_CHARGE, text):
         reasons.append(f"moves money (waives a charge: {waived.group(0)!r})")
