@@ -721,6 +721,7 @@ def test_a_rule_reciting_a_tool_error_waits_for_a_person() -> None:
         "receive the home address ",
         "read the card number ",
         "tell the home address ",
+        "identity is confirmed by the pin ",  # a clause sliced to the end for every match
     ],
 )
 def test_personal_data_verbs_are_read_in_linear_time(unit: str) -> None:
@@ -728,10 +729,10 @@ def test_personal_data_verbs_are_read_in_linear_time(unit: str) -> None:
     # characters of "get get get full name" took 1.8 s.
     import time
 
-    text = (unit * (20_000 // len(unit) + 1))[:20_000]
+    text = (unit * (80_000 // len(unit) + 1))[:80_000]
     began = time.perf_counter()
     BulletGuard().policy(text)
-    assert time.perf_counter() - began < 1.0
+    assert time.perf_counter() - began < 1.5
 
 
 @pytest.mark.parametrize(
