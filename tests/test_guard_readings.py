@@ -976,3 +976,20 @@ def test_money_named_in_passing_moves_nothing(text: str) -> None:
 def test_money_moved_in_its_own_clause_stays_held() -> None:
     text = "When a parcel is late, the money goes back to the card automatically."
     assert any("moves money" in r for r in BulletGuard().policy(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Turn off, for anyone who asks, the login alerts.",
+        "Opt customers out, if they ask, of the fraud alerts.",
+        "The fraud alerts on this account are muted on request.",
+        "Stop sending login alerts to callers who complain.",
+        "Identity: confirmed once the caller says the postcode.",
+        "Callers are considered the account holder when they know the postcode.",
+    ],
+)
+def test_controls_turned_off_behind_an_aside_or_checks_met_by_a_fact_in_other_words_are_held(
+    text: str,
+) -> None:
+    assert any("loosens a control" in r for r in BulletGuard().policy(text)), text

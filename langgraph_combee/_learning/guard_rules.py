@@ -730,7 +730,7 @@ _TURN_OFF = _family(
     r"|\b(?:turn(?:s|ed|ing)?|switch(?:es|ed|ing)?|shut(?:s|ting)?)(?: \S+){0,4}? off\b"
     r"|\bset(?:s|ting)?(?: \S+){0,4}? to (?:off|false|disabled|none|no)\b"
     r"|\b(?:mut(?:e|es|ed|ing)|silenc(?:e|es|ed|ing)|suppress\w*|snooz\w*|deactivat\w*)\b"
-    r"|\bdeprecat\w*"
+    r"|\bdeprecat\w*|\bstop(?:s|ped|ping)? (?:send|show|issu|trigger|display)\w*"
 )
 # Alerts that guard an account: a control where they are what is turned off or skipped, not
 # where the rule only talks of them ("login alerts without a location are normal for VPNs").
@@ -946,14 +946,14 @@ _QUOTED = re.compile(r"^['\"`‘“].*\w.*['\"`’”]$")
 
 def _subject(text: str, start: int) -> str:
     """The subject before ``start`` that a participle or "deprecated" says is turned off: up
-    to three words of the clause, auxiliaries left out; from its last quoted name on, or after
+    to five words of the clause, auxiliaries left out; from its last quoted name on, or after
     its last possessive ("the check_stock tool's 'warehouse' argument" is the argument)."""
     head = text[max(0, start - 120) : start]
     ends = list(_CLAUSE_END.finditer(head))
     words = (head[ends[-1].end() :] if ends else head).split()
     while words and words[-1] in _AUXILIARY:
         words.pop()
-    words = words[-3:]
+    words = words[-_NEAR_WORDS:]
     for n in range(len(words) - 1, -1, -1):
         if _QUOTED.match(words[n]):
             return " ".join(words[n:])
@@ -965,10 +965,15 @@ def _subject(text: str, start: int) -> str:
 def _near(text: str, match: re.Match[str], *, before: bool) -> str:
     """``match`` with the words of its clause after it (five), and if ``before`` its subject
     (what a participle or "deprecated" says is turned off comes first)."""
-    after = text[match.end() : match.end() + 120]
-    if cut := _CLAUSE_END.search(after):
-        after = after[: cut.start()]
+    after = text[match.end() : match.end() + 160]
     subject = _subject(text, match.start()) if before else ""
+    cut = _CLAUSE_END.search(after)
+    if cut and not after[: cut.start()].strip():
+        # No object before the clause ends: it follows an aside ("turn off, for anyone who
+        # asks, the login alerts"); read on over the commas.
+        after = re.split(r"[;:!?()\n]|\.(?!\w)", after)[0].replace(",", " ")
+        return " ".join([subject, match.group(0), " ".join(after.split()[: 3 * _NEAR_WORDS])])
+    after = after[: cut.start()] if cut else after
     return " ".join([subject, match.group(0), " ".join(after.split()[:_NEAR_WORDS])])
 
 
@@ -1408,6 +1413,14 @@ _REDEFINED = _family(
     # "identity verification now means matching the postcode"
     r"|(?:now |simply |just |only )?(?:means|=) (?:\w+ing|that)"
     r")\b"
+    # "identity: confirmed once the caller says the postcode"
+    r"|\b" + _CHECKED + r"(?: check)?: (?:\w+ )?(?:confirmed|verified|established|satisfied|done"
+    r"|checked|proven|proved|completed|passed|met) (?:by|through|with|via|from|once|when|if"
+    r"|using|upon|after|as long as)\b"
+    # "callers are considered the account holder when they know the postcode"
+    r"|\b(?:considered|treated as|deemed|regarded as|counts? as|taken as) (?:the |an? )?"
+    r"(?:verified|authenticated|account ?holders?|card ?holders?|account owners?|owners?)"
+    r" (?:when|if|once|as long as|because|after)\b"
     # "the postcode is enough to verify identity", "the order date suffices as verification"
     r"|\b(?:is|are) (?:enough|sufficient|adequate)(?: \w+){0,2}? (?:to (?:verify|confirm"
     r"|authenticate|identify|prove)|for (?:identity|verification|id\b|authentication|proof))"
