@@ -595,8 +595,8 @@ class BulletGuard:
                 )
             if found is not None and found.quoted_tool:
                 verdict.hold.append(
-                    "provenance: it recites a tool result or error "
-                    f"({' '.join(found.quoted_tool)!r}...); tool results and errors can carry "
+                    "provenance: it recites a tool result "
+                    f"({' '.join(found.quoted_tool)!r}...); tool results can carry "
                     "text others wrote (notes, emails, pages)"
                 )
         return verdict

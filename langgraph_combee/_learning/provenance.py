@@ -316,9 +316,10 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
                     described[label] = grounds
             words = tokens(text)
             trusted_compounds.update(_compounds(text))
-            if label.startswith(("tool_result:", "error:")):
-                # An error message carries text others wrote as a result does (a service's
-                # notice, an upstream reply): a rule that recites one waits for a person.
+            if label.startswith("tool_result:"):
+                # Not errors: a tool-using agent learns its honest rules from them ("the
+                # field 'sku' is deprecated; pass 'item_id'"), and the policy families
+                # read what an error says.
                 tool_runs.update(_runs(words, QUOTE))
             if label.startswith(("tool_result:", "error:")):
                 words = _unechoed(words, shingles)
