@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import dedup, feedback_race, overhead, quality, speed
+from benchmarks import cost, dedup, feedback_race, overhead, quality, speed
 from benchmarks._common import percentile
 from benchmarks._latency import (
     CallRecord,
@@ -397,3 +397,63 @@ def test_dedup_benchmark_times_a_baseline_beside_the_current_code(tmp_path: Path
         "chinese": 0,
         "russian": 0,
     }
+
+
+def test_cost_divides_each_stage_by_the_traces_and_prices_cached_reflections(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stage = {"calls": 2, "input_tokens": 300, "output_tokens": 30}
+    record = {
+        "configs": [
+            {
+                "key": "tickets/s0/combee@4",
+                "step_sizes": [4, 4],
+                "by_stage": {"replay": stage, "reflect": {**stage, "calls": 8}},
+            },
+            {
+                "key": "tickets/s0/naive@8",
+                "step_sizes": [8],
+                "by_stage": {"curate": stage},
+                "reflect_calls_shared": 8,
+                "reflect_tokens_shared": 800,
+            },
+        ]
+    }
+    path = tmp_path / "grid.json"
+    path.write_text(json.dumps(record))
+    rows = cost.main([str(path), "--usd-per-million-input", "1", "--usd-per-million-output", "2"])
+    combee, naive = rows
+    # Stages in the order a step runs them, each scaled by 1,000 / 8 traces.
+    assert [(s.stage, s.calls, s.input_tokens, s.output_tokens) for s in combee.stages] == [
+        ("reflect", 1000.0, 37500.0, 3750.0),
+        ("replay", 250.0, 37500.0, 3750.0),
+    ]
+    # The row that read its reflections from the cache is charged for them.
+    assert [(s.stage, s.shared, s.calls, s.input_tokens) for s in naive.stages] == [
+        ("reflect", True, 1000.0, 100000.0),
+        ("curate", False, 250.0, 37500.0),
+    ]
+    assert (naive.calls, naive.input_tokens, naive.output_tokens) == (1250.0, 137500.0, 3750.0)
+    out = capsys.readouterr().out
+    # 137,500 input tokens at $1 and 3,750 output tokens at $2 per million.
+    total = "| tickets/s0/naive@8 | **total** (8 traces) | **1,250** | **137,500** | **3,750** |"
+    assert f"{total} $0.145 |" in out
+
+
+def test_cost_refuses_a_record_it_cannot_read() -> None:
+    with pytest.raises(ValueError, match=r"not a benchmarks.grid or benchmarks.speed record"):
+        cost.costs({"benchmark": "overhead"})
+    with pytest.raises(ValueError, match=r"grid row 'k' has no 'by_stage'"):
+        cost.costs({"configs": [{"key": "k", "step_sizes": [4]}]})
+    with pytest.raises(ValueError, match=r"row 'k' learned from 0 traces"):
+        cost.costs({"configs": [{"key": "k", "step_sizes": [], "by_stage": {}}]})
+
+
+def test_cost_reads_the_recorded_speed_and_grid_records() -> None:
+    from benchmarks._common import RESULTS
+
+    speed_rows = {r.key: r for r in cost.costs(json.loads((RESULTS / "speed.json").read_text()))}
+    assert speed_rows["sequential"].traces == 240
+    assert speed_rows["sequential"].calls == 2000.0  # a reflect and a curate call per trace
+    grid = json.loads((RESULTS / "grid-routing-3seeds.json").read_text())
+    assert all(r.traces == 96 and r.stages[0].stage == "reflect" for r in cost.costs(grid))
