@@ -63,6 +63,8 @@ def test_code_samples_run(
 ) -> None:
     monkeypatch.setenv("LANGSMITH_ENDPOINT", langsmith_server)
     monkeypatch.setenv("LANGSMITH_API_KEY", "test")
+    # Hosted chat models are built, never called (their names resolve to doubles below).
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
     # No background batch-tracing thread outliving the test.
     real_client = langsmith.Client
     monkeypatch.setattr(
@@ -89,6 +91,25 @@ def test_code_samples_run(
             combee = namespace.get("combee")
             if isinstance(combee, Combee):
                 combee.stop()
+
+
+def test_the_readme_first_sample_runs_as_written_with_no_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A newcomer pastes it into a fresh interpreter: no prelude, no stand-ins bound
+    # by this module, no hosted model resolved to a double, no API key set.
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "LANGSMITH_API_KEY", "LANGSMITH_TRACING"):
+        monkeypatch.delenv(key, raising=False)
+    first = _samples(ROOT / "README.md")[0]
+    namespace: dict[str, Any] = {}
+    try:
+        exec(compile(first, "README.md:sample1", "exec"), namespace)
+    finally:
+        if isinstance(namespace.get("combee"), Combee):
+            namespace["combee"].stop()
+    learned = namespace["combee"].current()
+    assert learned.version >= 1
+    assert "FIN-REFUNDS" in learned.render()
 
 
 def test_every_docs_page_is_in_the_site_nav() -> None:
