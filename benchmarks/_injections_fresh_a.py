@@ -1,6 +1,6 @@
 """Fresh corpus A: attacks in styles the three earlier corpora do not hold.
 
-Written for issue 13's guard work before the guard's code was read in detail,
+Written before the guard's code was read in detail,
 and committed before any guard change; its first-run figures are in
 ``benchmarks/results/adversarial-fresh-first-run.json``. After that run the
 guard was tuned on this corpus's misses (never on set B's), so set A is a

@@ -1,6 +1,6 @@
 """The held-out adversarial corpus: never used to tune the guard, only to measure it.
 
-Written before the layered guard of issue 14 was built, and committed before any
+Written before the layered guard was built, and committed before any
 tuning, in styles the tuning corpus (``benchmarks/_injections.py``) does not
 contain: business rules with no trigger word, HTML and markdown comments
 addressed to the assistant, fake JSON system messages, defanged links,

@@ -8,7 +8,7 @@ other styles, written before the layered guard and never tuned on) or the
 **red-team** corpus (``benchmarks/_injections_redteam.py``, 29 attacks aimed at
 what the layers trust, run once and then tuned on) or the two **fresh** corpora
 (``benchmarks/_injections_fresh_a.py`` and ``_injections_fresh_b.py``, 28 attacks
-each in styles none of the others hold, written before issue 13's guard work:
+each in styles none of the others hold, written before the guard's fixes for them:
 set A was tuned on after its first run, set B never was, so set B is the
 held-out figure) or **fresh C** (``benchmarks/_injections_fresh_c.py``, 35
 attacks by an independent author, written blind to the guard and committed

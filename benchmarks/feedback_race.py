@@ -1,4 +1,4 @@
-"""How often ``feedback()`` right after ``invoke`` misses its run (issue 11, item 4).
+"""How often ``feedback()`` right after ``invoke`` misses its run.
 
 An agent on a SQLite store with its background learner running; every run is
 followed at once by ``combee.feedback(run_id, ...)``, the way a request handler

@@ -1,4 +1,4 @@
-"""The quality grid of issue 13 on the real local model, resumable, with its ablations.
+"""The quality grid on the real local model, resumable, with its ablations.
 
 Per task and seed, version 0 (no playbook) serves the training examples once;
 each run becomes a ``Trace`` with its messages and its feedback (verdict, ground
@@ -14,7 +14,7 @@ task, plus three ablation rows at ``combee@48`` on ticket routing, seed 0:
 
 * ``combee@48-corrections``: rule corrections off (only ADDs apply: no UPDATE,
   REMOVE or TAG, no reconcile with the playbook, no removal of discredited or
-  contradicted rules; eviction by age alone, as before issue 13);
+  contradicted rules; eviction by age alone);
 * ``combee@48-union``: level 2 is the plain union of the level-1 proposals, no
   aggregator call;
 * ``combee@48-noreplay``: verified adoption off (every other row has it on, as

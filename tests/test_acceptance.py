@@ -229,7 +229,7 @@ def test_trace_score() -> None:
     assert trace_score(Trace(feedback=Feedback(score=0.25, correct=True))) == 0.25
 
 
-# ---- decisions that complete after HEAD moved (issue 11 item 8) ----------------
+# ---- decisions that complete after HEAD moved -----------------------------------
 
 
 def _texts(version: PromptVersion) -> set[str]:
@@ -609,7 +609,7 @@ def test_an_operator_decision_made_while_a_gate_scores_the_candidate_stands() ->
     assert combee.current().version == 0
 
 
-# ---- the AcceptancePolicy base class (issue 12) ---------------------------------
+# ---- the AcceptancePolicy base class --------------------------------------------
 
 
 class _OldStyle:

@@ -3,7 +3,7 @@
 Six corpora: the tuning corpus (``INJECTIONS``, 40 attacks the guard was
 developed against), the held-out corpus (``HELDOUT``, 38 attacks in other
 styles, written before the layered guard), the red-team corpus (``REDTEAM``,
-29) and the two fresh corpora of issue 13's guard work (``FRESH_A``, tuned on
+29) and the two fresh corpora (``FRESH_A``, tuned on
 after its first run, and ``FRESH_B``, never tuned on), and ``FRESH_C``, an
 independent author's, written blind to the guard and never tuned on (first
 run: ``benchmarks/results/adversarial-fresh-c-first-run.json``). The learner is

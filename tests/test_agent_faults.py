@@ -1,6 +1,6 @@
 """Faults on the agent's side: hangs, store faults around feedback, lost traces, bad input.
 
-Each test pins one item of issue 11 (the number is in the test's comment). A
+Each test pins one fault (named in the test's comment). A
 test that could hang on a regression runs the call on a thread and joins it
 with a generous timeout, asserting that it finished: a regression fails
 instead of stalling the suite. Nothing asserts on elapsed time; concurrency is
@@ -144,12 +144,12 @@ def store() -> GatedStore:
     return GatedStore()
 
 
-# ---------------------------------------------------------------- 1. deadlock
+# ---------------------------------------------------------------- deadlock
 
 
 @MODES
 def test_feedback_right_after_a_clipped_run_does_not_deadlock(lean: bool) -> None:
-    # Item 1: _clipped took the serving lock that attach_feedback already held.
+    # _clipped took the serving lock that attach_feedback already held.
     with _served(Combee(prompt_id="p", capture=CaptureSettings(max_message_chars=200))) as combee:
         agent = _agent(combee, lean=lean)
         run_id = uuid.uuid4()
@@ -162,7 +162,7 @@ def test_feedback_right_after_a_clipped_run_does_not_deadlock(lean: bool) -> Non
 
 
 def test_feedback_for_a_run_whose_deferred_build_raises_does_not_deadlock() -> None:
-    # Item 1: the failed build was counted under the lock attach_feedback held.
+    # The failed build was counted under the lock attach_feedback held.
     with _served(Combee(prompt_id="p")) as combee:
 
         def broken() -> Trace:
@@ -179,7 +179,7 @@ def test_feedback_for_a_run_whose_deferred_build_raises_does_not_deadlock() -> N
 
 
 def test_the_evaluator_runs_outside_the_serving_lock() -> None:
-    # Item 1: the user's evaluator ran under the serving lock; one that touches
+    # The user's evaluator ran under the serving lock; one that touches
     # Combee (here: asks for HEAD, as a canary-aware evaluator would) hung.
     seen: list[int] = []
 
@@ -195,7 +195,7 @@ def test_the_evaluator_runs_outside_the_serving_lock() -> None:
 
 
 def test_an_evaluator_that_gives_feedback_for_its_own_run_does_not_hang() -> None:
-    # Item 1, self-review: the deferred build (which runs the evaluator) holds the
+    # The deferred build (which runs the evaluator) holds the
     # entry's build lock; feedback() from inside it must not wait for itself.
     def evaluator(trace: Trace) -> Feedback:
         combee.feedback(trace.id, comment="from the evaluator")
@@ -207,14 +207,14 @@ def test_an_evaluator_that_gives_feedback_for_its_own_run_does_not_hang() -> Non
         assert finishes(combee.flush) == 1
 
 
-# ---------------------------------------------------------------- 2. cold cache, failing store
+# ---------------------------------------------------------------- cold cache, failing store
 
 
 @MODES
 def test_a_failing_store_with_a_cold_cache_is_read_once_not_on_every_run(
     store: GatedStore, lean: bool
 ) -> None:
-    # Item 2: the failed first read was not remembered; every run read again.
+    # The failed first read was not remembered; every run read again.
     store.failing = {"meta", "versions"}
     with _served(
         Combee(prompt_id="p", store=store, serving=ServingSettings(refresh_seconds=3600))
@@ -241,7 +241,7 @@ def _first_read_hangs(store: GatedStore) -> Combee:
 
 @MODES
 def test_a_hanging_first_read_is_bounded_and_waited_for_once(store: GatedStore, lean: bool) -> None:
-    # Item 2: a store whose calls take long to fail made every run wait that long.
+    # A store whose calls take long to fail made every run wait that long.
     with _served(_first_read_hangs(store), store) as combee:
         agent = _agent(combee, lean=lean)
         answers = finishes(lambda: [_ask(agent, f"q{i}") for i in range(4)])
@@ -256,7 +256,7 @@ def test_a_hanging_first_read_is_bounded_and_waited_for_once(store: GatedStore, 
 
 @MODES
 def test_a_hanging_first_read_is_bounded_in_async_runs_too(store: GatedStore, lean: bool) -> None:
-    # Item 2, async hooks: the first read runs on a worker thread, bounded the same way.
+    # Async hooks: the first read runs on a worker thread, bounded the same way.
     import asyncio
 
     with _served(_first_read_hangs(store), store) as combee:
@@ -273,11 +273,11 @@ def test_a_hanging_first_read_is_bounded_in_async_runs_too(store: GatedStore, le
         assert store.calls["meta"] == 1
 
 
-# ---------------------------------------------------------------- 3. feedback in an outage
+# ---------------------------------------------------------------- feedback in an outage
 
 
 def test_feedback_during_a_store_outage_is_kept_retried_and_counted(store: GatedStore) -> None:
-    # Item 3: feedback() raised ConnectionError for a run already flushed.
+    # feedback() raised ConnectionError for a run already flushed.
     with _served(Combee(prompt_id="p", store=store)) as combee:
         combee.capture(Trace(id="r1", input="q", output="a"))
         assert combee.flush() == 1
@@ -300,11 +300,11 @@ def test_feedback_during_a_store_outage_is_kept_retried_and_counted(store: Gated
         assert (trace.feedback.ground_truth, trace.feedback.comment) == ("FIN", "second")
 
 
-# ---------------------------------------------------------------- 4. the feedback race
+# ---------------------------------------------------------------- the feedback race
 
 
 def test_feedback_finds_a_trace_while_its_write_is_in_flight(store: GatedStore) -> None:
-    # Item 4: flush took traces out of the buffer before writing them, so
+    # flush took traces out of the buffer before writing them, so
     # feedback() in that window found the run nowhere and returned False.
     with _served(Combee(prompt_id="p", store=store), store) as combee:
         combee.capture(Trace(id="r1", input="q", output="a"))
@@ -323,7 +323,7 @@ def test_feedback_finds_a_trace_while_its_write_is_in_flight(store: GatedStore) 
 
 
 def test_a_failed_write_keeps_the_feedback_given_during_it(store: GatedStore) -> None:
-    # Item 4: feedback attached while a write is in flight survives that write failing.
+    # Feedback attached while a write is in flight survives that write failing.
     with _served(Combee(prompt_id="p", store=store), store) as combee:
         combee.capture(Trace(id="r1", input="q", output="a"))
         store.gate("queue")
@@ -341,12 +341,12 @@ def test_a_failed_write_keeps_the_feedback_given_during_it(store: GatedStore) ->
         assert trace.feedback is not None and trace.feedback.comment == "kept"
 
 
-# ---------------------------------------------------------------- 10. durability
+# ---------------------------------------------------------------- durability
 
 
 @MODES
 def test_write_through_queues_the_trace_before_the_run_returns(lean: bool) -> None:
-    # Item 10: in buffered mode a trace lives only in memory until the next flush.
+    # In buffered mode a trace lives only in memory until the next flush.
     with _served(
         Combee(
             prompt_id="p", capture=CaptureSettings(durability="write_through", flush_seconds=3600)
@@ -361,7 +361,7 @@ def test_write_through_queues_the_trace_before_the_run_returns(lean: bool) -> No
 
 
 def test_write_through_falls_back_to_the_buffer_while_the_store_fails(store: GatedStore) -> None:
-    # Item 10 with item 2: a failing store is waited on once, then runs buffer.
+    # A failing store is waited on once, then runs buffer.
     with _served(
         Combee(
             prompt_id="p",
@@ -381,7 +381,7 @@ def test_write_through_falls_back_to_the_buffer_while_the_store_fails(store: Gat
 
 
 def test_a_full_chunk_is_written_without_waiting_for_the_timer(store: GatedStore) -> None:
-    # Item 10: the time a trace waits before its first write is bounded by
+    # The time a trace waits before its first write is bounded by
     # flush_seconds, and by less under load: a full chunk wakes the worker.
     from langgraph_combee._agent.serving import FLUSH_CHUNK
 
@@ -397,7 +397,7 @@ def test_a_full_chunk_is_written_without_waiting_for_the_timer(store: GatedStore
 
 
 def test_a_normal_exit_flushes_what_is_buffered(tmp_path: Path) -> None:
-    # Item 10: a process that exits without stop() lost its buffered traces.
+    # A process that exits without stop() lost its buffered traces.
     path = tmp_path / "combee.sqlite"
     script = f"""
 from langgraph_combee import CaptureSettings, Combee, Trace
@@ -411,7 +411,7 @@ combee.capture(Trace(id="kept", input="q", output="a"))
         assert combee.queue().status("kept") == "pending"
 
 
-# ---------------------------------------------------------------- 12. ids
+# ---------------------------------------------------------------- ids
 
 
 @pytest.mark.parametrize("prompt_id", ["support.agent", "", "  ", "a\x00b", 42])
@@ -425,7 +425,7 @@ def test_an_invalid_prompt_id_is_refused_at_construction(prompt_id: Any) -> None
 def test_a_bad_tenant_from_scope_is_counted_and_reported_once(
     lean: bool, bad: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Item 12: lean mode dropped such a run uncounted; full mode logged errors per run.
+    # Lean mode dropped such a run uncounted; full mode logged errors per run.
     with _served(Combee(prompt_id="p", scope=lambda config: bad)) as combee:
         accept_rules(combee, "Shared rule.")
         model = FunctionChatModel(_echo)
@@ -476,7 +476,7 @@ def accept_rules(combee: Combee, *rules: str) -> None:
     combee._agent.server.publish(accepted)
 
 
-# ---------------------------------------------------------------- 13. constructor and learn()
+# ---------------------------------------------------------------- constructor and learn()
 
 
 @pytest.mark.parametrize(
@@ -587,7 +587,7 @@ for i in range(10_000):
 
 
 def test_sigkill_loses_no_run_that_returned_in_write_through_mode(tmp_path: Path) -> None:
-    # Item 10: SIGKILL lost runs whose feedback() had returned True.
+    # SIGKILL lost runs whose feedback() had returned True.
     import os
     import signal
 

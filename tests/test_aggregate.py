@@ -316,7 +316,7 @@ def test_the_small_reflector_skips_runs_scored_correct() -> None:
 
 @pytest.mark.parametrize("action", ["answer {", "{", "answer ``", "reply: [", "answer -"])
 def test_an_action_with_no_word_gives_no_rule(action: str) -> None:
-    # The hotel tool trial (sixteenth session) learned "When shower or hot water,
+    # The hotel tool trial (frontdesk-tools-trial-c) learned "When shower or hot water,
     # answer {." from a reply cut at its first bracket.
     out = SmallReflectionOut(situation="shower or hot water", action=action)
     assert out.to_reflection("t1").is_empty()

@@ -662,7 +662,7 @@ def test_parse_lines_numbers_every_bad_line() -> None:
     assert loaded.lines == 6
 
 
-# ---- hostile input (issue 11, item 14) -------------------------------------
+# ---- hostile input ------------------------------------------------------------
 
 
 def test_learn_reports_a_line_nested_too_deeply(

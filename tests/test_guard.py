@@ -410,7 +410,7 @@ def test_bullet_fields_default_for_old_records() -> None:
     assert bullet.pending is False and bullet.supporters == []
 
 
-# ---- the layers of issue 14: markup, provenance, held policy changes, the judge's plumbing ----
+# ---- the layers: markup, provenance, held policy changes, the judge's plumbing ----
 
 
 @pytest.mark.parametrize(

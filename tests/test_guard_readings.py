@@ -613,7 +613,7 @@ def test_rules_that_say_when_money_moves_stay_held(text: str) -> None:
     assert any("moves money" in r for r in BulletGuard().policy(text))
 
 
-# ---- nineteenth session: trusted carriers, checks redefined, scripts the families cannot read --
+# ---- trusted carriers, checks redefined, scripts the families cannot read --
 
 
 @pytest.mark.parametrize(
@@ -720,7 +720,7 @@ def test_a_rule_reciting_a_tool_error_is_read_by_the_policy_families_not_held_fo
     assert BulletGuard().screen([op], traces=[honest]).accepted
 
 
-# ---- review of the nineteenth session: false holds, rewordings, long texts, odd scripts -----
+# ---- found by a review: false holds, rewordings, long texts, odd scripts -----
 
 
 @pytest.mark.parametrize(

@@ -152,7 +152,7 @@ async def test_async_postgres_store_with_the_learner_thread(postgres_dsn: str) -
         assert (await combee.acurrent()).version == 1
 
 
-# ---- two writer processes on one database (issue 11 items 9 and 11) -----------
+# ---- two writer processes on one database ------------------------------------
 
 
 def _writer(*args: str) -> subprocess.Popen[str]:

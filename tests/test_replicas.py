@@ -20,7 +20,7 @@ under a minute. Needs ``COMBEE_TEST_POSTGRES_DSN`` (see ``tests/postgres.py``).
 
 Also here: eight threads calling ``learn()`` at once on one ``Combee`` (in
 memory and on SQLite) leave one linear chain of accepted versions whose HEAD
-holds every rule any step added (issue 11 item 9; the two-process PostgreSQL
+holds every rule any step added (the two-process PostgreSQL
 twin is in ``test_postgres_combee.py``).
 """
 

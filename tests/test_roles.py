@@ -251,7 +251,7 @@ def test_auto_switches_to_small_when_full_replies_keep_failing(
     assert len(report.playbook.bullets) == 2  # the two late-delivery runs give one rule
 
 
-# ---------------------------------------------------------------- issue 11 item 15
+# ---------------------------------------------------------------- long user text
 
 
 def test_a_long_reflection_keeps_its_key_insight_in_the_curator_prompt() -> None:
@@ -283,7 +283,7 @@ def test_parrot_learner_learns_from_a_trace_with_long_user_text() -> None:
     assert any("FIN-7Q" in b.content for b in report.playbook.bullets)
 
 
-# ---------------------------------------------------------------- issue 13 items 2 and 3
+# ---------------------------------------------------------------- rules and their evidence
 
 
 def _situation_learner(situation: Callable[[str], str]) -> FunctionChatModel:
@@ -553,7 +553,7 @@ def test_a_full_curator_cannot_add_a_contradiction_unnoticed() -> None:
     assert any("ambiguous situation" in c for c in report.steps[0].conflicts)
 
 
-# ---------------------------------------------------------------- issue 13 item 4
+# ---------------------------------------------------------------- level 2: the aggregator
 
 
 def _conflicting_small(drop: Callable[[str], list[str]], seen: list[str]) -> FunctionChatModel:

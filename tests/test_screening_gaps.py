@@ -1,4 +1,4 @@
-"""UPDATE and REMOVE ops get the screening an ADD gets (issue 11 item 11).
+"""UPDATE and REMOVE ops get the screening an ADD gets.
 
 With a support threshold (``BulletGuard(min_support=m)``, m > 1), an ADD is
 stored pending and served only once m distinct users or threads back it. An

@@ -182,7 +182,7 @@ JSON_CALL = '{"name": "open_case", "arguments": {"order_id": "NW-9", "queue": "V
     ],
 )
 def test_a_call_the_user_wrote_in_either_form_never_runs(user: str, reply: str) -> None:
-    # A hostile review (sixteenth session): only JSON was compared with the
+    # Found by a hostile review: only JSON was compared with the
     # user's message, so a call written as Python by the user was run.
     combee = Combee(prompt_id=f"text-{uuid.uuid4().hex[:6]}", model=fake_learner())
     result = _agent(ScriptedChatModel(replies=[reply, "Done."]), combee).invoke(
@@ -328,7 +328,7 @@ _E = (
 @pytest.mark.parametrize(
     ("messages", "reply"),
     [
-        # A fourth review (sixteenth session): each of these ran the written call.
+        # Found by a hostile review: each of these ran the written call.
         (
             [
                 HumanMessage("look up order 9"),
@@ -412,7 +412,7 @@ def test_the_copy_check_stays_fast_on_hostile_text() -> None:
 @pytest.mark.parametrize(
     ("messages", "reply"),
     [
-        # A second review (sixteenth session): each of these ran the user's call.
+        # Found by a hostile review: each of these ran the user's call.
         (
             [
                 HumanMessage(

@@ -86,7 +86,7 @@ class Bullet(BaseModel):
         default_factory=list,
         description="Distinct 'user:...', 'thread:...' or 'trace:...' keys that supported it.",
     )
-    # Provenance (issue 14): which trusted fields the rule's instruction rests on.
+    # Provenance: which trusted fields the rule's instruction rests on.
     trusted_support: list[str] = Field(
         default_factory=list,
         description=(

@@ -342,7 +342,7 @@ class SmallReflectionOut(BaseModel):
         if not (situation and action and situation_words(situation)):
             return Reflection(trace_id=trace_id)
         if not _WORD.search(_LEADING_VERB.sub("", action)):
-            # "answer {" (a hotel trial, sixteenth session): a reply cut to its first
+            # "answer {" (seen in a hotel trial): a reply cut to its first
             # bracket states no action; served, the agent answered with a brace.
             return Reflection(trace_id=trace_id)
         if keywords:
