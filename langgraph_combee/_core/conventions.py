@@ -15,7 +15,7 @@ rules a request names, and not among the rules (``Playbook.render``). Measured
 on the bundled 1.5B over 36 questions with six learned rules around, a sign-off
 was followed in 23 replies so, in 16 to 18 as a bullet among the rules
 (repeated after the focus or not), and in 15 when the closing line came before
-the focus (``docs/benchmarks.md``). The learner finds conventions in the
+the focus (``benchmarks/results/conventions-probes/``). The learner finds conventions in the
 feedback (``_learning/conventions.py``); this module is what both sides read.
 Pure functions of text.
 """

@@ -207,7 +207,7 @@ class Playbook(BaseModel):
         The agent reads the conventions every reply follows last, as closing
         lines, not among the rules (``conventions.closing``): the bundled 1.5B
         followed a sign-off in 17 of 36 replies when it stood both as a bullet
-        and as a closing line, and in 22 as a closing line alone (``docs/benchmarks.md``).
+        and as a closing line, and in 22 as a closing line alone (``conventions-probes``).
         """
         live = self.live()
         if not live.bullets:

@@ -382,7 +382,7 @@ class RuleIndex:
     "Where is my money? I want it back"). A small model reads a long list of
     rules and still answers with the wrong one; the matching rules repeated
     after the list, with only the alternatives the request names, is what the
-    bundled 1.5B follows (``docs/benchmarks.md``). Only a situation that is a
+    bundled 1.5B follows (``docs/benchmarks.md``, serving). Only a situation that is a
     list of keywords (at most ``MAX_KEYWORD_WORDS`` words each) is cut down so:
     in "When a refund is asked for a damaged or lost parcel" the "or" is inside
     one case, and "When lost parcel" would drop the rest of it, so such a rule

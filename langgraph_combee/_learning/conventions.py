@@ -3,7 +3,7 @@
 A small reflector asked about a reply that lacked the house sign-off writes a
 rule for the one input it saw ("When parking cost inquiry, answer - Aldermoor
 Front Desk."): measured on the 1.5B, nothing usable was learned from 24 such
-runs (``docs/benchmarks.md``). The feedback states the convention plainly, in
+runs (``signoff-trial-a.json``). The feedback states the convention plainly, in
 one of two ways, and both are read here:
 
 - **The evaluator's comments.** The same quoted text ("- Aldermoor Front

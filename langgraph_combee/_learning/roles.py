@@ -409,7 +409,7 @@ class SmallRoles(RoleProfile):
         Measured on the 1.5B model: asked to pick the rules to adopt, the naive
         strategy's single curator call over 48 rules left a playbook of 11
         rules for 24 codes; asked what to leave out, 23 and 24 (two seeds,
-        ``docs/benchmarks.md``). Asked what to leave out of whole groups, it
+        ``grid-routing-curator-variants.json``). Asked what to leave out of whole groups, it
         left out no rule in eight grid rows, while Combee's level-1 calls took
         most of its step. So, as the aggregator, the curator is asked only
         about the rules of the group that give different actions for one

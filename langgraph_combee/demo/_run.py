@@ -52,7 +52,7 @@ DEFAULT_TICKETS = 48
 The tickets cover 24 codes: 32 show only 8 of them twice, so most rules came from
 one wording and the stream's accuracy barely moved; 48 show every code about
 twice, and the last two windows are served rules learned from the first ones
-(docs/benchmarks.md, "The demo at 48 tickets"). The learner is the bottleneck on a
+(``benchmarks/results/demo-48-tickets-run*.json``). The learner is the bottleneck on a
 CPU: a Combee step over 4 traces takes 35-80 s with both cores.
 """
 DEFAULT_BATCH_SIZE = 4
