@@ -346,6 +346,7 @@ class Combee:
             embedder=algorithm.embedder,
             guard=guard,
             roles=algorithm.roles,
+            examples=algorithm.examples,
         )
         self._call_settings = CallSettings(
             max_concurrency=learning.max_concurrency,
