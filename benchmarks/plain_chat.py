@@ -214,11 +214,17 @@ def one_task(
     concurrency: int,
     timeout: float,
     log: Callable[[str], None],
+    examples: int = 0,
+    source: str | None = None,
 ) -> dict[str, Any]:
-    """v0, the ceiling, one live pass of learning, and the learned prompt, on held-out cases."""
+    """v0, the ceiling, one live pass of learning, and the learned prompt, on held-out cases.
+
+    ``examples`` > 0 turns on worked examples (``AlgorithmSettings.examples``);
+    ``source`` is passed to ``combee.feedback`` when given.
+    """
     from langchain.agents import create_agent
 
-    from langgraph_combee import Combee
+    from langgraph_combee import AlgorithmSettings, Combee
 
     def agent(system_prompt: str, middleware: Sequence[Any] = ()) -> Any:
         return create_agent(
@@ -230,7 +236,10 @@ def one_task(
     ceiling = accuracy(desk, run_all(agent(ceiling_prompt), desk.test, concurrency), desk.test)
     log(f"{desk.name}: v0 {v0:.0%}, hand-written rules {ceiling:.0%}")
 
-    combee = Combee(prompt_id=f"plain-{desk.name}", model=learner_model)  # the defaults
+    # The defaults, but for worked examples when asked for.
+    settings = AlgorithmSettings(examples=examples) if examples else None
+    combee = Combee(prompt_id=f"plain-{desk.name}", model=learner_model, algorithm=settings)
+    by = {"source": source} if source else {}
     live = agent(desk.system_prompt, [combee.middleware()])
     started = time.monotonic()
     right_in_stream = []
@@ -241,7 +250,7 @@ def one_task(
             for (run_id, text), case in zip(run_all(live, chunk, concurrency), chunk, strict=True):
                 right = desk.score(text, case)
                 right_in_stream.append(right)
-                combee.feedback(run_id, correct=right, ground_truth=case.code)
+                combee.feedback(run_id, correct=right, ground_truth=case.code, **by)
         learner = wait_until_learned(combee, len(desk.train), timeout)
     learn_seconds = time.monotonic() - started
     head = combee.current()
@@ -251,6 +260,8 @@ def one_task(
 
     row = {
         "task": desk.name,
+        "examples": examples,
+        "feedback_source": source,
         "train": len(desk.train),
         "test": len(desk.test),
         "v0": v0,
@@ -296,6 +307,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--timeout", type=float, default=900.0, help="most seconds of learning per task"
     )
+    parser.add_argument(
+        "--examples", type=int, default=0, help="AlgorithmSettings.examples (0: the default)"
+    )
+    parser.add_argument("--source", default=None, help="Feedback source passed to feedback()")
+    parser.add_argument("--out", default="plain_chat.json", help="record file in the results")
     args = parser.parse_args(argv)
     from langchain_openai import ChatOpenAI
 
@@ -325,10 +341,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             row = one_task(
                 desks[name](), agent_model, learner_model, concurrency=concurrency,
                 timeout=args.timeout, log=lambda line: print(line, flush=True),
+                examples=args.examples, source=args.source,
             )  # fmt: skip
             record["rows"].append(row)
-            write_json(RESULTS / "plain_chat.json", record)
-    print(f"wrote {RESULTS / 'plain_chat.json'}\nreproduce: {cmd}")
+            write_json(RESULTS / args.out, record)
+    print(f"wrote {RESULTS / args.out}\nreproduce: {cmd}")
     return record
 
 

@@ -92,7 +92,7 @@ from langgraph_combee._storage.registry import PromptRegistry
 if TYPE_CHECKING:
     from typing_extensions import Never
 
-    from langgraph_combee.platform._store import PlatformStore
+    from langgraph_combee._storage.server_store import PlatformStore
 
 logger = logging.getLogger("langgraph_combee")
 
@@ -159,7 +159,7 @@ def _resolve_store(store: BaseStore | Literal["platform"] | None) -> BaseStore:
         return InMemoryStore()
     if store == "platform":
         # The LangGraph server's store, bound on the first run (docs/platform.md).
-        from langgraph_combee.platform._store import PlatformStore
+        from langgraph_combee._storage.server_store import PlatformStore
 
         return PlatformStore()
     return store
@@ -346,6 +346,7 @@ class Combee:
             embedder=algorithm.embedder,
             guard=guard,
             roles=algorithm.roles,
+            examples=algorithm.examples,
         )
         self._call_settings = CallSettings(
             max_concurrency=learning.max_concurrency,

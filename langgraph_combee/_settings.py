@@ -49,6 +49,10 @@ VersionListener = Callable[[PromptVersion, "PromptVersion | None"], None]
 _MAX_STEP_BACKOFF = 60.0
 
 
+MAX_EXAMPLES = 200
+"""Most worked examples ``AlgorithmSettings.examples`` allows."""
+
+
 def _int(name: str, value: object, minimum: int | None, *, none: bool = False) -> None:
     if value is None and none:
         return
@@ -377,6 +381,14 @@ class AlgorithmSettings(_Settings):
             the agent call in this process.
         agent_prompt: The agent's own system prompt for replays; default: the
             one the middleware saw.
+        examples: Most worked examples the playbook keeps (an int from 0 to
+            200): past requests whose right answer a trusted source gave
+            (``feedback(run_id, ground_truth=...)`` from an operator, an
+            evaluator or LangSmith), quoted after the rules with their answer,
+            at most two per answer, e-mail addresses, links and long numbers
+            replaced. They are served to every user of the prompt: keep 0
+            where requests hold data other users must not see. 0 (default):
+            none.
     """
 
     copies: int = 2
@@ -389,9 +401,13 @@ class AlgorithmSettings(_Settings):
     max_replays: int = 32
     agent_model: str | BaseChatModel | None = None
     agent_prompt: str | None = None
+    examples: int = 0
 
     def __post_init__(self) -> None:
         _int("copies", self.copies, 1)
+        _int("examples", self.examples, 0)
+        if self.examples > MAX_EXAMPLES:  # type: ignore[operator]
+            raise ConfigurationError("examples", self.examples, f"an int from 0 to {MAX_EXAMPLES}")
         _int("fan_in", self.fan_in, 1, none=True)
         _int("seed", self.seed, None)
         _int("token_budget", self.token_budget, 50, none=True)
@@ -470,6 +486,7 @@ MOVED: dict[str, tuple[str, type[_Settings], str]] = {
             "max_replays",
             "agent_model",
             "agent_prompt",
+            "examples",
         )
     },
     # The older name of ``roles``: "compact" is the small profile.

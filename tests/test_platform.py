@@ -28,8 +28,9 @@ from langgraph_combee import (
 )
 from langgraph_combee._agent.limits import TraceLimits
 from langgraph_combee._combee import _stop_started_at_exit
+from langgraph_combee._storage import server_store as _store
 from langgraph_combee.errors import ConfigurationError, StoreError
-from langgraph_combee.platform import PlatformStore, _store, registered, shared_combee
+from langgraph_combee.platform import PlatformStore, registered, shared_combee
 from langgraph_combee.platform._shared import DEV_LEASE_SECONDS, forget
 from langgraph_combee.testing import FunctionChatModel, fake_learner
 from tests.helpers import failing_traces

@@ -486,6 +486,13 @@ class StepReport(BaseModel):
         description="New rules whose situation kept fewer alternatives so that the guard's "
         "provenance check no longer refused them for the end user's words (``rules.fit``).",
     )
+    examples_added: int = Field(
+        0, description="Worked examples kept from labelled runs (``AlgorithmSettings.examples``)."
+    )
+    examples_skipped: list[str] = Field(
+        default_factory=list,
+        description="Labelled runs not kept as worked examples, each with its reason.",
+    )
 
 
 class LearnReport(BaseModel):

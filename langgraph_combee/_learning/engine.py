@@ -42,6 +42,7 @@ class EngineSettings:
     embedder: Embedder | None = None
     guard: BulletGuard | None = DEFAULT_GUARD
     roles: str | RoleProfile = "auto"
+    examples: int = 0
 
     def __post_init__(self) -> None:
         if self.token_budget is not None and self.token_budget < 50:
@@ -103,6 +104,7 @@ class LearningEngine:
             dedup=self.settings.dedup,
             guard=self.settings.guard,
             roles=make_roles(self.settings.roles, model),
+            examples=self.settings.examples,
         )
 
     @property

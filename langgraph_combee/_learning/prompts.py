@@ -14,7 +14,7 @@ from typing import Literal
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langgraph_combee._core.ops import DeltaOp
-from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.playbook import EXAMPLES_SECTION, Playbook
 from langgraph_combee._core.types import Reflection, Trace
 
 MAX_FIELD_CHARS = 4000
@@ -252,8 +252,10 @@ def _reflection_block(label: str, reflection: Reflection) -> str:
 def _playbook_context(playbook: Playbook, token_budget: int | None) -> str:
     stats = playbook.stats()
     budget = f"{token_budget} tokens" if token_budget else "none"
+    # Worked examples are kept from labelled runs, never written by a curator.
+    sections = [s for s in playbook.sections if s != EXAMPLES_SECTION]
     return (
-        f"Sections you may use: {', '.join(playbook.sections)}\n"
+        f"Sections you may use: {', '.join(sections)}\n"
         f"Playbook: {stats['bullets']} bullets, about {stats['tokens']} tokens; budget: {budget}.\n"
         f"Current playbook:\n{playbook.render_for_llm()}"
     )

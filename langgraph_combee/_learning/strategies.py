@@ -17,11 +17,11 @@ from typing import ClassVar
 
 from langgraph_combee._core.dedup import Embedder, deduplicate
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
-from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.playbook import EXAMPLES_SECTION, Playbook
 from langgraph_combee._core.situations import alternatives, parse_rule
 from langgraph_combee._core.types import Reflection, StepReport, Trace
 from langgraph_combee._errors import ConfigurationError, LearningError, LLMCallError
-from langgraph_combee._learning import conventions, rules, telling
+from langgraph_combee._learning import conventions, examples, rules, telling
 from langgraph_combee._learning.calls import CallStats, LLMCaller
 from langgraph_combee._learning.guard import BulletGuard
 from langgraph_combee._learning.provenance import Evidence, Trust
@@ -61,6 +61,8 @@ class StepContext:
     merge: bool = True
     # The inputs of this learner's earlier steps, evidence for sharpening situations.
     memory: rules.InputMemory = field(default_factory=rules.InputMemory)
+    # Most worked examples the playbook keeps (``examples``); 0: none.
+    examples: int = 0
 
 
 @dataclass(frozen=True)
@@ -322,7 +324,7 @@ async def finish(
         ops = [op for op in ops if isinstance(op, Add)]
         # No corrections: a new sign-off cannot replace the old one, so it is not added.
         owed = [] if any(isinstance(op, Remove) for op in owed) else owed
-    ops = [*owed, *ops]
+    ops = [*owed, *examples.without_examples(ops, playbook)]
     guard = ctx.guard
     screening = None
     if guard is not None and traces:
@@ -339,6 +341,19 @@ async def finish(
         report.quarantined.extend(screening.quarantined)
         report.held.extend(screening.held)
         ops = screening.accepted
+    if ctx.examples and traces:
+        # Examples are quoted requests with a trusted answer, not rules: the guard's
+        # deterministic checks read each request and answer here instead.
+        added, outcome = examples.example_ops(
+            playbook,
+            traces,
+            trust=trust or Trust(),
+            check=guard.check if guard is not None else None,
+            limit=ctx.examples,
+        )
+        ops = [*ops, *added]
+        report.examples_added += outcome.added
+        report.examples_skipped.extend(outcome.skipped)
     applied = playbook.apply(ops, version=version)
     if screening is not None:
         applied = screening.record_support(applied)
@@ -356,12 +371,17 @@ async def finish(
     if ctx.corrections:
         result, removed = _clean(result, version, report)
     if ctx.dedup:
-        changed = {b.id for b in result.bullets if b.updated_version == version}
+        # Worked examples are never merged with rules or with each other.
+        worked = [b for b in result.bullets if b.section == EXAMPLES_SECTION]
+        rules_only = result.replace_bullets(
+            [b for b in result.bullets if b.section != EXAMPLES_SECTION]
+        )
+        changed = {b.id for b in rules_only.bullets if b.updated_version == version}
         deduped = deduplicate(
-            result, threshold=ctx.dedup_threshold, embedder=ctx.embedder, changed=changed
+            rules_only, threshold=ctx.dedup_threshold, embedder=ctx.embedder, changed=changed
         )
         report.merged += len(deduped.merges)
-        result = deduped.playbook
+        result = deduped.playbook.replace_bullets([*deduped.playbook.bullets, *worked])
     if supported:
         assert guard is not None
         result, _ = promote(result, min_support=guard.min_support, max_pending=guard.max_pending)

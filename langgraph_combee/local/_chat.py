@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.exceptions import OutputParserException
@@ -58,16 +58,35 @@ from langgraph_combee._core.toolcalls import (
 if TYPE_CHECKING:
     from types import TracebackType
 
-    from langgraph_combee.local._model import LocalModel
-
 __all__ = [
     "LocalChatOpenAI",
     "RecoveredCalls",
+    "RunningServer",
     "parse_structured",
     "recover",
     "recover_tool_calls",
     "strict_schema",
 ]
+
+
+class RunningServer(Protocol):
+    """What a chat model needs of the local server that made it (``LocalModel`` is one).
+
+    The server's side imports this module, not the other way round.
+    """
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def model_name(self) -> str: ...
+
+    def chat(self, **chat_kwargs: Any) -> LocalChatOpenAI:
+        """Another chat model on the same server."""
+        ...
+
+    def close(self) -> None: ...
+
 
 _SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
 _NESTED = ("items", "prefixItems", "additionalProperties", "not", "anyOf", "oneOf", "allOf")
@@ -189,7 +208,7 @@ class LocalChatOpenAI(ChatOpenAI):  # type: ignore[misc, unused-ignore]
     max_string_length: int | None = 400
     max_array_length: int | None = 16
 
-    _local_model: LocalModel | None = PrivateAttr(default=None)
+    _local_model: RunningServer | None = PrivateAttr(default=None)
 
     def with_structured_output(  # type: ignore[override, unused-ignore]
         self,
@@ -264,7 +283,7 @@ class LocalChatOpenAI(ChatOpenAI):  # type: ignore[misc, unused-ignore]
         return _with_recovered_tool_calls(result, kwargs, messages)
 
     @property
-    def local_model(self) -> LocalModel | None:
+    def local_model(self) -> RunningServer | None:
         """The running local model this chat model talks to, if it was made by one."""
         return self._local_model
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from langgraph_combee._storage.server_store import PlatformStore
 from langgraph_combee.platform._shared import (
     DEV_LEASE_SECONDS,
     in_dev_server,
     registered,
     shared_combee,
 )
-from langgraph_combee.platform._store import PlatformStore
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette

@@ -38,8 +38,8 @@ from langgraph_combee._errors import (
     RegistryError,
     VersionNotFoundError,
 )
+from langgraph_combee._storage.server_store import PlatformStore, remember_server_store
 from langgraph_combee.platform._shared import registered
-from langgraph_combee.platform._store import PlatformStore, remember_server_store
 
 try:
     from starlette.applications import Starlette
