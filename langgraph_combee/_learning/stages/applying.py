@@ -163,7 +163,7 @@ async def support(ctx: StepContext, state: StepState) -> tuple[StepState, Counts
     """
     guard, applied = ctx.guard, state.applied
     if guard is None or not _supported(guard) or applied is None:
-        return state, {}
+        return state, {"pending": 0}
     if state.candidate is not None:
         result = _carry_support(applied, state.candidate)
     else:
