@@ -15,7 +15,7 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.ops import DeltaOp
@@ -28,7 +28,6 @@ from langgraph_combee._learning.guard import BulletGuard
 from langgraph_combee._learning.roles import FullRoles, RoleProfile, adopt
 from langgraph_combee._learning.stages import (
     STEP_STAGES,
-    LabelledReflection,
     Stage,
     StepState,
     after_proposal,
@@ -49,6 +48,8 @@ __all__ = [
     "make_strategy",
     "shuffle_groups",
 ]
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -155,11 +156,11 @@ class Strategy:
     name: ClassVar[str] = ""
     per_trace: ClassVar[bool] = False
 
-    def deal(self, reflections: Sequence[LabelledReflection]) -> list[list[LabelledReflection]]:
+    def deal(self, reflections: Sequence[_T]) -> list[list[_T]]:
         """The groups of reflections, one curator call each (all of them in one, by default)."""
         return [list(reflections)]
 
-    def group_sizes(self, groups: Sequence[Sequence[LabelledReflection]]) -> list[int]:
+    def group_sizes(self, groups: Sequence[Sequence[object]]) -> list[int]:
         """What ``StepReport.group_sizes`` records for the groups ``deal`` made."""
         return [len(g) for g in groups]
 
@@ -214,7 +215,7 @@ class SequentialStrategy(Strategy):
     name = "sequential"
     per_trace = True
 
-    def group_sizes(self, groups: Sequence[Sequence[LabelledReflection]]) -> list[int]:
+    def group_sizes(self, groups: Sequence[Sequence[object]]) -> list[int]:
         """One per run: ACE's curator reads one run, reflected on or not."""
         return [1]
 
@@ -226,8 +227,8 @@ class NaiveStrategy(Strategy):
 
 
 def shuffle_groups(
-    items: Sequence[LabelledReflection], *, copies: int, groups: int, rng: random.Random
-) -> list[list[LabelledReflection]]:
+    items: Sequence[_T], *, copies: int, groups: int, rng: random.Random
+) -> list[list[_T]]:
     """Duplicate each item ``copies`` times, shuffle, and deal into near-equal groups.
 
     Each copy is dealt from its own shuffle, so the copies of one item meet
@@ -342,7 +343,7 @@ class CombeeStrategy(Strategy):
             return 1
         return self.fan_in if self.fan_in is not None else math.isqrt(n)
 
-    def deal(self, reflections: Sequence[LabelledReflection]) -> list[list[LabelledReflection]]:
+    def deal(self, reflections: Sequence[_T]) -> list[list[_T]]:
         """The augmented shuffle: each reflection ``copies`` times in ``group_count`` groups.
 
         Called once per step: the step index is mixed into the shuffle's seed.
