@@ -14,9 +14,10 @@ task, plus three ablation rows at ``combee@48`` on ticket routing, seed 0:
 
 * ``combee@48-corrections``: rule corrections off (only ADDs apply: no UPDATE,
   REMOVE or TAG, no reconcile with the playbook, no removal of discredited or
-  contradicted rules; eviction by age alone);
+  contradicted rules; eviction by age alone): the stages ``NO_CORRECTIONS``
+  instead of ``STEP_STAGES``;
 * ``combee@48-union``: level 2 is the plain union of the level-1 proposals, no
-  aggregator call;
+  aggregator call: the stages ``NO_MERGE``;
 * ``combee@48-noreplay``: verified adoption off (every other row has it on, as
   ``Combee`` does by default wherever an evaluator and the agent's model are known).
 
@@ -104,6 +105,7 @@ from langgraph_combee._learning.calls import CallStats, LLMCaller
 from langgraph_combee._learning.engine import BatchSize
 from langgraph_combee._learning.roles import Aggregation, Labelled, RoleProfile, SmallRoles
 from langgraph_combee._learning.rules import conflicts
+from langgraph_combee._learning.stages import NO_CORRECTIONS, NO_MERGE, STEP_STAGES, Stage, names
 from langgraph_combee.errors import CombeeError
 from langgraph_combee.tasks import (
     Evaluation,
@@ -128,6 +130,11 @@ ABLATIONS = {
     "corrections": "rule corrections off (ADD only, no counters, age eviction)",
     "union": "level 2 = plain union of the level-1 proposals",
     "noreplay": "verified adoption (replay) off",
+}
+# The ablations of the step itself are other tuples of its stages.
+ABLATED_STAGES: dict[str, tuple[Stage, ...]] = {
+    "corrections": NO_CORRECTIONS,
+    "union": NO_MERGE,
 }
 
 
@@ -184,8 +191,8 @@ class GridConfig:
         strategy: ``"sequential"``, ``"naive"`` or ``"combee"``.
         batch_size: Traces per learning step (``"auto"``: the batch-size controller).
         replay: Verified adoption on.
-        corrections: Rule corrections on (the ablation turns them off).
-        merge: Level 2 merges (off: the plain union).
+        stages: The step's stages (an ablation of the step passes one of
+            ``ABLATED_STAGES``).
     """
 
     task: str
@@ -193,16 +200,14 @@ class GridConfig:
     strategy: str
     batch_size: BatchSize
     replay: bool = True
-    corrections: bool = True
-    merge: bool = True
+    stages: tuple[Stage, ...] = STEP_STAGES
 
     @property
     def ablation(self) -> str | None:
         """Which ablation this row is (None for a grid row)."""
-        if not self.corrections:
-            return "corrections"
-        if not self.merge:
-            return "union"
+        for name, stages in ABLATED_STAGES.items():
+            if self.stages == stages:
+                return name
         if not self.replay:
             return "noreplay"
         return None
@@ -264,8 +269,8 @@ def plan(size: Size) -> list[GridConfig]:
     )
     if size.ablations:
         out += [
-            GridConfig("tickets", 0, "combee", large, corrections=False),
-            GridConfig("tickets", 0, "combee", large, merge=False),
+            GridConfig("tickets", 0, "combee", large, stages=NO_CORRECTIONS),
+            GridConfig("tickets", 0, "combee", large, stages=NO_MERGE),
             GridConfig("tickets", 0, "combee", large, replay=False),
         ]
     for seed in range(size.tool_seeds):
@@ -755,13 +760,14 @@ async def _learn(
 
 
 def _ablate(combee: Combee, config: GridConfig) -> None:
-    """Turn off the rule corrections or level 2's merge on the Combee's engine (private)."""
-    if config.corrections and config.merge:
+    """Give the Combee's engine the row's stages (private: not a ``Combee`` setting)."""
+    if config.stages == STEP_STAGES:
         return
     engine = combee._engine(None)
-    engine.context = dataclasses.replace(
-        engine.context, corrections=config.corrections, merge=config.merge
-    )
+    engine.context = dataclasses.replace(engine.context, stages=config.stages)
+    # A candidate rebased onto a newer HEAD re-runs the same stages' rebasing part.
+    writer = combee._stepper.writer
+    writer.pipeline = dataclasses.replace(writer.pipeline, stages=config.stages)
 
 
 def _replay_target(combee: Combee, task: Task, models: Models) -> None:
@@ -830,8 +836,7 @@ def run_config(
         "batch_size": config.batch_size,
         "ablation": config.ablation,
         "replay": config.replay,
-        "corrections": config.corrections,
-        "merge": config.merge,
+        "stages": list(names(config.stages)),
         "accuracy": held_out.accuracy,
         "of_ceiling": round(held_out.accuracy / ceiling, 3) if ceiling else None,
         "v0": shared["v0"],

@@ -24,6 +24,7 @@ from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller
 from langgraph_combee._learning.roles import SmallRoles
 from langgraph_combee._learning.rules import conflicts
 from langgraph_combee._learning.schemas import SmallReflectionOut
+from langgraph_combee._learning.stages import NO_CORRECTIONS, NO_MERGE, STEP_STAGES, Stage
 from langgraph_combee._learning.strategies import CombeeStrategy, StepContext, finish
 from langgraph_combee.testing import fake_learner
 from langgraph_combee.types import Add, Playbook, StepReport
@@ -197,11 +198,11 @@ def test_the_lock_is_held_around_the_block(tmp_path: Path) -> None:
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released: no error
 
 
-# ---- the private ablation switches of the strategies ----------------------------------------
+# ---- the ablations: other tuples of stages ---------------------------------------------------
 
 
-def _context(**switches: bool) -> StepContext:
-    return StepContext(caller=LLMCaller(fake_learner(), CallSettings()), guard=None, **switches)
+def _context(stages: tuple[Stage, ...] = STEP_STAGES) -> StepContext:
+    return StepContext(caller=LLMCaller(fake_learner(), CallSettings()), guard=None, stages=stages)
 
 
 async def _contradicted(ctx: StepContext) -> Playbook:
@@ -222,7 +223,7 @@ async def _contradicted(ctx: StepContext) -> Playbook:
 async def test_rule_corrections_off_lets_a_contradiction_stand() -> None:
     corrected = await _contradicted(_context())
     assert [b.content for b in corrected.bullets] == ["When a refund is asked, route to LOG-8W."]
-    ablated = await _contradicted(_context(corrections=False))
+    ablated = await _contradicted(_context(NO_CORRECTIONS))
     assert len(ablated.bullets) == 2 and len(conflicts(ablated)) == 1
 
 
@@ -235,7 +236,7 @@ async def test_merge_off_takes_the_union_without_an_aggregator_call() -> None:
 
     merged = await step(_context())
     assert merged.calls.get("aggregate") == 1 and merged.aggregation != "union"
-    union = await step(dataclasses.replace(_context(), merge=False))
+    union = await step(dataclasses.replace(_context(), stages=NO_MERGE))
     assert "aggregate" not in union.calls and union.aggregation == "union"
     assert union.calls["propose"] == merged.calls["propose"]
 

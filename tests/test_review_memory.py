@@ -19,6 +19,7 @@ from langgraph_combee._core.types import StepReport
 from langgraph_combee._learner.versions import ApplyPipeline
 from langgraph_combee._learning import rules
 from langgraph_combee._learning.calls import CallSettings, LLMCaller
+from langgraph_combee._learning.stages import NO_CORRECTIONS, STEP_STAGES, Stage
 from langgraph_combee._learning.strategies import StepContext, finish
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, fake_learner
@@ -49,13 +50,11 @@ def _blender_memory() -> list[rules.Seen]:
     )
 
 
-def _context(memory: rules.InputMemory, *, corrections: bool = True) -> StepContext:
+def _context(memory: rules.InputMemory, *, stages: tuple[Stage, ...] = STEP_STAGES) -> StepContext:
     # No guard and no dedup: finish then makes no model call, and what it applies is
     # exactly what the rules layer decided.
     caller = LLMCaller(FunctionChatModel(lambda _: "{}"), CallSettings())
-    return StepContext(
-        caller=caller, guard=None, dedup=False, memory=memory, corrections=corrections
-    )
+    return StepContext(caller=caller, guard=None, dedup=False, memory=memory, stages=stages)
 
 
 def _finish(
@@ -339,7 +338,7 @@ def test_with_corrections_off_served_rules_are_not_narrowed_but_inputs_are_remem
     memory = rules.InputMemory()
     memory._keep(_blender_memory())
     batch = [_ticket("d", "Refund the blender", "FIN-7Q")]
-    new, report = _finish(_context(memory, corrections=False), pb, [], batch)
+    new, report = _finish(_context(memory, stages=NO_CORRECTIONS), pb, [], batch)
     assert _contents(new) == _contents(pb) and report.vague_alternatives == 0
     assert [item.id for item in memory.items()] == ["a", "b", "c", "d"]
 
@@ -406,7 +405,7 @@ def test_the_full_profile_with_free_text_rules_learns_without_sharpening() -> No
 
 
 def test_a_step_context_made_by_replace_keeps_its_memory() -> None:
-    # The benchmarks turn corrections off with dataclasses.replace: the memory is the
-    # same object, not a fresh one.
+    # The benchmarks pass their ablations' stages with dataclasses.replace: the memory is
+    # the same object, not a fresh one.
     ctx = _context(rules.InputMemory())
-    assert dataclasses.replace(ctx, corrections=False).memory is ctx.memory
+    assert dataclasses.replace(ctx, stages=NO_CORRECTIONS).memory is ctx.memory

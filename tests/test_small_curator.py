@@ -509,10 +509,10 @@ def test_a_narrowed_rule_is_not_listed_as_left_out() -> None:
     from types import SimpleNamespace
 
     from langgraph_combee._core.types import StepReport
-    from langgraph_combee._learning import strategies
+    from langgraph_combee._learning.stages import proposing
 
     labelled = [
-        strategies._Labelled("R1", Reflection(trace_id="t1", key_insight=i))
+        proposing.LabelledReflection("R1", Reflection(trace_id="t1", key_insight=i))
         for i in ("When order or courier, answer LOG-8W.", "When order, answer REP-2.")
     ]
     ops = [
@@ -521,7 +521,7 @@ def test_a_narrowed_rule_is_not_listed_as_left_out() -> None:
     ]
     report = StepReport(step=1, strategy="combee", batch_size=2)
     ctx: Any = SimpleNamespace(roles=SmallRoles())
-    strategies.note_left_out(ctx, labelled, ops, report)
+    proposing.note_left_out(ctx, labelled, ops, report)
     assert report.left_out == []
-    strategies.note_left_out(ctx, labelled, ops[1:], report)
+    proposing.note_left_out(ctx, labelled, ops[1:], report)
     assert report.left_out == ["When order or courier, answer LOG-8W."]

@@ -193,9 +193,10 @@ def test_copies_of_a_reflection_meet_different_neighbours(n: int, copies: int, g
     import random
 
     from langgraph_combee._core.types import Reflection
-    from langgraph_combee._learning.strategies import _Labelled, shuffle_groups
+    from langgraph_combee._learning.stages import LabelledReflection
+    from langgraph_combee._learning.strategies import shuffle_groups
 
-    items = [_Labelled(f"R{i}", Reflection(trace_id=f"t{i}")) for i in range(n)]
+    items = [LabelledReflection(f"R{i}", Reflection(trace_id=f"t{i}")) for i in range(n)]
     for seed in range(20):
         dealt = shuffle_groups(items, copies=copies, groups=groups, rng=random.Random(seed))
         sets = [frozenset(item.label for item in group) for group in dealt]
@@ -224,9 +225,10 @@ def test_a_large_batch_is_dealt_in_well_under_a_second() -> None:
     import time
 
     from langgraph_combee._core.types import Reflection
-    from langgraph_combee._learning.strategies import _Labelled, shuffle_groups
+    from langgraph_combee._learning.stages import LabelledReflection
+    from langgraph_combee._learning.strategies import shuffle_groups
 
-    items = [_Labelled(f"R{i}", Reflection(trace_id=f"t{i}")) for i in range(3000)]
+    items = [LabelledReflection(f"R{i}", Reflection(trace_id=f"t{i}")) for i in range(3000)]
     start = time.perf_counter()
     dealt = shuffle_groups(items, copies=4, groups=54, rng=random.Random(0))
     assert time.perf_counter() - start < 0.5
@@ -240,9 +242,10 @@ def _deals(
     import random
 
     from langgraph_combee._core.types import Reflection
-    from langgraph_combee._learning.strategies import _Labelled, shuffle_groups
+    from langgraph_combee._learning.stages import LabelledReflection
+    from langgraph_combee._learning.strategies import shuffle_groups
 
-    items = [_Labelled(f"R{i}", Reflection(trace_id=f"t{i}")) for i in range(n)]
+    items = [LabelledReflection(f"R{i}", Reflection(trace_id=f"t{i}")) for i in range(n)]
     for seed in range(seeds):
         dealt = shuffle_groups(items, copies=copies, groups=groups, rng=random.Random(seed))
         assert sum(len(g) for g in dealt) == n * copies

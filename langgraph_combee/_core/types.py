@@ -405,6 +405,19 @@ class PromptVersion(BaseModel):
         return self.playbook.render(ids=ids)
 
 
+class StageEntry(BaseModel):
+    """What one stage of a learning step did: the counts it produced, and its time."""
+
+    name: str
+    counts: dict[str, int] = Field(default_factory=dict)
+    seconds: float = 0.0
+    runs: int = Field(
+        1,
+        description="How many times the stage ran in the step (the sequential strategy runs "
+        "the stages once per trace; the counts and seconds are summed over its runs).",
+    )
+
+
 class StepReport(BaseModel):
     """The cost and structure of one learning step."""
 
@@ -492,6 +505,10 @@ class StepReport(BaseModel):
     examples_skipped: list[str] = Field(
         default_factory=list,
         description="Labelled runs not kept as worked examples, each with its reason.",
+    )
+    stages: list[StageEntry] = Field(
+        default_factory=list,
+        description="One entry per stage the step ran, in the order they ran (docs/concepts.md).",
     )
 
 

@@ -11,13 +11,13 @@ Every write of a version or of HEAD goes through one ``VersionWriter`` session:
   and moving HEAD (``PromptRegistry.repair_head``).
 
 Inside a session, a candidate learned from a version that is no longer HEAD is
-*rebased*: its stored ops are re-applied onto HEAD's playbook through the same
-deterministic pipeline as a step (screen, apply, de-duplicate, promote, budget),
-and the record keeps ``rebased_from`` (the version it was learned from) and its
-new parent. So two steps that began from the same HEAD, or two candidates
-approved in turn, both end up in force; nothing is silently dropped. A stale
-candidate with no stored ops cannot be rebased and is refused
-(``StaleCandidateError``).
+*rebased*: its stored ops are re-applied onto HEAD's playbook through the
+step's own stages marked for it (``stages.rebasing``: screen, apply, support,
+de-duplicate, promote, budget), and the record keeps ``rebased_from`` (the
+version it was learned from) and its new parent. So two steps that began from
+the same HEAD, or two candidates approved in turn, both end up in force;
+nothing is silently dropped. A stale candidate with no stored ops cannot be
+rebased and is refused (``StaleCandidateError``).
 
 A step that only moved helpful/harmful counters changes nothing the agent sees,
 so it writes no version: its TAG ops wait in memory and ride along with the next
@@ -35,15 +35,22 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from langgraph.store.base import BaseStore
 
-from langgraph_combee._core.dedup import Embedder, deduplicate
-from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
+from langgraph_combee._core.dedup import Embedder
+from langgraph_combee._core.ops import DeltaOp, Tag
 from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._core.types import Decision, PromptVersion
+from langgraph_combee._core.types import Decision, PromptVersion, StepReport
 from langgraph_combee._errors import StaleCandidateError
 from langgraph_combee._learner.acceptance import AcceptancePolicy, PolicyContext, decide
 from langgraph_combee._learning.guard import BulletGuard
-from langgraph_combee._learning.strategies import StepResult
-from langgraph_combee._learning.support import promote
+from langgraph_combee._learning.stages import (
+    STEP_STAGES,
+    Stage,
+    StepState,
+    check_stages,
+    rebasing,
+    run_stages,
+)
+from langgraph_combee._learning.strategies import StepContext, StepResult
 from langgraph_combee._storage.lease import Lease, fenced, in_process
 from langgraph_combee._storage.locked import hold, writer_lock
 from langgraph_combee._storage.registry import PromptRegistry
@@ -70,33 +77,22 @@ def _visible(playbook: Playbook) -> list[tuple[str, str, str, bool]]:
     return [(b.id, b.section, b.content, b.pending) for b in playbook.bullets]
 
 
-def _without_conflicts(ops: Sequence[DeltaOp], base: Playbook, onto: Playbook) -> list[DeltaOp]:
-    kept = []
-    for op in ops:
-        if isinstance(op, (Update, Remove)):
-            was, now = base.get(op.id), onto.get(op.id)
-            if was is not None and now is not None and was.content != now.content:
-                logger.warning(
-                    "rebase dropped %s of bullet %s: it was rewritten since (%r, now %r)",
-                    op.type,
-                    op.id,
-                    was.content,
-                    now.content,
-                )
-                continue
-        kept.append(op)
-    return kept
-
-
 @dataclasses.dataclass(frozen=True)
 class ApplyPipeline:
-    """The deterministic part of a step, re-run when a candidate is rebased."""
+    """The deterministic part of a step, re-run when a candidate is rebased.
+
+    ``stages`` is the step's order; rebasing runs its ``rebasing`` part.
+    """
 
     guard: BulletGuard | None = None
     token_budget: int | None = 2000
     dedup: bool = True
     dedup_threshold: float | None = None
     embedder: Embedder | None = None
+    stages: tuple[Stage, ...] = STEP_STAGES
+
+    def __post_init__(self) -> None:
+        check_stages(self.stages)
 
     async def reapply(
         self,
@@ -107,52 +103,34 @@ class ApplyPipeline:
         learned: Playbook,
         base: Playbook | None = None,
     ) -> Playbook:
-        """Re-apply a candidate's ops onto another playbook: screen, apply, dedup, promote, budget.
+        """Re-apply a candidate's ops onto another playbook (``rebasing(self.stages)``).
 
+        Drop stale edits, screen, apply, carry support, de-duplicate, promote, budget.
         ``learned`` is the candidate's own playbook: an added bullet keeps the
         support it had there (the traces behind it are not at hand any more).
         ``base`` is the playbook the ops were learned from: an UPDATE or REMOVE
         of a bullet whose text ``onto`` has changed since is a conflict and is
         dropped, so the rewrite in force wins over an edit of text it replaced.
         """
-        if base is not None:
-            ops = _without_conflicts(ops, base, onto)
-        guard = self.guard
-        if guard is not None:
-            ops = (await guard.ascreen(ops)).accepted
-        applied = onto.apply(ops, version=version)
-        result = applied.playbook
-        supported = guard is not None and guard.min_support > 1
-        if supported:
-            learned_by_text = {b.content: b for b in learned.bullets}
-            added = {
-                o.bullet_id
-                for o in applied.outcomes
-                if o.applied and isinstance(o.op, Add) and o.bullet_id
-            }
-            bullets = []
-            for bullet in result.bullets:
-                if bullet.id in added:
-                    twin = learned_by_text.get(bullet.content)
-                    bullet = bullet.model_copy(
-                        update={
-                            "pending": True if twin is None else twin.pending,
-                            "supporters": [] if twin is None else list(twin.supporters),
-                        }
-                    )
-                bullets.append(bullet)
-            result = result.replace_bullets(bullets)
-        if self.dedup:
-            changed = {b.id for b in result.bullets if b.updated_version == version}
-            result = deduplicate(
-                result, threshold=self.dedup_threshold, embedder=self.embedder, changed=changed
-            ).playbook
-        if supported:
-            assert guard is not None
-            result, _ = promote(
-                result, min_support=guard.min_support, max_pending=guard.max_pending
-            )
-        return result.enforce_budget(self.token_budget).playbook
+        ctx = StepContext(
+            guard=self.guard,
+            token_budget=self.token_budget,
+            dedup=self.dedup,
+            dedup_threshold=self.dedup_threshold,
+            embedder=self.embedder,
+            stages=self.stages,
+        )
+        state = StepState(
+            playbook=onto,
+            version=version,
+            report=StepReport(strategy="rebase", batch_size=0),
+            traces=None,
+            ops=list(ops),
+            candidate=learned,
+            learned_from=base,
+        )
+        state = await run_stages(rebasing(self.stages), ctx, state)
+        return state.current
 
 
 class VersionWriter:

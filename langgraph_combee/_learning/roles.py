@@ -417,8 +417,8 @@ class SmallRoles(RoleProfile):
         (every group of the sequential strategy, one rule per run). Rules that
         give one action for one situation are not shown: the rules layer folds
         them into one rule (``rules.fold_actions``), where a drop would only
-        lose the words of a situation (with the grid's private switch
-        ``StepContext.corrections`` off, nothing folds them: both stay).
+        lose the words of a situation (with the grid's ablation ``NO_CORRECTIONS``,
+        whose stages do not reconcile, nothing folds them: both stay).
         Leaving rules out stays the exception: a drop is honoured only while
         each situation keeps at least one distinct rule and at least half of
         the rules shown stay, and a reply that cannot be read adopts the whole

@@ -1,0 +1,181 @@
+"""The stages between the proposed ops and the guard: conventions, situations, corrections.
+
+New rules are widened and sharpened on the batch's inputs (and those of earlier
+steps), rules in force are narrowed or widened by the inputs seen since,
+served outcomes become helpful/harmful verdicts, and the new rules are settled
+among themselves and reconciled with the playbook. ``collect`` puts what these
+stages made in the order the guard screens it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from langgraph_combee._core.ops import Add, Remove, Tag
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._learning import conventions as convention_rules
+from langgraph_combee._learning import examples, rules, telling
+from langgraph_combee._learning.stages.base import Counts, StepState
+
+if TYPE_CHECKING:
+    from langgraph_combee._learning.strategies import StepContext
+
+__all__ = [
+    "adds_only",
+    "collect",
+    "conventions",
+    "narrow_live",
+    "reconcile",
+    "remember",
+    "served",
+    "sharpen",
+    "widen",
+    "widen_live",
+]
+
+
+def _narrowed_playbook(state: StepState) -> Playbook:
+    """The playbook the step starts from, with the rewrites of its rules in force."""
+    if not state.narrowed:
+        return state.playbook
+    return state.playbook.apply(state.narrowed, version=state.version).playbook
+
+
+def _verdict(ctx: StepContext) -> telling.Verdict | None:
+    return telling.guard_verdict(ctx.guard) if ctx.guard is not None else None
+
+
+async def conventions(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
+    """Drop conventions an LLM wrote; owe those the batch's feedback states.
+
+    Conventions every reply must follow are read from the feedback, not reflected
+    on: one an LLM wrote would be served on every request without that evidence.
+    """
+    trust = ctx.guard.trust if ctx.guard is not None else None
+    ops = [op for op in state.ops if not convention_rules.written(op)]
+    section = state.playbook.resolve_section("others")
+    owed = convention_rules.found(state.batch, state.playbook, section=section, trust=trust)
+    counts = {"dropped": len(state.ops) - len(ops), "owed": len(owed)}
+    return replace(state, ops=ops, owed=owed), counts
+
+
+async def widen(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
+    """Join to new rules' situations the words the inputs tie to their action.
+
+    What the reflector named is often no word a new input of the case would hold,
+    and a rule whose every alternative sharpening drops keeps the words its
+    inputs share.
+    """
+    items = rules.evidence(state.batch, state.ops, state.earlier)
+    ops, told = telling.widen(state.ops, items, verdict=_verdict(ctx))
+    state.report.telling_words += told
+    return replace(state, ops=ops), {"words": told}
+
+
+async def sharpen(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
+    """Drop the alternatives of new rules' situations shared by inputs needing other actions.
+
+    Situations are sharpened on the batch's inputs even when corrections are
+    left out: it is what a rule matches on, not a correction of an older one.
+    """
+    ops, vague = rules.sharpen(state.ops, state.batch, state.earlier)
+    state.report.vague_alternatives += vague
+    return replace(state, ops=ops), {"alternatives": vague}
+
+
+async def remember(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
+    """Keep the batch's inputs, with the actions of the rules they backed, for later steps."""
+    ctx.memory.remember(state.batch, state.ops)
+    return replace(state, remembered=ctx.memory.items()), {"inputs": len(state.batch)}
+
+
+async def narrow_live(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
+    """Narrow rules in force whose alternative the inputs seen since show is shared."""
+    narrowed, dropped = rules.sharpen_playbook(state.playbook, state.remembered)
+    state.report.vague_alternatives += dropped
+    return replace(state, narrowed=narrowed), {"rules": len(narrowed), "alternatives": dropped}
+
+
+async def widen_live(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
+    """Widen rules in force by the words the inputs seen since tie to their action.
+
+    Not under a support threshold: a rewrite there is a pending ADD no one can back.
+    """
+    if ctx.guard is not None and ctx.guard.min_support > 1:
+        return state, {"rules": 0, "words": 0}
+    narrowed = state.narrowed
+    grown, told = telling.widen_playbook(
+        _narrowed_playbook(state),
+        state.remembered,
+        verdict=_verdict(ctx),
+        besides=state.ops,
+        fresh={t.id for t in state.batch},
+    )
+    state.report.telling_words += told
+    if grown:
+        # An UPDATE built on the narrowed text carries the narrowing with it.
+        ids = {op.id for op in grown}
+        narrowed = [*(op for op in narrowed if getattr(op, "id", None) not in ids), *grown]
+    return replace(state, narrowed=narrowed), {"rules": len(grown), "words": told}
+
+
+async def served(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
+    """Helpful/harmful verdicts from the outcomes of the rules served to the batch.
+
+    The inputs remembered ground the rules (``rules.served_evidence``).
+    """
+    trust = ctx.guard.trust if ctx.guard is not None else None
+    tags, misapplied = rules.served_evidence(
+        state.playbook, state.traces or (), state.remembered, trust
+    )
+    report = state.report
+    report.served_misapplied += misapplied
+    helpful = harmful = 0
+    for op in tags:
+        assert isinstance(op, Tag)
+        helpful += op.helpful
+        harmful += op.harmful
+    report.served_helpful += helpful
+    report.served_harmful += harmful
+    counts = {"helpful": helpful, "harmful": harmful, "misapplied": misapplied}
+    return replace(state, served=tags), counts
+
+
+async def reconcile(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
+    """Settle the new rules among themselves, fold one action's rules, reconcile with the playbook.
+
+    Conflicts are recorded in the report. The reconciliation reads the playbook
+    as ``narrow_live`` and ``widen_live`` rewrite it: an UPDATE built on the text
+    before them would put the dropped alternatives back.
+    """
+    settled, batch_conflicts = rules.settle_batch(list(state.ops))
+    reconciled, playbook_conflicts = rules.reconcile(
+        _narrowed_playbook(state), rules.fold_actions(settled)
+    )
+    found = [*batch_conflicts, *playbook_conflicts]
+    state.report.conflicts.extend(c.describe() for c in found)
+    return replace(state, ops=reconciled), {"ops": len(reconciled), "conflicts": len(found)}
+
+
+async def adds_only(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
+    """Keep only the new rules' ADDs: the step without rule corrections (an ablation).
+
+    No rewrite, removal or counter applies, so a new sign-off cannot replace the
+    old one and is not added either.
+    """
+    ops = [op for op in state.ops if isinstance(op, Add)]
+    owed = [] if any(isinstance(op, Remove) for op in state.owed) else state.owed
+    dropped = len(state.ops) - len(ops) + len(state.owed) - len(owed)
+    return replace(state, ops=ops, owed=owed), {"dropped": dropped}
+
+
+async def collect(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
+    """Put the ops in the order they are screened and applied.
+
+    The conventions owed, the served verdicts, the rewrites of rules in force,
+    then the new rules. No curator op reaches the worked examples (``examples``).
+    """
+    new = examples.without_examples(state.ops, state.playbook)
+    ops = [*state.owed, *state.served, *state.narrowed, *new]
+    return replace(state, ops=ops, owed=[], served=[], narrowed=[]), {"ops": len(ops)}

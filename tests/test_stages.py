@@ -1,0 +1,191 @@
+"""A learning step is one tuple of named stages: its order, its report entries, its ablations."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import pytest
+
+from langgraph_combee import Combee
+from langgraph_combee._core.ops import Add
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._learner.versions import ApplyPipeline
+from langgraph_combee._learning.calls import CallSettings, LLMCaller
+from langgraph_combee._learning.stages import (
+    NO_CORRECTIONS,
+    NO_MERGE,
+    REBASE_STAGES,
+    STEP_STAGES,
+    Counts,
+    Stage,
+    StepState,
+    names,
+    rebasing,
+    replacing,
+    without,
+)
+from langgraph_combee._learning.strategies import (
+    CombeeStrategy,
+    NaiveStrategy,
+    SequentialStrategy,
+    StepContext,
+    Strategy,
+)
+from langgraph_combee.errors import ConfigurationError
+from langgraph_combee.testing import fake_learner
+from langgraph_combee.types import StepReport
+from tests.helpers import failing_traces
+
+ORDER = (
+    "reflect",
+    "tag",
+    "shuffle",
+    "propose",
+    "aggregate",
+    "left_out",
+    "conventions",
+    "widen",
+    "sharpen",
+    "remember",
+    "narrow_live",
+    "widen_live",
+    "served",
+    "reconcile",
+    "collect",
+    "fit",
+    "screen",
+    "examples",
+    "apply",
+    "support",
+    "clean",
+    "dedup",
+    "promote",
+    "budget",
+)
+
+
+def _context(stages: tuple[Stage, ...] = STEP_STAGES, **kw: object) -> StepContext:
+    return StepContext(
+        caller=LLMCaller(fake_learner(), CallSettings()),
+        guard=None,
+        stages=stages,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _step(strategy: Strategy, ctx: StepContext, n: int = 9) -> StepReport:
+    result = asyncio.run(strategy.step(ctx, Playbook(), failing_traces(n), version=1))
+    return result.report
+
+
+def test_the_step_is_one_tuple_in_this_order() -> None:
+    assert names(STEP_STAGES) == ORDER
+    # learn(), the background learner and rebasing all start from it.
+    combee = Combee(prompt_id="p", model=fake_learner())
+    assert combee._engine(None).context.stages is STEP_STAGES
+    assert combee._stepper.writer.pipeline.stages is STEP_STAGES
+    assert StepContext().stages is STEP_STAGES and ApplyPipeline().stages is STEP_STAGES
+
+
+@pytest.mark.parametrize("strategy", [CombeeStrategy(), NaiveStrategy()])
+def test_each_stage_run_adds_its_entry_to_the_report(strategy: Strategy) -> None:
+    report = _step(strategy, _context())
+    assert [e.name for e in report.stages] == list(ORDER)
+    entries = {e.name: e for e in report.stages}
+    assert all(e.runs == 1 and e.seconds >= 0 for e in report.stages)
+    assert entries["reflect"].counts == {"reflections": 9}
+    assert entries["shuffle"].counts == {"groups": len(report.group_sizes)}
+    assert entries["apply"].counts["add"] == report.ops["add"] == 9
+    # Stored and read back as JSON, like the rest of the report.
+    again = StepReport.model_validate_json(report.model_dump_json())
+    assert again.stages == report.stages
+
+
+def test_a_report_without_stage_entries_still_reads() -> None:
+    assert StepReport.model_validate({"strategy": "combee", "batch_size": 1}).stages == []
+
+
+def test_run_by_run_each_stage_keeps_one_entry_with_its_runs() -> None:
+    report = _step(SequentialStrategy(), _context(), n=4)
+    assert [e.name for e in report.stages] == list(ORDER)
+    assert {e.runs for e in report.stages} == {4}
+    entries = {e.name: e for e in report.stages}
+    assert entries["propose"].counts["calls"] == 4 == report.calls["curate"]
+
+
+def test_the_merge_ablation_passes_union_in_the_place_of_aggregate() -> None:
+    assert names(NO_MERGE) == tuple("union" if n == "aggregate" else n for n in ORDER)
+    report = _step(CombeeStrategy(), _context(NO_MERGE))
+    assert "aggregate" not in [e.name for e in report.stages]
+    assert report.aggregation == "union" and "aggregate" not in report.calls
+    # Each of the 9 reflections reached two curators: the union keeps both copies.
+    assert {e.name: e for e in report.stages}["union"].counts["ops"] == 18
+
+
+def test_the_corrections_ablation_leaves_out_the_correcting_stages() -> None:
+    left_out = {"narrow_live", "widen_live", "served", "reconcile", "clean"}
+    assert set(ORDER) - set(names(NO_CORRECTIONS)) == left_out
+    assert names(NO_CORRECTIONS)[ORDER.index("collect") - 4] == "adds_only"
+    report = _step(NaiveStrategy(), _context(NO_CORRECTIONS))
+    assert [e.name for e in report.stages] == list(names(NO_CORRECTIONS))
+
+
+def test_a_stage_left_out_does_not_run() -> None:
+    tight = {"token_budget": 50}
+    evicted = _step(NaiveStrategy(), _context(**tight), n=12)
+    kept = _step(NaiveStrategy(), _context(without(STEP_STAGES, "budget"), **tight), n=12)
+    assert evicted.evicted > 0
+    assert kept.evicted == 0 and "budget" not in [e.name for e in kept.stages]
+
+
+def test_unknown_or_repeated_stage_names_are_refused() -> None:
+    with pytest.raises(ConfigurationError, match="'corect'"):
+        without(STEP_STAGES, "corect")
+    with pytest.raises(ConfigurationError, match="'agregate'"):
+        replacing(STEP_STAGES, "agregate", STEP_STAGES[0])
+    with pytest.raises(ConfigurationError, match="repeat"):
+        StepContext(stages=(*STEP_STAGES, STEP_STAGES[0]))
+    with pytest.raises(ConfigurationError, match="a tuple of Stage"):
+        StepContext(stages=list(STEP_STAGES))  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="'clean up'"):
+        Stage(name="clean up", run=STEP_STAGES[0].run)
+
+
+def test_rebasing_runs_the_rebase_part_of_the_same_tuple() -> None:
+    assert names(REBASE_STAGES) == names(rebasing(STEP_STAGES))
+    assert names(REBASE_STAGES) == (
+        "stale",
+        "screen",
+        "apply",
+        "support",
+        "dedup",
+        "promote",
+        "budget",
+    )
+    seen: list[str] = []
+
+    async def spy(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
+        seen.append(state.report.strategy)
+        return state, {}
+
+    stages = replacing(STEP_STAGES, "promote", Stage(name="promote", run=spy, rebase=True))
+    onto = Playbook().apply([Add(section="others", content="Greet by name.")], version=1).playbook
+    ops = [Add(section="others", content="Greet by name!")]
+
+    def reapply(pipeline: ApplyPipeline) -> list[str]:
+        new = asyncio.run(pipeline.reapply(ops, onto, version=2, learned=onto))
+        return [b.content for b in new.bullets]
+
+    assert reapply(ApplyPipeline(stages=stages)) == ["Greet by name."]
+    assert seen == ["rebase"]
+    # Without the step's dedup stage, rebasing does not de-duplicate either.
+    assert reapply(ApplyPipeline(stages=without(stages, "dedup"))) == [
+        "Greet by name.",
+        "Greet by name!",
+    ]
+
+
+def test_a_replaced_context_keeps_its_stages() -> None:
+    ctx = _context(NO_MERGE)
+    assert dataclasses.replace(ctx, dedup=False).stages is NO_MERGE
