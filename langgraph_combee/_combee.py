@@ -57,6 +57,7 @@ from langgraph_combee._core.types import (
 )
 from langgraph_combee._errors import CombeeClosedError, ConfigurationError, EngineLoopError
 from langgraph_combee._learner.acceptance import AcceptAll, AcceptancePolicy, as_policy
+from langgraph_combee._learner.engine_loop import ENGINE_LOOP
 from langgraph_combee._learner.learner import BackgroundLearner
 from langgraph_combee._learner.learner import LearnerSettings as _LoopSettings
 from langgraph_combee._learner.parts import LearnerParts
@@ -126,7 +127,9 @@ def _run_sync(coro: Coroutine[Any, Any, R], what: str) -> R:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        # One loop for the process, not asyncio.run: a model's pooled connections
+        # belong to the loop that opened them, and a closed one breaks the next call.
+        return ENGINE_LOOP.run(coro, what)
     coro.close()
     raise EngineLoopError(
         f"Combee.{what}() was called from inside a running event loop; use 'await combee.a{what}()'"
