@@ -89,6 +89,7 @@ from langgraph_combee._storage.keys import PromptSpace, validate_label
 from langgraph_combee._storage.locked import thread_safe, unwrap
 from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
+from langgraph_combee._storage.steps import StepLog, StepRecord
 
 if TYPE_CHECKING:
     from typing_extensions import Never
@@ -359,6 +360,7 @@ class Combee:
         )
         self._callbacks = learning.callbacks
         self._budget = learning.budget
+        self._on_step = learning.on_step
         if evaluator is not None and not callable(evaluator):
             raise ConfigurationError(
                 "evaluator", evaluator, "a callable (trace) -> Feedback | None"
@@ -582,12 +584,19 @@ class Combee:
         ``"serving"`` holds the capture, refresh and feedback counters of this
         process' agent side (``captured``, ``dropped``, ``truncated``, ``buffered``,
         ...); ``"learner"`` the background learner's
-        (``learner.describe()``), or None when no learner was created here.
+        (``learner.describe()``), or None when no learner was created here;
+        ``"steps"`` what every learning step of this process did, ``learn()``'s
+        and the background learner's, summed (``StepTally.describe()``): steps,
+        traces, versions written and accepted, ``rules`` (proposed, written,
+        held, refused, left out), ``reasons`` rules did not land (``"vague
+        alternative"``, ``"held: provenance"``, ...), the learner calls by stage
+        and the tokens per 1,000 traces, and the ``last`` step's one-line summary.
         """
         learner = self._learner
         return {
             "serving": self._agent.describe(),
             "learner": learner.describe() if learner is not None else None,
+            "steps": self._stepper.tally.describe(),
         }
 
     def middleware(
@@ -675,6 +684,27 @@ class Combee:
         if tenant not in self._queues:
             self._queues[tenant] = TraceQueue(self.store, self.prompt_id, tenant=tenant)
         return self._queues[tenant]
+
+    def steps(self, limit: int | None = 20, *, tenant: str | None = None) -> list[StepRecord]:
+        """The most recent learning steps kept in the store, newest first (``combee steps``).
+
+        Each ``StepRecord`` holds the step's one-line ``summary``, its ``rules``
+        and the ``reasons`` rules did not land, and the version it wrote or why
+        none was. The store keeps the last 100 steps of each tenant, written by
+        any process learning on it.
+        """
+        self._open("steps")
+        return self._step_log(tenant).recent(limit)
+
+    async def asteps(
+        self, limit: int | None = 20, *, tenant: str | None = None
+    ) -> list[StepRecord]:
+        """Async ``steps()``."""
+        self._open("asteps")
+        return await self._step_log(tenant).arecent(limit)
+
+    def _step_log(self, tenant: str | None) -> StepLog:
+        return StepLog(self.store, self.prompt_id, tenant=tenant)
 
     def _engine(self, tenant: str | None) -> LearningEngine:
         if tenant is not None:
@@ -1073,6 +1103,8 @@ def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, Le
         replayer=combee._replayer,
         callbacks=combee._callbacks,
         budget=combee._budget,
+        step_log=combee._step_log,
+        on_step=combee._on_step,
     )
     parts = LearnerParts(
         prompt_id=combee.prompt_id,
