@@ -33,6 +33,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph.store.memory import InMemoryStore
 
+from langgraph_combee._agent import spellings
 from langgraph_combee._agent.collector import CombeeTracer
 from langgraph_combee._agent.graph import (
     LearnedPromptModel,
@@ -47,6 +48,7 @@ from langgraph_combee._agent.middleware import CombeeMiddleware
 from langgraph_combee._agent.serving import Server
 from langgraph_combee._agent.serving import ServingSettings as _ServerSettings
 from langgraph_combee._agent.side import AgentSide, Evaluator, FeedbackLost, ScopeFn
+from langgraph_combee._agent.spellings import refuse_unknown
 from langgraph_combee._core.diff import PlaybookDiff
 from langgraph_combee._core.types import (
     Decision,
@@ -520,8 +522,22 @@ class Combee:
         ground_truth: str | None = None,
         tenant: str | None = None,
         source: str = "user",
+        key: str | None = None,
+        value: Any = None,
+        correction: Any = None,
+        **unknown: Never,
     ) -> bool:
         """Attach late feedback to a captured run (keyed by its run id).
+
+        LangSmith's spellings work too (``create_feedback``'s): ``correction``
+        is the right answer (``ground_truth``; a str, or a dict holding it under
+        ``output``, ``answer``, ...); ``value`` is ``correct`` when a bool,
+        ``score`` when a number and a label line ``"<key>: <value>"`` of the
+        comment when a str; ``key`` is recorded (``Feedback.key``), and
+        ``key="correctness"`` (or ``"correct"``, ``"is_correct"``) makes a
+        score of at least 0.5 a correct verdict. Example::
+
+            combee.feedback(run_id, key="correctness", score=0, correction="FIN-REFUNDS")
 
         Never raises for a store fault: feedback the store cannot take now is
         kept in memory and retried by the background thread (counted in
@@ -534,20 +550,32 @@ class Combee:
 
         Raises:
             ConfigurationError: The feedback is empty or ill-typed, ``run_id`` is
-                not a UUID or a non-empty str, or ``tenant`` is not a valid tenant
-                (nothing is changed).
+                not a UUID or a non-empty str, ``tenant`` is not a valid tenant, or
+                a LangSmith spelling repeats a field given too (nothing is changed).
+            TypeError: A keyword it does not take; the message lists those it does.
             CombeeClosedError: ``close()`` was called: nothing could keep it.
         """
+        refuse_unknown("feedback", unknown)
         self._open("feedback")
+        fields = spellings.read(
+            score=score,
+            correct=correct,
+            comment=comment,
+            ground_truth=ground_truth,
+            key=key,
+            value=value,
+            correction=correction,
+        )
         try:
             return self._agent.feedback(
                 run_id,
-                score=score,
-                correct=correct,
-                comment=comment,
-                ground_truth=ground_truth,
+                score=fields.score,
+                correct=fields.correct,
+                comment=fields.comment,
+                ground_truth=fields.ground_truth,
                 tenant=tenant,
                 source=source,
+                key=fields.key,
             )
         except FeedbackLost:  # close() ran while this call did
             raise CombeeClosedError(self.prompt_id, "feedback") from None
@@ -562,18 +590,33 @@ class Combee:
         ground_truth: str | None = None,
         tenant: str | None = None,
         source: str = "user",
+        key: str | None = None,
+        value: Any = None,
+        correction: Any = None,
+        **unknown: Never,
     ) -> bool:
         """Async ``feedback()``, for async apps and servers that forbid blocking calls."""
+        refuse_unknown("afeedback", unknown)
         self._open("afeedback")
+        fields = spellings.read(
+            score=score,
+            correct=correct,
+            comment=comment,
+            ground_truth=ground_truth,
+            key=key,
+            value=value,
+            correction=correction,
+        )
         try:
             return await self._agent.afeedback(
                 run_id,
-                score=score,
-                correct=correct,
-                comment=comment,
-                ground_truth=ground_truth,
+                score=fields.score,
+                correct=fields.correct,
+                comment=fields.comment,
+                ground_truth=fields.ground_truth,
                 tenant=tenant,
                 source=source,
+                key=fields.key,
             )
         except FeedbackLost:  # close() ran while this call did
             raise CombeeClosedError(self.prompt_id, "afeedback") from None

@@ -88,6 +88,11 @@ class Feedback(BaseModel):
     source: str | None = Field(
         default=None, description="Where the feedback came from: evaluator, user, langsmith..."
     )
+    key: str | None = Field(
+        default=None,
+        description="The feedback's name, as LangSmith spells it (``feedback(key=...)``): "
+        "recorded, not read by the learner.",
+    )
 
     @model_validator(mode="before")
     @classmethod
