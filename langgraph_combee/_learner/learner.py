@@ -534,7 +534,11 @@ class BackgroundLearner:
         self.stats.traces_retried += len(attempts) - len(spent)
         if spent:
             reason = f"its reflection failed: {report.failed_reflections[spent[0]]}"
-            self.stats.traces_parked += await queue.apark(spent, reason=reason)
+            try:
+                self.stats.traces_parked += await queue.apark(spent, reason=reason)
+            except Exception:  # left pending: parked when its next reflection fails
+                logger.warning("cannot park %d trace(s) now", len(spent), exc_info=True)
+                return
             logger.warning(
                 "parked %d trace(s) as dead letters after %d failed reflections, e.g. %r: %s",
                 len(spent),
