@@ -1162,5 +1162,6 @@ def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, Le
         on_missing_feedback=combee._on_missing_feedback,
         flush=agent.flush,
         ready=agent.bound,
+        announce=stepper.announce,
     )
     return stepper, parts

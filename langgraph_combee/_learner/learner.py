@@ -507,6 +507,7 @@ class BackgroundLearner:
         self._recovery.succeeded(tenant)
         self._waiting_since.pop(tenant, None)
         _log_screened(report)
+        await parts.announce(report, tenant=tenant)
         with self.step_done:
             self.stats.steps += 1
             self.stats.traces_learned += len(learned)

@@ -5,7 +5,7 @@ holds only the parts a step needs, given by the root: the registry and the
 engine of each tenant, the replayer, the version writer, the callbacks and
 the budget.
 
-Each step that ends is announced once: one INFO line (logger
+Each step that ends is announced once (``Stepper.announce``): one INFO line (logger
 ``langgraph_combee.learner``) with ``StepReport.summary()``, a ``StepRecord`` in the
 store's step log (``combee steps``), the process's ``StepTally``
 (``Combee.describe()["steps"]``) and the user's ``LearnerSettings.on_step``.
@@ -35,6 +35,7 @@ logger = logging.getLogger("langgraph_combee.learner")
 StepListener = Callable[[StepReport], None]
 """Told each step's report as it ends (``LearnerSettings.on_step``)."""
 
+
 BeforeSubmit = Callable[[], Awaitable[bool]]
 """Run after a step and before anything is written; False discards the step's result."""
 
@@ -49,6 +50,12 @@ class StepFn(Protocol):
         tenant: str | None = None,
         before_submit: BeforeSubmit | None = None,
     ) -> Awaitable[StepReport]: ...
+
+
+class Announce(Protocol):
+    """Logs, records and tells a step that ended (``Stepper.announce``)."""
+
+    def __call__(self, report: StepReport, *, tenant: str | None = None) -> Awaitable[None]: ...
 
 
 def refuse_duplicates(traces: Sequence[Trace], name: str) -> None:
@@ -124,6 +131,7 @@ class Stepper:
                 batch = traces[start : start + engine.next_batch_size()]
                 start += len(batch)
                 report = await self.step(batch, tenant=tenant)
+                await self.announce(report, tenant=tenant)
                 steps.append(report)
                 if on_step is not None:
                     on_step(report)
@@ -179,11 +187,15 @@ class Stepper:
             stored = await self.writer.submit(registry, head, result, version=next_version)
             result.report.run_id = str(run.run_id)
             run.finish(head, stored, result.report)
-        await self._announce(result.report, tenant)
         return result.report
 
-    async def _announce(self, report: StepReport, tenant: str | None) -> None:
-        """Log, record and tell the step; none of it can fail the step (it is written)."""
+    async def announce(self, report: StepReport, *, tenant: str | None = None) -> None:
+        """Log, record and tell a step that ended; none of it can fail it (it is written).
+
+        Called once the step's traces are settled (``learn()`` after each step, the
+        background learner after acknowledging them), so that this I/O never
+        widens the window between writing a version and acknowledging its traces.
+        """
         where = self.prompt_id if tenant is None else f"{self.prompt_id}/{tenant}"
         logger.info("learning step of %r: %s", where, report.summary())
         self.tally.add(report)
