@@ -33,6 +33,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph.store.memory import InMemoryStore
 
+from langgraph_combee._agent import spellings
 from langgraph_combee._agent.collector import CombeeTracer
 from langgraph_combee._agent.graph import (
     LearnedPromptModel,
@@ -47,6 +48,7 @@ from langgraph_combee._agent.middleware import CombeeMiddleware
 from langgraph_combee._agent.serving import Server
 from langgraph_combee._agent.serving import ServingSettings as _ServerSettings
 from langgraph_combee._agent.side import AgentSide, Evaluator, FeedbackLost, ScopeFn
+from langgraph_combee._agent.spellings import refuse_unknown
 from langgraph_combee._core.diff import PlaybookDiff
 from langgraph_combee._core.types import (
     Decision,
@@ -57,6 +59,7 @@ from langgraph_combee._core.types import (
 )
 from langgraph_combee._errors import CombeeClosedError, ConfigurationError, EngineLoopError
 from langgraph_combee._learner.acceptance import AcceptAll, AcceptancePolicy, as_policy
+from langgraph_combee._learner.engine_loop import ENGINE_LOOP
 from langgraph_combee._learner.learner import BackgroundLearner
 from langgraph_combee._learner.learner import LearnerSettings as _LoopSettings
 from langgraph_combee._learner.parts import LearnerParts
@@ -88,6 +91,7 @@ from langgraph_combee._storage.keys import PromptSpace, validate_label
 from langgraph_combee._storage.locked import thread_safe, unwrap
 from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
+from langgraph_combee._storage.steps import StepLog, StepRecord
 
 if TYPE_CHECKING:
     from typing_extensions import Never
@@ -126,7 +130,9 @@ def _run_sync(coro: Coroutine[Any, Any, R], what: str) -> R:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        # One loop for the process, not asyncio.run: a model's pooled connections
+        # belong to the loop that opened them, and a closed one breaks the next call.
+        return ENGINE_LOOP.run(coro, what)
     coro.close()
     raise EngineLoopError(
         f"Combee.{what}() was called from inside a running event loop; use 'await combee.a{what}()'"
@@ -357,6 +363,7 @@ class Combee:
         )
         self._callbacks = learning.callbacks
         self._budget = learning.budget
+        self._on_step = learning.on_step
         if evaluator is not None and not callable(evaluator):
             raise ConfigurationError(
                 "evaluator", evaluator, "a callable (trace) -> Feedback | None"
@@ -516,8 +523,22 @@ class Combee:
         ground_truth: str | None = None,
         tenant: str | None = None,
         source: str = "user",
+        key: str | None = None,
+        value: Any = None,
+        correction: Any = None,
+        **unknown: Never,
     ) -> bool:
         """Attach late feedback to a captured run (keyed by its run id).
+
+        LangSmith's spellings work too (``create_feedback``'s): ``correction``
+        is the right answer (``ground_truth``; a str, or a dict holding it under
+        ``output``, ``answer``, ...); ``value`` is ``correct`` when a bool,
+        ``score`` when a number and a label line ``"<key>: <value>"`` of the
+        comment when a str; ``key`` is recorded (``Feedback.key``), and
+        ``key="correctness"`` (or ``"correct"``, ``"is_correct"``) makes a
+        score of at least 0.5 a correct verdict. Example::
+
+            combee.feedback(run_id, key="correctness", score=0, correction="FIN-REFUNDS")
 
         Never raises for a store fault: feedback the store cannot take now is
         kept in memory and retried by the background thread (counted in
@@ -530,20 +551,32 @@ class Combee:
 
         Raises:
             ConfigurationError: The feedback is empty or ill-typed, ``run_id`` is
-                not a UUID or a non-empty str, or ``tenant`` is not a valid tenant
-                (nothing is changed).
+                not a UUID or a non-empty str, ``tenant`` is not a valid tenant, or
+                a LangSmith spelling repeats a field given too (nothing is changed).
+            TypeError: A keyword it does not take; the message lists those it does.
             CombeeClosedError: ``close()`` was called: nothing could keep it.
         """
+        refuse_unknown("feedback", unknown)
         self._open("feedback")
+        fields = spellings.read(
+            score=score,
+            correct=correct,
+            comment=comment,
+            ground_truth=ground_truth,
+            key=key,
+            value=value,
+            correction=correction,
+        )
         try:
             return self._agent.feedback(
                 run_id,
-                score=score,
-                correct=correct,
-                comment=comment,
-                ground_truth=ground_truth,
+                score=fields.score,
+                correct=fields.correct,
+                comment=fields.comment,
+                ground_truth=fields.ground_truth,
                 tenant=tenant,
                 source=source,
+                key=fields.key,
             )
         except FeedbackLost:  # close() ran while this call did
             raise CombeeClosedError(self.prompt_id, "feedback") from None
@@ -558,18 +591,33 @@ class Combee:
         ground_truth: str | None = None,
         tenant: str | None = None,
         source: str = "user",
+        key: str | None = None,
+        value: Any = None,
+        correction: Any = None,
+        **unknown: Never,
     ) -> bool:
         """Async ``feedback()``, for async apps and servers that forbid blocking calls."""
+        refuse_unknown("afeedback", unknown)
         self._open("afeedback")
+        fields = spellings.read(
+            score=score,
+            correct=correct,
+            comment=comment,
+            ground_truth=ground_truth,
+            key=key,
+            value=value,
+            correction=correction,
+        )
         try:
             return await self._agent.afeedback(
                 run_id,
-                score=score,
-                correct=correct,
-                comment=comment,
-                ground_truth=ground_truth,
+                score=fields.score,
+                correct=fields.correct,
+                comment=fields.comment,
+                ground_truth=fields.ground_truth,
                 tenant=tenant,
                 source=source,
+                key=fields.key,
             )
         except FeedbackLost:  # close() ran while this call did
             raise CombeeClosedError(self.prompt_id, "afeedback") from None
@@ -580,12 +628,19 @@ class Combee:
         ``"serving"`` holds the capture, refresh and feedback counters of this
         process' agent side (``captured``, ``dropped``, ``truncated``, ``buffered``,
         ...); ``"learner"`` the background learner's
-        (``learner.describe()``), or None when no learner was created here.
+        (``learner.describe()``), or None when no learner was created here;
+        ``"steps"`` what every learning step of this process did, ``learn()``'s
+        and the background learner's, summed (``StepTally.describe()``): steps,
+        traces, versions written and accepted, ``rules`` (proposed, written,
+        held, refused, left out), ``reasons`` rules did not land (``"vague
+        alternative"``, ``"held: provenance"``, ...), the learner calls by stage
+        and the tokens per 1,000 traces, and the ``last`` step's one-line summary.
         """
         learner = self._learner
         return {
             "serving": self._agent.describe(),
             "learner": learner.describe() if learner is not None else None,
+            "steps": self._stepper.tally.describe(),
         }
 
     def middleware(
@@ -673,6 +728,27 @@ class Combee:
         if tenant not in self._queues:
             self._queues[tenant] = TraceQueue(self.store, self.prompt_id, tenant=tenant)
         return self._queues[tenant]
+
+    def steps(self, limit: int | None = 20, *, tenant: str | None = None) -> list[StepRecord]:
+        """The most recent learning steps kept in the store, newest first (``combee steps``).
+
+        Each ``StepRecord`` holds the step's one-line ``summary``, its ``rules``
+        and the ``reasons`` rules did not land, and the version it wrote or why
+        none was. The store keeps the last 100 steps of each tenant, written by
+        any process learning on it.
+        """
+        self._open("steps")
+        return self._step_log(tenant).recent(limit)
+
+    async def asteps(
+        self, limit: int | None = 20, *, tenant: str | None = None
+    ) -> list[StepRecord]:
+        """Async ``steps()``."""
+        self._open("asteps")
+        return await self._step_log(tenant).arecent(limit)
+
+    def _step_log(self, tenant: str | None) -> StepLog:
+        return StepLog(self.store, self.prompt_id, tenant=tenant)
 
     def _engine(self, tenant: str | None) -> LearningEngine:
         if tenant is not None:
@@ -1071,6 +1147,8 @@ def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, Le
         replayer=combee._replayer,
         callbacks=combee._callbacks,
         budget=combee._budget,
+        step_log=combee._step_log,
+        on_step=combee._on_step,
     )
     parts = LearnerParts(
         prompt_id=combee.prompt_id,
@@ -1085,5 +1163,6 @@ def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, Le
         on_missing_feedback=combee._on_missing_feedback,
         flush=agent.flush,
         ready=agent.bound,
+        announce=stepper.announce,
     )
     return stepper, parts

@@ -20,7 +20,7 @@ from langgraph_combee._agent.serving import DropPolicy, Durability
 from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.nearest import EMBEDDER_ALLOWED, embedder_ok
 from langgraph_combee._core.situations import FOCUS_RULES, FOCUS_RULES_ALLOWED, focus_rules_ok
-from langgraph_combee._core.types import PromptVersion
+from langgraph_combee._core.types import PromptVersion, StepReport
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._learner.feedback_poll import FeedbackSource
 from langgraph_combee._learner.replaying import ReplayMode
@@ -295,6 +295,11 @@ class LearnerSettings(_Settings):
             ``LangSmithFeedback(client)``; feedback found makes them ready.
         on_missing_feedback: After the wait, ``"learn"`` from execution
             feedback only (default) or ``"drop"`` the trace.
+        on_step: Optional callable ``(StepReport) -> None`` told each learning
+            step's report as it ends, the background learner's and ``learn()``'s
+            (``report.summary()`` is the step in one line, ``report.reasons()``
+            why rules did not land). It runs on the learner's event loop: keep it
+            quick. What it raises is logged and never stops the learner.
     """
 
     max_concurrency: int = 16
@@ -310,8 +315,13 @@ class LearnerSettings(_Settings):
     step_backoff_seconds: float = 1.0
     feedback_source: FeedbackSource | None = None
     on_missing_feedback: MissingFeedback = "learn"
+    on_step: Callable[[StepReport], None] | None = None
 
     def __post_init__(self) -> None:
+        if self.on_step is not None and not callable(self.on_step):
+            raise ConfigurationError(
+                "on_step", self.on_step, "None or a callable (StepReport) -> None"
+            )
         _int("max_concurrency", self.max_concurrency, 1)
         _number("timeout_seconds", self.timeout_seconds, none=True)
         _int("max_attempts", self.max_attempts, 1)
@@ -471,6 +481,7 @@ MOVED: dict[str, tuple[str, type[_Settings], str]] = {
             "step_backoff_seconds",
             "feedback_source",
             "on_missing_feedback",
+            "on_step",
         )
     },
     **{

@@ -3,7 +3,7 @@
 The root package holds what an app constructs (``Combee``, the settings objects,
 the acceptance policies, ``Trace``, ``Feedback``); this module holds the rest of
 the public types: the values ``Combee`` returns (``PromptVersion``,
-``LearnReport``, ``PromptRegistry``, ...), the edit operations and playbook
+``LearnReport``, ``StepRecord``, ``PromptRegistry``, ...), the edit operations and playbook
 types they carry, and the protocols and base classes an extension implements
 (``Evaluator``, ``FeedbackSource``, ``Embedder``, ``Strategy``, ``RoleProfile``,
 ``PolicyContext`` for an ``AcceptancePolicy``). Errors are in
@@ -34,6 +34,7 @@ from langgraph_combee._settings import VersionListener
 from langgraph_combee._storage.dead_letters import DeadLetter
 from langgraph_combee._storage.queue import Claim, TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
+from langgraph_combee._storage.steps import StepRecord
 
 __all__ = [
     "Add",
@@ -63,6 +64,7 @@ __all__ = [
     "ScopeFn",
     "Screening",
     "StepContext",
+    "StepRecord",
     "StepReport",
     "StepResult",
     "Strategy",

@@ -36,6 +36,7 @@ COMMANDS = [
     "rollback",
     "export",
     "dead-letters",
+    "steps",
     "bench",
 ]
 
@@ -785,7 +786,7 @@ def test_an_empty_prompt_id_is_a_bad_argument_like_an_empty_tenant(
     runner: CliRunner, traces_file: Path, db: Path, tmp_path: Path
 ) -> None:
     ok(learn_manual(runner, traces_file, db))
-    for command in (["versions"], ["show"], ["export"], ["dead-letters"]):
+    for command in (["versions"], ["show"], ["export"], ["dead-letters"], ["steps"]):
         result = run(runner, *command, "-p", "", "-s", str(db))
         failed(result, 2, "prompt_id='' is not allowed: a non-empty string")
         failed(run(runner, *command, "-p", "router", "--tenant", "", "-s", str(db)), 2, "tenant=''")
@@ -861,3 +862,36 @@ def test_postgres_going_away_mid_command_is_one_line(
         result = run(runner, *command, *common)
         failed(result, 1, "PostgreSQL store error: server closed the connection unexpectedly")
         assert "Traceback" not in result.output
+
+
+def test_steps_lists_each_learning_step_newest_first_with_its_reasons(
+    runner: CliRunner, traces_file: Path, db: Path
+) -> None:
+    common = ["-p", "router", "-s", str(db)]
+    ok(learn_manual(runner, traces_file, db))
+    lines = ok(run(runner, "steps", *common)).stdout.strip().splitlines()
+    assert len(lines) == 2  # four traces in batches of two
+    assert "2 traces; rules: 2 proposed, 2 written" in lines[0]
+    assert "reasons: none" in lines[0]
+    # Manual acceptance: each version waits for a person; the newest comes first.
+    assert lines[0].endswith("version 2 waits for a decision (a candidate)")
+    assert lines[1].endswith("version 1 waits for a decision (a candidate)")
+    records = json.loads(ok(run(runner, "steps", "--json", "--limit", "1", *common)).stdout)
+    assert [r["version"] for r in records] == [2]
+    assert records[0]["rules"]["written"] == 2
+    assert records[0]["reasons"] == {}
+    assert records[0]["summary"] in lines[0]
+    failed(run(runner, "steps", "--limit", "0", *common), 2, "--limit=0 is not allowed")
+
+
+def test_steps_of_a_prompt_that_never_learned(runner: CliRunner, db: Path) -> None:
+    from langgraph.store.sqlite import SqliteStore
+
+    from langgraph_combee._storage import TraceQueue
+
+    with SqliteStore.from_conn_string(str(db)) as store:
+        store.setup()
+        TraceQueue(store, "quiet").put(Trace(id="t", input="x"))
+    said = ok(run(runner, "steps", "-p", "quiet", "-s", str(db))).stdout
+    assert "prompt 'quiet' has no learning steps recorded yet" in said
+    assert json.loads(ok(run(runner, "steps", "--json", "-p", "quiet", "-s", str(db))).stdout) == []

@@ -93,7 +93,8 @@ async def test_failing_step_writes_nothing_releases_traces_and_backs_off() -> No
     _capture_all(combee, failing_traces(4))
     assert await learner.tick() == 0
     assert learner.stats.failed_steps == 1
-    assert "unavailable" in (learner.stats.last_error or "")
+    error = learner.stats.last_error or ""
+    assert "the learner LLM raised ConnectionError: learner LLM unreachable" in error
     assert combee.history() == []
     assert combee.queue().pending_count() == 4  # released, not lost
     assert await learner.tick() == 0  # backing off: no new attempt

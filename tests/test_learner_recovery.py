@@ -22,7 +22,7 @@ from langgraph_combee import AlgorithmSettings, Combee, LearnerSettings, Trace
 from langgraph_combee._core.text import message_text
 from langgraph_combee._learner.learner import BackgroundLearner
 from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
-from langgraph_combee._learner.recovery import StepRecovery
+from langgraph_combee._learner.recovery import StepRecovery, same_fault
 from langgraph_combee._storage.keys import LEASE_KEY, PromptSpace
 from langgraph_combee._storage.lease import Lease
 from langgraph_combee.testing import FunctionChatModel, fake_learner
@@ -212,7 +212,8 @@ async def test_repeated_failures_for_one_reason_back_off_and_describe_says_so() 
     # Doubling from 1 s, capped at 8 s (the whole batch, its halves: one reason).
     assert seen == [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (5, 8.0)]
     assert learner.stats.failed_steps == 5
-    assert "learner LLM is unavailable" in learner.describe()["backoff"]["_"]["reason"]
+    reason = learner.describe()["backoff"]["_"]["reason"]
+    assert "the learner LLM raised ConnectionError: learner LLM unreachable" in reason
 
     fault[0] = "garbage"  # a new reason starts over
     await learner.tick()
@@ -382,3 +383,16 @@ async def test_the_heartbeat_renews_an_async_postgres_lease_from_its_thread(
         assert await learner.tick() == 1
         assert learner.stats.lease_renewals >= 1 and learner.stats.lease_retakes == 0
         assert (await combee.acurrent()).version == 1
+
+
+def test_reasons_differing_only_in_counts_and_request_ids_are_one_fault() -> None:
+    def raised(detail: str) -> str:
+        return f"LearningError: all 4 reflections failed: the learner LLM raised {detail}"
+
+    first = raised("InternalServerError: retry (request ID req_8f3a2b in your message)")
+    again = raised("InternalServerError: retry (request ID req_11c9de in your message)")
+    assert same_fault(first, again)
+    assert same_fault(
+        raised("RateLimitError: try again in 6ms"), raised("RateLimitError: try again in 1.5s")
+    )
+    assert not same_fault(first, raised("AuthenticationError: invalid api key"))

@@ -145,11 +145,12 @@ def test_every_type_in_combees_signatures_is_importable_from_a_public_module() -
 # agent side (``combee._agent``) or the learner's parts instead.
 COMBEE_PUBLIC = [
     "aapprove", "aclose", "acurrent", "adiff", "afeedback", "aflush", "aget", "ahistory",
-    "alearn", "approve", "areject", "arollback", "astart", "astop", "capture", "close",
-    "current", "describe", "describe_roles", "diff", "feedback", "flush", "from_conn_string",
-    "get", "history", "instrument", "learn", "learner", "middleware", "model",
-    "next_batch_size", "node", "prompt_id", "queue", "registry", "reject", "rollback",
-    "running", "start", "stop", "store", "system_prompt", "tracer", "wrap_model",
+    "alearn", "approve", "areject", "arollback", "astart", "asteps", "astop", "capture",
+    "close", "current", "describe", "describe_roles", "diff", "feedback", "flush",
+    "from_conn_string", "get", "history", "instrument", "learn", "learner", "middleware",
+    "model", "next_batch_size", "node", "prompt_id", "queue", "registry", "reject",
+    "rollback", "running", "start", "steps", "stop", "store", "system_prompt", "tracer",
+    "wrap_model",
 ]  # fmt: skip
 
 

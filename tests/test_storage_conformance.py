@@ -20,7 +20,7 @@ from langgraph.store.sqlite import SqliteStore
 
 from langgraph_combee._core.ops import Add, Remove, Tag, Update
 from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._core.types import Decision, Feedback, PromptVersion, Trace
+from langgraph_combee._core.types import Decision, Feedback, PromptVersion, StepReport, Trace
 from langgraph_combee._errors import (
     ConfigurationError,
     LeaseHeldError,
@@ -31,6 +31,7 @@ from langgraph_combee._errors import (
 from langgraph_combee._storage import Lease, PromptRegistry, TraceQueue, _io
 from langgraph_combee._storage.keys import PromptSpace
 from langgraph_combee._storage.lease import fenced
+from langgraph_combee._storage.steps import StepLog, StepRecord
 from tests import postgres
 
 OpenStore = Callable[[], AbstractContextManager[BaseStore]]
@@ -1133,3 +1134,53 @@ def test_a_park_cut_short_never_hides_or_duplicates_a_trace(
     ] == []
     assert queue.status("early") == "claimed"
     assert store.search(space.namespace("dead_letters")) == []  # stale records removed
+
+
+# ---- step log ------------------------------------------------------------------
+
+
+def _step(version: int) -> StepRecord:
+    report = StepReport(strategy="combee", batch_size=2, version=version, accepted=True)
+    return StepRecord.of(report, tenant="acme")
+
+
+def test_the_step_log_keeps_the_most_recent_steps_newest_first(store: BaseStore) -> None:
+    log = StepLog(store, PROMPT, tenant="acme", keep=3)
+    for version in range(1, 6):
+        log.add(_step(version))
+    assert [r.version for r in log.recent()] == [5, 4, 3]
+    assert [r.version for r in log.recent(2)] == [5, 4]
+    assert log.recent(0) == []
+    (newest, *_) = log.recent()
+    assert newest.tenant == "acme"
+    assert newest.summary == "2 traces; rules: 0 proposed, 0 written, 0 held, 0 refused, " + (
+        "0 left out; reasons: none; version 5 accepted (in force)"
+    )
+    assert StepLog(store, PROMPT).recent() == []  # another tenant's log
+    assert len(store.search(("combee", PROMPT, "acme", "steps"), limit=100)) == 3
+
+
+async def test_step_log_async_twins(store: BaseStore) -> None:
+    log = StepLog(store, PROMPT, keep=2)
+    for version in (1, 2, 3):
+        await log.aadd(_step(version))
+    assert [r.version for r in await log.arecent()] == [3, 2]
+    assert [r.version for r in await log.arecent(1)] == [3]
+
+
+def test_a_step_record_another_release_wrote_is_read_or_skipped(store: BaseStore) -> None:
+    log = StepLog(store, PROMPT)
+    namespace = ("combee", PROMPT, "_", "steps")
+    store.put(namespace, "00000000000000000001-a", {"summary": "old", "from_the_future": 1})
+    store.put(namespace, "00000000000000000002-b", {"traces": "many"})
+    (record,) = log.recent()
+    assert record.summary == "old"
+
+
+def test_step_log_arguments_are_validated(store: BaseStore) -> None:
+    with pytest.raises(ConfigurationError, match="keep=0 is not allowed: an int >= 1"):
+        StepLog(store, PROMPT, keep=0)
+    with pytest.raises(ConfigurationError, match="limit=-1 is not allowed"):
+        StepLog(store, PROMPT).recent(-1)
+    with pytest.raises(ConfigurationError, match="prompt_id='a.b' is not allowed"):
+        StepLog(store, "a.b")

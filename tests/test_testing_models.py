@@ -16,12 +16,15 @@ from langchain_core.tracers.schemas import Run
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
+from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
 from langgraph_combee._core.tokens import estimate_tokens
 from langgraph_combee.testing import (
     FunctionChatModel,
     LatencyChatModel,
     ScriptedChatModel,
     ScriptExhaustedError,
+    comment_insight,
+    fake_learner,
     parse_structured_reply,
 )
 
@@ -550,3 +553,51 @@ def test_max_prompts_keeps_only_the_most_recent_prompts() -> None:
     model.max_prompts = 0
     model.invoke("q5")
     assert model.prompts == [] and model.calls == 6
+
+
+# ---- fake_learner reads feedback comments ---------------------------------------
+
+
+def test_fake_learner_learns_a_rule_from_a_feedback_comment() -> None:
+    combee = Combee(prompt_id="commented", model=fake_learner())
+    comment = "Refund requests go to the FIN-REFUNDS team. The agent sent it to billing."
+    report = combee.learn(
+        [
+            Trace(
+                input="I want a refund for order 7",
+                output="BILLING",
+                feedback=Feedback(correct=False, comment=comment, source="evaluator"),
+            )
+        ]
+    )
+    assert report.version.version == 1
+    assert [b.content for b in report.playbook.bullets] == [
+        "When the input starts like 'I want a refund', refund requests go to the FIN-REFUNDS team."
+    ]
+
+
+def test_fake_learner_learns_a_convention_a_comment_states_with_the_small_roles() -> None:
+    combee = Combee(
+        prompt_id="convention", model=fake_learner(), algorithm=AlgorithmSettings(roles="small")
+    )
+    trace = Trace(
+        input="Where is my parcel",
+        output="It is on its way",
+        feedback=Feedback(
+            correct=False, comment="Always name the carrier in the reply.", source="evaluator"
+        ),
+    )
+    rules = [b.content for b in combee.learn([trace]).playbook.bullets]
+    assert len(rules) == 1
+    assert "always name the carrier in the reply" in rules[0]
+
+
+def test_a_comment_on_a_correct_run_or_beside_a_ground_truth_teaches_no_comment_rule() -> None:
+    assert comment_insight("Where is my parcel", "") == ""
+    right = Trace(
+        input="Where is my parcel",
+        output="DHL",
+        feedback=Feedback(correct=True, comment="Good, name the carrier.", source="evaluator"),
+    )
+    combee = Combee(prompt_id="right", model=fake_learner())
+    assert combee.learn([right]).version.version == 0

@@ -287,6 +287,7 @@ class AgentSide:
         ground_truth: str | None = None,
         tenant: str | None = None,
         source: str = "user",
+        key: str | None = None,
     ) -> bool:
         """Attach late feedback to a captured run (keyed by its run id).
 
@@ -308,7 +309,7 @@ class AgentSide:
                 (nothing is changed).
         """
         trace_id, fb, queue = self._feedback_args(
-            run_id, score, correct, comment, ground_truth, source, tenant
+            run_id, score, correct, comment, ground_truth, source, tenant, key
         )
         if self.server.attach_feedback(trace_id, fb):
             if self.server.retired:  # closed meanwhile: the buffer is never written again
@@ -334,6 +335,7 @@ class AgentSide:
         ground_truth: str | None = None,
         tenant: str | None = None,
         source: str = "user",
+        key: str | None = None,
     ) -> bool:
         """Async ``feedback()``, for async apps and servers that forbid blocking calls.
 
@@ -341,7 +343,7 @@ class AgentSide:
         the capture buffer's lock taken on a worker thread.
         """
         trace_id, fb, queue = self._feedback_args(
-            run_id, score, correct, comment, ground_truth, source, tenant
+            run_id, score, correct, comment, ground_truth, source, tenant, key
         )
         if await asyncio.to_thread(self.server.attach_feedback, trace_id, fb):
             if self.server.retired:  # closed meanwhile: the buffer is never written again
@@ -366,6 +368,7 @@ class AgentSide:
         ground_truth: str | None,
         source: str,
         tenant: str | None,
+        key: str | None = None,
     ) -> tuple[str, Feedback, TraceQueue]:
         """The trace id, the validated ``Feedback`` and the queue of a feedback call."""
         fields = {
@@ -374,6 +377,7 @@ class AgentSide:
             "comment": comment,
             "ground_truth": ground_truth,
             "source": source,
+            "key": key,
         }
         if isinstance(score, bool) or (
             isinstance(score, (int, float)) and not math.isfinite(score)

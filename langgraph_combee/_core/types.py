@@ -88,6 +88,11 @@ class Feedback(BaseModel):
     source: str | None = Field(
         default=None, description="Where the feedback came from: evaluator, user, langsmith..."
     )
+    key: str | None = Field(
+        default=None,
+        description="The feedback's name, as LangSmith spells it (``feedback(key=...)``): "
+        "recorded, not read by the learner.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -510,6 +515,105 @@ class StepReport(BaseModel):
         default_factory=list,
         description="One entry per stage the step ran, in the order they ran (docs/concepts.md).",
     )
+    failed_reflections: dict[str, str] = Field(
+        default_factory=dict,
+        description="Traces whose reflection call failed after its retries (trace id -> the "
+        "error): they taught the step nothing, and the background learner queues them again.",
+    )
+
+    # ---- reading the report --------------------------------------------------
+
+    def rules(self) -> dict[str, int]:
+        """How many rules the step proposed and what became of them.
+
+        ``written``: rules added or changed in the candidate (``ops`` add and
+        update); ``held``: held for a person; ``refused``: quarantined by the
+        guard; ``left_out``: rules the reflections wrote that no curator kept;
+        ``proposed``: the four together. Bullets removed and tags are not rules
+        proposed (they are in ``ops``).
+        """
+        written = self.ops.get("add", 0) + self.ops.get("update", 0)
+        counts = {
+            "written": written,
+            "held": len(self.held),
+            "refused": len(self.quarantined),
+            "left_out": len(self.left_out),
+        }
+        return {"proposed": sum(counts.values()), **counts}
+
+    def reasons(self) -> dict[str, int]:
+        """Why rules did not reach the candidate as proposed, counted by reason.
+
+        Each key is a reason shown in the step's log line and in ``combee
+        steps``: ``"vague alternative"`` (an alternative of a rule's situation
+        dropped because the batch's inputs holding its words mostly needed
+        another action), ``"left out by curator"``, ``"conflict"`` (contradicting
+        rules settled), ``"evicted by budget"`` (the playbook's token budget),
+        ``"merged as duplicate"``, ``"dropped by replay"`` (verified adoption),
+        ``"discredited"`` (served outcomes proved it wrong), ``"unknown op"``,
+        ``"reflection failed"``, ``"unparsed reply"`` and, per guard check,
+        ``"refused: <check>"`` and ``"held: <check>"`` (e.g. ``"held:
+        provenance"``, a rule whose answer is a word only the end user wrote).
+        Reasons with no count are left out.
+        """
+        counts: dict[str, int] = {
+            "vague alternative": self.vague_alternatives,
+            "left out by curator": len(self.left_out),
+            "conflict": len(self.conflicts),
+            "evicted by budget": self.evicted,
+            "merged as duplicate": self.merged,
+            "dropped by replay": len(self.replay.dropped) if self.replay is not None else 0,
+            "discredited": self.discredited,
+            "unknown op": self.unknown_ops,
+            "reflection failed": self.failed_calls.get("reflect", 0),
+            "unparsed reply": sum(self.unparsed.values()),
+        }
+        for kind, screened in (("refused", self.quarantined), ("held", self.held)):
+            for op in screened:
+                check = _check(op.reasons[0]) if op.reasons else "unstated"
+                key = f"{kind}: {check}"
+                counts[key] = counts.get(key, 0) + 1
+        return {reason: n for reason, n in counts.items() if n}
+
+    def outcome(self) -> str:
+        """What the step wrote: the version and its fate, or why none was written."""
+        if self.version is None:
+            written = "no version written: the step left the playbook's text unchanged"
+        elif self.accepted is None:
+            written = f"version {self.version} waits for a decision (a candidate)"
+        else:
+            fate = "accepted (in force)" if self.accepted else "rejected by the acceptance policy"
+            written = f"version {self.version} {fate}"
+        if self.held_version is not None:
+            written += f"; held rules in candidate {self.held_version} (needs a person)"
+        return written
+
+    def summary(self) -> str:
+        """The step in one line: traces, rules and what became of them, version and why.
+
+        Example: ``"4 traces; rules: 3 proposed, 1 written, 1 held, 0 refused,
+        1 left out; reasons: held: provenance 1, left out by curator 1, vague
+        alternative 2; version 5 accepted (in force)"``.
+        """
+        rules = self.rules()
+        counted = ", ".join(
+            f"{rules[name]} {name.replace('_', ' ')}"
+            for name in ("proposed", "written", "held", "refused", "left_out")
+        )
+        reasons = self.reasons()
+        why = ", ".join(f"{reason} {n}" for reason, n in sorted(reasons.items())) or "none"
+        failed = (
+            f"; {len(self.failed_reflections)} trace(s) whose reflection failed"
+            if self.failed_reflections
+            else ""
+        )
+        traces = len(self.trace_ids) or self.batch_size
+        return f"{traces} traces; rules: {counted}; reasons: {why}{failed}; {self.outcome()}"
+
+
+def _check(reason: str) -> str:
+    """The guard check a ``"check: detail"`` reason names (``"provenance"``, ...)."""
+    return reason.split(":", 1)[0].strip() or "unstated"
 
 
 class LearnReport(BaseModel):

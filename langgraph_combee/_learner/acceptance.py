@@ -38,8 +38,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from langgraph_combee._core.situations import FOCUS_RULES
 from langgraph_combee._core.types import Decision, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._learner.agent_runner import AgentFactory, Grade, agent_runner, question_of
 
 if TYPE_CHECKING:
     from langgraph_combee._storage.registry import PromptRegistry
@@ -351,13 +353,27 @@ def _finite(name: str, value: object, *, at_least: float | None = None) -> float
 class ValidationGate(AcceptancePolicy):
     """Score candidate and current version on held-out examples; accept if not worse.
 
+    ``ValidationGate.from_agent`` builds the runner from the app's own
+    ``create_agent`` factory (see docs/acceptance.md)::
+
+        gate = ValidationGate.from_agent(
+            examples,
+            agent=lambda prompt: create_agent(model, tools, system_prompt=prompt),
+            system_prompt=SYSTEM_PROMPT,
+            grade=lambda example, answer: example["label"] in answer,
+        )
+
     Args:
         examples: Held-out examples, passed one by one to ``runner``.
         runner: ``(version, example) -> score`` (sync or async); a bool counts as
-            1.0 / 0.0. Typically runs the agent with ``version.render()`` appended
-            to its prompt and grades the answer. An example whose runner raises
+            1.0 / 0.0. It must run the agent *without* ``CombeeMiddleware`` (the
+            middleware appends the version in force, so the candidate would be
+            served on top of it), with ``version.render()`` appended to the
+            app's prompt, and grade the answer. An example whose runner raises
             scores 0.0 for that version.
-        min_delta: Accept when ``mean(candidate) - mean(current) >= min_delta``.
+        min_delta: Accept when ``mean(candidate) - mean(current) >= min_delta``:
+            0 (default) accepts a candidate that is not worse, 0.05 one that is
+            better by at least 0.05, -0.05 one that is not worse by more than 0.05.
         max_concurrency: Most runner calls in flight.
     """
 
@@ -381,6 +397,48 @@ class ValidationGate(AcceptancePolicy):
         self.runner = runner
         self.min_delta = _finite("min_delta", min_delta)
         self.max_concurrency = max_concurrency
+
+    @classmethod
+    def from_agent(
+        cls,
+        examples: Sequence[Any],
+        *,
+        agent: AgentFactory,
+        system_prompt: str,
+        grade: Grade,
+        question: Callable[[Any], str] = question_of,
+        focus_rules: int = FOCUS_RULES,
+        min_delta: float = 0.0,
+        max_concurrency: int = 8,
+    ) -> ValidationGate:
+        """A gate whose runner runs the agent ``agent(prompt)`` builds under each version.
+
+        For each example and version, the agent is built with ``system_prompt``
+        and the version's playbook appended (plus the rules the example's request
+        names, as the middleware serves them), invoked on the request, and its
+        last AI message graded.
+
+        Args:
+            examples: Held-out examples: strs, dicts with an ``"input"``, or traces.
+            agent: ``(system_prompt) -> agent``, e.g. ``lambda prompt:
+                create_agent(model, tools, system_prompt=prompt)``, *without*
+                ``CombeeMiddleware`` (it would append the version in force).
+            system_prompt: The app's own system prompt.
+            grade: ``(example, answer) -> score`` (a bool counts 1/0; may be async).
+            question: ``(example) -> request``; default: the str, ``"input"``
+                or ``.input`` of the example.
+            focus_rules: As ``ServingSettings.focus_rules``.
+            min_delta: As for ``ValidationGate``.
+            max_concurrency: Most agent runs in flight.
+        """
+        runner = agent_runner(
+            agent,
+            system_prompt=system_prompt,
+            grade=grade,
+            question=question,
+            focus_rules=focus_rules,
+        )
+        return cls(examples, runner, min_delta=min_delta, max_concurrency=max_concurrency)
 
     async def _score(self, version: PromptVersion) -> float:
         semaphore = asyncio.Semaphore(self.max_concurrency)
@@ -408,14 +466,13 @@ class ValidationGate(AcceptancePolicy):
         cand, cur = await asyncio.gather(self._score(candidate), self._score(current))
         delta = cand - cur
         accepted = delta >= self.min_delta
-        verdict = "not worse" if accepted else "worse"
         return Decision(
             accepted=accepted,
             policy=self.name,
             reason=(
                 f"candidate v{candidate.version} scored {cand:.3f} vs {cur:.3f} for "
-                f"v{current.version} on {len(self.examples)} examples: {verdict} "
-                f"(min_delta {self.min_delta})"
+                f"v{current.version} on {len(self.examples)} examples (delta {delta:+.3f}): "
+                f"{_verdict(accepted, self.min_delta)}"
             ),
             metrics={
                 "candidate_score": cand,
@@ -427,6 +484,20 @@ class ValidationGate(AcceptancePolicy):
 
     def __repr__(self) -> str:
         return f"ValidationGate(examples={len(self.examples)}, min_delta={self.min_delta})"
+
+
+def _verdict(accepted: bool, min_delta: float) -> str:
+    """What ``delta >= min_delta`` means, in words, either way."""
+    if min_delta > 0:
+        bar = f"better by at least {min_delta:g}"
+        return bar if accepted else f"not {bar}"
+    if min_delta < 0:
+        return (
+            f"not worse by more than {-min_delta:g}"
+            if accepted
+            else f"worse by more than {-min_delta:g}"
+        )
+    return "not worse" if accepted else "worse"
 
 
 def trace_score(trace: Trace) -> float | None:

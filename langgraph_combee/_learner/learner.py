@@ -114,6 +114,7 @@ class LearnerStats:
     policy_errors: int = 0
     stale_steps: int = 0
     traces_parked: int = 0
+    traces_retried: int = 0
     split_batches: int = 0
     lease_renewals: int = 0
     lease_retakes: int = 0
@@ -496,19 +497,63 @@ class BackgroundLearner:
         finally:
             self.stats.lease_renewals += beat.renewals
             self.stats.lease_retakes += beat.retakes
-        await self._end_claims(tenant, "ack", ids)
+        # A trace whose own reflection call failed taught the step nothing: it is not
+        # marked learned but queued again, one attempt more, like a failed step's.
+        unreflected = [i for i in ids if i in report.failed_reflections]
+        learned = [i for i in ids if i not in report.failed_reflections]
+        await self._end_claims(tenant, "ack", learned)
+        if unreflected:
+            await self._retry_unreflected(tenant, unreflected, report)
         self._recovery.succeeded(tenant)
         self._waiting_since.pop(tenant, None)
         _log_screened(report)
+        await parts.announce(report, tenant=tenant)
         with self.step_done:
             self.stats.steps += 1
-            self.stats.traces_learned += len(keep)
+            self.stats.traces_learned += len(learned)
             self.stats.versions += report.version is not None
             self.stats.reports.append(report)
             # A learner runs for weeks: keep the recent reports, not all of them.
             del self.stats.reports[:-MAX_REPORTS]
             self.step_done.notify_all()
         return True
+
+    async def _retry_unreflected(
+        self, tenant: str | None, ids: list[str], report: StepReport
+    ) -> None:
+        """Queue again the traces whose reflection failed; park those out of attempts."""
+        queue = self.parts.queue(tenant)
+        attempts: dict[str, int] = {}
+        try:
+            for trace_id in ids:
+                reason = f"its reflection failed: {report.failed_reflections[trace_id]}"
+                attempts.update(await queue.afail([trace_id], reason=reason))
+        except Exception:
+            logger.warning("cannot count the failed reflection of %d traces now", len(ids))
+            await self._end_claims(tenant, "release", [i for i in ids if i not in attempts])
+        spent = [t for t, n in attempts.items() if n >= self.settings.max_trace_attempts]
+        self.stats.traces_retried += len(attempts) - len(spent)
+        if spent:
+            reason = f"its reflection failed: {report.failed_reflections[spent[0]]}"
+            try:
+                self.stats.traces_parked += await queue.apark(spent, reason=reason)
+            except Exception:  # left pending: parked when its next reflection fails
+                logger.warning("cannot park %d trace(s) now", len(spent), exc_info=True)
+                return
+            logger.warning(
+                "parked %d trace(s) as dead letters after %d failed reflections, e.g. %r: %s",
+                len(spent),
+                self.settings.max_trace_attempts,
+                spent[0],
+                reason,
+            )
+        if len(spent) < len(ids):
+            logger.warning(
+                "the reflection on %d trace(s) of the step failed; they go back to the queue "
+                "for a later step (StepReport.failed_reflections): %s",
+                len(ids) - len(spent),
+                report.failed_reflections[ids[0]],
+            )
 
     async def _holds(self, tenant: str | None, ids: list[str]) -> bool:
         """Whether every trace of ``ids`` is still claimed by this learner."""
@@ -580,7 +625,10 @@ class BackgroundLearner:
         ``backoff`` maps each tenant that is backing off (``"_"``: the shared one)
         to its failed steps in a row, their reason and the seconds until the next
         try; ``bisecting`` to the parts of a failing batch still to try and
-        the suspects; ``traces_parked`` counts the traces this learner parked, and
+        the suspects; ``traces_parked`` counts the traces this learner parked
+        (after failed steps, or after their own reflection kept failing),
+        ``traces_retried`` those queued again because their reflection failed in
+        a step that otherwise succeeded, and
         ``dead_letters`` the parked traces waiting in each tenant's queue it has
         visited (read from the store; None when the store cannot be read). The
         queue's ``dead_letters()`` lists them, ``retry_dead`` and ``drop_dead``
@@ -603,6 +651,7 @@ class BackgroundLearner:
             "policy_errors": self.stats.policy_errors,
             "stale_steps": self.stats.stale_steps,
             "traces_parked": self.stats.traces_parked,
+            "traces_retried": self.stats.traces_retried,
             "split_batches": self.stats.split_batches,
             "lease_renewals": self.stats.lease_renewals,
             "lease_retakes": self.stats.lease_retakes,

@@ -15,8 +15,9 @@ from typing import Literal
 
 from langgraph.store.base import BaseStore
 
+from langgraph_combee._core.types import StepReport
 from langgraph_combee._learner.feedback_poll import FeedbackSource
-from langgraph_combee._learner.step import StepFn
+from langgraph_combee._learner.step import Announce, StepFn
 from langgraph_combee._learner.versions import VersionWriter
 from langgraph_combee._learning.budget import LearnerBudget
 from langgraph_combee._learning.engine import LearningEngine
@@ -32,6 +33,10 @@ def _nothing_buffered() -> object:
 
 def _always_ready() -> bool:
     return True
+
+
+async def _unannounced(report: StepReport, *, tenant: str | None = None) -> None:
+    del report, tenant
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,8 @@ class LearnerParts:
         flush: Writes the agent side's captured traces to the queue (before a pass).
         ready: False while the store cannot be used yet (``store="platform"``
             before the first run bound it): the pass does nothing.
+        announce: Logs, records and tells a step once its traces are settled
+            (``Stepper.announce``).
     """
 
     prompt_id: str
@@ -68,3 +75,4 @@ class LearnerParts:
     on_missing_feedback: MissingFeedback = "learn"
     flush: Callable[[], object] = _nothing_buffered
     ready: Callable[[], bool] = _always_ready
+    announce: Announce = _unannounced

@@ -55,8 +55,17 @@ def failure_reason(exc: BaseException) -> str:
 
 
 def same_fault(a: str, b: str) -> bool:
-    """Whether two reasons name one fault (counts such as "all 4 reflections" aside)."""
-    return re.sub(r"\d+", "#", a) == re.sub(r"\d+", "#", b)
+    """Whether two reasons name one fault (counts and ids aside).
+
+    A reason names what the learner LLM raised, and a provider's message often
+    carries counts ("all 4 reflections", "try again in 6ms") or a request id
+    ("req_8f3a..."): each word holding a digit is read as one placeholder.
+    """
+    return _unnumbered(a) == _unnumbered(b)
+
+
+def _unnumbered(reason: str) -> str:
+    return re.sub(r"[\w.-]*\d[\w.-]*", "#", reason)
 
 
 @dataclass

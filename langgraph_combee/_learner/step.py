@@ -4,10 +4,16 @@
 holds only the parts a step needs, given by the root: the registry and the
 engine of each tenant, the replayer, the version writer, the callbacks and
 the budget.
+
+Each step that ends is announced once (``Stepper.announce``): one INFO line (logger
+``langgraph_combee.learner``) with ``StepReport.summary()``, a ``StepRecord`` in the
+store's step log (``combee steps``), the process's ``StepTally``
+(``Combee.describe()["steps"]``) and the user's ``LearnerSettings.on_step``.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
@@ -17,10 +23,18 @@ from langgraph_combee._core.types import LearnReport, StepReport, Trace
 from langgraph_combee._errors import ConfigurationError, LearningError
 from langgraph_combee._learner.replaying import Replayer
 from langgraph_combee._learner.step_run import learn_step_run
+from langgraph_combee._learner.tally import StepTally
 from langgraph_combee._learner.versions import VersionWriter
 from langgraph_combee._learning.budget import LearnerBudget
 from langgraph_combee._learning.engine import LearningEngine
 from langgraph_combee._storage.registry import PromptRegistry
+from langgraph_combee._storage.steps import StepLog, StepRecord
+
+logger = logging.getLogger("langgraph_combee.learner")
+
+StepListener = Callable[[StepReport], None]
+"""Told each step's report as it ends (``LearnerSettings.on_step``)."""
+
 
 BeforeSubmit = Callable[[], Awaitable[bool]]
 """Run after a step and before anything is written; False discards the step's result."""
@@ -36,6 +50,12 @@ class StepFn(Protocol):
         tenant: str | None = None,
         before_submit: BeforeSubmit | None = None,
     ) -> Awaitable[StepReport]: ...
+
+
+class Announce(Protocol):
+    """Logs, records and tells a step that ended (``Stepper.announce``)."""
+
+    def __call__(self, report: StepReport, *, tenant: str | None = None) -> Awaitable[None]: ...
 
 
 def refuse_duplicates(traces: Sequence[Trace], name: str) -> None:
@@ -65,6 +85,9 @@ class Stepper:
         replayer: Verified adoption, between the step and the writer.
         callbacks: LangChain callbacks of the step's root run.
         budget: Charged by the replays (the engine charges its own calls).
+        step_log: The step log of a tenant (each step's summary is kept there);
+            None: not kept.
+        on_step: Told each step's report; what it raises is logged, never raised.
     """
 
     def __init__(
@@ -77,6 +100,8 @@ class Stepper:
         replayer: Replayer,
         callbacks: Callbacks = None,
         budget: LearnerBudget | None = None,
+        step_log: Callable[[str | None], StepLog] | None = None,
+        on_step: StepListener | None = None,
     ) -> None:
         self.prompt_id = prompt_id
         self.registry = registry
@@ -85,6 +110,9 @@ class Stepper:
         self.replayer = replayer
         self.callbacks = callbacks
         self.budget = budget
+        self.step_log = step_log
+        self.on_step = on_step
+        self.tally = StepTally()
 
     async def learn(
         self,
@@ -103,6 +131,7 @@ class Stepper:
                 batch = traces[start : start + engine.next_batch_size()]
                 start += len(batch)
                 report = await self.step(batch, tenant=tenant)
+                await self.announce(report, tenant=tenant)
                 steps.append(report)
                 if on_step is not None:
                     on_step(report)
@@ -159,3 +188,24 @@ class Stepper:
             result.report.run_id = str(run.run_id)
             run.finish(head, stored, result.report)
         return result.report
+
+    async def announce(self, report: StepReport, *, tenant: str | None = None) -> None:
+        """Log, record and tell a step that ended; none of it can fail it (it is written).
+
+        Called once the step's traces are settled (``learn()`` after each step, the
+        background learner after acknowledging them), so that this I/O never
+        widens the window between writing a version and acknowledging its traces.
+        """
+        where = self.prompt_id if tenant is None else f"{self.prompt_id}/{tenant}"
+        logger.info("learning step of %r: %s", where, report.summary())
+        self.tally.add(report)
+        if self.step_log is not None:
+            try:
+                await self.step_log(tenant).aadd(StepRecord.of(report, tenant=tenant))
+            except Exception:  # the store: the step's version is written all the same
+                logger.warning("cannot keep the step's summary in the step log", exc_info=True)
+        if self.on_step is not None:
+            try:
+                self.on_step(report)
+            except Exception:  # the user's callback must never stop the learner
+                logger.exception("LearnerSettings.on_step raised on a step's report (ignored)")

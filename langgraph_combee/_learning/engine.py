@@ -17,7 +17,8 @@ from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.nearest import EMBEDDER_ALLOWED, embedder_ok
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Trace
-from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._errors import ConfigurationError, LearningError, LLMCallError
+from langgraph_combee._learning import failures
 from langgraph_combee._learning.auto_roles import ROLES, make_roles
 from langgraph_combee._learning.budget import LearnerBudget
 from langgraph_combee._learning.calls import CallSettings, LLMCaller
@@ -57,6 +58,29 @@ class EngineSettings:
             raise ConfigurationError(
                 "roles", self.roles, "'auto', 'full', 'small' or a RoleProfile"
             )
+
+
+_UNAVAILABLE = "the learner LLM is unavailable"
+
+
+def _named(exc: LearningError, failed: dict[str, LLMCallError]) -> LearningError:
+    """``exc``, naming what the learner LLM raised when reflection calls failed in the step.
+
+    "All reflections failed" says nothing a user can act on; the error the model
+    raised (``RuntimeError: Event loop is closed``, a refused connection, a 401)
+    does. The step's other errors are returned as they are.
+    """
+    if not failed or isinstance(exc, LLMCallError):
+        return exc
+    last = list(failed.values())[-1]
+    raised = (
+        f"the learner LLM raised {failures.cause(last)} "
+        f"({last.run_name}, after {last.attempts} attempt(s))"
+    )
+    message = str(exc)
+    if _UNAVAILABLE in message:
+        return LearningError(message.replace(_UNAVAILABLE, raised))
+    return LearningError(f"{message} ({raised})")
 
 
 def validate_batch_size(batch_size: Any) -> BatchSize:
@@ -129,7 +153,14 @@ class LearningEngine:
         """
         if self.caller.budget is not None:
             self.caller.budget.check()
-        result = await self.strategy.step(self.context, playbook, traces, version=version)
+        with failures.watch() as failed:
+            try:
+                result = await self.strategy.step(self.context, playbook, traces, version=version)
+            except LearningError as exc:
+                raise _named(exc, failed) from exc
+        # The traces whose reflection failed taught the step nothing: listed, so that
+        # the background learner queues them again rather than marking them learned.
+        result.report.failed_reflections = {t: failures.cause(e) for t, e in failed.items()}
         if self.batch_size == "auto":
             self.controller.record(len(traces), result.report.seconds)
         return result

@@ -22,13 +22,17 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
+
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel
 
 from langgraph_combee._core.ops import Add, DeltaOp
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import Rule, alternatives, parse_rule, situation_words
 from langgraph_combee._core.types import Reflection, Trace
-from langgraph_combee._learning import aggregate, prompts
+from langgraph_combee._errors import LLMCallError
+from langgraph_combee._learning import aggregate, failures, prompts
 from langgraph_combee._learning.calls import CallStats, LLMCaller
 from langgraph_combee._learning.rules import overlaps, same_action, same_situation
 from langgraph_combee._learning.schemas import (
@@ -115,6 +119,26 @@ class RoleProfile(ABC):
     def describe(self) -> dict[str, Any]:
         """What is in use and why, for ``describe()`` and each ``StepReport``."""
         return {"profile": self.name, "chosen": "set", "reason": f"roles={self.name!r}"}
+
+
+_Reply = TypeVar("_Reply", bound=BaseModel)
+
+
+async def _reflect_call(
+    caller: LLMCaller,
+    trace: Trace,
+    messages: Sequence[BaseMessage],
+    schema: type[_Reply],
+    stats: CallStats,
+    *,
+    max_tokens: int | None,
+) -> _Reply | None:
+    """The reflection call on ``trace``; a failure is noted for the step (``failures``)."""
+    try:
+        return await caller.call("combee.reflect", messages, schema, stats, max_tokens=max_tokens)
+    except LLMCallError as exc:
+        failures.note(trace.id, exc)
+        raise
 
 
 def _union(proposals: Sequence[Sequence[DeltaOp]]) -> list[DeltaOp]:
@@ -284,8 +308,9 @@ class FullRoles(RoleProfile):
         self, caller: LLMCaller, trace: Trace, playbook: Playbook, stats: CallStats
     ) -> Reflection | None:
         """ACE's reflection: analysis, a key insight and helpful/harmful tags."""
-        out = await caller.call(
-            "combee.reflect",
+        out = await _reflect_call(
+            caller,
+            trace,
             prompts.reflector_messages(trace, playbook),
             ReflectionOut,
             stats,
@@ -380,8 +405,9 @@ class SmallRoles(RoleProfile):
         self, caller: LLMCaller, trace: Trace, playbook: Playbook, stats: CallStats
     ) -> Reflection | None:
         """One "When <situation>, <action>." rule from the run and its feedback."""
-        out = await caller.call(
-            "combee.reflect",
+        out = await _reflect_call(
+            caller,
+            trace,
             prompts.small_reflector_messages(trace),
             SmallReflectionOut,
             stats,

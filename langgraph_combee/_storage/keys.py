@@ -11,6 +11,7 @@ namespace per kind of record::
     ("combee", <prompt_id>, <tenant or "_">, "queue")       "<ns>-<id>"   a queued trace
     ("combee", <prompt_id>, <tenant or "_">, "queue_index") <trace id>    its queue status
     ("combee", <prompt_id>, <tenant or "_">, "dead_letters") <trace id>   a parked trace
+    ("combee", <prompt_id>, <tenant or "_">, "steps")       "<ns>-<rand>" a recent step's summary
 
 Version keys are zero-padded to ten digits so they sort by number. LangGraph
 namespace labels must be non-empty strings without periods or NUL characters,
@@ -28,7 +29,7 @@ from langgraph_combee._errors import ConfigurationError
 ROOT = "combee"
 NO_TENANT = "_"
 
-Kind = Literal["versions", "meta", "lease", "queue", "queue_index", "dead_letters"]
+Kind = Literal["versions", "meta", "lease", "queue", "queue_index", "dead_letters", "steps"]
 
 HEAD_KEY = "head"
 CANARY_KEY = "canary"

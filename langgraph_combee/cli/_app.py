@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import typer
 
-from langgraph_combee.cli import _dead, _delegate, _learn, _versions
+from langgraph_combee.cli import _dead, _delegate, _learn, _steps, _versions
 from langgraph_combee.cli._common import guard
 
 app = typer.Typer(
@@ -39,6 +39,7 @@ app.command("reject", context_settings=_NUMBERS)(guard(_versions.reject))
 app.command("rollback", context_settings=_NUMBERS)(guard(_versions.rollback))
 app.command("export", context_settings=_NUMBERS)(guard(_versions.export))
 app.command("dead-letters")(guard(_dead.dead_letters))
+app.command("steps")(guard(_steps.steps))
 app.command("bench", context_settings=_delegate.PASS_THROUGH)(guard(_delegate.bench))
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from langgraph_combee.testing._base import parse_structured_reply
 from langgraph_combee.testing._latency import LatencyChatModel
-from langgraph_combee.testing._learner import default_insight, fake_learner
+from langgraph_combee.testing._learner import comment_insight, default_insight, fake_learner
 from langgraph_combee.testing._models import (
     FunctionChatModel,
     ReplyFunction,
@@ -46,6 +46,7 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedChatModel",
     "ScriptedReply",
+    "comment_insight",
     "default_insight",
     "fake_learner",
     "parrot_learner",

@@ -2,10 +2,11 @@
 
 ``fake_learner()`` answers the reflector, curator and aggregator prompts the way
 a cooperative LLM would, with no network: the reflector turns each failed run
-into a rule (by default "for inputs like X, answer Y" from the ground truth),
-curators adopt each new rule by its reflection's label, and the aggregator keeps every distinct
-rule it was shown (it drops repeats by label). It reads only the prompts
-langgraph-combee itself sends.
+into a rule (by default "for inputs like X, answer Y" from the ground truth; a
+run with no ground truth but a feedback comment, "for inputs like X, <what the
+comment says>"), curators adopt each new rule by its reflection's label, and the
+aggregator keeps every distinct rule it was shown (it drops repeats by label).
+It reads only the prompts langgraph-combee itself sends.
 """
 
 from __future__ import annotations
@@ -37,10 +38,33 @@ def default_insight(task_input: str, ground_truth: str | None, output: str) -> s
     return f"When the input starts like '{words}', the expected answer is '{ground_truth}'."
 
 
+def comment_insight(task_input: str, comment: str) -> str:
+    """The rule a feedback comment states, for inputs starting like this one ('' for none).
+
+    The comment's first sentence is the action: "Refunds go to FIN-REFUNDS." on a
+    run about a refund gives "When the input starts like 'I want a refund',
+    refunds go to FIN-REFUNDS."
+    """
+    first = re.split(r"(?<=[.!?])\s", comment.strip(), maxsplit=1)[0].strip().rstrip(".!?")
+    if not first:
+        return ""
+    words = " ".join(task_input.split()[:4])
+    return f"When the input starts like '{words}', {first[0].lower()}{first[1:]}."
+
+
+def _commented(blocks: dict[str, str], body: str) -> str:
+    """The comment of a run that went wrong and has no ground truth ('' otherwise)."""
+    if "ground_truth" in blocks or "Verdict: correct" in body:
+        return ""
+    return blocks.get("feedback_comment", "").strip()
+
+
 def _reflect(body: str, insight: InsightFn) -> str:
     blocks = _fenced(body)
     truth = blocks.get("ground_truth")
     rule = insight(blocks.get("input", ""), truth, blocks.get("output", ""))
+    if not rule and (comment := _commented(blocks, body)):
+        rule = comment_insight(blocks.get("input", ""), comment)
     ids = [m.group(1) for m in _EXISTING.finditer(body)]
     return json.dumps(
         {
@@ -57,9 +81,16 @@ def _reflect_small(body: str) -> str:
     # The small-model reflector: one "when <situation>, <action>" rule.
     blocks = _fenced(body)
     truth = blocks.get("ground_truth")
+    topic = " ".join(blocks.get("input", "").split()[:4])
+    comment = _commented(blocks, body)
+    if truth is None and comment:
+        rule = comment_insight(blocks.get("input", ""), comment)
+        action = rule.split("', ", 1)[1].rstrip(".") if rule else ""
+        return json.dumps(
+            {"situation": f"inputs like '{topic}'" if action else "", "action": action}
+        )
     if truth is None or truth.strip() == blocks.get("output", "").strip():
         return json.dumps({"situation": "", "action": ""})
-    topic = " ".join(blocks.get("input", "").split()[:4])
     return json.dumps({"situation": f"inputs like '{topic}'", "action": f"answer {truth}"})
 
 

@@ -1,0 +1,123 @@
+"""Run an agent under a given version: the runner ``ValidationGate.from_agent`` builds.
+
+A ``ValidationGate`` scores the candidate and the version in force by running
+the agent under each. The agent must be built *without* ``CombeeMiddleware``:
+the middleware appends the version in force to every run, so the candidate
+would be served on top of it. ``agent_runner`` builds the agent from the app's
+own factory for each version, with the app's prompt and that version's playbook
+(and the rules the example's request names, as the middleware serves them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langgraph_combee._core.prompting import join_prompt
+from langgraph_combee._core.situations import (
+    FOCUS_RULES,
+    FOCUS_RULES_ALLOWED,
+    RuleIndex,
+    focus_rules_ok,
+    focused,
+)
+from langgraph_combee._core.text import message_text
+from langgraph_combee._core.types import PromptVersion
+from langgraph_combee._errors import ConfigurationError
+
+AgentFactory = Callable[[str], Any]
+"""``(system_prompt) -> agent``: the app's ``create_agent(...)``, without CombeeMiddleware."""
+
+Grade = Callable[[Any, str], "float | bool | Awaitable[float | bool]"]
+"""``(example, answer) -> score``: 1.0 / True for a right answer."""
+
+
+def question_of(example: Any) -> str:
+    """The request of an example: a str, a dict's ``"input"``, or an object's ``.input``."""
+    if isinstance(example, str):
+        return example
+    if isinstance(example, Mapping) and isinstance(example.get("input"), str):
+        return str(example["input"])
+    text = getattr(example, "input", None)
+    if isinstance(text, str):
+        return text
+    raise ConfigurationError(
+        "example", example, "a str, a dict with an 'input' str, or an object with an .input str"
+    )
+
+
+def served_prompt(system_prompt: str, version: PromptVersion, request: str, *, focus: int) -> str:
+    """The system prompt the middleware serves for ``request`` under ``version``."""
+    playbook = version.render()
+    if playbook and focus and request:
+        playbook = focused(playbook, RuleIndex.of(version.playbook), request, limit=focus)
+    return join_prompt(system_prompt, playbook)
+
+
+def _answer(result: Any) -> str:
+    """The text of the agent's last AI message (or of the result itself)."""
+    messages = result.get("messages") if isinstance(result, Mapping) else None
+    if isinstance(messages, list):
+        for message in reversed(messages):
+            if isinstance(message, AIMessage):
+                return message_text(message.content)
+        return ""
+    if isinstance(result, AIMessage):
+        return message_text(result.content)
+    return str(result)
+
+
+def agent_runner(
+    agent: AgentFactory,
+    *,
+    system_prompt: str,
+    grade: Grade,
+    question: Callable[[Any], str] = question_of,
+    focus_rules: int = FOCUS_RULES,
+) -> Callable[[PromptVersion, Any], Awaitable[float | bool]]:
+    """A ``ValidationGate`` runner: run the agent under a version on one example and grade it.
+
+    Args:
+        agent: ``(system_prompt) -> agent``, e.g. ``lambda prompt: create_agent(model,
+            tools, system_prompt=prompt)``: a runnable taking ``{"messages": [...]}``
+            (a compiled graph). Build it *without* ``CombeeMiddleware``.
+        system_prompt: The app's own system prompt; the version's playbook is
+            appended to it, as the middleware does.
+        grade: ``(example, answer) -> score`` (sync or async; a bool counts 1/0).
+        question: ``(example) -> request text``; default: the example itself
+            (a str), its ``"input"`` (a dict) or its ``.input`` (a ``Trace``).
+        focus_rules: Rules the request names repeated after the playbook, as
+            ``ServingSettings.focus_rules`` (0: the playbook alone).
+
+    Raises:
+        ConfigurationError: An argument is not what is described here.
+    """
+    if not callable(agent):
+        raise ConfigurationError("agent", agent, "a callable (system_prompt) -> agent")
+    if not isinstance(system_prompt, str):
+        raise ConfigurationError("system_prompt", system_prompt, "a str (the app's own prompt)")
+    if not callable(grade):
+        raise ConfigurationError("grade", grade, "a callable (example, answer) -> score")
+    if not callable(question):
+        raise ConfigurationError("question", question, "a callable (example) -> str")
+    if not focus_rules_ok(focus_rules):
+        raise ConfigurationError("focus_rules", focus_rules, FOCUS_RULES_ALLOWED)
+
+    async def run(version: PromptVersion, example: Any) -> float | bool:
+        request = question(example)
+        graph = agent(served_prompt(system_prompt, version, request, focus=focus_rules))
+        payload = {"messages": [HumanMessage(content=request)]}
+        if hasattr(graph, "ainvoke"):
+            result = await graph.ainvoke(payload)
+        else:
+            result = await asyncio.to_thread(graph.invoke, payload)
+        score = grade(example, _answer(result))
+        if inspect.isawaitable(score):
+            score = await score
+        return score
+
+    return run
