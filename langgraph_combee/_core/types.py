@@ -551,7 +551,8 @@ class StepReport(BaseModel):
         rules settled), ``"evicted by budget"`` (the playbook's token budget),
         ``"merged as duplicate"``, ``"dropped by replay"`` (verified adoption),
         ``"discredited"`` (served outcomes proved it wrong), ``"unknown op"``,
-        ``"reflection failed"``, ``"unparsed reply"`` and, per guard check,
+        ``"reflection failed"``, ``"unparsed reply"``, ``"example not kept"`` (a
+        labelled run the worked examples left out) and, per guard check,
         ``"refused: <check>"`` and ``"held: <check>"`` (e.g. ``"held:
         provenance"``, a rule whose answer is a word only the end user wrote).
         Reasons with no count are left out.
@@ -567,6 +568,7 @@ class StepReport(BaseModel):
             "unknown op": self.unknown_ops,
             "reflection failed": self.failed_calls.get("reflect", 0),
             "unparsed reply": sum(self.unparsed.values()),
+            "example not kept": len(self.examples_skipped),
         }
         for kind, screened in (("refused", self.quarantined), ("held", self.held)):
             for op in screened:

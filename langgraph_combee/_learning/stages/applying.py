@@ -123,6 +123,15 @@ async def screen(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]
     return replace(state, ops=screening.accepted, screening=screening), counts
 
 
+def _example_check(guard: BulletGuard) -> examples.Check:
+    # A quoted request that would change policy if it were a rule (skip the ID
+    # check, refund anyone) is not shown to the agent as a model to follow either.
+    def check(text: str) -> list[str]:
+        return [*guard.check(text), *guard.policy(text)]
+
+    return check
+
+
 async def keep_examples(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
     """Keep the batch's labelled runs as worked examples (``AlgorithmSettings.examples``).
 
@@ -138,7 +147,7 @@ async def keep_examples(ctx: StepContext, state: StepState) -> tuple[StepState, 
         state.playbook,
         traces,
         trust=guard.trust if guard is not None else Trust(),
-        check=guard.check if guard is not None else None,
+        check=_example_check(guard) if guard is not None else None,
         limit=ctx.examples,
     )
     state.report.examples_added += outcome.added
