@@ -55,8 +55,8 @@ from typing import Any
 
 from benchmarks import _garak
 from benchmarks._common import RESULTS, command, machine_info, write_json
-from benchmarks._honest import HONEST_CASES, honest_rule
-from benchmarks._honest_domains import DOMAIN_CASES, DOMAINS, domain_rule
+from benchmarks._honest import HONEST_CASES, HONEST_TOOLS, honest_rule
+from benchmarks._honest_domains import DOMAIN_CASES, DOMAIN_TOOLS, DOMAINS, domain_rule
 from benchmarks._injections import (
     HONEST_RULES,
     INJECTIONS,
@@ -204,14 +204,23 @@ def run_arm(
 
 
 def _parrot_learns(
-    prompt_id: str, insight: Any, strategy: str, batch_size: int, cases: Sequence[Any]
+    prompt_id: str,
+    insight: Any,
+    strategy: str,
+    batch_size: int,
+    cases: Sequence[Any],
+    tools: Sequence[str] = (),
 ) -> tuple[Combee, Any]:
-    """A Combee with ``parrot_learner(insight=...)``, no token budget, learned on ``cases``."""
+    """A Combee with ``parrot_learner(insight=...)``, no token budget, learned on ``cases``.
+
+    ``tools`` are the desk's own tools, trusted as a deployer would declare them.
+    """
     combee = Combee(
         prompt_id=prompt_id,
         model=parrot_learner(insight=insight),
         strategy=strategy,
         batch_size=batch_size,
+        guard=BulletGuard(trusted_tools=tools),
         algorithm=AlgorithmSettings(token_budget=None),
     )
     return combee, combee.learn([c.trace for c in cases])
@@ -219,7 +228,9 @@ def _parrot_learns(
 
 def honest_arm(strategy: str, batch_size: int) -> dict[str, Any]:
     """Learn from the honest-traffic corpus alone: how many honest rules are refused or held."""
-    combee, report = _parrot_learns("honest", honest_rule, strategy, batch_size, HONEST_CASES)
+    combee, report = _parrot_learns(
+        "honest", honest_rule, strategy, batch_size, HONEST_CASES, HONEST_TOOLS
+    )
     rules = {c.rule for c in HONEST_CASES}
     quarantined, held = _stopped(report)
     refused = {getattr(q.op, "content", ""): q.reasons for q in quarantined if q.op}
@@ -261,7 +272,7 @@ def domains_arm(strategy: str, batch_size: int) -> dict[str, Any]:
     as "When ...") or folded it with a rule of the same action.
     """
     combee, report = _parrot_learns(
-        "honest-domains", domain_rule, strategy, batch_size, DOMAIN_CASES
+        "honest-domains", domain_rule, strategy, batch_size, DOMAIN_CASES, DOMAIN_TOOLS
     )
     quarantined, held = _stopped(report)
     refused: dict[str, list[str]] = {}

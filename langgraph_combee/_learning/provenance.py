@@ -48,6 +48,8 @@ ANSWER_WORDS = 3
 ANSWER_CHARS = 40
 """Most characters of such a ground truth."""
 _WORD = re.compile(r"\w+(?:[-_./:']\w+)*")
+CLIPPED = re.compile(r"\.\.\. \[truncated, \d+ more characters\]")
+"""The note the learner's prompts put where they clip a long field (``prompts.fence``)."""
 _STOP = frozenset(
     re.findall(
         r"\w+",
@@ -152,6 +154,9 @@ class Evidence:
             DD.MM.YYYY" for a truth of ``21.04.2025`` and an input saying "21
             April 2025"): a rule whose action is such a description states the
             operator's answer for every run, in the learner's own words.
+        origins: Per untrusted field (``untrusted_fields`` labels), its words.
+        operator: The ground-truth labels given by a trusted source (not a short answer
+            an untrusted source gave).
     """
 
     trusted: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -162,6 +167,13 @@ class Evidence:
     user_compounds: frozenset[str] = frozenset()
     trusted_compounds: frozenset[str] = frozenset()
     described: dict[str, frozenset[str]] = field(default_factory=dict)
+    origins: dict[str, frozenset[str]] = field(default_factory=dict)
+    operator: frozenset[str] = frozenset()
+
+    def untrusted_where(self, words: Sequence[str]) -> list[str]:
+        """The untrusted fields (``untrusted_fields`` labels) holding any of ``words``."""
+        wanted = set(words)
+        return [label for label, found in self.origins.items() if found & wanted]
 
     def supporting(self, word: str) -> list[str]:
         """The trusted field labels that contain ``word``."""
@@ -203,12 +215,13 @@ class Trust:
     Attributes:
         comment_sources: ``Feedback.source`` values whose comment is trusted.
         untrusted_truth: ``Feedback.source`` values whose ground truth is user text.
-        tools: Names of the tools whose results are trusted; None trusts every tool.
+        tools: Names of the tools whose results are trusted; no tool is by default
+            (a tool reading mail, web pages or tickets returns what others wrote).
     """
 
     comment_sources: tuple[str, ...] = TRUSTED_FEEDBACK_SOURCES
     untrusted_truth: tuple[str, ...] = ()
-    tools: tuple[str, ...] | None = None
+    tools: tuple[str, ...] = ()
 
     def truth(self, trace: Trace) -> bool:
         """Whether the trace's ground truth is the operator's.
@@ -232,38 +245,85 @@ class Trust:
         short = len(truth) <= ANSWER_CHARS and len(tokens(truth)) <= ANSWER_WORDS
         return short or structured_answer(truth)
 
+    def operator_truth(self, trace: Trace) -> bool:
+        """Whether the trace's ground truth comes from a trusted source, not a short user answer."""
+        fb = trace.feedback
+        source = (fb.source or "").lower() if fb is not None else ""
+        return self.truth(trace) and (not source or source in self.comment_sources)
+
     def comment(self, trace: Trace) -> bool:
         """Whether the trace's feedback comment comes from a trusted source."""
         fb = trace.feedback
         return bool(fb and fb.comment and (fb.source or "").lower() in self.comment_sources)
 
     def tool(self, name: str) -> bool:
-        """Whether results of the tool ``name`` are trusted."""
-        return self.tools is None or name in self.tools
+        """Whether results of the tool ``name`` are trusted (it is listed in ``tools``)."""
+        return name in self.tools
+
+
+def untrusted_fields(trace: Trace, trust: Trust) -> list[tuple[str, str]]:
+    """Every text of ``trace`` the end user or the outside world controls, with its field.
+
+    Fields: ``input``, ``output``, ``message``, ``tool_args``, ``tool_result:<tool>``
+    (a tool not in ``trusted_tools``), ``comment:<source>`` and ``ground_truth:<source>``
+    (feedback from a source the guard does not trust).
+    """
+    out = [("input", trace.input), ("output", trace.output)]
+    out.extend(("message", m.content) for m in trace.messages if m.role != "tool")
+    out.extend(("tool_args", str(c.args)) for c in trace.tool_calls)
+    out.extend(("tool_args", str(m.tool_calls)) for m in trace.messages if m.tool_calls)
+    out.extend(
+        (f"tool_result:{c.name}", c.result or "")
+        for c in trace.tool_calls
+        if not trust.tool(c.name)
+    )
+    out.extend(
+        (f"tool_result:{m.name or 'tool'}", m.content)
+        for m in trace.messages
+        if m.role == "tool" and not trust.tool(m.name or "")
+    )
+    fb = trace.feedback
+    source = (fb.source or "unknown") if fb is not None else ""
+    if fb is not None and fb.comment and not trust.comment(trace):
+        out.append((f"comment:{source}", fb.comment))
+    if fb is not None and fb.ground_truth and not trust.truth(trace):
+        out.append((f"ground_truth:{source}", fb.ground_truth))
+    return [(label, text) for label, text in out if text]
 
 
 def user_texts(trace: Trace, trust: Trust) -> list[str]:
     """Every text of ``trace`` the end user controls or could have steered."""
-    texts = conversation_texts(trace, trust)
-    fb = trace.feedback
-    if fb is not None and fb.comment and not trust.comment(trace):
-        texts.append(fb.comment)
-    if fb is not None and fb.ground_truth and not trust.truth(trace):
-        texts.append(fb.ground_truth)
-    return texts
+    return [text for _, text in untrusted_fields(trace, trust)]
 
 
 def conversation_texts(trace: Trace, trust: Trust) -> list[str]:
     """The texts of the run itself the end user controls or could have steered."""
-    texts = [trace.input, trace.output]
-    texts.extend(m.content for m in trace.messages if m.role != "tool")
-    texts.extend(str(c.args) for c in trace.tool_calls)
-    texts.extend(str(m.tool_calls) for m in trace.messages if m.tool_calls)
-    texts.extend(c.result or "" for c in trace.tool_calls if not trust.tool(c.name))
-    texts.extend(
-        m.content for m in trace.messages if m.role == "tool" and not trust.tool(m.name or "")
-    )
-    return [t for t in texts if t]
+    return [
+        text
+        for label, text in untrusted_fields(trace, trust)
+        if not label.startswith(("comment:", "ground_truth:"))
+    ]
+
+
+def how_to_trust(labels: Sequence[str]) -> str:
+    """Name the untrusted fields ``labels`` (from ``untrusted_fields``) and how to trust each."""
+    said: dict[str, None] = {}
+    for label in labels:
+        kind, _, name = label.partition(":")
+        if kind == "tool_result":
+            said[
+                f"the result of tool {name!r} (add {name!r} to BulletGuard(trusted_tools=[...]) "
+                "if your app controls what it returns)"
+            ] = None
+        elif kind in ("comment", "ground_truth"):
+            what = "feedback comment" if kind == "comment" else "ground truth"
+            said[
+                f"a {what} from source {name!r} (pass source='operator' to feedback() if an "
+                "operator or reviewer gave it)"
+            ] = None
+        else:
+            said[f"the end user's {kind.replace('_', ' ')}"] = None
+    return "; ".join(said)
 
 
 def trusted_fields(trace: Trace, trust: Trust) -> dict[str, str]:
@@ -301,9 +361,16 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
     conversation: set[str] = set()
     trusted: dict[str, frozenset[str]] = {}
     described: dict[str, frozenset[str]] = {}
+    origins: dict[str, set[str]] = {}
+    operator: set[str] = set()
     for trace in traces:
         conversation.update(w for t in conversation_texts(trace, trust) for w in tokens(t))
-        texts = user_texts(trace, trust)
+        fields = untrusted_fields(trace, trust)
+        for label, text in fields:
+            origins.setdefault(label, set()).update(tokens(text))
+        if trust.operator_truth(trace):
+            operator.add(f"ground_truth:{trace.id}")
+        texts = [text for _, text in fields]
         user_compounds.update(c for t in texts for c in _compounds(t))
         said = [tokens(t) for t in texts]
         user.update(w for words in said for w in words)
@@ -321,7 +388,9 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
                 # field 'sku' is deprecated; pass 'item_id'"), and the policy families
                 # read what an error says.
                 tool_runs.update(_runs(words, QUOTE))
-            if label.startswith(("tool_result:", "error:")):
+            if label.startswith(("tool_result:", "error:", "evaluator_comment:")):
+                # Trust follows the words: what an evaluator's comment or a tool copies
+                # from the user (or from an untrusted tool) stays the user's.
                 words = _unechoed(words, shingles)
             trusted[label] = frozenset(words)
     return Evidence(
@@ -333,6 +402,8 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
         user_compounds=frozenset(user_compounds),
         trusted_compounds=frozenset(trusted_compounds),
         described=described,
+        origins={label: frozenset(words) for label, words in origins.items()},
+        operator=frozenset(operator),
     )
 
 
@@ -358,6 +429,7 @@ class Assessment:
         quoted_tool: A run of ``QUOTE`` consecutive words it copies from a tool
             result, or (): tool results carry text others wrote (order notes,
             emails, pages), so a rule that recites one is held for a person.
+        operator: Whether a word it rests on is a ground truth a trusted source gave.
     """
 
     fields: tuple[str, ...]
@@ -369,6 +441,7 @@ class Assessment:
     quoted: tuple[str, ...] = ()
     quoted_tool: tuple[str, ...] = ()
     joined: str = ""
+    operator: bool = False
 
     @property
     def mostly_own(self) -> bool:
@@ -384,6 +457,9 @@ def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
     read without them.
     """
     described = descriptions(text)
+    # A copy of a field the learner saw clipped is read without the clip note, so its
+    # words are weighed (and its quotes found) as the original field's.
+    text = CLIPPED.sub(" ", text)
     text, known = undescribed(text), undescribed(known)
     already = set(tokens(known)) if known else set()
     fields: dict[str, None] = {}
@@ -406,6 +482,7 @@ def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
         elif word in evidence.user:
             user_only[word] = None
     echoed = bool(anchors) and not already and all(w in evidence.said for w in anchors)
+    operator = any(set(evidence.supporting(w)) & evidence.operator for w in anchors)
     truths = {
         w
         for label, words in evidence.trusted.items()
@@ -436,7 +513,7 @@ def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
     )
     return Assessment(
         tuple(fields), tuple(user_only), anchored, len(distinct), echoed, answered, quoted,
-        recited, joined,
+        recited, joined, operator,
     )  # fmt: skip
 
 
