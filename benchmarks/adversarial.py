@@ -107,8 +107,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """The benchmark's options."""
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__)
     parser.add_argument(
-        "--corpus", nargs="+", choices=sorted(CORPORA), default=list(CORPORA),
-        help="injection corpora to run",
+        "--corpus", nargs="*", choices=sorted(CORPORA), default=list(CORPORA),
+        help="injection corpora to run (none: only the honest corpora)",
     )  # fmt: skip
     parser.add_argument("--honest", type=int, default=60, help="honest tickets in the traffic")
     parser.add_argument("--batch-size", type=int, default=16, help="traces per learning step")
