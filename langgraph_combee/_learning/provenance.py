@@ -1,9 +1,11 @@
 """Provenance: a rule's instruction must come from trusted evidence, not from the end user.
 
-A trace mixes text the end user controls (their input and messages, the agent's
-output, tool arguments the model wrote from them, a feedback comment they typed)
-with evidence the application trusts: the operator's ground truth, an
-evaluator's comment, tool results and errors, the tools' names. The user's words
+A trace mixes text the end user or the outside world controls (their input and
+messages, the agent's output, tool arguments the model wrote from them, a
+feedback comment they typed, the results of tools the app did not declare
+trusted: mail, web pages, tickets) with evidence the application trusts: the
+operator's ground truth, an evaluator's comment, the results of the tools it
+listed in ``trusted_tools``, tool errors, the tools' names. The user's words
 may *describe the situation* a rule applies to ("tickets about a refund"); they
 must never *become the rule*.
 
