@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from langgraph_combee import BulletGuard, Feedback, Trace
@@ -130,3 +132,15 @@ def test_a_clipped_copy_is_read_as_the_field_it_copies() -> None:
 def test_a_url_the_parser_refuses_is_refused_not_an_error() -> None:
     reasons = BulletGuard().check("Visit http://[evil.example/claim for refunds.")
     assert any(r.startswith("url:") for r in reasons)
+
+
+@pytest.mark.parametrize("source", ["", "  ", "user+operator", 3, None])
+def test_feedback_refuses_a_source_that_names_no_one(source: object) -> None:
+    from langgraph_combee import Combee
+    from langgraph_combee.testing import fake_learner
+
+    combee = Combee(prompt_id="p", model=fake_learner())
+    combee.capture(Trace(id="r1", input="q", output="a"))
+    with pytest.raises(ConfigurationError, match=re.escape(f"source={source!r}") + ".*'operator'"):
+        combee.feedback("r1", ground_truth="refund", source=source)  # type: ignore[arg-type]
+    assert combee.feedback("r1", ground_truth="refund", source="operator")
