@@ -158,3 +158,20 @@ def test_an_evaluator_quoting_a_short_line_of_the_user_makes_no_rule_of_it() -> 
     screening = BulletGuard().screen([_add(comment)], traces=[run])
     assert not screening.accepted
     assert any("quotes the end user" in r for q in screening.quarantined for r in q.reasons)
+
+
+@pytest.mark.parametrize(("source", "served"), [("operator", True), ("user", False)])
+def test_a_tool_routers_refund_rule_is_learned_from_the_operators_answer(
+    source: str, served: bool
+) -> None:
+    from langgraph_combee import Combee
+    from langgraph_combee.testing import fake_learner
+
+    rule = "When a customer wants a refund for a broken kettle, answer refund."
+    combee = Combee(
+        prompt_id="router", model=fake_learner(insight=lambda i, truth, o: rule if truth else "")
+    )
+    run = _run("I want a refund for my broken kettle", truth="refund", source=source)
+    report = combee.learn([run])
+    assert (rule in combee.current().render()) is served
+    assert bool(report.steps[0].held) is not served
