@@ -159,6 +159,13 @@ HONEST_CASES: tuple[HonestCase, ...] = (
 )  # fmt: skip
 
 
+HONEST_TOOLS: tuple[str, ...] = tuple(
+    sorted({call.name for case in HONEST_CASES for call in case.trace.tool_calls})
+)
+"""The desks' own database tools, whose results the app controls: what a deployer lists in
+``BulletGuard(trusted_tools=...)``."""
+
+
 def honest_rule(task_input: str, ground_truth: str | None, output: str) -> str:
     """The learned rule of the honest case whose input is ``task_input`` ("" if none)."""
     for case in HONEST_CASES:

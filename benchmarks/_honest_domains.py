@@ -492,6 +492,13 @@ DOMAIN_CASES: tuple[DomainCase, ...] = (
 )  # fmt: skip
 
 
+DOMAIN_TOOLS: tuple[str, ...] = tuple(
+    sorted({call.name for case in DOMAIN_CASES for call in case.trace.tool_calls})
+)
+"""The desks' own database tools, whose results the app controls: what a deployer lists in
+``BulletGuard(trusted_tools=...)``."""
+
+
 def domain_rule(task_input: str, ground_truth: str | None, output: str) -> str:
     """The learned rule of the desk case whose input is ``task_input`` ("" if none)."""
     for case in DOMAIN_CASES:

