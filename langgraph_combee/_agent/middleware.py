@@ -69,7 +69,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import threading
 import time
@@ -92,6 +91,7 @@ from langgraph_combee._agent.runs import (
     given_run_id,
     observed,
     run_id_in_tracers,
+    run_ids,
     run_labels,
     task_id_of,
     thread_id_of,
@@ -157,9 +157,22 @@ class _Call:
         messages: The invocation's messages so far (a copy of the state's list).
         start: Index of the invocation's first message in ``messages``.
         config: The node's config, read once for the whole call.
+        run_id: The ``run_id`` the caller passed (``given_run_id``), read once.
+        thread_id: The run's thread id (``thread_id_of``), read once.
     """
 
-    __slots__ = ("config", "key", "messages", "metadata", "pin", "recalled", "request", "start")
+    __slots__ = (
+        "config",
+        "key",
+        "messages",
+        "metadata",
+        "pin",
+        "recalled",
+        "request",
+        "run_id",
+        "start",
+        "thread_id",
+    )
 
     def __init__(
         self,
@@ -167,12 +180,14 @@ class _Call:
         metadata: dict[str, Any],
         key: Hashable | None,
         pin: Pin | None,
-        messages: Sequence[BaseMessage],
+        messages: list[BaseMessage],
         start: int,
-        *,
         recalled: bool = False,
         config: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+        thread_id: str | None = None,
     ) -> None:
+        # Positional: one is made per model call, and keyword arguments cost more.
         self.request = request
         self.metadata = metadata
         self.key = key
@@ -181,6 +196,8 @@ class _Call:
         self.messages = messages
         self.start = start
         self.config = config
+        self.run_id = run_id
+        self.thread_id = thread_id
 
 
 # Entered instead of ``child_metadata`` when there are no labels to add (nobody
@@ -379,7 +396,13 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         messages = list(request.state.get("messages") or [])
         start = invocation_start(messages)
         config = current_config()
-        key = self._key(messages, config, request.runtime, start)
+        runtime = request.runtime
+        # What ``_key`` and ``Pinner.pin`` would each read, read once: the tenant
+        # (the app's ``scope``, called once per model call), the run and thread ids.
+        tenant = self.agent.tenant_of_run(config)
+        given, thread_id = run_ids(config, runtime)
+        message_id = messages[start].id if messages else None
+        key = None if message_id is None else (thread_id, tenant, message_id)
         found = self._pins.recall(key)
         if (
             found is not None
@@ -394,10 +417,11 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         else:
             # Not remembered yet: ``_end`` remembers it only if the invocation goes
             # on (most end with this very call, and then there is nothing to forget).
-            pin, version = self._pins.pin(config, request.runtime, level="graph")
+            run_key = given or run_id_in_tracers(config, level="graph")
+            pin, version = self._pins.fresh(config, tenant, run_key)
         served, metadata = self._serve(request, version, config)
         return _Call(
-            served, metadata, key, pin, messages, start, recalled=found is not None, config=config
+            served, metadata, key, pin, messages, start, found is not None, config, given, thread_id
         )
 
     def _keep(self, call: _Call) -> None:
@@ -410,7 +434,7 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         elif pin.failed_in is not None:
             # A retry that went on: the run's next calls run in other nodes. Still
             # failed: its capture must supersede the failure.
-            self._pins.keep(call.key, dataclasses.replace(pin, failed_in=None))
+            self._pins.keep(call.key, pin._replace(failed_in=None))
 
     def _key(
         self,
@@ -442,37 +466,36 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         Every run of an agent sends the same system message object and, between
         two learning steps, the same playbook: the combined message is built once
         (a cache per middleware, keyed by the message's identity, which it keeps
-        alive, and the rendered text). Run labels are built only when a callback
-        handler is attached to the run: otherwise nobody could read them.
+        alive, and the text appended). A request whose focus repeats some rules
+        after the playbook is served a text of its own, cached the same way
+        (requests naming the same rules share it). Run labels are built only when
+        a callback handler is attached to the run: otherwise nobody could read them.
         """
-        if self.agent.on_model_call is not None:
+        agent = self.agent
+        if agent.on_model_call is not None:
             # What verified adoption replays with: the agent's model, its own prompt, its tools.
-            self.agent.on_model_call(
+            agent.on_model_call(
                 request.model, request.system_message, request.tools, request.tool_choice
             )
-        metadata = version_metadata(self.agent.prompt_id, version) if observed(config) else {}
-        server = self.agent.server
+        metadata = version_metadata(agent.prompt_id, version) if observed(config) else {}
+        server = agent.server
         playbook = server.rendered(version)
         if not playbook:
             return request, metadata
         system = request.system_message
+        text = playbook
         if server.settings.focus_rules:
-            served = server.served(version, request_text(request.messages))
-            if served is not playbook and served != playbook:
-                # The rules this request names, after the playbook (their rivals left
-                # out): a prompt of its own, not cached. Compared as text, not by
-                # length: the rivals left out can be as long as the rules repeated.
-                return request.override(system_message=with_playbook(system, served)), metadata
-        cache_key = (id(system), playbook)
-        cached = self._prompts.get(cache_key)
+            text = server.focus(version, playbook, request_text(request.messages))
+        cache_key = (id(system), text)
+        cached = self._prompts.get(cache_key)  # one dict read: atomic, no lock
         if cached is not None and cached[0] is system:
-            return request.override(system_message=cached[1]), metadata
-        combined = with_playbook(system, playbook)
+            return _with_system(request, cached[1]), metadata
+        combined = with_playbook(system, text)
         with self._prompts_lock:
             self._prompts[cache_key] = (system, combined)
             while len(self._prompts) > _PROMPT_CACHE:
                 self._prompts.popitem(last=False)
-        return request.override(system_message=combined), metadata
+        return _with_system(request, combined), metadata
 
     def _end(self, call: _Call, response: ModelCallResult) -> None:
         """Close the invocation if ``response`` ends it (capturing it when asked)."""
@@ -482,8 +505,10 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         produced = _final_messages(response)
         if produced is None:
             self._keep(call)
-        else:
-            self._close(call, produced, None)
+            return
+        if call.recalled:
+            self._pins.forget(call.key)
+        self._capture(call, call.pin, produced, None)
 
     def _failed(self, call: _Call, exc: BaseException) -> None:
         """The model call raised: captured with the error, provisionally."""
@@ -497,31 +522,28 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         # failure is the run's trace; its pin is forgotten with the oldest.
         pin, task = call.pin, task_id_of(call.config)
         if call.key is not None and pin is not None and (not pin.failed or pin.failed_in != task):
-            self._pins.keep(call.key, dataclasses.replace(pin, failed=True, failed_in=task))
+            self._pins.keep(call.key, pin._replace(failed=True, failed_in=task))
         self._capture(call, pin, [], error)  # supersedes only an earlier failure
-
-    def _close(self, call: _Call, produced: list[BaseMessage], error: str | None) -> None:
-        if call.recalled:
-            self._pins.forget(call.key)
-        self._capture(call, call.pin, produced, error)
 
     def _capture(
         self, call: _Call, pin: Pin | None, produced: list[BaseMessage], error: str | None
     ) -> None:
-        if self.capture and pin is not None:
-            capture_run(
-                self.agent,
-                [*call.messages, *produced],
-                start=call.start,
-                runtime=call.request.runtime,
-                run_key=pin.run_key,
-                tenant=pin.tenant,
-                version=pin.version,
-                started=pin.started,
-                error=error,
-                config=call.config,
-                supersede=pin.failed,
-            )
+        """``capture_run`` for the call's invocation, with what ``_begin`` already read."""
+        if not self.capture or pin is None or pin.tenant == UNSCOPED:
+            return  # an UNSCOPED run's scope failed (counted when it did): not captured
+        run_id = call.run_id or run_id_in_tracers(call.config, level="graph") or pin.run_key
+        # The call's own copy of the messages, used by nothing else once captured:
+        # extended in place rather than copied again.
+        messages = call.messages
+        messages.extend(produced)
+        latency = max(0.0, time.monotonic() - pin.started)
+        recipe = _TraceRecipe(
+            self.agent.prompt_id,
+            messages,
+            call.start,
+            (run_id, call.thread_id, pin.tenant, pin.version, latency, error),
+        )
+        _hand_over(self.agent, run_id, recipe, pin.failed)
 
     # ---- failure policy -----------------------------------------------------
 
@@ -683,6 +705,13 @@ def capture_run(
         start,
         (run_id, thread_id_of(config, runtime), tenant, version, latency, error),
     )
+    _hand_over(agent, run_id, recipe, supersede)
+
+
+def _hand_over(
+    agent: AgentSide, run_id: str | None, recipe: _TraceRecipe, supersede: bool
+) -> None:
+    """Give the run's trace to ``agent``: built now without a run id, else later."""
     if run_id is None:
         agent.capture(recipe())
         return
@@ -726,6 +755,25 @@ class _TraceRecipe:
         return trace_from_messages(self.messages, run, start=self.start)
 
 
+def _with_system(request: ModelRequest[Any], system: SystemMessage | None) -> ModelRequest[Any]:
+    """``request.override(system_message=system)``, faster for a plain ``ModelRequest``.
+
+    ``override`` is ``dataclasses.replace``, which runs ``ModelRequest.__init__``
+    again over every field: a few microseconds on every model call. For the
+    class itself (``__init__`` only stores its arguments) a shallow copy of the
+    instance's fields with the system message replaced is the same request;
+    ``tests/test_middleware_fast.py`` checks that against ``override``. A
+    subclass, which may do more on construction, goes through ``override``.
+    """
+    if type(request) is ModelRequest:
+        fresh: ModelRequest[Any] = object.__new__(ModelRequest)
+        fields = fresh.__dict__
+        fields.update(request.__dict__)
+        fields["system_message"] = system
+        return fresh
+    return request.override(system_message=system)
+
+
 def write_through(agent: AgentSide) -> bool:
     """Whether capturing a run writes the store (so async hooks must leave the loop)."""
     return agent.server.settings.durability == "write_through"
@@ -754,9 +802,10 @@ def _final_messages(response: ModelCallResult) -> list[BaseMessage] | None:
         response = response.model_response
     if isinstance(response, AIMessage):
         return None if response.tool_calls else [response]
+    result = response.result
     if response.structured_response is not None:
-        return list(response.result)
-    last = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
-    if last is None or last.tool_calls:
-        return None
-    return list(response.result)
+        return list(result)
+    for message in reversed(result):  # the last AI message says whether the agent goes on
+        if isinstance(message, AIMessage):
+            return None if message.tool_calls else list(result)
+    return None
