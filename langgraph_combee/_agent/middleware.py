@@ -708,9 +708,7 @@ def capture_run(
     _hand_over(agent, run_id, recipe, supersede)
 
 
-def _hand_over(
-    agent: AgentSide, run_id: str | None, recipe: _TraceRecipe, supersede: bool
-) -> None:
+def _hand_over(agent: AgentSide, run_id: str | None, recipe: _TraceRecipe, supersede: bool) -> None:
     """Give the run's trace to ``agent``: built now without a run id, else later."""
     if run_id is None:
         agent.capture(recipe())
