@@ -70,17 +70,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import threading
 import time
+import types
+import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar, cast
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    ModelFallbackMiddleware,
+    ModelRequest,
+    ModelResponse,
+    ModelRetryMiddleware,
+)
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.errors import GraphBubbleUp
+from langgraph.pregel import Pregel
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
@@ -108,7 +119,7 @@ from langgraph_combee._agent.traces import (
 )
 from langgraph_combee._core.prompting import with_playbook
 from langgraph_combee._core.types import PromptVersion, Trace
-from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._errors import ConfigurationError, MiddlewareOrderWarning
 
 __all__ = ["CombeeMiddleware", "CombeeState"]
 
@@ -292,6 +303,7 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             tuple[int, str], tuple[SystemMessage | None, SystemMessage | None]
         ] = OrderedDict()
         self._prompts_lock = threading.Lock()
+        self._order_checked = False  # whether the first model call looked for outer layers
 
     @property
     def name(self) -> str:
@@ -317,6 +329,8 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelCallResult:
         """Serve the pinned playbook, call the model, capture a final response."""
+        if not self._order_checked:
+            self._check_order(request, sys._getframe(1))
         call = self._guard(self._begin, request)
         if call is None:
             # Combee's own part failed (a dead store): the agent still gets its tool calls.
@@ -373,6 +387,35 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         else:
             self._end(call, result)
         return result
+
+    def _check_order(self, request: ModelRequest[Any], caller: types.FrameType | None) -> None:
+        """Warn (``MiddlewareOrderWarning``) when another middleware wraps this one's model calls.
+
+        Runs on the first synchronous model call only. A middleware listed
+        before this one calls it from inside its own ``wrap_model_call``, so its
+        frame is on the stack between here and the agent's graph. Async runs are
+        not checked: each layer's ``awrap_model_call`` may run as a task of its
+        own, whose frames do not lead back to the layer awaiting it. The outer
+        layers the docs allow raise nothing: retry and fallback middleware, and
+        any layer once the system message was replaced outside.
+        """
+        self._order_checked = True  # set first: concurrent first calls warn at most once more
+        try:
+            outer = _outer_layer(self, request, caller)
+        except Exception:  # introspection must never break a run
+            logger.debug("could not look for middleware outside CombeeMiddleware", exc_info=True)
+            return
+        if outer is not None:
+            warnings.warn(
+                MiddlewareOrderWarning(
+                    f"CombeeMiddleware (prompt {self.agent.prompt_id!r}) runs inside "
+                    f"{type(outer).__name__}'s wrap_model_call: put combee.middleware() first "
+                    "in create_agent(middleware=[...]), so that it is the outermost layer "
+                    "(only a middleware that replaces the system message, or a retry or "
+                    "fallback middleware, may come before it). This warning is issued once."
+                ),
+                stacklevel=3,
+            )
 
     def _text_calls(self, request: ModelRequest[Any], response: ModelCallResult) -> ModelCallResult:
         """``response`` with tool calls written as text made real (``textcalls``), when on."""
@@ -751,6 +794,59 @@ class _TraceRecipe:
             metadata=run_labels(self.prompt_id, version, tenant),
         )
         return trace_from_messages(self.messages, run, start=self.start)
+
+
+_ALLOWED_OUTSIDE = (ModelRetryMiddleware, ModelFallbackMiddleware)
+_MAX_FRAMES = 200
+
+
+def _outer_layer(
+    ours: CombeeMiddleware, request: ModelRequest[Any], frame: types.FrameType | None
+) -> AgentMiddleware[Any, Any, Any] | None:
+    """The middleware wrapping ``ours``'s model call that the docs do not allow there, if any.
+
+    Walks the calling frames from ``frame`` up to the agent's graph (the first
+    frame of a ``Pregel`` method: a graph run further out is another agent's).
+    A frame running another middleware's own ``wrap_model_call`` (its class's,
+    decorator-made ones included) is an outer layer. Retry and fallback
+    middleware are allowed there, and so is any layer when the request the
+    agent made (the outermost one on the stack) had another system message than
+    ``request``: a layer outside replaced it, and such a layer must come first.
+    """
+    found: AgentMiddleware[Any, Any, Any] | None = None
+    original: ModelRequest[Any] | None = None
+    for _ in range(_MAX_FRAMES):
+        if frame is None:
+            break
+        code = frame.f_code
+        if code.co_argcount >= 2:
+            local = frame.f_locals
+            first, second = local.get(code.co_varnames[0]), local.get(code.co_varnames[1])
+            if isinstance(first, Pregel):
+                break
+            for value in (first, second):
+                if isinstance(value, ModelRequest):
+                    original = value
+            if (
+                isinstance(first, AgentMiddleware)
+                and first is not ours
+                and not isinstance(first, _ALLOWED_OUTSIDE)
+                and _runs_wrap(first, code)
+            ):
+                found = first
+        frame = frame.f_back
+    if original is not None and original.system_message is not request.system_message:
+        return None  # replaced outside: the order the docs ask for such a layer
+    return found
+
+
+def _runs_wrap(owner: AgentMiddleware[Any, Any, Any], code: types.CodeType) -> bool:
+    """Whether ``code`` is the body of ``owner``'s class's (a)``wrap_model_call``."""
+    cls = type(owner)
+    return any(
+        getattr(getattr(cls, name, None), "__code__", None) is code
+        for name in ("wrap_model_call", "awrap_model_call")
+    )
 
 
 def _with_system(request: ModelRequest[Any], system: SystemMessage | None) -> ModelRequest[Any]:
