@@ -89,6 +89,7 @@ from langchain.agents.middleware import (
 )
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.errors import GraphBubbleUp
 from langgraph.pregel import Pregel
@@ -331,7 +332,15 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Serve the pinned playbook, call the model, capture a final response."""
         if not self._order_checked:
             self._check_order(request, sys._getframe(1))
-        call = self._guard(self._begin, request)
+        # ``_guard`` written out: two frames fewer on every model call.
+        call: _Call | None
+        try:
+            call = self._begin(request)
+        except GraphBubbleUp:
+            raise
+        except Exception:
+            _log_failure(self.agent, "CombeeMiddleware.wrap_model_call")
+            call = None
         if call is None:
             # Combee's own part failed (a dead store): the agent still gets its tool calls.
             return self._text_calls(request, handler(request))
@@ -438,11 +447,12 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         # A copy: middleware inside this one may change the request's list in place.
         messages = list(request.state.get("messages") or [])
         start = invocation_start(messages)
-        config = current_config()
+        config = var_child_runnable_config.get()  # ``current_config()``
         runtime = request.runtime
+        agent = self.agent
         # What ``_key`` and ``Pinner.pin`` would each read, read once: the tenant
         # (the app's ``scope``, called once per model call), the run and thread ids.
-        tenant = self.agent.tenant_of_run(config)
+        tenant = None if agent.scope is None else agent.tenant_of_run(config)
         given, thread_id = run_ids(config, runtime)
         message_id = messages[start].id if messages else None
         key = None if message_id is None else (thread_id, tenant, message_id)
@@ -456,7 +466,7 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             # node execution is a new invocation that reuses its message id.
             found = None
         if found is not None:
-            pin, version = found, self.agent.version_for_run(found.tenant, found.version)
+            pin, version = found, agent.version_for_run(found.tenant, found.version)
         else:
             # Not remembered yet: ``_end`` remembers it only if the invocation goes
             # on (most end with this very call, and then there is nothing to forget).
@@ -542,7 +552,12 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _end(self, call: _Call, response: ModelCallResult) -> None:
         """Close the invocation if ``response`` ends it (capturing it when asked)."""
-        self._guard(self._settle, call, response)
+        try:  # ``_guard`` written out, as in ``wrap_model_call``
+            self._settle(call, response)
+        except GraphBubbleUp:
+            raise
+        except Exception:
+            _log_failure(self.agent, "CombeeMiddleware.wrap_model_call")
 
     def _settle(self, call: _Call, response: ModelCallResult) -> None:
         produced = _final_messages(response)
@@ -586,7 +601,10 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             call.start,
             (run_id, call.thread_id, pin.tenant, pin.version, latency, error),
         )
-        _hand_over(self.agent, run_id, recipe, pin.failed)
+        if run_id is None:  # ``_hand_over``, written out (a pin made here always has a key)
+            self.agent.capture(recipe())
+        else:
+            self.agent.capture_later(run_id, recipe, supersede=pin.failed)
 
     # ---- failure policy -----------------------------------------------------
 
@@ -884,10 +902,15 @@ def guarded(agent: AgentSide, where: str, call: Callable[..., T], *args: Any) ->
     except GraphBubbleUp:
         raise
     except Exception:
-        logger.exception(
-            "%s failed (prompt %r); the run goes on without Combee", where, agent.prompt_id
-        )
+        _log_failure(agent, where)
         return None
+
+
+def _log_failure(agent: AgentSide, where: str) -> None:
+    """Log the exception being handled: Combee's own code failed in ``where``."""
+    logger.exception(
+        "%s failed (prompt %r); the run goes on without Combee", where, agent.prompt_id
+    )
 
 
 def _final_messages(response: ModelCallResult) -> list[BaseMessage] | None:
