@@ -231,7 +231,9 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     would discard the playbook. A retry or fallback middleware may come before
     it too: every attempt is then served the run's version, and the run is
     captured once, with what its last attempt ended in (a failed attempt is
-    captured provisionally and superseded by the next).
+    captured provisionally and superseded by the next). Wrapped by any other
+    middleware's ``wrap_model_call``, it issues a ``MiddlewareOrderWarning`` once,
+    on its first synchronous model call.
 
     Example::
 
