@@ -394,6 +394,9 @@ class _Probe(AgentMiddleware[AgentState[Any], Any, Any]):
 
 
 def _probed(middleware: AgentMiddleware[Any, Any, Any]) -> tuple[_Probe, Any]:
+    # The outer probe wraps Combee on purpose: its first model call would warn.
+    if isinstance(middleware, CombeeMiddleware):
+        middleware._order_checked = True
     # create_agent requires distinct middleware names: one subclass per probe.
     inner = type(f"ProbeIn{id(middleware)}", (_Probe,), {})()
     outer = type(f"ProbeOut{id(middleware)}", (_Probe,), {})(inner)

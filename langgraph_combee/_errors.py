@@ -191,6 +191,20 @@ class EngineLoopError(CombeeError, RuntimeError):
     """A synchronous method was called from inside the event loop it would block."""
 
 
+class MiddlewareOrderWarning(CombeeError, UserWarning):
+    """A warning: ``CombeeMiddleware`` runs inside another middleware's ``wrap_model_call``.
+
+    Issued once per middleware, on its first model call, when a middleware listed
+    before it in ``create_agent(middleware=[...])`` wraps its model calls: that
+    middleware sees and may change every request before Combee serves it, and
+    retries or fallbacks listed after Combee no longer share its prompt and run
+    metadata. The cases the docs allow before it raise no warning: a
+    ``ModelRetryMiddleware`` or ``ModelFallbackMiddleware``, and a middleware that
+    replaced the system message. Silence it with
+    ``warnings.filterwarnings("ignore", category=MiddlewareOrderWarning)``.
+    """
+
+
 class CombeeClosedError(CombeeError, RuntimeError):
     """A ``Combee`` was used after ``close()``.
 

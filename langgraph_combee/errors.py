@@ -18,6 +18,7 @@ One root, so ``except CombeeError`` catches them all::
     │   ├── LeaseLostError        the writer lease moved on; this writer's write was refused
     │   └── StaleCandidateError   a candidate's parent is no longer HEAD and cannot be rebased
     ├── EngineLoopError           a sync call was made from inside the engine's loop
+    ├── MiddlewareOrderWarning    a warning (also a UserWarning): CombeeMiddleware is not first
     └── CombeeClosedError         a Combee was used after close()
 """
 
@@ -32,6 +33,7 @@ from langgraph_combee._errors import (
     LeaseLostError,
     LLMCallError,
     LocalModelError,
+    MiddlewareOrderWarning,
     MissingExtraError,
     MissingWeightsError,
     RegistryError,
@@ -52,6 +54,7 @@ __all__ = [
     "LeaseHeldError",
     "LeaseLostError",
     "LocalModelError",
+    "MiddlewareOrderWarning",
     "MissingExtraError",
     "MissingWeightsError",
     "RegistryError",

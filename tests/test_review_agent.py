@@ -23,6 +23,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee import CaptureSettings, Combee, CombeeMiddleware
 from langgraph_combee._core.text import message_text
+from langgraph_combee.errors import MiddlewareOrderWarning
 from langgraph_combee.testing import ScriptedChatModel
 from tests.test_middleware import accept_rules, captured
 from tests.test_middleware_modes import answer_directly, ends_in_a_direct_tool
@@ -275,7 +276,8 @@ def test_a_failure_already_in_the_queue_is_superseded_there(durability: str) -> 
     try:
         model = ScriptedChatModel([ConnectionError("blip"), "FIN-REFUNDS"])
         agent = create_agent(model, [], middleware=[_BetweenAttempts(between), combee.middleware()])
-        agent.invoke({"messages": [HumanMessage("refund?")]}, {"run_id": run_id})
+        with pytest.warns(MiddlewareOrderWarning, match="_BetweenAttempts"):
+            agent.invoke({"messages": [HumanMessage("refund?")]}, {"run_id": run_id})
         (trace,) = captured(combee)
         assert (trace.id, trace.error, trace.output) == (str(run_id), None, "FIN-REFUNDS")
         assert trace.feedback is not None and trace.feedback.comment == "the user waited"
@@ -322,7 +324,9 @@ def test_a_retry_captured_while_its_failure_is_being_written_makes_one_trace() -
     try:
         model = ScriptedChatModel([ConnectionError("blip"), "FIN-REFUNDS"])
         agent = create_agent(model, [], middleware=[_BetweenAttempts(between), combee.middleware()])
-        agent.invoke({"messages": [HumanMessage("refund?")]}, {"run_id": uuid.uuid4()})
+        # A retry middleware of the app's own, outside Combee: warned about once.
+        with pytest.warns(MiddlewareOrderWarning, match="_BetweenAttempts"):
+            agent.invoke({"messages": [HumanMessage("refund?")]}, {"run_id": uuid.uuid4()})
         combee._agent.server.flush()  # the answer's turn, while the failure is held
         store.release.set()
         writer.join(10)

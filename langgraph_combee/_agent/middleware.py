@@ -69,19 +69,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
+import sys
 import threading
 import time
+import types
+import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar, cast
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    ModelFallbackMiddleware,
+    ModelRequest,
+    ModelResponse,
+    ModelRetryMiddleware,
+)
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.errors import GraphBubbleUp
+from langgraph.pregel import Pregel
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
@@ -92,6 +103,7 @@ from langgraph_combee._agent.runs import (
     given_run_id,
     observed,
     run_id_in_tracers,
+    run_ids,
     run_labels,
     task_id_of,
     thread_id_of,
@@ -108,7 +120,7 @@ from langgraph_combee._agent.traces import (
 )
 from langgraph_combee._core.prompting import with_playbook
 from langgraph_combee._core.types import PromptVersion, Trace
-from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._errors import ConfigurationError, MiddlewareOrderWarning
 
 __all__ = ["CombeeMiddleware", "CombeeState"]
 
@@ -157,9 +169,22 @@ class _Call:
         messages: The invocation's messages so far (a copy of the state's list).
         start: Index of the invocation's first message in ``messages``.
         config: The node's config, read once for the whole call.
+        run_id: The ``run_id`` the caller passed (``given_run_id``), read once.
+        thread_id: The run's thread id (``thread_id_of``), read once.
     """
 
-    __slots__ = ("config", "key", "messages", "metadata", "pin", "recalled", "request", "start")
+    __slots__ = (
+        "config",
+        "key",
+        "messages",
+        "metadata",
+        "pin",
+        "recalled",
+        "request",
+        "run_id",
+        "start",
+        "thread_id",
+    )
 
     def __init__(
         self,
@@ -167,12 +192,14 @@ class _Call:
         metadata: dict[str, Any],
         key: Hashable | None,
         pin: Pin | None,
-        messages: Sequence[BaseMessage],
+        messages: list[BaseMessage],
         start: int,
-        *,
         recalled: bool = False,
         config: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+        thread_id: str | None = None,
     ) -> None:
+        # Positional: one is made per model call, and keyword arguments cost more.
         self.request = request
         self.metadata = metadata
         self.key = key
@@ -181,6 +208,8 @@ class _Call:
         self.messages = messages
         self.start = start
         self.config = config
+        self.run_id = run_id
+        self.thread_id = thread_id
 
 
 # Entered instead of ``child_metadata`` when there are no labels to add (nobody
@@ -202,7 +231,9 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     would discard the playbook. A retry or fallback middleware may come before
     it too: every attempt is then served the run's version, and the run is
     captured once, with what its last attempt ended in (a failed attempt is
-    captured provisionally and superseded by the next).
+    captured provisionally and superseded by the next). Wrapped by any other
+    middleware's ``wrap_model_call``, it issues a ``MiddlewareOrderWarning`` once,
+    on its first synchronous model call.
 
     Example::
 
@@ -275,6 +306,7 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             tuple[int, str], tuple[SystemMessage | None, SystemMessage | None]
         ] = OrderedDict()
         self._prompts_lock = threading.Lock()
+        self._order_checked = False  # whether the first model call looked for outer layers
 
     @property
     def name(self) -> str:
@@ -300,7 +332,17 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelCallResult:
         """Serve the pinned playbook, call the model, capture a final response."""
-        call = self._guard(self._begin, request)
+        if not self._order_checked:
+            self._check_order(request, sys._getframe(1))
+        # ``_guard`` written out: two frames fewer on every model call.
+        call: _Call | None
+        try:
+            call = self._begin(request)
+        except GraphBubbleUp:
+            raise
+        except Exception:
+            _log_failure(self.agent, "CombeeMiddleware.wrap_model_call")
+            call = None
         if call is None:
             # Combee's own part failed (a dead store): the agent still gets its tool calls.
             return self._text_calls(request, handler(request))
@@ -357,6 +399,35 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             self._end(call, result)
         return result
 
+    def _check_order(self, request: ModelRequest[Any], caller: types.FrameType | None) -> None:
+        """Warn (``MiddlewareOrderWarning``) when another middleware wraps this one's model calls.
+
+        Runs on the first synchronous model call only. A middleware listed
+        before this one calls it from inside its own ``wrap_model_call``, so its
+        frame is on the stack between here and the agent's graph. Async runs are
+        not checked: each layer's ``awrap_model_call`` may run as a task of its
+        own, whose frames do not lead back to the layer awaiting it. The outer
+        layers the docs allow raise nothing: retry and fallback middleware, and
+        any layer once the system message was replaced outside.
+        """
+        self._order_checked = True  # set first: concurrent first calls warn at most once more
+        try:
+            outer = _outer_layer(self, request, caller)
+        except Exception:  # introspection must never break a run
+            logger.debug("could not look for middleware outside CombeeMiddleware", exc_info=True)
+            return
+        if outer is not None:
+            warnings.warn(
+                MiddlewareOrderWarning(
+                    f"CombeeMiddleware (prompt {self.agent.prompt_id!r}) runs inside "
+                    f"{type(outer).__name__}'s wrap_model_call: put combee.middleware() first "
+                    "in create_agent(middleware=[...]), so that it is the outermost layer "
+                    "(only a middleware that replaces the system message, or a retry or "
+                    "fallback middleware, may come before it). This warning is issued once."
+                ),
+                stacklevel=3,
+            )
+
     def _text_calls(self, request: ModelRequest[Any], response: ModelCallResult) -> ModelCallResult:
         """``response`` with tool calls written as text made real (``textcalls``), when on."""
         if not request.tools:
@@ -378,8 +449,15 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         # A copy: middleware inside this one may change the request's list in place.
         messages = list(request.state.get("messages") or [])
         start = invocation_start(messages)
-        config = current_config()
-        key = self._key(messages, config, request.runtime, start)
+        config = var_child_runnable_config.get()  # ``current_config()``
+        runtime = request.runtime
+        agent = self.agent
+        # What ``_key`` and ``Pinner.pin`` would each read, read once: the tenant
+        # (the app's ``scope``, called once per model call), the run and thread ids.
+        tenant = None if agent.scope is None else agent.tenant_of_run(config)
+        given, thread_id = run_ids(config, runtime)
+        message_id = messages[start].id if messages else None
+        key = None if message_id is None else (thread_id, tenant, message_id)
         found = self._pins.recall(key)
         if (
             found is not None
@@ -390,14 +468,15 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             # node execution is a new invocation that reuses its message id.
             found = None
         if found is not None:
-            pin, version = found, self.agent.version_for_run(found.tenant, found.version)
+            pin, version = found, agent.version_for_run(found.tenant, found.version)
         else:
             # Not remembered yet: ``_end`` remembers it only if the invocation goes
             # on (most end with this very call, and then there is nothing to forget).
-            pin, version = self._pins.pin(config, request.runtime, level="graph")
+            run_key = given or run_id_in_tracers(config, level="graph")
+            pin, version = self._pins.fresh(config, tenant, run_key)
         served, metadata = self._serve(request, version, config)
         return _Call(
-            served, metadata, key, pin, messages, start, recalled=found is not None, config=config
+            served, metadata, key, pin, messages, start, found is not None, config, given, thread_id
         )
 
     def _keep(self, call: _Call) -> None:
@@ -410,7 +489,7 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         elif pin.failed_in is not None:
             # A retry that went on: the run's next calls run in other nodes. Still
             # failed: its capture must supersede the failure.
-            self._pins.keep(call.key, dataclasses.replace(pin, failed_in=None))
+            self._pins.keep(call.key, pin._replace(failed_in=None))
 
     def _key(
         self,
@@ -442,48 +521,54 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         Every run of an agent sends the same system message object and, between
         two learning steps, the same playbook: the combined message is built once
         (a cache per middleware, keyed by the message's identity, which it keeps
-        alive, and the rendered text). Run labels are built only when a callback
-        handler is attached to the run: otherwise nobody could read them.
+        alive, and the text appended). A request whose focus repeats some rules
+        after the playbook is served a text of its own, cached the same way
+        (requests naming the same rules share it). Run labels are built only when
+        a callback handler is attached to the run: otherwise nobody could read them.
         """
-        if self.agent.on_model_call is not None:
+        agent = self.agent
+        if agent.on_model_call is not None:
             # What verified adoption replays with: the agent's model, its own prompt, its tools.
-            self.agent.on_model_call(
+            agent.on_model_call(
                 request.model, request.system_message, request.tools, request.tool_choice
             )
-        metadata = version_metadata(self.agent.prompt_id, version) if observed(config) else {}
-        server = self.agent.server
+        metadata = version_metadata(agent.prompt_id, version) if observed(config) else {}
+        server = agent.server
         playbook = server.rendered(version)
         if not playbook:
             return request, metadata
         system = request.system_message
+        text = playbook
         if server.settings.focus_rules:
-            served = server.served(version, request_text(request.messages))
-            if served is not playbook and served != playbook:
-                # The rules this request names, after the playbook (their rivals left
-                # out): a prompt of its own, not cached. Compared as text, not by
-                # length: the rivals left out can be as long as the rules repeated.
-                return request.override(system_message=with_playbook(system, served)), metadata
-        cache_key = (id(system), playbook)
-        cached = self._prompts.get(cache_key)
+            text = server.focus(version, playbook, request_text(request.messages))
+        cache_key = (id(system), text)
+        cached = self._prompts.get(cache_key)  # one dict read: atomic, no lock
         if cached is not None and cached[0] is system:
-            return request.override(system_message=cached[1]), metadata
-        combined = with_playbook(system, playbook)
+            return _with_system(request, cached[1]), metadata
+        combined = with_playbook(system, text)
         with self._prompts_lock:
             self._prompts[cache_key] = (system, combined)
             while len(self._prompts) > _PROMPT_CACHE:
                 self._prompts.popitem(last=False)
-        return request.override(system_message=combined), metadata
+        return _with_system(request, combined), metadata
 
     def _end(self, call: _Call, response: ModelCallResult) -> None:
         """Close the invocation if ``response`` ends it (capturing it when asked)."""
-        self._guard(self._settle, call, response)
+        try:  # ``_guard`` written out, as in ``wrap_model_call``
+            self._settle(call, response)
+        except GraphBubbleUp:
+            raise
+        except Exception:
+            _log_failure(self.agent, "CombeeMiddleware.wrap_model_call")
 
     def _settle(self, call: _Call, response: ModelCallResult) -> None:
         produced = _final_messages(response)
         if produced is None:
             self._keep(call)
-        else:
-            self._close(call, produced, None)
+            return
+        if call.recalled:
+            self._pins.forget(call.key)
+        self._capture(call, call.pin, produced, None)
 
     def _failed(self, call: _Call, exc: BaseException) -> None:
         """The model call raised: captured with the error, provisionally."""
@@ -497,31 +582,31 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         # failure is the run's trace; its pin is forgotten with the oldest.
         pin, task = call.pin, task_id_of(call.config)
         if call.key is not None and pin is not None and (not pin.failed or pin.failed_in != task):
-            self._pins.keep(call.key, dataclasses.replace(pin, failed=True, failed_in=task))
+            self._pins.keep(call.key, pin._replace(failed=True, failed_in=task))
         self._capture(call, pin, [], error)  # supersedes only an earlier failure
-
-    def _close(self, call: _Call, produced: list[BaseMessage], error: str | None) -> None:
-        if call.recalled:
-            self._pins.forget(call.key)
-        self._capture(call, call.pin, produced, error)
 
     def _capture(
         self, call: _Call, pin: Pin | None, produced: list[BaseMessage], error: str | None
     ) -> None:
-        if self.capture and pin is not None:
-            capture_run(
-                self.agent,
-                [*call.messages, *produced],
-                start=call.start,
-                runtime=call.request.runtime,
-                run_key=pin.run_key,
-                tenant=pin.tenant,
-                version=pin.version,
-                started=pin.started,
-                error=error,
-                config=call.config,
-                supersede=pin.failed,
-            )
+        """``capture_run`` for the call's invocation, with what ``_begin`` already read."""
+        if not self.capture or pin is None or pin.tenant == UNSCOPED:
+            return  # an UNSCOPED run's scope failed (counted when it did): not captured
+        run_id = call.run_id or run_id_in_tracers(call.config, level="graph") or pin.run_key
+        # The call's own copy of the messages, used by nothing else once captured:
+        # extended in place rather than copied again.
+        messages = call.messages
+        messages.extend(produced)
+        latency = max(0.0, time.monotonic() - pin.started)
+        recipe = _TraceRecipe(
+            self.agent.prompt_id,
+            messages,
+            call.start,
+            (run_id, call.thread_id, pin.tenant, pin.version, latency, error),
+        )
+        if run_id is None:  # ``_hand_over``, written out (a pin made here always has a key)
+            self.agent.capture(recipe())
+        else:
+            self.agent.capture_later(run_id, recipe, supersede=pin.failed)
 
     # ---- failure policy -----------------------------------------------------
 
@@ -683,6 +768,11 @@ def capture_run(
         start,
         (run_id, thread_id_of(config, runtime), tenant, version, latency, error),
     )
+    _hand_over(agent, run_id, recipe, supersede)
+
+
+def _hand_over(agent: AgentSide, run_id: str | None, recipe: _TraceRecipe, supersede: bool) -> None:
+    """Give the run's trace to ``agent``: built now without a run id, else later."""
     if run_id is None:
         agent.capture(recipe())
         return
@@ -726,6 +816,78 @@ class _TraceRecipe:
         return trace_from_messages(self.messages, run, start=self.start)
 
 
+_ALLOWED_OUTSIDE = (ModelRetryMiddleware, ModelFallbackMiddleware)
+_MAX_FRAMES = 200
+
+
+def _outer_layer(
+    ours: CombeeMiddleware, request: ModelRequest[Any], frame: types.FrameType | None
+) -> AgentMiddleware[Any, Any, Any] | None:
+    """The middleware wrapping ``ours``'s model call that the docs do not allow there, if any.
+
+    Walks the calling frames from ``frame`` up to the agent's graph (the first
+    frame of a ``Pregel`` method: a graph run further out is another agent's).
+    A frame running another middleware's own ``wrap_model_call`` (its class's,
+    decorator-made ones included) is an outer layer. Retry and fallback
+    middleware are allowed there, and so is any layer when the request the
+    agent made (the outermost one on the stack) had another system message than
+    ``request``: a layer outside replaced it, and such a layer must come first.
+    """
+    found: AgentMiddleware[Any, Any, Any] | None = None
+    original: ModelRequest[Any] | None = None
+    for _ in range(_MAX_FRAMES):
+        if frame is None:
+            break
+        code = frame.f_code
+        if code.co_argcount >= 2:
+            local = frame.f_locals
+            first, second = local.get(code.co_varnames[0]), local.get(code.co_varnames[1])
+            if isinstance(first, Pregel):
+                break
+            for value in (first, second):
+                if isinstance(value, ModelRequest):
+                    original = value
+            if (
+                isinstance(first, AgentMiddleware)
+                and first is not ours
+                and not isinstance(first, _ALLOWED_OUTSIDE)
+                and _runs_wrap(first, code)
+            ):
+                found = first
+        frame = frame.f_back
+    if original is not None and original.system_message is not request.system_message:
+        return None  # replaced outside: the order the docs ask for such a layer
+    return found
+
+
+def _runs_wrap(owner: AgentMiddleware[Any, Any, Any], code: types.CodeType) -> bool:
+    """Whether ``code`` is the body of ``owner``'s class's (a)``wrap_model_call``."""
+    cls = type(owner)
+    return any(
+        getattr(getattr(cls, name, None), "__code__", None) is code
+        for name in ("wrap_model_call", "awrap_model_call")
+    )
+
+
+def _with_system(request: ModelRequest[Any], system: SystemMessage | None) -> ModelRequest[Any]:
+    """``request.override(system_message=system)``, faster for a plain ``ModelRequest``.
+
+    ``override`` is ``dataclasses.replace``, which runs ``ModelRequest.__init__``
+    again over every field: a few microseconds on every model call. For the
+    class itself (``__init__`` only stores its arguments) a shallow copy of the
+    instance's fields with the system message replaced is the same request;
+    ``tests/test_middleware_fast.py`` checks that against ``override``. A
+    subclass, which may do more on construction, goes through ``override``.
+    """
+    if type(request) is ModelRequest:
+        fresh: ModelRequest[Any] = object.__new__(ModelRequest)
+        fields = fresh.__dict__
+        fields.update(request.__dict__)
+        fields["system_message"] = system
+        return fresh
+    return request.override(system_message=system)
+
+
 def write_through(agent: AgentSide) -> bool:
     """Whether capturing a run writes the store (so async hooks must leave the loop)."""
     return agent.server.settings.durability == "write_through"
@@ -742,10 +904,15 @@ def guarded(agent: AgentSide, where: str, call: Callable[..., T], *args: Any) ->
     except GraphBubbleUp:
         raise
     except Exception:
-        logger.exception(
-            "%s failed (prompt %r); the run goes on without Combee", where, agent.prompt_id
-        )
+        _log_failure(agent, where)
         return None
+
+
+def _log_failure(agent: AgentSide, where: str) -> None:
+    """Log the exception being handled: Combee's own code failed in ``where``."""
+    logger.exception(
+        "%s failed (prompt %r); the run goes on without Combee", where, agent.prompt_id
+    )
 
 
 def _final_messages(response: ModelCallResult) -> list[BaseMessage] | None:
@@ -754,9 +921,10 @@ def _final_messages(response: ModelCallResult) -> list[BaseMessage] | None:
         response = response.model_response
     if isinstance(response, AIMessage):
         return None if response.tool_calls else [response]
+    result = response.result
     if response.structured_response is not None:
-        return list(response.result)
-    last = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
-    if last is None or last.tool_calls:
-        return None
-    return list(response.result)
+        return list(result)
+    for message in reversed(result):  # the last AI message says whether the agent goes on
+        if isinstance(message, AIMessage):
+            return None if message.tool_calls else list(result)
+    return None

@@ -18,8 +18,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 from langgraph_combee._agent.runs import (
     given_run_id,
@@ -47,9 +46,12 @@ RUN_ID: Hashable = _RunId()
 """``Pinner.pin(key=RUN_ID)``: remember the pin under the run's own key."""
 
 
-@dataclass(frozen=True)
-class Pin:
+class Pin(NamedTuple):
     """The version a run was pinned to, with what its trace needs.
+
+    A named tuple (immutable, ``_replace`` for a changed copy): one is made per
+    new run on the model call's path, and a frozen dataclass costs a
+    ``object.__setattr__`` call per field to build.
 
     Attributes:
         tenant: The run's tenant (``serving.UNSCOPED`` when its scope failed).
@@ -142,6 +144,29 @@ class Pinner:
                 # A nested graph has a run of its own to label.
                 self._label(config, version)
                 return found, version
+        return self.fresh(config, tenant, run_key, key=key, fresh_key=fresh_key)
+
+    def fresh(
+        self,
+        config: Mapping[str, Any] | None,
+        tenant: str | None,
+        run_key: str | None,
+        *,
+        key: Hashable | None = None,
+        fresh_key: bool = True,
+    ) -> tuple[Pin, PromptVersion]:
+        """A new pin for a run whose tenant and key the caller has read (``pin`` reads them).
+
+        Args:
+            config: The run's config (labelled with the version chosen).
+            tenant: The run's tenant, as ``side.tenant_of_run(config)`` gives it.
+            run_key: The run's key (None: none known).
+            key: Where the pin is remembered (None: not remembered; not ``RUN_ID``).
+            fresh_key: Give a run without a key a new random one.
+
+        Returns:
+            The pin, and the version it names.
+        """
         if run_key is None and fresh_key:
             run_key = str(uuid.uuid4())
         version = self.side.select_version(tenant, run_key)

@@ -41,6 +41,7 @@ __all__ = [
     "given_run_id",
     "observed",
     "run_id_in_tracers",
+    "run_ids",
     "run_labels",
     "scope_view",
     "tag_runs",
@@ -107,6 +108,22 @@ def thread_id_of(config: Mapping[str, Any] | None, runtime: object = None) -> st
     if thread_id is None and config:
         thread_id = (config.get("configurable") or {}).get("thread_id")
     return str(thread_id) if thread_id is not None else None
+
+
+def run_ids(
+    config: Mapping[str, Any] | None, runtime: object = None
+) -> tuple[str | None, str | None]:
+    """``(given_run_id(config, runtime), thread_id_of(config, runtime))``, read in one go.
+
+    The middleware needs both on every model call: the run's execution info is
+    looked up once instead of twice.
+    """
+    info = _execution_info(config, runtime)
+    run_id = getattr(info, "run_id", None)
+    thread_id = getattr(info, "thread_id", None)
+    if thread_id is None and config:
+        thread_id = (config.get("configurable") or {}).get("thread_id")
+    return (str(run_id) if run_id else None, str(thread_id) if thread_id is not None else None)
 
 
 def task_id_of(config: Mapping[str, Any] | None, runtime: object = None) -> str | None:

@@ -265,7 +265,12 @@ class Server:
         # Every run passes here: a fresh entry is read without the lock (one dict
         # read is atomic, and an entry's fields are set before it is stored).
         entry = self._heads.get(tenant)
-        if entry is not None and now - entry.loaded_at < self.settings.refresh_seconds:
+        if entry is not None and (
+            now - entry.loaded_at < self.settings.refresh_seconds or tenant in self._stale
+        ):
+            # Stale and already marked: the worker has been woken for it. Waking it on
+            # every run until its refresh lands would make it flush run by run, and
+            # take the lock here each time, instead of once a flush interval.
             return entry.version
         with self._lock:
             entry = self._heads.get(tenant)
@@ -323,8 +328,8 @@ class Server:
         if not version.playbook.bullets:
             return ""  # what render() gives: most runs before any learning take no lock here
         key = _version_key(version)
-        with self._lock:
-            text = self._rendered.get(key)
+        # One dict read is atomic (the key's parts hash in C): no lock on the hot path.
+        text = self._rendered.get(key)
         if text is None:
             text = version.render()
             with self._lock:
@@ -342,7 +347,10 @@ class Server:
         to ``limits.max_message_chars``), so verified adoption, which replays
         the trace, matches the same words.
         """
-        playbook = self.rendered(version)
+        return self.focus(version, self.rendered(version), request)
+
+    def focus(self, version: PromptVersion, playbook: str, request: str) -> str:
+        """``served(version, request)`` for a caller that has ``playbook = rendered(version)``."""
         limit = self.settings.focus_rules
         if not playbook or not limit or not request:
             return playbook
@@ -400,8 +408,7 @@ class Server:
         its bullets, so two threads building it at once build the same index).
         """
         key = _version_key(version)
-        with self._lock:
-            index = self._indexes.get(key)
+        index = self._indexes.get(key)  # atomic, as in ``rendered``
         if index is None:
             index = RuleIndex.of(version.playbook)
             with self._lock:

@@ -152,11 +152,16 @@ def invocation_start(
         for index in range(len(messages) - 1, -1, -1):
             if messages[index].id == anchor_id:
                 return index
-    humans = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
-    if anchor_text is not None:
-        for index in reversed(humans):
-            if message_text(messages[index].content) == anchor_text:
+    if anchor_text is None:
+        # The last human message, found from the end (every model call asks this).
+        for index in range(len(messages) - 1, -1, -1):
+            if isinstance(messages[index], HumanMessage):
                 return index
+        return 0
+    humans = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
+    for index in reversed(humans):
+        if message_text(messages[index].content) == anchor_text:
+            return index
     return humans[-1] if humans else 0
 
 
