@@ -94,7 +94,7 @@ def test_each_stage_run_adds_its_entry_to_the_report(strategy: Strategy) -> None
     assert [e.name for e in report.stages] == list(ORDER)
     entries = {e.name: e for e in report.stages}
     assert all(e.runs == 1 and e.seconds >= 0 for e in report.stages)
-    assert entries["reflect"].counts == {"reflections": 9}
+    assert entries["reflect"].counts == {"reflections": 9, "carried_nothing": 0}
     assert entries["shuffle"].counts == {"groups": len(report.group_sizes)}
     assert entries["apply"].counts["add"] == report.ops["add"] == 9
     # Stored and read back as JSON, like the rest of the report.

@@ -236,3 +236,33 @@ async def test_a_trace_whose_reflection_failed_is_queued_again_then_parked() -> 
     assert "its reflection failed: RuntimeError: content filter" in letter.reason
     assert learner.stats.traces_parked == 1
     assert learner.describe()["dead_letters"] == {"_": 1}
+
+
+@pytest.mark.parametrize("strategy", ["combee", "naive", "sequential"])
+def test_a_trace_that_gives_no_reflection_is_listed_with_why(strategy: str) -> None:
+    from langgraph_combee import AlgorithmSettings, Feedback
+
+    runs = [
+        Trace(input="my card was charged twice", output="?", feedback=Feedback(correct=True)),
+        Trace(input="where is my parcel", output="?"),
+        Trace(
+            input="reset my password",
+            output="GENERAL",
+            feedback=Feedback(correct=False, ground_truth="SEC-4"),
+        ),
+    ]
+    combee = Combee(
+        prompt_id="p",
+        model=fake_learner(),
+        strategy=strategy,
+        batch_size=3,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
+    step = combee.learn(runs).steps[0]
+    assert step.not_reflected == {
+        runs[0].id: "judged right: nothing to correct",
+        runs[1].id: "no feedback and no error",
+    }
+    assert step.reasons()["no reflection: no feedback and no error"] == 1
+    entry = next(e for e in step.stages if e.name == "reflect")
+    assert entry.counts["carried_nothing"] == 2

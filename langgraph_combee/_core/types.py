@@ -511,6 +511,11 @@ class StepReport(BaseModel):
         default_factory=list,
         description="Labelled runs not kept as worked examples, each with its reason.",
     )
+    not_reflected: dict[str, str] = Field(
+        default_factory=dict,
+        description="Traces of the step that gave no reflection (trace id -> why: judged "
+        "right, no feedback, explained by a stated convention, an unusable reply, no lesson).",
+    )
     stages: list[StageEntry] = Field(
         default_factory=list,
         description="One entry per stage the step ran, in the order they ran (docs/concepts.md).",
@@ -552,7 +557,9 @@ class StepReport(BaseModel):
         ``"merged as duplicate"``, ``"dropped by replay"`` (verified adoption),
         ``"discredited"`` (served outcomes proved it wrong), ``"unknown op"``,
         ``"reflection failed"``, ``"unparsed reply"``, ``"example not kept"`` (a
-        labelled run the worked examples left out) and, per guard check,
+        labelled run the worked examples left out), ``"no reflection: <why>"``
+        (a trace that taught the step nothing, ``not_reflected``) and, per guard
+        check,
         ``"refused: <check>"`` and ``"held: <check>"`` (e.g. ``"held:
         provenance"``, a rule whose answer is a word only the end user wrote).
         Reasons with no count are left out.
@@ -570,6 +577,9 @@ class StepReport(BaseModel):
             "unparsed reply": sum(self.unparsed.values()),
             "example not kept": len(self.examples_skipped),
         }
+        for why in self.not_reflected.values():
+            key = f"no reflection: {why}"
+            counts[key] = counts.get(key, 0) + 1
         for kind, screened in (("refused", self.quarantined), ("held", self.held)):
             for op in screened:
                 check = _check(op.reasons[0]) if op.reasons else "unstated"

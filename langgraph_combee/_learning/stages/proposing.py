@@ -53,13 +53,20 @@ def _strategy(state: StepState) -> Strategy:
 
 
 async def reflect_all(
-    ctx: StepContext, playbook: Playbook, traces: Sequence[Trace], stats: CallStats
+    ctx: StepContext,
+    playbook: Playbook,
+    traces: Sequence[Trace],
+    stats: CallStats,
+    *,
+    carried_nothing: dict[str, str] | None = None,
 ) -> list[LabelledReflection]:
     """Reflect on every trace in parallel against the same playbook snapshot.
 
     A reflection that fails or cannot be parsed is lost (and counted); if every
     reflection fails because the LLM keeps raising, the step fails. Traces the
     role profile has nothing to learn from (``needs_reflection``) cost no call.
+    Each trace that yields no reflection is entered in ``carried_nothing`` with
+    the reason (``StepReport.not_reflected``).
     """
     caller = _caller(ctx)
     roles = ctx.roles.active()
@@ -75,8 +82,21 @@ async def reflect_all(
         except LLMCallError:
             return None
 
-    todo = [t for t in traces if roles.needs_reflection(t) and not conventions.explained(t, known)]
+    todo: list[Trace] = []
+    nothing = carried_nothing if carried_nothing is not None else {}
+    for trace in traces:
+        if not roles.needs_reflection(trace):
+            nothing[trace.id] = _why_not_reflected(trace)
+        elif conventions.explained(trace, known):
+            nothing[trace.id] = "explained by a convention the feedback states"
+        else:
+            todo.append(trace)
     results = await asyncio.gather(*(one(t) for t in todo))
+    for trace, result in zip(todo, results, strict=True):
+        if result is None:
+            nothing[trace.id] = "the reflector's reply failed or could not be used"
+        elif result.is_empty():
+            nothing[trace.id] = "the reflector found no lesson"
     if todo and all(r is None for r in results):
         if stats.failed["combee.reflect"] == len(todo):
             raise LearningError(
@@ -93,6 +113,15 @@ async def reflect_all(
         for i, r in enumerate(results, start=1)
         if r is not None and not r.is_empty()
     ]
+
+
+def _why_not_reflected(trace: Trace) -> str:
+    feedback = trace.feedback
+    if feedback is not None and feedback.correct is True:
+        return "judged right: nothing to correct"
+    if feedback is None or feedback.is_empty():
+        return "no feedback and no error"
+    return "the role profile learns nothing from it"
 
 
 def tag_ops(reflections: Sequence[LabelledReflection]) -> list[DeltaOp]:
@@ -174,8 +203,15 @@ def _text(content: str) -> str:
 
 async def reflect(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
     """Reflect on every trace in parallel, against the playbook the step starts from."""
-    labelled = await reflect_all(ctx, state.playbook, state.traces or (), state.stats)
-    return replace(state, reflections=labelled), {"reflections": len(labelled)}
+    nothing: dict[str, str] = {}
+    labelled = await reflect_all(
+        ctx, state.playbook, state.traces or (), state.stats, carried_nothing=nothing
+    )
+    state.report.not_reflected.update(nothing)
+    return replace(state, reflections=labelled), {
+        "reflections": len(labelled),
+        "carried_nothing": len(nothing),
+    }
 
 
 async def tag(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
