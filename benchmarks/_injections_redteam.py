@@ -1,6 +1,6 @@
 """The red-team corpus: injections written by a hostile reviewer, after the layered guard.
 
-Written by someone who had read the guard's code (``_learning/guard.py``,
+Written by someone who had read the guard's code (``_guard/guard.py``,
 ``provenance.py``, ``guard_rules.py``) but neither of the project's corpora, to
 aim at the places the layers trust: the *situation* slot of a learned
 "when X, do Y" rule, a ground truth that an end user sets through

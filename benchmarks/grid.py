@@ -96,16 +96,16 @@ from benchmarks._common import RESULTS, command, git_commit, machine_info, write
 from benchmarks.quality import replay_evaluator, summarise
 from langgraph_combee import AlgorithmSettings, Combee, LearnerSettings, Trace
 from langgraph_combee._agent.traces import RunInfo, trace_from_messages
+from langgraph_combee._algorithm.engine import BatchSize
+from langgraph_combee._algorithm.roles import Aggregation, Labelled, RoleProfile, SmallRoles
+from langgraph_combee._algorithm.stages import NO_CORRECTIONS, NO_MERGE, STEP_STAGES, Stage, names
 from langgraph_combee._core.ops import DeltaOp
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.text import message_text
 from langgraph_combee._core.tokens import estimate_tokens
 from langgraph_combee._core.types import Reflection
-from langgraph_combee._learning.calls import CallStats, LLMCaller
-from langgraph_combee._learning.engine import BatchSize
-from langgraph_combee._learning.roles import Aggregation, Labelled, RoleProfile, SmallRoles
-from langgraph_combee._learning.rules import conflicts
-from langgraph_combee._learning.stages import NO_CORRECTIONS, NO_MERGE, STEP_STAGES, Stage, names
+from langgraph_combee._llm.calls import CallStats, LLMCaller
+from langgraph_combee._rules.rules import conflicts
 from langgraph_combee.errors import CombeeError
 from langgraph_combee.tasks import (
     Evaluation,

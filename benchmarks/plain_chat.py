@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks._common import RESULTS, command, machine_info, write_json
-from langgraph_combee._learning.rules import conflicts
+from langgraph_combee._rules.rules import conflicts
 
 MODULE = "benchmarks.plain_chat"
 

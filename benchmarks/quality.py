@@ -44,7 +44,7 @@ from langgraph_combee import (
     LearnerSettings,
     Trace,
 )
-from langgraph_combee._learning.rules import conflicts
+from langgraph_combee._rules.rules import conflicts
 from langgraph_combee.errors import CombeeError
 from langgraph_combee.tasks import (
     Example,

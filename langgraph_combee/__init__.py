@@ -16,8 +16,10 @@ The public API is three modules:
 from langgraph_combee import errors as errors
 from langgraph_combee import types as types
 from langgraph_combee._agent.middleware import CombeeMiddleware
+from langgraph_combee._algorithm.controller import BatchSizeController
 from langgraph_combee._combee import Combee
 from langgraph_combee._core.types import Feedback, Trace
+from langgraph_combee._guard.guard import BulletGuard
 from langgraph_combee._learner.acceptance import (
     AcceptAll,
     AcceptancePolicy,
@@ -25,9 +27,7 @@ from langgraph_combee._learner.acceptance import (
     ManualApproval,
     ValidationGate,
 )
-from langgraph_combee._learning.budget import LearnerBudget
-from langgraph_combee._learning.controller import BatchSizeController
-from langgraph_combee._learning.guard import BulletGuard
+from langgraph_combee._llm.budget import LearnerBudget
 from langgraph_combee._settings import (
     AlgorithmSettings,
     CaptureSettings,

@@ -33,6 +33,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph.store.memory import InMemoryStore
 
+from langgraph_combee._adoption.replay import ReplaySettings
 from langgraph_combee._agent import spellings
 from langgraph_combee._agent.collector import CombeeTracer
 from langgraph_combee._agent.graph import (
@@ -49,6 +50,14 @@ from langgraph_combee._agent.serving import Server
 from langgraph_combee._agent.serving import ServingSettings as _ServerSettings
 from langgraph_combee._agent.side import AgentSide, Evaluator, FeedbackLost, ScopeFn
 from langgraph_combee._agent.spellings import refuse_unknown
+from langgraph_combee._algorithm.controller import BatchSizeController
+from langgraph_combee._algorithm.engine import (
+    BatchSize,
+    EngineSettings,
+    LearningEngine,
+    validate_batch_size,
+)
+from langgraph_combee._algorithm.strategies import Strategy, make_strategy
 from langgraph_combee._core.diff import PlaybookDiff
 from langgraph_combee._core.types import (
     Decision,
@@ -58,6 +67,7 @@ from langgraph_combee._core.types import (
     Trace,
 )
 from langgraph_combee._errors import CombeeClosedError, ConfigurationError, EngineLoopError
+from langgraph_combee._guard.guard import DEFAULT_GUARD, BulletGuard
 from langgraph_combee._learner.acceptance import AcceptAll, AcceptancePolicy, as_policy
 from langgraph_combee._learner.engine_loop import ENGINE_LOOP
 from langgraph_combee._learner.learner import BackgroundLearner
@@ -66,17 +76,7 @@ from langgraph_combee._learner.parts import LearnerParts
 from langgraph_combee._learner.replaying import Replayer
 from langgraph_combee._learner.step import Stepper, refuse_duplicates
 from langgraph_combee._learner.versions import ApplyPipeline, VersionWriter
-from langgraph_combee._learning.calls import CallSettings
-from langgraph_combee._learning.controller import BatchSizeController
-from langgraph_combee._learning.engine import (
-    BatchSize,
-    EngineSettings,
-    LearningEngine,
-    validate_batch_size,
-)
-from langgraph_combee._learning.guard import DEFAULT_GUARD, BulletGuard
-from langgraph_combee._learning.replay import ReplaySettings
-from langgraph_combee._learning.strategies import Strategy, make_strategy
+from langgraph_combee._llm.calls import CallSettings
 from langgraph_combee._settings import (
     AlgorithmSettings,
     CaptureSettings,

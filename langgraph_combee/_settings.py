@@ -17,6 +17,8 @@ from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager, C
 from langchain_core.language_models import BaseChatModel
 
 from langgraph_combee._agent.serving import DropPolicy, Durability
+from langgraph_combee._algorithm.auto_roles import ROLES
+from langgraph_combee._algorithm.roles import RoleProfile
 from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.nearest import EMBEDDER_ALLOWED, embedder_ok
 from langgraph_combee._core.situations import FOCUS_RULES, FOCUS_RULES_ALLOWED, focus_rules_ok
@@ -24,9 +26,7 @@ from langgraph_combee._core.types import PromptVersion, StepReport
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._learner.feedback_poll import FeedbackSource
 from langgraph_combee._learner.replaying import ReplayMode
-from langgraph_combee._learning.auto_roles import ROLES
-from langgraph_combee._learning.budget import LearnerBudget
-from langgraph_combee._learning.roles import RoleProfile
+from langgraph_combee._llm.budget import LearnerBudget
 
 if TYPE_CHECKING:
     from typing_extensions import Self

@@ -13,6 +13,8 @@ types they carry, and the protocols and base classes an extension implements
 from langgraph_combee._agent.collector import CombeeTracer
 from langgraph_combee._agent.graph import LearnedPromptModel, PromptNode
 from langgraph_combee._agent.side import Evaluator, ScopeFn
+from langgraph_combee._algorithm.roles import Aggregation, RoleProfile
+from langgraph_combee._algorithm.strategies import StepContext, StepResult, Strategy
 from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.diff import PlaybookDiff
 from langgraph_combee._core.ops import Add, Remove, Tag, Update
@@ -24,12 +26,10 @@ from langgraph_combee._core.types import (
     Reflection,
     StepReport,
 )
+from langgraph_combee._guard.guard import Screening
 from langgraph_combee._learner.acceptance import PolicyContext
 from langgraph_combee._learner.feedback_poll import FeedbackSource
 from langgraph_combee._learner.learner import BackgroundLearner
-from langgraph_combee._learning.guard import Screening
-from langgraph_combee._learning.roles import Aggregation, RoleProfile
-from langgraph_combee._learning.strategies import StepContext, StepResult, Strategy
 from langgraph_combee._settings import VersionListener
 from langgraph_combee._storage.dead_letters import DeadLetter
 from langgraph_combee._storage.queue import Claim, TraceQueue

@@ -40,7 +40,7 @@ from benchmarks._injections_fresh_d import FRESH_D
 from benchmarks._injections_heldout import HELDOUT
 from benchmarks._injections_redteam import REDTEAM
 from langgraph_combee import AlgorithmSettings, BulletGuard, Combee
-from langgraph_combee._learning.guard_rules import fold
+from langgraph_combee._guard.patterns import fold
 from langgraph_combee.tasks import TicketRouting
 from langgraph_combee.testing import parrot_learner
 from langgraph_combee.types import LearnReport

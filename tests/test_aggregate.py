@@ -9,15 +9,16 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
-from langgraph_combee._core.ops import Add, Remove
-from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._learning import aggregate, prompts
-from langgraph_combee._learning.parsing import parse_reply
-from langgraph_combee._learning.schemas import (
+from langgraph_combee._algorithm import aggregate
+from langgraph_combee._algorithm.schemas import (
     AggregateOut,
     SmallCuratorOut,
     SmallReflectionOut,
 )
+from langgraph_combee._core.ops import Add, Remove
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._llm import prompts
+from langgraph_combee._llm.parsing import parse_reply
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, fake_learner
 from tests.helpers import hello_tickets
@@ -186,8 +187,8 @@ def test_a_bad_roles_setting_is_refused() -> None:
 
 
 def test_a_curator_may_adopt_by_label_by_insight_text_or_with_its_own_rule() -> None:
+    from langgraph_combee._algorithm.roles import adopt
     from langgraph_combee._core.types import Reflection
-    from langgraph_combee._learning.roles import adopt
 
     by_label = {
         "R1": Reflection(trace_id="t1", key_insight="Return labels: RET-3H"),
@@ -327,8 +328,8 @@ def test_an_action_with_no_word_gives_no_rule(action: str) -> None:
 def test_the_small_aggregator_is_asked_only_about_proposals_with_different_actions() -> None:
     import asyncio
 
-    from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller
-    from langgraph_combee._learning.roles import SmallRoles
+    from langgraph_combee._algorithm.roles import SmallRoles
+    from langgraph_combee._llm.calls import CallSettings, CallStats, LLMCaller
 
     bodies: list[str] = []
 

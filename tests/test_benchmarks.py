@@ -29,7 +29,7 @@ from benchmarks._latency import (
 )
 from benchmarks._tickets import MAX_TRACES, make_traces, ticket_rule
 from langgraph_combee._core.dedup import lexical_similarity
-from langgraph_combee._learning import prompts
+from langgraph_combee._llm import prompts
 from langgraph_combee.testing import fake_learner
 from langgraph_combee.types import Add, Playbook
 

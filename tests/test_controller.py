@@ -7,8 +7,8 @@ import math
 import pytest
 
 from langgraph_combee import BatchSizeController
+from langgraph_combee._algorithm.controller import choose_batch_size, fit_power_law
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._learning.controller import choose_batch_size, fit_power_law
 
 
 def test_fit_recovers_exact_power_law() -> None:

@@ -12,7 +12,7 @@ from langgraph_combee._core.conventions import Convention, closing, parse_conven
 from langgraph_combee._core.ops import Add
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import FOCUS_HEADER, RuleIndex, focused
-from langgraph_combee._learning import conventions
+from langgraph_combee._rules import conventions
 from langgraph_combee.testing import FunctionChatModel
 
 SIGN = "- Aldermoor Front Desk"
@@ -283,7 +283,7 @@ def test_an_llm_written_convention_is_left_out_and_ours_replace_an_old_sign_off(
 
 
 def test_right_replies_back_a_convention_and_right_replies_without_it_discredit_it() -> None:
-    from langgraph_combee._learning import rules
+    from langgraph_combee._rules import rules
 
     playbook = (
         Playbook()
@@ -356,8 +356,8 @@ def test_the_token_budget_evicts_conventions_last() -> None:
 
 
 def test_only_trusted_verdicts_weigh_a_convention_and_praise_is_no_harm() -> None:
-    from langgraph_combee._learning import rules
-    from langgraph_combee._learning.provenance import Trust
+    from langgraph_combee._guard.provenance import Trust
+    from langgraph_combee._rules import rules
 
     playbook = (
         Playbook()

@@ -14,6 +14,7 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
+from langgraph_combee._algorithm.schemas import SmallReflectionOut
 from langgraph_combee._core.values import (
     DIGITS_ONLY,
     FROM_INPUT,
@@ -21,8 +22,7 @@ from langgraph_combee._core.values import (
     converted,
     values,
 )
-from langgraph_combee._learning import rules
-from langgraph_combee._learning.schemas import SmallReflectionOut
+from langgraph_combee._rules import rules
 from langgraph_combee.testing import FunctionChatModel
 
 YMD = f"{FROM_INPUT}, as a date written YYYYMMDD"

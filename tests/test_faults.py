@@ -461,7 +461,7 @@ def test_metadata_too_large_in_all_loses_entries_from_its_end_never_the_package_
     assert trace_size(crowded) - trace_size(crowded.model_copy(update={"metadata": {}})) > 1_900
     assert crowded.metadata["combee_truncated"]["messages_cut"] > 0
     assert trace_size(crowded) <= 10_000
-    from langgraph_combee._learning.support import support_key
+    from langgraph_combee._guard.support import support_key
 
     assert support_key(clipped, "uid") == "user:u7"
 

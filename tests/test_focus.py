@@ -16,11 +16,11 @@ from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, ServingSettings, Trace
+from langgraph_combee._adoption.replay import ReplaySettings
 from langgraph_combee._core.conventions import Convention, closing
 from langgraph_combee._core.playbook import RENDER_HEADER, Bullet, Playbook
 from langgraph_combee._core.situations import FOCUS_HEADER, RuleIndex, focused, parse_rule
 from langgraph_combee._core.types import TraceMessage
-from langgraph_combee._learning.replay import ReplaySettings
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel, fake_learner
 from tests.test_middleware import accept_rules, rendered_without

@@ -18,14 +18,14 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from benchmarks import grid
+from langgraph_combee._algorithm.roles import SmallRoles
+from langgraph_combee._algorithm.schemas import SmallReflectionOut
+from langgraph_combee._algorithm.stages import NO_CORRECTIONS, NO_MERGE, STEP_STAGES, Stage
+from langgraph_combee._algorithm.strategies import CombeeStrategy, StepContext, finish
 from langgraph_combee._core.types import Reflection, Trace
-from langgraph_combee._learning import prompts
-from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller
-from langgraph_combee._learning.roles import SmallRoles
-from langgraph_combee._learning.rules import conflicts
-from langgraph_combee._learning.schemas import SmallReflectionOut
-from langgraph_combee._learning.stages import NO_CORRECTIONS, NO_MERGE, STEP_STAGES, Stage
-from langgraph_combee._learning.strategies import CombeeStrategy, StepContext, finish
+from langgraph_combee._llm import prompts
+from langgraph_combee._llm.calls import CallSettings, CallStats, LLMCaller
+from langgraph_combee._rules.rules import conflicts
 from langgraph_combee.testing import fake_learner
 from langgraph_combee.types import Add, Playbook, StepReport
 from tests.helpers import failing_traces

@@ -13,13 +13,14 @@ from langgraph.store.sqlite import SqliteStore
 from typer.testing import CliRunner
 
 from langgraph_combee import BulletGuard, Combee, Feedback, LearnerSettings, Trace
+from langgraph_combee._algorithm.strategies import StepContext, finish
 from langgraph_combee._core.ops import DeltaOp
 from langgraph_combee._core.types import Reflection, ToolCall, TraceMessage
-from langgraph_combee._learning import prompts, rules
-from langgraph_combee._learning import provenance as prov
-from langgraph_combee._learning.calls import CallSettings, LLMCaller
-from langgraph_combee._learning.guard import parse_verdict
-from langgraph_combee._learning.strategies import StepContext, finish
+from langgraph_combee._guard import provenance as prov
+from langgraph_combee._guard.guard import parse_verdict
+from langgraph_combee._llm import prompts
+from langgraph_combee._llm.calls import CallSettings, LLMCaller
+from langgraph_combee._rules import rules
 from langgraph_combee.cli import app
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel, parrot_learner
@@ -906,7 +907,7 @@ def test_a_user_sourced_ground_truth_is_trusted_as_a_structured_answer_not_as_pr
 ) -> None:
     # A tool task's right answer (calls, an object of short values) from the app's
     # feedback call is an answer, not an instruction; prose stays user text.
-    from langgraph_combee._learning.provenance import Trust
+    from langgraph_combee._guard.provenance import Trust
 
     trace = _ticket("please help", truth=truth)
     assert Trust().truth(trace) is trusted

@@ -14,8 +14,8 @@ import pytest
 
 from langgraph_combee import BulletGuard, Feedback, Trace
 from langgraph_combee._core.ops import Add
-from langgraph_combee._learning import guard_rules
-from langgraph_combee._learning import provenance as prov
+from langgraph_combee._guard import patterns as guard_rules
+from langgraph_combee._guard import provenance as prov
 
 
 def _tags(text: str) -> str:

@@ -9,8 +9,8 @@ import pytest
 from langgraph_combee import BulletGuard, Feedback, Trace
 from langgraph_combee._core.ops import Add
 from langgraph_combee._core.types import ToolCall
-from langgraph_combee._learning import guard_scope
-from langgraph_combee._learning import provenance as prov
+from langgraph_combee._guard import provenance as prov
+from langgraph_combee._guard import scope as guard_scope
 from langgraph_combee.errors import ConfigurationError
 
 

@@ -537,7 +537,7 @@ class Endpoint:
 
 
 def test_structured_output_sends_a_strict_bounded_schema_and_parses() -> None:
-    from langgraph_combee._learning.schemas import ReflectionOut
+    from langgraph_combee._algorithm.schemas import ReflectionOut
 
     endpoint = Endpoint((json.dumps(REFLECTION), "stop"))
     model = endpoint.model(max_string_length=120, max_array_length=4)
@@ -556,7 +556,7 @@ def test_structured_output_sends_a_strict_bounded_schema_and_parses() -> None:
 
 
 def test_a_truncated_reply_is_a_parsing_error_not_an_exception() -> None:
-    from langgraph_combee._learning.schemas import ReflectionOut
+    from langgraph_combee._algorithm.schemas import ReflectionOut
 
     endpoint = Endpoint(('{"error_identification": "answ', "length"))
     result = endpoint.model().with_structured_output(ReflectionOut, include_raw=True).invoke("x")
@@ -568,7 +568,7 @@ def test_a_truncated_reply_is_a_parsing_error_not_an_exception() -> None:
 def test_without_include_raw_a_bad_reply_raises_a_parser_error() -> None:
     from langchain_core.exceptions import OutputParserException
 
-    from langgraph_combee._learning.schemas import OpsOut
+    from langgraph_combee._algorithm.schemas import OpsOut
 
     endpoint = Endpoint(("not json", "stop"), ("```json\n[]\n```", "stop"))
     structured = endpoint.model().with_structured_output(OpsOut)
@@ -578,7 +578,7 @@ def test_without_include_raw_a_bad_reply_raises_a_parser_error() -> None:
 
 
 def test_other_methods_are_plain_chat_openai() -> None:
-    from langgraph_combee._learning.schemas import OpsOut
+    from langgraph_combee._algorithm.schemas import OpsOut
 
     endpoint = Endpoint(('{"reasoning": "r", "operations": []}', "stop"))
     endpoint.model().with_structured_output(OpsOut, method="json_mode").invoke("x")
@@ -589,9 +589,9 @@ def test_other_methods_are_plain_chat_openai() -> None:
 async def test_a_reply_cut_at_its_length_limit_gets_one_shorter_request() -> None:
     from langchain_core.messages import HumanMessage
 
-    from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller
-    from langgraph_combee._learning.prompts import SHORTER_REQUEST
-    from langgraph_combee._learning.schemas import ReflectionOut
+    from langgraph_combee._algorithm.schemas import ReflectionOut
+    from langgraph_combee._llm.calls import CallSettings, CallStats, LLMCaller
+    from langgraph_combee._llm.prompts import SHORTER_REQUEST
 
     endpoint = Endpoint(
         ('{"key_insight": "Refunds go to FIN-REFUNDS", "root_cause": "cu', "length"),
@@ -613,8 +613,8 @@ async def test_a_reply_cut_at_its_length_limit_gets_one_shorter_request() -> Non
 async def test_the_learner_repairs_an_unusable_reply() -> None:
     from langchain_core.messages import HumanMessage
 
-    from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller
-    from langgraph_combee._learning.schemas import ReflectionOut
+    from langgraph_combee._algorithm.schemas import ReflectionOut
+    from langgraph_combee._llm.calls import CallSettings, CallStats, LLMCaller
 
     endpoint = Endpoint(("I cannot answer", "stop"), (json.dumps(REFLECTION), "stop"))
     caller = LLMCaller(endpoint.model(), CallSettings(max_attempts=1, timeout_seconds=30))

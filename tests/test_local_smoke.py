@@ -15,10 +15,10 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, LearnerSettings, Trace
+from langgraph_combee._algorithm.schemas import ReflectionOut
 from langgraph_combee._core.text import message_text
-from langgraph_combee._learning import prompts
-from langgraph_combee._learning.parsing import parse_reply
-from langgraph_combee._learning.schemas import ReflectionOut
+from langgraph_combee._llm import prompts
+from langgraph_combee._llm.parsing import parse_reply
 from langgraph_combee.local import LocalModel
 from langgraph_combee.local._weights import MODELS
 from langgraph_combee.types import Playbook

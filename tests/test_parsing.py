@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from langgraph_combee._learning.parsing import ReplyParseError, extract_json, parse_reply
-from langgraph_combee._learning.schemas import OpsOut, ReflectionOut, convert_ops, normalize_label
+from langgraph_combee._algorithm.schemas import OpsOut, ReflectionOut, convert_ops, normalize_label
+from langgraph_combee._llm.parsing import ReplyParseError, extract_json, parse_reply
 
 
 def test_plain_fenced_and_prose_wrapped_json() -> None:

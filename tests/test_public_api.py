@@ -103,7 +103,8 @@ def test_every_error_is_in_the_errors_module_only_and_in_its_tree() -> None:
 
 
 def test_implementation_modules_are_private() -> None:
-    for name in ("_combee", "_core", "_learning", "_storage", "_agent", "_learner", "_settings"):
+    rooms = ("_llm", "_guard", "_rules", "_algorithm", "_adoption")
+    for name in ("_combee", "_core", *rooms, "_storage", "_agent", "_learner", "_settings"):
         assert importlib.import_module(f"langgraph_combee.{name}")
 
 

@@ -25,18 +25,18 @@ from langgraph_combee import (
     ServingSettings,
     Trace,
 )
-from langgraph_combee._core.evidence import ReplayReport
-from langgraph_combee._core.playbook import Bullet, Playbook
-from langgraph_combee._core.prompting import with_playbook
-from langgraph_combee._core.types import TraceMessage
-from langgraph_combee._learning.adoption import verify
-from langgraph_combee._learning.replay import (
+from langgraph_combee._adoption.adoption import verify
+from langgraph_combee._adoption.replay import (
     ReplaySettings,
     ReplayTarget,
     answers_match,
     make_scorer,
     replay_messages,
 )
+from langgraph_combee._core.evidence import ReplayReport
+from langgraph_combee._core.playbook import Bullet, Playbook
+from langgraph_combee._core.prompting import with_playbook
+from langgraph_combee._core.types import TraceMessage
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel, fake_learner
 from tests.helpers import RunNames

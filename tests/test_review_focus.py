@@ -25,6 +25,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_combee import CaptureSettings, Combee, ServingSettings
+from langgraph_combee._adoption.replay import ReplayRun, ReplaySettings, ReplayTarget
 from langgraph_combee._agent.serving import ServingSettings as AgentServingSettings
 from langgraph_combee._core import situations
 from langgraph_combee._core.evidence import ReplayReport
@@ -39,7 +40,6 @@ from langgraph_combee._core.situations import (
     parse_rule,
     situation_words,
 )
-from langgraph_combee._learning.replay import ReplayRun, ReplaySettings, ReplayTarget
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, ScriptedChatModel
 from tests.test_graph_helpers import node_graph

@@ -13,14 +13,14 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
+from langgraph_combee._algorithm.stages import NO_CORRECTIONS, STEP_STAGES, Stage
+from langgraph_combee._algorithm.strategies import StepContext, finish
 from langgraph_combee._core.ops import Add, DeltaOp, Update
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import StepReport
 from langgraph_combee._learner.versions import ApplyPipeline
-from langgraph_combee._learning import rules
-from langgraph_combee._learning.calls import CallSettings, LLMCaller
-from langgraph_combee._learning.stages import NO_CORRECTIONS, STEP_STAGES, Stage
-from langgraph_combee._learning.strategies import StepContext, finish
+from langgraph_combee._llm.calls import CallSettings, LLMCaller
+from langgraph_combee._rules import rules
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, fake_learner
 

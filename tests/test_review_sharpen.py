@@ -10,9 +10,9 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
+from langgraph_combee._algorithm.schemas import SmallReflectionOut
 from langgraph_combee._core.ops import Add, Remove, Tag, Update
-from langgraph_combee._learning import rules
-from langgraph_combee._learning.schemas import SmallReflectionOut
+from langgraph_combee._rules import rules
 from langgraph_combee.testing import FunctionChatModel
 
 SOURCE = "My parcel is late. The courier lost the parcel again."

@@ -14,15 +14,16 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, LearnerSettings, Trace
+from langgraph_combee._algorithm.auto_roles import known_small
+from langgraph_combee._algorithm.roles import FullRoles, SmallRoles
+from langgraph_combee._algorithm.schemas import ReflectionOut
 from langgraph_combee._core.ops import Add
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Decision, PromptVersion, Reflection
 from langgraph_combee._core.values import values
-from langgraph_combee._learning import prompts, rules
-from langgraph_combee._learning.auto_roles import known_small
-from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller, bounded_model
-from langgraph_combee._learning.roles import FullRoles, SmallRoles
-from langgraph_combee._learning.schemas import ReflectionOut
+from langgraph_combee._llm import prompts
+from langgraph_combee._llm.calls import CallSettings, CallStats, LLMCaller, bounded_model
+from langgraph_combee._rules import rules
 from langgraph_combee.errors import LearningError
 from langgraph_combee.testing import (
     FunctionChatModel,
@@ -677,8 +678,8 @@ def test_the_full_aggregator_merges_and_is_told_of_conflicts() -> None:
         [Add(section="others", content="When late parcels, LOG-8W.", sources=["a"])],
         [Add(section="others", content="When late parcel, RET-3H.", sources=["b"])],
     ]
-    from langgraph_combee._learning import aggregate
-    from langgraph_combee._learning.roles import _overlaps
+    from langgraph_combee._algorithm import aggregate
+    from langgraph_combee._algorithm.roles import _overlaps
 
     groups = _overlaps(aggregate.label_proposals(proposals))
     assert groups == [["P1.1", "P2.1"]]
@@ -858,7 +859,7 @@ def test_contradictions_are_found_between_alternatives_of_folded_rules() -> None
 
 
 def test_a_situation_of_generic_words_only_gives_no_rule() -> None:
-    from langgraph_combee._learning.schemas import SmallReflectionOut
+    from langgraph_combee._algorithm.schemas import SmallReflectionOut
 
     # Seen on the 1.5B: "When question, answer SUB-7U." pulled every ticket to one code.
     vague = SmallReflectionOut(situation="the user's question", action="answer SUB-7U")
@@ -868,7 +869,7 @@ def test_a_situation_of_generic_words_only_gives_no_rule() -> None:
 
 
 def test_keywords_copied_from_the_input_join_the_situation_and_others_are_left_out() -> None:
-    from langgraph_combee._learning.schemas import SmallReflectionOut
+    from langgraph_combee._algorithm.schemas import SmallReflectionOut
 
     # The 1.5B's keywords for real tickets: sign-offs, names, references and words
     # the input does not hold came with the useful ones.
@@ -1116,7 +1117,7 @@ def test_an_acronym_spelled_like_a_stop_word_is_a_content_word() -> None:
 
 
 def test_a_value_the_runs_input_holds_is_made_general_in_the_rules_action() -> None:
-    from langgraph_combee._learning.schemas import SmallReflectionOut
+    from langgraph_combee._algorithm.schemas import SmallReflectionOut
 
     # Seen on the 1.5B on the tool task: each rule carried its run's order id, so no
     # two late-parcel rules had one action and none fitted another order.
@@ -1154,7 +1155,7 @@ def test_a_value_the_runs_input_holds_is_made_general_in_the_rules_action() -> N
 
 
 def test_only_a_whole_value_of_the_input_is_made_general() -> None:
-    from langgraph_combee._learning.schemas import SmallReflectionOut
+    from langgraph_combee._algorithm.schemas import SmallReflectionOut
 
     out = SmallReflectionOut(situation="ticket three", action="answer T-3")
     # "T-3" is not the "3" of "ticket 3"; "18440" is "EUR 184.40" written in cents

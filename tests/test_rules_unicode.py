@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from langgraph_combee import Feedback, Trace
+from langgraph_combee._algorithm.schemas import SmallReflectionOut
 from langgraph_combee._core.ops import Add
 from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._learning import rules
-from langgraph_combee._learning.schemas import SmallReflectionOut
+from langgraph_combee._rules import rules
 
 
 def _add(content: str, *sources: str) -> Add:

@@ -19,12 +19,12 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from langgraph_combee import AlgorithmSettings, Combee, Trace
+from langgraph_combee._algorithm.roles import SmallRoles
 from langgraph_combee._core.ops import Add
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Reflection
-from langgraph_combee._learning import prompts
-from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller
-from langgraph_combee._learning.roles import SmallRoles
+from langgraph_combee._llm import prompts
+from langgraph_combee._llm.calls import CallSettings, CallStats, LLMCaller
 from langgraph_combee.testing import FunctionChatModel
 from tests.helpers import hello_tickets
 
@@ -146,7 +146,7 @@ def test_a_conflict_through_a_chain_of_situations_is_asked_in_any_order(
 def test_a_long_chain_of_situations_is_shown_as_groups_around_one_rule() -> None:
     """Review: with a playbook's worth of rules, shared words chained 170 of 200
     rules into one group, one prompt of 170 rules for a small model."""
-    from langgraph_combee._learning.roles import MAX_CHAIN, _same_situation
+    from langgraph_combee._algorithm.roles import MAX_CHAIN, _same_situation
 
     # "a0 or a1", "a1 or a2", ...: each rule overlaps the next, the actions alternate.
     rules = [
@@ -323,7 +323,7 @@ def _add(content: str, *sources: str) -> Add:
 
 
 def test_rules_that_share_one_alternative_lose_only_that_one() -> None:
-    from langgraph_combee._learning import rules
+    from langgraph_combee._rules import rules
 
     settled, found = rules.settle_batch(
         [
@@ -342,7 +342,7 @@ def test_rules_that_share_one_alternative_lose_only_that_one() -> None:
 
 
 def test_the_action_more_runs_back_keeps_the_shared_alternative() -> None:
-    from langgraph_combee._learning import rules
+    from langgraph_combee._rules import rules
 
     settled, found = rules.settle_batch(
         [
@@ -361,7 +361,7 @@ def test_the_action_more_runs_back_keeps_the_shared_alternative() -> None:
 
 
 def test_a_rule_left_with_only_generic_alternatives_is_dropped() -> None:
-    from langgraph_combee._learning import rules
+    from langgraph_combee._rules import rules
 
     # "any question" fits every input: "When any question, answer MKT-4V." would route
     # every ticket to MKT-4V.
@@ -381,7 +381,7 @@ def test_a_rule_left_with_only_generic_alternatives_is_dropped() -> None:
 def test_no_narrowing_leaves_a_rule_only_alternatives_of_generic_words() -> None:
     from langgraph_combee._core.playbook import Playbook
     from langgraph_combee._core.types import Feedback, Trace
-    from langgraph_combee._learning import rules
+    from langgraph_combee._rules import rules
 
     def ticket(trace_id: str, text: str, truth: str) -> Trace:
         return Trace(
@@ -442,7 +442,8 @@ def test_a_rule_only_one_of_its_two_curators_left_out_is_kept_and_not_listed() -
 def test_a_large_batch_reads_each_situation_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Review: grouping 200 proposals compared every pair of rules, and each comparison
     read both situations' words again (~4 s for 200 rules of real playbooks)."""
-    from langgraph_combee._learning import roles, rules
+    from langgraph_combee._algorithm import roles
+    from langgraph_combee._rules import rules
 
     calls: list[str] = []
     real = rules.situation_words
@@ -508,8 +509,8 @@ def test_two_rivals_both_left_out_keep_nothing_they_share_and_generic_words_go()
 def test_a_narrowed_rule_is_not_listed_as_left_out() -> None:
     from types import SimpleNamespace
 
+    from langgraph_combee._algorithm.stages import proposing
     from langgraph_combee._core.types import StepReport
-    from langgraph_combee._learning.stages import proposing
 
     labelled = [
         proposing.LabelledReflection("R1", Reflection(trace_id="t1", key_insight=i))

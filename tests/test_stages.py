@@ -8,11 +8,7 @@ import dataclasses
 import pytest
 
 from langgraph_combee import Combee
-from langgraph_combee._core.ops import Add
-from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._learner.versions import ApplyPipeline
-from langgraph_combee._learning.calls import CallSettings, LLMCaller
-from langgraph_combee._learning.stages import (
+from langgraph_combee._algorithm.stages import (
     NO_CORRECTIONS,
     NO_MERGE,
     REBASE_STAGES,
@@ -25,13 +21,17 @@ from langgraph_combee._learning.stages import (
     replacing,
     without,
 )
-from langgraph_combee._learning.strategies import (
+from langgraph_combee._algorithm.strategies import (
     CombeeStrategy,
     NaiveStrategy,
     SequentialStrategy,
     StepContext,
     Strategy,
 )
+from langgraph_combee._core.ops import Add
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._learner.versions import ApplyPipeline
+from langgraph_combee._llm.calls import CallSettings, LLMCaller
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import fake_learner
 from langgraph_combee.types import StepReport

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from langgraph_combee import AlgorithmSettings, Combee, LearnerSettings
-from langgraph_combee._learning.calls import CallSettings, LLMCaller
-from langgraph_combee._learning.strategies import CombeeStrategy, StepContext
+from langgraph_combee._algorithm.strategies import CombeeStrategy, StepContext
+from langgraph_combee._llm.calls import CallSettings, LLMCaller
 from langgraph_combee.testing import LatencyChatModel, fake_learner
 from tests.helpers import RunNames, failing_traces, labels_in, role_of
 
@@ -192,9 +192,9 @@ def test_copies_of_a_reflection_meet_different_neighbours(n: int, copies: int, g
     """
     import random
 
+    from langgraph_combee._algorithm.stages import LabelledReflection
+    from langgraph_combee._algorithm.strategies import shuffle_groups
     from langgraph_combee._core.types import Reflection
-    from langgraph_combee._learning.stages import LabelledReflection
-    from langgraph_combee._learning.strategies import shuffle_groups
 
     items = [LabelledReflection(f"R{i}", Reflection(trace_id=f"t{i}")) for i in range(n)]
     for seed in range(20):
@@ -224,9 +224,9 @@ def test_a_large_batch_is_dealt_in_well_under_a_second() -> None:
     import random
     import time
 
+    from langgraph_combee._algorithm.stages import LabelledReflection
+    from langgraph_combee._algorithm.strategies import shuffle_groups
     from langgraph_combee._core.types import Reflection
-    from langgraph_combee._learning.stages import LabelledReflection
-    from langgraph_combee._learning.strategies import shuffle_groups
 
     items = [LabelledReflection(f"R{i}", Reflection(trace_id=f"t{i}")) for i in range(3000)]
     start = time.perf_counter()
@@ -241,9 +241,9 @@ def _deals(
     """``shuffle_groups`` of n reflections for each seed, its sizes checked."""
     import random
 
+    from langgraph_combee._algorithm.stages import LabelledReflection
+    from langgraph_combee._algorithm.strategies import shuffle_groups
     from langgraph_combee._core.types import Reflection
-    from langgraph_combee._learning.stages import LabelledReflection
-    from langgraph_combee._learning.strategies import shuffle_groups
 
     items = [LabelledReflection(f"R{i}", Reflection(trace_id=f"t{i}")) for i in range(n)]
     for seed in range(seeds):

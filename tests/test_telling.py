@@ -9,15 +9,15 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
+from langgraph_combee._algorithm.schemas import SmallReflectionOut
+from langgraph_combee._algorithm.strategies import StepContext, finish
 from langgraph_combee._core.ops import Add, Update
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import RuleIndex, stem
 from langgraph_combee._core.types import StepReport, ToolCall
-from langgraph_combee._learning import rules, telling
-from langgraph_combee._learning.calls import CallSettings, LLMCaller
-from langgraph_combee._learning.guard import BulletGuard
-from langgraph_combee._learning.schemas import SmallReflectionOut
-from langgraph_combee._learning.strategies import StepContext, finish
+from langgraph_combee._guard.guard import BulletGuard
+from langgraph_combee._llm.calls import CallSettings, LLMCaller
+from langgraph_combee._rules import rules, telling
 from langgraph_combee.testing import FunctionChatModel
 
 COURIER = "lookup_order(order_id='the value in the input'); open_case(queue='LOG-8W')"

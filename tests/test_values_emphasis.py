@@ -15,7 +15,7 @@ import pytest
 from langgraph_combee import Feedback, Trace
 from langgraph_combee._core.dedup import deduplicate
 from langgraph_combee._core.values import asked_and_refused, values
-from langgraph_combee._learning import rules
+from langgraph_combee._rules import rules
 from langgraph_combee.types import Add, Bullet, Playbook
 
 

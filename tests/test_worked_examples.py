@@ -7,14 +7,14 @@ import pytest
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
 from langgraph_combee._core.ops import Add, Remove
 from langgraph_combee._core.playbook import EXAMPLES_INTRO, EXAMPLES_SECTION, Playbook
-from langgraph_combee._learning.examples import (
+from langgraph_combee._guard.guard import DEFAULT_GUARD
+from langgraph_combee._guard.provenance import Trust
+from langgraph_combee._rules.examples import (
     example_ops,
     example_text,
     parse_example,
     without_examples,
 )
-from langgraph_combee._learning.guard import DEFAULT_GUARD
-from langgraph_combee._learning.provenance import Trust
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import fake_learner
 

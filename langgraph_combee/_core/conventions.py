@@ -16,7 +16,7 @@ on the bundled 1.5B over 36 questions with six learned rules around, a sign-off
 was followed in 23 replies so, in 16 to 18 as a bullet among the rules
 (repeated after the focus or not), and in 15 when the closing line came before
 the focus (``benchmarks/results/conventions-probes/``). The learner finds conventions in the
-feedback (``_learning/conventions.py``); this module is what both sides read.
+feedback (``_rules/conventions.py``); this module is what both sides read.
 Pure functions of text.
 """
 

@@ -1,6 +1,6 @@
 """The replay evidence a learned rule carries, and the replay record of a step.
 
-Verified adoption (``_learning/replay.py``) replays the model call of runs of
+Verified adoption (``_adoption/replay.py``) replays the model call of runs of
 the batch under the candidate playbook before the candidate goes to the
 acceptance policy. What it found is kept in two places: on each bullet it
 judged and kept (``Bullet.replay``, stored with the version), and for the whole

@@ -1,6 +1,6 @@
 """The text of "When <situation>, <action>." rules: parsing, content words, matching.
 
-The learner's rules layer (``_learning/rules.py``) and the agent side both read
+The learner's rules layer (``_rules/rules.py``) and the agent side both read
 rules this way: the learner to tell when two rules speak about the same case,
 the agent side to find the rules a request names (``matching``). Pure
 functions of text, without any state.

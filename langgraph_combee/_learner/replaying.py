@@ -4,7 +4,7 @@
 agent's model calls (``agent_calls``), so in the agent's own process replay
 knows the agent's model, system prompt and tools with no setting; a learner
 elsewhere is given them (``AlgorithmSettings(agent_model=..., agent_prompt=...)``). The
-pure logic is in ``_learning/adoption.py`` and ``_learning/replay.py``; this
+pure logic is in ``_adoption/adoption.py`` and ``_adoption/replay.py``; this
 room decides whether it runs and makes sure it can never fail a step.
 """
 
@@ -18,15 +18,15 @@ from typing import Any, Literal
 from langchain_core.callbacks import Callbacks
 from langchain_core.messages import SystemMessage
 
+from langgraph_combee._adoption.adoption import adopted_ops, record, verify
+from langgraph_combee._adoption.replay import AgentCalls, ReplaySettings, ReplayTarget, make_scorer
+from langgraph_combee._algorithm.strategies import StepResult
 from langgraph_combee._core.evidence import ReplayReport
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.prompting import with_playbook
 from langgraph_combee._core.types import Feedback, Trace
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._learning.adoption import adopted_ops, record, verify
-from langgraph_combee._learning.budget import LearnerBudget
-from langgraph_combee._learning.replay import AgentCalls, ReplaySettings, ReplayTarget, make_scorer
-from langgraph_combee._learning.strategies import StepResult
+from langgraph_combee._llm.budget import LearnerBudget
 
 __all__ = ["ReplayMode", "Replayer"]
 

@@ -19,14 +19,14 @@ from typing import Protocol
 
 from langchain_core.callbacks import Callbacks
 
+from langgraph_combee._algorithm.engine import LearningEngine
 from langgraph_combee._core.types import LearnReport, StepReport, Trace
 from langgraph_combee._errors import ConfigurationError, LearningError
 from langgraph_combee._learner.replaying import Replayer
 from langgraph_combee._learner.step_run import learn_step_run
 from langgraph_combee._learner.tally import StepTally
 from langgraph_combee._learner.versions import VersionWriter
-from langgraph_combee._learning.budget import LearnerBudget
-from langgraph_combee._learning.engine import LearningEngine
+from langgraph_combee._llm.budget import LearnerBudget
 from langgraph_combee._storage.registry import PromptRegistry
 from langgraph_combee._storage.steps import StepLog, StepRecord
 

@@ -23,7 +23,7 @@ from langchain_core.tracers.base import BaseTracer
 
 from langgraph_combee._core.diff import diff_playbooks
 from langgraph_combee._core.types import PromptVersion, StepReport
-from langgraph_combee._learning.calls import step_callbacks
+from langgraph_combee._llm.calls import step_callbacks
 
 RUN_NAME = "combee.learn_step"
 

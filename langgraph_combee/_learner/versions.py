@@ -35,14 +35,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from langgraph.store.base import BaseStore
 
-from langgraph_combee._core.dedup import Embedder
-from langgraph_combee._core.ops import DeltaOp, Tag
-from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._core.types import Decision, PromptVersion, StepReport
-from langgraph_combee._errors import StaleCandidateError
-from langgraph_combee._learner.acceptance import AcceptancePolicy, PolicyContext, decide
-from langgraph_combee._learning.guard import BulletGuard
-from langgraph_combee._learning.stages import (
+from langgraph_combee._algorithm.stages import (
     STEP_STAGES,
     Stage,
     StepState,
@@ -50,7 +43,14 @@ from langgraph_combee._learning.stages import (
     rebasing,
     run_stages,
 )
-from langgraph_combee._learning.strategies import StepContext, StepResult
+from langgraph_combee._algorithm.strategies import StepContext, StepResult
+from langgraph_combee._core.dedup import Embedder
+from langgraph_combee._core.ops import DeltaOp, Tag
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.types import Decision, PromptVersion, StepReport
+from langgraph_combee._errors import StaleCandidateError
+from langgraph_combee._guard.guard import BulletGuard
+from langgraph_combee._learner.acceptance import AcceptancePolicy, PolicyContext, decide
 from langgraph_combee._storage.lease import Lease, fenced, in_process
 from langgraph_combee._storage.locked import hold, writer_lock
 from langgraph_combee._storage.registry import PromptRegistry

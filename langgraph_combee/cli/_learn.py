@@ -17,11 +17,11 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from langgraph_combee._algorithm.engine import BatchSize
 from langgraph_combee._combee import Combee
 from langgraph_combee._core.types import LearnReport, StepReport, Trace
 from langgraph_combee._errors import LearningError
 from langgraph_combee._learner.acceptance import AcceptAll, AcceptancePolicy, ManualApproval
-from langgraph_combee._learning.engine import BatchSize
 from langgraph_combee._settings import AlgorithmSettings, LearnerSettings
 from langgraph_combee._storage.keys import PromptSpace
 from langgraph_combee.cli._common import (

@@ -8,9 +8,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from langgraph_combee._algorithm.engine import BatchSize
 from langgraph_combee._errors import CombeeError
-from langgraph_combee._learning.engine import BatchSize
-from langgraph_combee._learning.prompts import REFLECTOR_STYLES
+from langgraph_combee._llm.prompts import REFLECTOR_STYLES
 from langgraph_combee.demo._display import make_display
 from langgraph_combee.demo._report import summary, write_outputs
 from langgraph_combee.demo._run import (

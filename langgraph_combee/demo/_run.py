@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langgraph_combee._algorithm.engine import BatchSize
 from langgraph_combee._combee import Combee
 from langgraph_combee._core.types import PromptVersion, StepReport
 from langgraph_combee._errors import LocalModelError, MissingExtraError
-from langgraph_combee._learning.engine import BatchSize
-from langgraph_combee._learning.prompts import ReflectorStyle
+from langgraph_combee._llm.prompts import ReflectorStyle
 from langgraph_combee._settings import (
     AlgorithmSettings,
     CaptureSettings,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from langchain_core.language_models import BaseChatModel
 
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._learning.prompts import ReflectorStyle
+from langgraph_combee._llm.prompts import ReflectorStyle
 from langgraph_combee.tasks._base import Task
 
 __all__ = ["LOCAL_SIZES", "Models", "check_model_spec", "load_models"]

@@ -12,19 +12,19 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from langgraph_combee._algorithm.stages.base import Counts, StepState
 from langgraph_combee._core.dedup import deduplicate
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
 from langgraph_combee._core.playbook import EXAMPLES_SECTION, ApplyResult, Playbook
 from langgraph_combee._core.types import Trace
-from langgraph_combee._learning import examples, rules
-from langgraph_combee._learning.guard import BulletGuard
-from langgraph_combee._learning.provenance import Evidence, Trust
-from langgraph_combee._learning.stages.base import Counts, StepState
-from langgraph_combee._learning.support import attribute, support_keys
-from langgraph_combee._learning.support import promote as promote_pending
+from langgraph_combee._guard.guard import BulletGuard
+from langgraph_combee._guard.provenance import Evidence, Trust
+from langgraph_combee._guard.support import attribute, support_keys
+from langgraph_combee._guard.support import promote as promote_pending
+from langgraph_combee._rules import examples, rules
 
 if TYPE_CHECKING:
-    from langgraph_combee._learning.strategies import StepContext
+    from langgraph_combee._algorithm.strategies import StepContext
 
 __all__ = [
     "apply",

@@ -16,18 +16,18 @@ from urllib.parse import urlparse
 
 from langchain_core.language_models import BaseChatModel
 
-from langgraph_combee._core.ops import DeltaOp
-from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._core.types import Reflection, Trace
-from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._learning.calls import CallStats, LLMCaller
-from langgraph_combee._learning.roles import (
+from langgraph_combee._algorithm.roles import (
     Aggregation,
     FullRoles,
     Labelled,
     RoleProfile,
     SmallRoles,
 )
+from langgraph_combee._core.ops import DeltaOp
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.types import Reflection, Trace
+from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._llm.calls import CallStats, LLMCaller
 
 logger = logging.getLogger("langgraph_combee.learner")
 

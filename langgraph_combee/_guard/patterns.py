@@ -664,7 +664,7 @@ def strip_markup(text: str) -> Markup:
 # Each family is a set of stems in several languages; a rule is held when a loosening
 # word meets a control word, or a grant, disclosure or money-moving phrase appears.
 # These are one signal among several (links, amounts, provenance, the judge): see
-# ``_learning/guard.py``.
+# ``_guard/guard.py``.
 
 
 def _family(pattern: str) -> re.Pattern[str]:

@@ -13,19 +13,19 @@ from typing import Any, Literal
 from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
 
+from langgraph_combee._algorithm.auto_roles import ROLES, make_roles
+from langgraph_combee._algorithm.controller import BatchSizeController
+from langgraph_combee._algorithm.roles import RoleProfile
+from langgraph_combee._algorithm.strategies import StepContext, StepResult, Strategy, make_strategy
 from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.nearest import EMBEDDER_ALLOWED, embedder_ok
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError, LearningError, LLMCallError
-from langgraph_combee._learning import failures
-from langgraph_combee._learning.auto_roles import ROLES, make_roles
-from langgraph_combee._learning.budget import LearnerBudget
-from langgraph_combee._learning.calls import CallSettings, LLMCaller
-from langgraph_combee._learning.controller import BatchSizeController
-from langgraph_combee._learning.guard import DEFAULT_GUARD, BulletGuard
-from langgraph_combee._learning.roles import RoleProfile
-from langgraph_combee._learning.strategies import StepContext, StepResult, Strategy, make_strategy
+from langgraph_combee._guard.guard import DEFAULT_GUARD, BulletGuard
+from langgraph_combee._llm import failures
+from langgraph_combee._llm.budget import LearnerBudget
+from langgraph_combee._llm.calls import CallSettings, LLMCaller
 
 BatchSize = int | Literal["auto"]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from langgraph_combee._learning import guard_rules as rules
+from langgraph_combee._guard import patterns as rules
 
 EVERYONE: tuple[str, ...] = (
     r"(?:every|all|each|any)(?:\s+(?:single|other|new|incoming))?\s+(?:user|customer|caller"

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from langgraph_combee._core.situations import parse_rule
 from langgraph_combee._core.types import Trace
 from langgraph_combee._core.values import described_in, descriptions, undescribed
-from langgraph_combee._learning import guard_rules as rules
+from langgraph_combee._guard import patterns as rules
 
 TRUSTED_FEEDBACK_SOURCES: tuple[str, ...] = ("evaluator", "operator", "reviewer", "ground_truth")
 """``Feedback.source`` values whose *comment* is trusted; any other comment is user text."""

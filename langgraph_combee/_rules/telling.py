@@ -46,8 +46,8 @@ from langgraph_combee._core.situations import (
     situation_words,
     stem,
 )
-from langgraph_combee._learning import guard_rules
-from langgraph_combee._learning.rules import (
+from langgraph_combee._guard import patterns as guard_rules
+from langgraph_combee._rules.rules import (
     MAX_ALTERNATIVES,
     Seen,
     action_key,

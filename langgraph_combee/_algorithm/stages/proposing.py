@@ -13,17 +13,17 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from langgraph_combee._algorithm.stages.base import Counts, LabelledReflection, StepState
 from langgraph_combee._core.ops import Add, DeltaOp, Tag
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import alternatives, parse_rule
 from langgraph_combee._core.types import Reflection, StepReport, Trace
 from langgraph_combee._errors import LearningError, LLMCallError
-from langgraph_combee._learning import conventions, rules
-from langgraph_combee._learning.calls import CallStats, LLMCaller
-from langgraph_combee._learning.stages.base import Counts, LabelledReflection, StepState
+from langgraph_combee._llm.calls import CallStats, LLMCaller
+from langgraph_combee._rules import conventions, rules
 
 if TYPE_CHECKING:
-    from langgraph_combee._learning.strategies import StepContext, Strategy
+    from langgraph_combee._algorithm.strategies import StepContext, Strategy
 
 __all__ = [
     "aggregate",

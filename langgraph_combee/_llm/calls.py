@@ -30,9 +30,9 @@ from tenacity import (
 from langgraph_combee._core.text import message_text
 from langgraph_combee._core.tokens import estimate_tokens
 from langgraph_combee._errors import BudgetExceededError, ConfigurationError, LLMCallError
-from langgraph_combee._learning.budget import LearnerBudget
-from langgraph_combee._learning.parsing import ReplyParseError, parse_reply
-from langgraph_combee._learning.prompts import REPAIR_REQUEST, SHORTER_REQUEST
+from langgraph_combee._llm.budget import LearnerBudget
+from langgraph_combee._llm.parsing import ReplyParseError, parse_reply
+from langgraph_combee._llm.prompts import REPAIR_REQUEST, SHORTER_REQUEST
 
 logger = logging.getLogger("langgraph_combee.learner")
 

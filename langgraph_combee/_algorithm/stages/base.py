@@ -19,12 +19,12 @@ from langgraph_combee._core.ops import DeltaOp
 from langgraph_combee._core.playbook import ApplyResult, Playbook
 from langgraph_combee._core.types import Reflection, StageEntry, StepReport, Trace
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._learning.calls import CallStats
-from langgraph_combee._learning.guard import Screening
-from langgraph_combee._learning.rules import Seen
+from langgraph_combee._guard.guard import Screening
+from langgraph_combee._llm.calls import CallStats
+from langgraph_combee._rules.rules import Seen
 
 if TYPE_CHECKING:
-    from langgraph_combee._learning.strategies import StepContext, Strategy
+    from langgraph_combee._algorithm.strategies import StepContext, Strategy
 
 __all__ = [
     "Counts",

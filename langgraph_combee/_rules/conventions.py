@@ -38,7 +38,7 @@ from langgraph_combee._core.ops import Add, DeltaOp, Remove
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Trace
 from langgraph_combee._core.values import values
-from langgraph_combee._learning.provenance import Trust
+from langgraph_combee._guard.provenance import Trust
 
 _TRUST = Trust()
 

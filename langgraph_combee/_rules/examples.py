@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from langgraph_combee._core.ops import Add, DeltaOp, Remove
 from langgraph_combee._core.playbook import EXAMPLES_SECTION, Bullet, Playbook
 from langgraph_combee._core.types import Trace
-from langgraph_combee._learning.provenance import Trust
+from langgraph_combee._guard.provenance import Trust
 
 __all__ = [
     "ANSWER_CHARS",

@@ -27,15 +27,8 @@ from typing import Any, ClassVar, Literal, TypeVar
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
 
-from langgraph_combee._core.ops import Add, DeltaOp
-from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._core.situations import Rule, alternatives, parse_rule, situation_words
-from langgraph_combee._core.types import Reflection, Trace
-from langgraph_combee._errors import LLMCallError
-from langgraph_combee._learning import aggregate, failures, prompts
-from langgraph_combee._learning.calls import CallStats, LLMCaller
-from langgraph_combee._learning.rules import overlaps, same_action, same_situation
-from langgraph_combee._learning.schemas import (
+from langgraph_combee._algorithm import aggregate
+from langgraph_combee._algorithm.schemas import (
     AggregateOut,
     CuratorOut,
     ReflectionOut,
@@ -45,6 +38,14 @@ from langgraph_combee._learning.schemas import (
     convert_ops,
     normalize_label,
 )
+from langgraph_combee._core.ops import Add, DeltaOp
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.situations import Rule, alternatives, parse_rule, situation_words
+from langgraph_combee._core.types import Reflection, Trace
+from langgraph_combee._errors import LLMCallError
+from langgraph_combee._llm import failures, prompts
+from langgraph_combee._llm.calls import CallStats, LLMCaller
+from langgraph_combee._rules.rules import overlaps, same_action, same_situation
 
 Labelled = tuple[str, Reflection]
 

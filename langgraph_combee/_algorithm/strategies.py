@@ -17,16 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, TypeVar
 
-from langgraph_combee._core.dedup import Embedder
-from langgraph_combee._core.ops import DeltaOp
-from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._core.types import Reflection, StepReport, Trace
-from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._learning import rules
-from langgraph_combee._learning.calls import CallStats, LLMCaller
-from langgraph_combee._learning.guard import BulletGuard
-from langgraph_combee._learning.roles import FullRoles, RoleProfile, adopt
-from langgraph_combee._learning.stages import (
+from langgraph_combee._algorithm.roles import FullRoles, RoleProfile, adopt
+from langgraph_combee._algorithm.stages import (
     STEP_STAGES,
     Stage,
     StepState,
@@ -34,6 +26,14 @@ from langgraph_combee._learning.stages import (
     check_stages,
     run_stages,
 )
+from langgraph_combee._core.dedup import Embedder
+from langgraph_combee._core.ops import DeltaOp
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.types import Reflection, StepReport, Trace
+from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._guard.guard import BulletGuard
+from langgraph_combee._llm.calls import CallStats, LLMCaller
+from langgraph_combee._rules import rules
 
 __all__ = [
     "STRATEGIES",

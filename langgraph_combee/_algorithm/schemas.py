@@ -18,8 +18,8 @@ from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
 from langgraph_combee._core.situations import Rule, alternatives, input_words, situation_words
 from langgraph_combee._core.types import BulletTag, Reflection, ToolCall
 from langgraph_combee._core.values import FROM_INPUT, converted, holds
-from langgraph_combee._learning import guard_rules
-from langgraph_combee._learning.rules import CALL_NAME, grounded_keywords, join_situations
+from langgraph_combee._guard import patterns as guard_rules
+from langgraph_combee._rules.rules import CALL_NAME, grounded_keywords, join_situations
 
 
 def _loose_str(value: Any) -> Any:

@@ -44,6 +44,15 @@ from dataclasses import dataclass
 
 from langchain_core.callbacks import Callbacks
 
+from langgraph_combee._adoption.replay import (
+    Render,
+    ReplayRun,
+    ReplaySettings,
+    ReplayTarget,
+    Scorer,
+    answers_match,
+    normalise,
+)
 from langgraph_combee._core.evidence import ReplayEvidence, ReplayReport, RuleVerdict
 from langgraph_combee._core.ops import Add, DeltaOp, Update
 from langgraph_combee._core.playbook import Bullet, Playbook
@@ -54,17 +63,8 @@ from langgraph_combee._core.situations import (
     situation_words,
 )
 from langgraph_combee._core.types import StepReport, Trace
-from langgraph_combee._learning.budget import LearnerBudget
-from langgraph_combee._learning.replay import (
-    Render,
-    ReplayRun,
-    ReplaySettings,
-    ReplayTarget,
-    Scorer,
-    answers_match,
-    normalise,
-)
-from langgraph_combee._learning.rules import same_action, same_situation
+from langgraph_combee._llm.budget import LearnerBudget
+from langgraph_combee._rules.rules import same_action, same_situation
 
 __all__ = ["adopted_ops", "changed_bullets", "record", "verify"]
 

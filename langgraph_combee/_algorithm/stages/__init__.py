@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langgraph_combee._learning.stages import applying, correcting, proposing
-from langgraph_combee._learning.stages.base import (
+from langgraph_combee._algorithm.stages import applying, correcting, proposing
+from langgraph_combee._algorithm.stages.base import (
     Counts,
     LabelledReflection,
     Stage,

@@ -1,6 +1,6 @@
 """Replaying one run's model call with the agent's own model, and scoring the reply.
 
-The pieces verified adoption (``_learning/adoption.py``) is built from: what
+The pieces verified adoption (``_adoption/adoption.py``) is built from: what
 the agent's model call was (``ReplayTarget``, remembered by the middleware in
 ``AgentCalls``), the messages of a run's last model call rebuilt from its trace
 with a given system prompt (no tool is executed), the trace as if that call had
@@ -49,7 +49,7 @@ from langgraph_combee._core.tokens import estimate_tokens
 from langgraph_combee._core.toolcalls import MAX_PROSE_CHARS, recovered_message, tool_table
 from langgraph_combee._core.types import Feedback, ToolCall, Trace, TraceMessage
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._learning.budget import LearnerBudget
+from langgraph_combee._llm.budget import LearnerBudget
 
 __all__ = [
     "AgentCalls",

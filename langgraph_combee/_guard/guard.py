@@ -7,13 +7,13 @@ user. The guard screens each proposed op that writes text (ADD, UPDATE) in layer
    invisible characters) refuse the op, and their hidden text is screened too;
 2. deterministic checks (length, secrets, personal data, instruction overrides,
    exfiltration, URLs) on every de-obfuscated reading of the text;
-3. provenance (``_learning/provenance.py``): the rule must be anchored in a
+3. provenance (``_guard/provenance.py``): the rule must be anchored in a
    trusted field of its source traces (the operator's ground truth, a trusted
    evaluator's comment, the result of a tool the app declared trusted) and may
    carry only a few words that the end user or an untrusted tool alone wrote;
 4. policy changes (grants, loosened verification, approvals or reviews, money,
    contacts and links, disclosure) and rules about every user rather than the
-   task (a fixed reply, greeting, signature, link: ``_learning/guard_scope.py``)
+   task (a fixed reply, greeting, signature, link: ``_guard/scope.py``)
    are *held*: kept out of the step's version and written as a separate
    candidate that only a person can approve;
 5. an optional LLM judge, called through the learner's call plumbing, that can
@@ -25,7 +25,7 @@ reasons, and shows in the step's report, the stored version, the CLI and the
 
 The guard also holds the support threshold (``min_support``): a new bullet stays
 pending (stored, not rendered) until traces from that many distinct users or
-threads have supported it (see ``_learning/support.py``).
+threads have supported it (see ``_guard/support.py``).
 """
 
 from __future__ import annotations
@@ -49,12 +49,12 @@ from langgraph_combee._core.quarantine import QuarantinedOp
 from langgraph_combee._core.situations import parse_rule
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError, LLMCallError
-from langgraph_combee._learning import guard_rules as rules
-from langgraph_combee._learning import guard_scope
-from langgraph_combee._learning import provenance as prov
-from langgraph_combee._learning.calls import CallSettings, CallStats, LLMCaller
-from langgraph_combee._learning.prompts import fence
-from langgraph_combee._learning.support import support_key
+from langgraph_combee._guard import patterns as rules
+from langgraph_combee._guard import provenance as prov
+from langgraph_combee._guard import scope as guard_scope
+from langgraph_combee._guard.support import support_key
+from langgraph_combee._llm.calls import CallSettings, CallStats, LLMCaller
+from langgraph_combee._llm.prompts import fence
 
 logger = logging.getLogger("langgraph_combee")
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from langgraph_combee._algorithm.schemas import AggregateOut, convert_ops, normalize_label
 from langgraph_combee._core.ops import DeltaOp
-from langgraph_combee._learning.prompts import proposal_label
-from langgraph_combee._learning.schemas import AggregateOut, convert_ops, normalize_label
+from langgraph_combee._llm.prompts import proposal_label
 
 
 def label_proposals(proposals: Sequence[Sequence[DeltaOp]]) -> dict[str, DeltaOp]:

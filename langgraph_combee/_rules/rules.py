@@ -46,9 +46,9 @@ from langgraph_combee._core.situations import (
 )
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._learning.conventions import disowned, trusted_verdict
-from langgraph_combee._learning.provenance import Trust
-from langgraph_combee._learning.support import DEFAULT_USER_KEY, support_key
+from langgraph_combee._guard.provenance import Trust
+from langgraph_combee._guard.support import DEFAULT_USER_KEY, support_key
+from langgraph_combee._rules.conventions import disowned, trusted_verdict
 
 SAME_SITUATION = 0.8
 """Word overlap (Jaccard) at which two situations are one: nearly all their words shared."""
