@@ -10,9 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from langgraph_combee._algorithm.stages.base import Counts, StepState
+from langgraph_combee._algorithm.stages.base import Counts, StepContext, StepState
 from langgraph_combee._core.dedup import deduplicate
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
 from langgraph_combee._core.playbook import EXAMPLES_SECTION, ApplyResult, Playbook
@@ -22,9 +21,6 @@ from langgraph_combee._guard.provenance import Evidence, Trust
 from langgraph_combee._guard.support import attribute, support_keys
 from langgraph_combee._guard.support import promote as promote_pending
 from langgraph_combee._rules import examples, rules
-
-if TYPE_CHECKING:
-    from langgraph_combee._algorithm.strategies import StepContext
 
 __all__ = [
     "apply",

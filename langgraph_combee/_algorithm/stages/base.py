@@ -13,24 +13,27 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.ops import DeltaOp
 from langgraph_combee._core.playbook import ApplyResult, Playbook
 from langgraph_combee._core.types import Reflection, StageEntry, StepReport, Trace
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._guard.guard import Screening
-from langgraph_combee._llm.calls import CallStats
-from langgraph_combee._rules.rules import Seen
+from langgraph_combee._guard.guard import BulletGuard, Screening
+from langgraph_combee._llm.calls import CallStats, LLMCaller
+from langgraph_combee._rules.rules import InputMemory, Seen
 
 if TYPE_CHECKING:
-    from langgraph_combee._algorithm.strategies import StepContext, Strategy
+    from langgraph_combee._algorithm.roles import RoleProfile
 
 __all__ = [
     "Counts",
+    "Dealer",
     "LabelledReflection",
     "Stage",
     "StageFn",
+    "StepContext",
     "StepState",
     "check_stages",
     "names",
@@ -41,6 +44,52 @@ __all__ = [
 
 Counts = Mapping[str, int]
 """What a stage produced, by name (``{"merged": 2}``): its entry in the step report."""
+
+_T = TypeVar("_T")
+
+
+class StepContext(Protocol):
+    """What the stages read of the learner's settings (``strategies.StepContext`` is one).
+
+    A protocol, so that the stages never import the strategies that run them.
+    """
+
+    @property
+    def caller(self) -> LLMCaller | None: ...
+    @property
+    def token_budget(self) -> int | None: ...
+    @property
+    def embedder(self) -> Embedder | None: ...
+    @property
+    def dedup_threshold(self) -> float | None: ...
+    @property
+    def dedup(self) -> bool: ...
+    @property
+    def guard(self) -> BulletGuard | None: ...
+    @property
+    def roles(self) -> RoleProfile: ...
+    @property
+    def memory(self) -> InputMemory: ...
+    @property
+    def examples(self) -> int: ...
+
+
+class Dealer(Protocol):
+    """How a strategy deals reflections to curators (``Strategy`` is one).
+
+    ``per_trace``: the stages run once per trace (one curator call of many).
+    """
+
+    @property
+    def per_trace(self) -> bool: ...
+
+    def deal(self, reflections: Sequence[_T]) -> list[list[_T]]:
+        """The groups, one curator call each."""
+        ...
+
+    def group_sizes(self, groups: Sequence[Sequence[object]]) -> list[int]:
+        """What ``StepReport.group_sizes`` records for the groups."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -92,7 +141,7 @@ class StepState:
     traces: Sequence[Trace] | None = ()
     batch: Sequence[Trace] = ()
     stats: CallStats = field(default_factory=CallStats)
-    strategy: Strategy | None = None
+    strategy: Dealer | None = None
     earlier: Sequence[Seen] = ()
     remembered: Sequence[Seen] = ()
     candidate: Playbook | None = None

@@ -10,16 +10,12 @@ stages made in the order the guard screens it.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from langgraph_combee._algorithm.stages.base import Counts, StepState
+from langgraph_combee._algorithm.stages.base import Counts, StepContext, StepState
 from langgraph_combee._core.ops import Add, Remove, Tag
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._rules import conventions as convention_rules
 from langgraph_combee._rules import examples, rules, telling
-
-if TYPE_CHECKING:
-    from langgraph_combee._algorithm.strategies import StepContext
 
 __all__ = [
     "adds_only",

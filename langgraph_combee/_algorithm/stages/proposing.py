@@ -11,9 +11,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from langgraph_combee._algorithm.stages.base import Counts, LabelledReflection, StepState
+from langgraph_combee._algorithm.stages.base import (
+    Counts,
+    Dealer,
+    LabelledReflection,
+    StepContext,
+    StepState,
+)
 from langgraph_combee._core.ops import Add, DeltaOp, Tag
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import alternatives, parse_rule
@@ -21,9 +26,6 @@ from langgraph_combee._core.types import Reflection, StepReport, Trace
 from langgraph_combee._errors import LearningError, LLMCallError
 from langgraph_combee._llm.calls import CallStats, LLMCaller
 from langgraph_combee._rules import conventions, rules
-
-if TYPE_CHECKING:
-    from langgraph_combee._algorithm.strategies import StepContext, Strategy
 
 __all__ = [
     "aggregate",
@@ -46,7 +48,7 @@ def _caller(ctx: StepContext) -> LLMCaller:
     return ctx.caller
 
 
-def _strategy(state: StepState) -> Strategy:
+def _strategy(state: StepState) -> Dealer:
     if state.strategy is None:
         raise LearningError("the shuffle stage deals reflections by a strategy; none was given")
     return state.strategy
