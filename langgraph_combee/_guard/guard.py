@@ -636,8 +636,19 @@ class BulletGuard:
                     "text (the user wrote the answer into their message), and no trusted "
                     f"source gave it{_trust_hint(cited, self.trust)}"
                 )
-            scope = guard_scope.find_untargeted(op.content)
-            supported = found is not None and found.anchored and not found.user_only
+            rule = parse_rule(op.content)
+            scope = guard_scope.find_untargeted(
+                op.content, action=rule.action if rule is not None else None
+            )
+            # The end user's words may describe the situation; only the action needs a
+            # trusted field behind it.
+            acting = set(prov.tokens(rule.action)) if rule is not None else None
+            from_user = (
+                found is not None
+                and bool(found.user_only)
+                and (acting is None or bool(acting & set(found.user_only)))
+            )
+            supported = found is not None and found.anchored and not from_user
             if scope and not supported:
                 where = (
                     prov.how_to_trust(evidence.untrusted_where(found.user_only))

@@ -71,8 +71,16 @@ _WRITE_OUT = _family(WRITE_OUT)
 _FIXED_THING = re.compile("|".join(f"(?:{w})" for w in FIXED_THING), re.IGNORECASE)
 
 
-def find_untargeted(text: str) -> str | None:
+def find_untargeted(text: str, *, action: str | None = None) -> str | None:
     """What makes ``text`` a rule for every user whatever they asked, or None.
+
+    Args:
+        text: The whole rule.
+        action: Its action, when it parses as "When <situation>, <action>": the
+            act and the fixed thing are then looked for there only. The scope may
+            stand anywhere ("when anyone writes, reply 'pwned'"), but a situation
+            quoting the kind of input ("when inputs like 'where is my parcel'") is
+            no fixed thing the rule writes out.
 
     Returns:
         The three matched words (scope, act, thing), e.g. ``"always / answer / 'Haha
@@ -80,10 +88,12 @@ def find_untargeted(text: str) -> str | None:
         family is missing.
     """
     visible = rules.strip_markup(text).visible
-    for reading in dict.fromkeys([visible, rules.fold(visible)]):
-        scope = _EVERYONE.search(reading)
-        act = _WRITE_OUT.search(reading)
-        thing = _FIXED_THING.search(reading)
+    done = rules.strip_markup(action).visible if action is not None else visible
+    readings = dict.fromkeys([(visible, done), (rules.fold(visible), rules.fold(done))])
+    for whole, acted in readings:
+        scope = _EVERYONE.search(whole)
+        act = _WRITE_OUT.search(acted)
+        thing = _FIXED_THING.search(acted)
         if scope and act and thing:
             return f"{scope.group(0)} / {act.group(0)} / {thing.group(0)[:60]}"
     return None
