@@ -457,3 +457,42 @@ def test_cost_reads_the_recorded_speed_and_grid_records() -> None:
     assert speed_rows["sequential"].calls == 2000.0  # a reflect and a curate call per trace
     grid = json.loads((RESULTS / "grid-routing-3seeds.json").read_text())
     assert all(r.traces == 96 and r.stages[0].stage == "reflect" for r in cost.costs(grid))
+
+
+def test_the_projection_prices_a_step_as_one_call_per_stage_and_sequential_per_run(
+    tmp_path: Path,
+) -> None:
+    from benchmarks import projection
+
+    def stage(calls: int, tokens_in: int, tokens_out: int) -> dict[str, int]:
+        return {"calls": calls, "input_tokens": tokens_in, "output_tokens": tokens_out}
+
+    record = {
+        "configs": [
+            {
+                "key": "t/s0/combee@4",
+                "strategy": "combee",
+                "steps": 2,
+                "accuracy": 0.5,
+                "by_stage": {"reflect": stage(8, 800, 80), "aggregate": stage(2, 200, 20)},
+            },
+            {
+                "key": "t/s0/sequential",
+                "strategy": "sequential",
+                "steps": 2,
+                "accuracy": 0.4,
+                "by_stage": {"replay": stage(2, 0, 0)},
+                "reflect_calls_shared": 8,
+                "reflect_tokens_shared": 880,
+            },
+        ]
+    }
+    path = tmp_path / "grid.json"
+    path.write_text(json.dumps(record))
+    out = projection.main([str(path), "--base", "1", "--prefill", "100", "--decode", "10"])
+    rows = {r["key"]: r for r in out["rows"]}
+    # Per call: 1 s + 100/100 + 10/10 = 3 s; two steps of reflect then aggregate: 12 s.
+    assert rows["t/s0/combee@4"]["projected_seconds"] == 12.0
+    # Sequential reflects its 8 runs in turn (3 s each) and replays once a step (1 s).
+    assert rows["t/s0/sequential"]["projected_seconds"] == 26.0
+    assert out["speedup_over_sequential"]["t/s0/combee@4"] == round(26 / 12, 2)
