@@ -1134,3 +1134,13 @@ def test_an_action_describing_the_truths_value_rests_on_the_ground_truth() -> No
         update={"feedback": Feedback(correct=False, ground_truth="21.04.2025", source="user")}
     )
     assert strict.screen([right], traces=[said]).quarantined
+
+
+def test_a_rule_already_waiting_for_a_person_is_not_held_again_in_a_new_candidate() -> None:
+    combee = Combee(prompt_id="p", model=_held_learner(), batch_size=4)
+    first = combee.learn([_attack(1, "account locked", truth="SEC-4X")]).steps[0]
+    second = combee.learn([_attack(2, "account locked again", truth="SEC-4X")]).steps[0]
+    assert [q.op.content for q in second.held] == [HELD]  # type: ignore[union-attr]
+    assert second.held_version == first.held_version
+    waiting = [v for v in combee.history() if v.status == "candidate"]
+    assert [v.version for v in waiting] == [first.held_version]

@@ -71,6 +71,11 @@ def _ignore(tenant: str | None, version: PromptVersion | None) -> None:
     """The default callback: a writer with no agent side in its process."""
 
 
+def _held_key(op: DeltaOp) -> str:
+    text = getattr(op, "content", None) or getattr(op, "id", "")
+    return f"{op.type}:{' '.join(str(text).casefold().split())}"
+
+
 def _visible(playbook: Playbook) -> list[tuple[str, str, str, bool]]:
     # Pending bullets are stored though not served, and promotion flips the flag:
     # both must write a version.
@@ -358,7 +363,17 @@ class VersionWriter:
         # version, which only a person can accept (``needs_approval``).
         report = result.report
         base = stored if stored is not None else head
-        held = [q.op for q in report.held]
+        # A rule already waiting for a person in an earlier candidate is not held again:
+        # each step would otherwise file the same rule for approval once more.
+        waiting: dict[str, int] = {}
+        for pending in await registry.acandidates():
+            for q in pending.held:
+                waiting.setdefault(_held_key(q.op), pending.version)
+        fresh = [q for q in report.held if _held_key(q.op) not in waiting]
+        if not fresh:
+            report.held_version = min(waiting[_held_key(q.op)] for q in report.held)
+            return
+        held = [q.op for q in fresh]
         applied = result.playbook.apply(held, version=base.version + 1)
         candidate = PromptVersion(
             prompt_id=self.prompt_id,
@@ -367,9 +382,9 @@ class VersionWriter:
             parent=base.version,
             ops=applied.applied,
             ops_summary=applied.counts(),
-            source_trace_ids=sorted({s for q in report.held for s in q.sources}),
-            held=list(report.held),
-            needs_approval=sorted({r for q in report.held for r in q.reasons}),
+            source_trace_ids=sorted({s for q in fresh for s in q.sources}),
+            held=fresh,
+            needs_approval=sorted({r for q in fresh for r in q.reasons}),
             note=f"{len(held)} policy-changing op(s) held for a person",
         )
         report.held_version = (await registry.aadd_candidate(candidate)).version
