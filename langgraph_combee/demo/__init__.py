@@ -2,6 +2,7 @@
 
     python -m langgraph_combee.demo [--model local:1.5b|local:0.5b|provider:name|test]
                                     [--tickets N] [--batch-size auto|N] [--out DIR]
+                                    [--meaning]
 
 A ``create_agent`` agent with ``combee.middleware()`` routes a stream of support
 tickets; the right team arrives as feedback after each run
@@ -15,6 +16,11 @@ evaluation never feeds the learner), the learned playbook and the learner's
 cost, and writes ``demo.png`` (accuracy over time, swaps marked) and
 ``demo.json`` into ``--out``.
 
+The demo runs on ``Combee``'s defaults but for the pacing of a short run, and
+prints the settings it changes; ``--meaning`` adds the rule closest in meaning
+(``ServingSettings.focus_embedder``, the ``[local-embed]`` extra). The right
+answer is given with ``source="operator"``: it comes from the task's labels.
+
 ``--model test`` runs in seconds with offline doubles: the agent follows the
 rules written in its system prompt, the learner is ``fake_learner``.
 """
@@ -23,7 +29,13 @@ from __future__ import annotations
 
 from langgraph_combee.demo._cli import build_parser, main
 from langgraph_combee.demo._report import record, summary, write_outputs
-from langgraph_combee.demo._run import DEFAULT_TICKETS, DemoConfig, DemoResult, run_demo
+from langgraph_combee.demo._run import (
+    DEFAULT_TICKETS,
+    DemoConfig,
+    DemoResult,
+    non_default_settings,
+    run_demo,
+)
 
 __all__ = [
     "DEFAULT_TICKETS",
@@ -31,6 +43,7 @@ __all__ = [
     "DemoResult",
     "build_parser",
     "main",
+    "non_default_settings",
     "record",
     "run_demo",
     "summary",

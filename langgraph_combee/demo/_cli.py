@@ -156,9 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--meaning",
         action=argparse.BooleanOptionalAction,
-        default=None,
+        default=False,
         help="serve a ticket that names no rule's words the rule closest in meaning "
-        "(default: on for a local model when the [local-embed] extra is installed)",
+        "(default off, as in Combee; needs the [local-embed] extra and its weights: "
+        "make embed-weights)",
     )
     parser.add_argument("--plain", action="store_true", help="plain lines, no live view")
     return parser

@@ -70,6 +70,13 @@ def _one_line(text: str) -> str:
     return "".join(c if c.isprintable() else " " for c in text)
 
 
+def _escape(text: str) -> str:
+    """``text`` as rich prints it literally: ``[local-embed]`` is not read as a markup tag."""
+    from rich.markup import escape
+
+    return escape(text)
+
+
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
@@ -168,7 +175,7 @@ class RichDisplay:
             f"{status.bullets} bullets",
             _pct(status.overall),
             recent,
-            status.learner,
+            _escape(status.learner),
         )
         return Group(self.progress, table)
 
@@ -176,14 +183,14 @@ class RichDisplay:
         """Start the live view."""
         from rich.live import Live
 
-        self.console.rule(title)
+        self.console.rule(_escape(title))
         self._task = self.progress.add_task("serving tickets", total=total)
         self._live = Live(get_renderable=self._render, console=self.console, refresh_per_second=4)
         self._live.start()
 
     def note(self, text: str) -> None:
-        """Print a line above the live view."""
-        self.console.print(text, highlight=False)
+        """Print a line above the live view, as written (``[local-embed]`` is no markup)."""
+        self.console.print(_escape(text), highlight=False)
 
     def update(self, status: Status) -> None:
         """Move the bar and refresh the table."""

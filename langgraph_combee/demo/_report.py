@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from langgraph_combee.demo._run import DemoResult
+from langgraph_combee.demo._run import DemoResult, Swap
 
-__all__ = ["record", "summary", "write_outputs", "write_plot"]
+__all__ = ["draw_plot", "record", "summary", "write_outputs", "write_plot"]
 
 JSON_NAME = "demo.json"
 PLOT_NAME = "demo.png"
@@ -29,7 +29,9 @@ def record(result: DemoResult) -> dict[str, Any]:
             "window": config.window,
             "seed": config.seed,
             "max_ahead": result.max_ahead,
+            "meaning": config.meaning,
         },
+        "non_default_settings": result.non_defaults,
         "accuracy": {
             "holdout_before": result.holdout_before,
             "holdout_after": result.holdout_after,
@@ -79,8 +81,47 @@ def record(result: DemoResult) -> dict[str, Any]:
     }
 
 
-def write_plot(result: DemoResult, path: Path) -> None:
-    """Accuracy over the stream, version swaps marked, held-out before/after as lines.
+LABEL_GID = "version-label"
+"""The ``gid`` of a version swap's label on the plot."""
+
+_LABEL_STEP = 22.0  # points between two rows of swap labels (two lines of 8 pt text)
+
+
+def _label_swaps(ax: Any, swaps: list[Swap]) -> float:
+    """Label each swap above the plot, a label that would overlap an earlier one a row
+    higher; return the height the labels take above the axes, in points."""
+    renderer = ax.figure.canvas.get_renderer()
+    placed: list[Any] = []
+    top = 0.0
+    for swap in swaps:
+        row = 0
+        while True:
+            label = ax.annotate(
+                f"v{swap.version}\n+{len(swap.added)}",
+                (swap.after_run + 0.5, 1.0),
+                xycoords=ax.get_xaxis_transform(),
+                xytext=(3, 3 + row * _LABEL_STEP),
+                textcoords="offset points",
+                ha="left",
+                va="bottom",
+                fontsize=8,
+                color="tab:orange",
+                annotation_clip=False,
+                gid=LABEL_GID,
+            )
+            box = label.get_window_extent(renderer).expanded(1.1, 1.0)
+            if not any(box.overlaps(other) for other in placed):
+                break
+            label.remove()
+            row += 1
+        placed.append(box)
+        top = max(top, 3 + row * _LABEL_STEP + _LABEL_STEP)
+    return top
+
+
+def draw_plot(result: DemoResult) -> Any:
+    """The plot's figure: accuracy over the stream, version swaps marked, held-out
+    before/after as lines; the legend sits under the axes, off the lines.
 
     Raises:
         ImportError: matplotlib is not installed.
@@ -93,7 +134,7 @@ def write_plot(result: DemoResult, path: Path) -> None:
 
     runs = result.runs
     size = result.config.window
-    fig, ax = plt.subplots(figsize=(10, 5), dpi=110)
+    fig, ax = plt.subplots(figsize=(10, 5.5), dpi=110)
     if runs:
         xs = [r.index for r in runs]
         rolling = []
@@ -105,15 +146,6 @@ def write_plot(result: DemoResult, path: Path) -> None:
             ax.hlines(accuracy, first - 0.5, last + 0.5, color="tab:blue", alpha=0.25, lw=6)
     for swap in result.swaps:
         ax.axvline(swap.after_run + 0.5, color="tab:orange", ls=":", lw=1.2)
-        ax.annotate(
-            f"v{swap.version}\n+{len(swap.added)}",
-            (swap.after_run + 0.9, 1.02),
-            ha="left",
-            va="bottom",
-            fontsize=8,
-            color="tab:orange",
-            annotation_clip=False,
-        )
     ax.axhline(
         result.holdout_before,
         color="grey",
@@ -137,20 +169,37 @@ def write_plot(result: DemoResult, path: Path) -> None:
             label=f"held-out, hand-written rules: {result.holdout_ceiling:.0%}",
         )
     config = result.config
-    ax.set_ylim(-0.02, 1.12)
+    ax.set_ylim(-0.02, 1.05)
     right = max([len(runs), 1, *(s.after_run for s in result.swaps)])
     ax.set_xlim(0, right + max(2, right // 12))
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_xlabel("runs served")
     ax.set_ylabel("accuracy")
-    ax.set_title(
-        f"{config.task} on {config.model}: learning while serving "
-        f"({config.strategy}, batch {config.batch_size})",
-        pad=24,
-    )
-    ax.legend(loc="center right", fontsize=8)
+    # Under the axes, so that it never hides the line, whatever its shape.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=4, fontsize=8, frameon=False)
     ax.grid(alpha=0.3)
+    title = (
+        f"{config.task} on {config.model}: learning while serving "
+        f"({config.strategy}, batch {config.batch_size})"
+    )
+    ax.set_title(title, pad=30)
     fig.tight_layout()
+    # The labels go in once the layout has fixed the axes' width (their overlap is
+    # measured on screen); the title then clears the highest row.
+    ax.set_title(title, pad=_label_swaps(ax, result.swaps) + 6)
+    fig.tight_layout()
+    return fig
+
+
+def write_plot(result: DemoResult, path: Path) -> None:
+    """Write ``draw_plot``'s figure to ``path`` (PNG).
+
+    Raises:
+        ImportError: matplotlib is not installed.
+    """
+    import matplotlib.pyplot as plt
+
+    fig = draw_plot(result)
     fig.savefig(path)
     plt.close(fig)
 

