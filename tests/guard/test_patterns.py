@@ -16,6 +16,7 @@ from langgraph_combee import BulletGuard, Feedback, Trace
 from langgraph_combee._core.ops import Add
 from langgraph_combee._guard import patterns as guard_rules
 from langgraph_combee._guard import provenance as prov
+from tests.regex_work import RegexWork
 
 
 def _tags(text: str) -> str:
@@ -733,15 +734,23 @@ def test_a_rule_reciting_a_tool_error_is_read_by_the_policy_families_not_held_fo
         "identity is confirmed by the pin ",  # a clause sliced to the end for every match
     ],
 )
-def test_personal_data_verbs_are_read_in_linear_time(unit: str) -> None:
+def test_personal_data_verbs_are_read_in_linear_time(
+    unit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The audience was searched anew from every verb to the end of the text: 20,000
-    # characters of "get get get full name" took 1.8 s.
-    import time
+    # characters of "get get get full name" took 1.8 s. Work is counted, not timed: the
+    # characters the guard's patterns read grow with the text (about 4x for 4x the text),
+    # where a search restarted from every match grows with its square (about 16x).
+    work = RegexWork().install(monkeypatch)
 
-    text = (unit * (80_000 // len(unit) + 1))[:80_000]
-    began = time.perf_counter()
-    BulletGuard().policy(text)
-    assert time.perf_counter() - began < 1.5
+    def read(size: int) -> int:
+        text = (unit * (size // len(unit) + 1))[:size]
+        before = work.characters
+        BulletGuard().policy(text)
+        return work.characters - before
+
+    small, large = read(20_000), read(80_000)
+    assert large <= 6 * small, (small, large)
 
 
 @pytest.mark.parametrize(
