@@ -1,4 +1,4 @@
-"""A hostile review of the agent side, through the public API: each test pins one defect found.
+"""Capture holds up against hostile input, through the public API: each test pins one defect.
 
 A test that could hang on a regression runs the call on a thread and joins it
 with a timeout, asserting that it finished (``finishes``). Nothing asserts on

@@ -535,7 +535,7 @@ def test_learn_refuses_two_traces_with_one_id_before_writing_anything() -> None:
     assert combee.history() == []
 
 
-# ---------------------------------------------------------------- self-review: feedback input
+# ---------------------------------------------------------------------------- feedback input
 
 
 @pytest.mark.parametrize(
@@ -609,7 +609,7 @@ def test_sigkill_loses_no_run_that_returned_in_write_through_mode(tmp_path: Path
 
 
 def test_a_trace_json_cannot_carry_does_not_block_the_buffer() -> None:
-    # Self-review: an object in a trace's metadata failed every write of its chunk,
+    # An object in a trace's metadata failed every write of its chunk,
     # holding every trace behind it in memory for good.
     with _served(Combee(prompt_id="p")) as combee:
         combee.capture(Trace(id="odd", input="q", metadata={"client": object()}))
@@ -622,7 +622,7 @@ def test_a_trace_json_cannot_carry_does_not_block_the_buffer() -> None:
 
 
 def test_bytes_json_cannot_carry_are_stored_as_their_repr_not_dropped() -> None:
-    # Self-review: pydantic writes bytes as UTF-8 even under a repr() fallback, so
+    # Pydantic writes bytes as UTF-8 even under a repr() fallback, so
     # bytes that are not UTF-8 dropped the whole trace, where docs/faults.md
     # promises their repr().
     with _served(Combee(prompt_id="p", capture=CaptureSettings(flush_seconds=60))) as combee:
@@ -643,7 +643,7 @@ def test_bytes_json_cannot_carry_are_stored_as_their_repr_not_dropped() -> None:
 
 
 def test_a_bytes_key_never_overwrites_the_same_str_key() -> None:
-    # A third review: b"a" became "a" and one of the two values was lost.
+    # b"a" became "a" and one of the two values was lost.
     with _served(Combee(prompt_id="p", capture=CaptureSettings(flush_seconds=60))) as combee:
         combee.capture(Trace(id="t-keys", input="q", metadata={b"a": 1, "a": 2, "x": b"\xff"}))
         assert combee.flush() == 1

@@ -1,4 +1,4 @@
-"""Regression tests from a hostile review of the agent side and the public surface."""
+"""The agent side under retries and reused messages: one trace per run, pins per tenant."""
 
 from __future__ import annotations
 

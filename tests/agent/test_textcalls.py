@@ -182,7 +182,7 @@ JSON_CALL = '{"name": "open_case", "arguments": {"order_id": "NW-9", "queue": "V
     ],
 )
 def test_a_call_the_user_wrote_in_either_form_never_runs(user: str, reply: str) -> None:
-    # Found by a hostile review: only JSON was compared with the
+    # Only JSON was compared with the
     # user's message, so a call written as Python by the user was run.
     combee = Combee(prompt_id=f"text-{uuid.uuid4().hex[:6]}", model=fake_learner())
     result = _agent(ScriptedChatModel(replies=[reply, "Done."]), combee).invoke(
@@ -328,7 +328,7 @@ _E = (
 @pytest.mark.parametrize(
     ("messages", "reply"),
     [
-        # Found by a hostile review: each of these ran the written call.
+        # Each of these ran the written call.
         (
             [
                 HumanMessage("look up order 9"),
@@ -394,7 +394,7 @@ def test_string_arguments_compare_in_one_unicode_form() -> None:
 
 
 def test_the_copy_check_stays_fast_on_hostile_text() -> None:
-    # 64 nested openings of a call took 4 s in the fourth review's probe; the
+    # 64 nested openings of a call took 4 s; the
     # budget here is generous for a loaded machine, the cost was quadratic.
     import time
 
@@ -412,7 +412,7 @@ def test_the_copy_check_stays_fast_on_hostile_text() -> None:
 @pytest.mark.parametrize(
     ("messages", "reply"),
     [
-        # Found by a hostile review: each of these ran the user's call.
+        # Each of these ran the user's call.
         (
             [
                 HumanMessage(
@@ -485,7 +485,7 @@ _RESULTS = json.dumps(
 @pytest.mark.parametrize(
     "outside",
     [
-        # A fifth review: 65 places naming "search" once blocked every later search.
+        # 65 places naming "search" once blocked every later search.
         [HumanMessage("what's on in paris?"), ToolMessage(_RESULTS, tool_call_id="t")],
         [
             ToolMessage(

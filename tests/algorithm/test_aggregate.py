@@ -156,7 +156,7 @@ def test_the_small_reflector_asks_for_situation_and_action_only() -> None:
     assert cased.to_reflection("t1", ground_truth="SLOW").key_insight == (
         "When slow laptop, answer SLOW."
     )
-    # A longer code holding the answer is another code (review).
+    # A longer code holding the answer is another code.
     other = SmallReflectionOut(situation="slow laptop", action="answer HW-70")
     assert other.to_reflection("t1", ground_truth="HW-7").correct_approach == "answer HW-7"
     locked = SmallReflectionOut(situation="locked out", action="answer BLOCKED")

@@ -988,7 +988,7 @@ def test_a_step_reports_the_alternatives_it_dropped_as_vague() -> None:
 
 
 def test_a_situation_many_runs_named_outlasts_single_keywords_when_a_fold_is_full() -> None:
-    # Found in review: six refund tickets, each "refund request" plus two keywords of
+    # Six refund tickets, each "refund request" plus two keywords of
     # its own, folded into six keywords and lost the situation every run had named.
     words = ["repayment", "cancelled", "awaiting", "returned", "compensation", "double"]
     ops = [

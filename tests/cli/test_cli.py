@@ -692,7 +692,7 @@ def test_learn_refuses_lines_without_trace_fields_before_any_call(
 def test_learn_skips_a_line_with_a_misspelled_field_naming_it(
     runner: CliRunner, tmp_path: Path, db: Path
 ) -> None:
-    # Self-review: a misspelled field was ignored, so the line was learned from
+    # A misspelled field was ignored, so the line was learned from
     # as a trace without its feedback.
     path = tmp_path / "typo.jsonl"
     typo = json.dumps({"input": "x", "output": "y", "feedbak": {"correct": False}})

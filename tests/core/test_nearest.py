@@ -450,7 +450,7 @@ async def test_async_runs_are_sent_the_closest_rule_too(combee: Combee) -> None:
     assert system_of(model).endswith(f"{FOCUS_HEADER}\n- When journalism, answer PR-7M.")
 
 
-# --------------------------------------------------------------------------- hostile review
+# ------------------------------------------------------------- hostile embedders and inputs
 
 
 @pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit, asyncio.CancelledError])

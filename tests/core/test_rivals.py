@@ -1,9 +1,9 @@
 """Rival rules left out for a request (``ServingSettings.drop_rivals``): the edges.
 
-What a hostile review of the first version found (the middleware told a focused
+The edges a naive version broke on (the middleware told a focused
 prompt by its length, additive actions were rivals, a matching rule past the
 focus limit went, lines of multi-line bullets and custom headers were cut), and
-what it tried and could not break.
+attacks it holds against.
 """
 
 from __future__ import annotations

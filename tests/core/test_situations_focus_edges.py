@@ -1,12 +1,12 @@
-"""A hostile review of the focus (the rules a request names, repeated after the playbook).
+"""The focus against hostile input (the rules a request names, repeated after the playbook).
 
-Each test of the first part failed before its fix: rules parsed in quadratic
+Each test of the first part pins a defect: rules parsed in quadratic
 time on a long run of spaces, every request read with the Unicode token
 pattern on the hot path, a clause cut down to the half the request named, a
 rebased candidate served from a stale cache, replay sent another focus than
 the agent when the request was cut in its trace, and the ``StateGraph``
 helpers served no focus while verified adoption replayed with one. The second
-part pins what the review could not break.
+part pins attacks it holds against.
 """
 
 from __future__ import annotations

@@ -49,14 +49,14 @@ def test_trace_is_constructible_by_hand() -> None:
     ],
 )
 def test_trace_and_feedback_numbers_are_finite(make: Callable[[], object], named: str) -> None:
-    # Self-review: Feedback(score=nan) and Trace(latency_seconds=-5) were taken,
+    # Feedback(score=nan) and Trace(latency_seconds=-5) were taken,
     # while feedback(run, score=nan) was refused.
     with pytest.raises(ValidationError, match=named):
         make()
 
 
 def test_a_trace_refuses_a_field_it_does_not_have_naming_it() -> None:
-    # Self-review: a misspelled "feedbak" was ignored, and the trace learned from
+    # A misspelled "feedbak" was ignored, and the trace learned from
     # as one without feedback.
     with pytest.raises(ValidationError, match=r"'feedbak' \(did you mean 'feedback'\?\)"):
         Trace(input="x", output="y", feedbak={"correct": False})  # type: ignore[call-arg]
@@ -68,7 +68,7 @@ def test_a_trace_refuses_a_field_it_does_not_have_naming_it() -> None:
 
 @pytest.mark.parametrize("strategy", ["fast", ["combee"], 5])
 def test_a_bad_strategy_fails_at_construction_without_a_model_too(strategy: object) -> None:
-    # Self-review: only a Combee with a learner model checked it; a serve-only
+    # Only a Combee with a learner model checked it; a serve-only
     # replica given the learner's arguments took strategy="fast".
     with pytest.raises(ConfigurationError, match=r"strategy=.* one of \['combee', 'naive'"):
         Combee(prompt_id="p", strategy=strategy)  # type: ignore[arg-type]

@@ -375,7 +375,7 @@ def test_batch_size_takes_a_controller_and_each_tenant_measures_its_own() -> Non
 
 @pytest.mark.parametrize("bad", ["a.b", "_", "", 5])
 def test_next_batch_size_refuses_a_tenant_the_other_calls_refuse(bad: object) -> None:
-    # Self-review: next_batch_size(tenant="a.b") answered 4 (and made an engine for
+    # next_batch_size(tenant="a.b") answered 4 (and made an engine for
     # it), where queue(), registry(), feedback() and learn() refuse that tenant.
     combee = Combee(prompt_id="p", model=fake_learner())
     with pytest.raises(ConfigurationError, match=f"tenant={bad!r}"):

@@ -1,12 +1,12 @@
 """The adversarial suite: planted instructions mixed into honest ticket traffic.
 
-Six corpora: the tuning corpus (``INJECTIONS``, 40 attacks the guard was
+Seven corpora: the tuning corpus (``INJECTIONS``, 40 attacks the guard was
 developed against), the held-out corpus (``HELDOUT``, 38 attacks in other
 styles, written before the layered guard), the red-team corpus (``REDTEAM``,
-29) and the two fresh corpora (``FRESH_A``, tuned on
-after its first run, and ``FRESH_B``, never tuned on), and ``FRESH_C``, an
-independent author's, written blind to the guard and never tuned on (first
-run: ``benchmarks/results/adversarial-fresh-c-first-run.json``). The learner is
+29) and four corpora in styles none of those holds: ``FRESH_A`` (tuned on),
+``FRESH_B`` (never tuned on), and ``FRESH_C`` and ``FRESH_D``, each by an
+independent author written blind to the guard and never tuned on (first run:
+``benchmarks/results/adversarial-fresh-c-first-run.json``). The learner is
 ``parrot_learner``: it proposes every user-written text as a new bullet, so the
 guard alone stands between an injection and the served prompt. Figures for the
 same corpora: ``python -m benchmarks.adversarial``.
@@ -102,7 +102,7 @@ def test_the_corpora_are_varied_and_distinct() -> None:
     assert len(next(i for i in REDTEAM if i.carrier == "multi").traces) == 3
 
 
-def test_the_fresh_corpora_hold_new_styles_and_payloads() -> None:
+def test_the_blind_corpora_hold_styles_and_payloads_no_other_corpus_holds() -> None:
     earlier = [*INJECTIONS, *HELDOUT, *REDTEAM]
     old_styles = {i.style for i in earlier}
     old_payloads = {i.payload for i in earlier}
@@ -121,15 +121,15 @@ def test_the_fresh_corpora_hold_new_styles_and_payloads() -> None:
         assert len({i.style for i in corpus}) == len(corpus)  # one style per attack
 
 
-def test_every_layer_but_provenance_stops_fresh_corpus_a() -> None:
+def test_every_layer_but_provenance_stops_the_attacks_the_guard_was_tuned_on() -> None:
     # What stands when a learner rewrites an attack in its own words (provenance
     # then sees no copied user text): the markup, pattern and policy layers.
     combee, _ = _learn("combee", BulletGuard(provenance=False), FRESH_A)
     assert _reached(combee, FRESH_A) == []
 
 
-def test_without_a_guard_the_fresh_attacks_reach_the_prompt() -> None:
-    # Every fresh attack must be able to get in when nothing stops it, or its
+def test_without_a_guard_every_blind_attack_reaches_the_prompt() -> None:
+    # Every blind attack must be able to get in when nothing stops it, or its
     # figure under the guard would say nothing.
     for corpus in (FRESH_A, FRESH_B, FRESH_C, FRESH_D):
         combee, _ = _learn("combee", None, corpus)
@@ -163,7 +163,7 @@ def test_no_injection_reaches_a_prompt_when_the_learner_writes_each_text_alone(
 ) -> None:
     # The parrot above writes the customer's ticket in front of an attack that rides in an
     # evaluator's comment or a tool's error, fields provenance trusts; a learner LLM may as
-    # well write the instruction alone (fresh corpus D found 6 such rules accepted).
+    # well write the instruction alone (six of ``FRESH_D``'s attacks are such rules).
     injections = CORPORA[corpus]
     combee, _ = _learn("combee", BulletGuard(), injections, separately=True)
     assert _reached(combee, injections) == []

@@ -916,7 +916,7 @@ async def test_a_rule_refused_for_the_users_words_alone_keeps_fewer_alternatives
     assert rules.fit([lone], fault) == ([lone], 0)
 
 
-# Findings of the hostile review of rules.fit (each was accepted by a first form of it).
+# rules.fit against hostile rules (each was accepted by a looser fit).
 
 
 def _one(text: str, truth: str = "RET-OK") -> list[Trace]:

@@ -1,4 +1,4 @@
-"""Guard gaps the fresh corpora A and C showed, one class of attack each.
+"""The guard's readings of attacks a learner words its own way, one class of attack each.
 
 With provenance on, a learner that copies an attacker's words is refused; these
 layers are what stands when a learner rewrites the attack in its own words (or
@@ -80,7 +80,7 @@ def test_revealing_the_prompt_is_refused_whatever_the_verb_form() -> None:
 # ---- Dutch, Vietnamese and Hindi in the policy families ----------------------------------
 
 
-# ---- fresh corpus C: identifiers hide their words ------------------------------------------
+# ---- identifiers hide their words ------------------------------------------
 # Its first run (``benchmarks/results/adversarial-fresh-c-first-run.json``) let a TOML block
 # through every layer but provenance: "verify_identity = false" and "auto_approve_limit_eur =
 # 5000" read as one word each to the word-boundary stems, and so did "STRIPE_SECRET_KEY".
@@ -96,7 +96,7 @@ def test_identifiers_are_read_as_their_words_where_they_are_settings_or_constant
     assert words("SEC-4X on 2026-01-31") == "SEC-4X on 2026-01-31"
 
 
-# ---- fresh corpus C: credentials by other names ------------------------------------------
+# ---- credentials by other names ------------------------------------------
 # A grader's "mandatory behaviour" asked the reply to read out the customer's saved security
 # answer: no credential word in it, so only provenance stopped it; in a trusted carrier (an
 # evaluator's comment) nothing did.
@@ -127,13 +127,13 @@ def test_a_trusted_comment_asking_to_read_out_a_secret_is_refused() -> None:
     assert any(r.startswith("exfiltration") for r in refused.reasons)
 
 
-# ---- fresh corpus C: personal data disclosed -----------------------------------------------
+# ---- personal data disclosed -----------------------------------------------
 # A law firm's "formal notice" asked the assistant to disclose a driver's name and home
 # address on request, and a calendar invite to read the customer's full home address back on
 # every call: the disclosure hold's objects were the prompt and records, not a person's data.
 
 
-# ---- fresh corpus C: charges waived, points given to every account -----------------------
+# ---- charges waived, points given to every account -----------------------
 # "Waive return postage" and "credit 200 loyalty points per day of delay to every delayed
 # account" move money as "waive the fee" does; neither was held.
 
@@ -248,7 +248,7 @@ def test_a_rule_reciting_a_tool_error_is_read_by_the_policy_families_not_held_fo
     assert BulletGuard().screen([op], traces=[honest]).accepted
 
 
-# ---- found by a review: false holds, rewordings, long texts, odd scripts -----
+# ---- false holds, rewordings, long texts, odd scripts -----
 
 
 @pytest.mark.parametrize(

@@ -110,7 +110,7 @@ def test_validation_gate_counts_a_raising_runner_as_zero() -> None:
         (lambda: CanaryGate(fraction=float("nan")), "fraction=nan"),
         (lambda: CanaryGate(rollback="no"), "rollback='no' .*True or False"),
         (lambda: CanaryGate(margin=-1), "margin=-1 .*a finite number >= 0"),
-        # Self-review: NaN failed every comparison, so the gate rejected every candidate.
+        # NaN failed every comparison, so the gate rejected every candidate.
         (lambda: CanaryGate(margin=float("nan")), "margin=nan .*a finite number >= 0"),
         (lambda: CanaryGate(margin=float("inf")), "margin=inf .*a finite number >= 0"),
         (

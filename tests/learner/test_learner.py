@@ -322,7 +322,7 @@ def test_the_default_in_memory_store_is_safe_across_threads() -> None:
 def test_stop_timing_out_mid_step_keeps_the_lease_and_the_step_still_writes(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    # A third review: stop(timeout) released the learner lease while the step
+    # stop(timeout) released the learner lease while the step
     # still ran, so another learner could take the same turn beside it.
     import threading
     import time
@@ -364,7 +364,7 @@ def test_stop_timing_out_mid_step_keeps_the_lease_and_the_step_still_writes(
 def test_start_after_a_stop_that_timed_out_never_runs_two_learner_threads(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # A fourth review: stop(timeout) forgot the thread still in its step, and
+    # stop(timeout) forgot the thread still in its step, and
     # start() then ran a second one beside it on the same learner.
     import asyncio
     import threading
@@ -391,7 +391,7 @@ def test_start_after_a_stop_that_timed_out_never_runs_two_learner_threads(
 def test_stop_and_start_from_the_learners_own_step_keep_one_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # A fifth review: stop() from a hook on the learner's thread, then start(),
+    # stop() from a hook on the learner's thread, then start(),
     # ran two threads; start() from the step left running tried to join itself;
     # start() waited forever on a hung step.
     import asyncio

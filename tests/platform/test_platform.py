@@ -402,7 +402,7 @@ def test_feedback_sent_while_its_trace_is_being_flushed_is_not_lost(call: str) -
     combee.close()
 
 
-# ---- review: hand-built Combee(store="platform") objects ------------------
+# ---- hand-built Combee(store="platform") objects ------------------
 
 
 def _run_once(combee: Combee, store: BaseStore, run_id: str) -> None:

@@ -1,4 +1,4 @@
-"""Attacks on the small reflector's keywords and on ``rules.sharpen`` (review of 162b21b)."""
+"""Attacks on the small reflector's keywords and on ``rules.sharpen``."""
 
 from __future__ import annotations
 

@@ -606,7 +606,7 @@ def test_the_learner_widens_a_served_rule_from_runs_it_got_right() -> None:
     assert report.steps[-1].telling_words == 1
 
 
-# What a hostile review of widen_playbook found.
+# widen_playbook against hostile input.
 
 
 def _step_context(guard: BulletGuard | None, memory: list[Trace]) -> StepContext:

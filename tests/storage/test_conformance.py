@@ -697,7 +697,7 @@ def _spoil(store: BaseStore, change: Callable[[dict[str, Any]], Any]) -> set[str
 def test_a_trace_stored_by_another_release_stays_readable(
     store: BaseStore, clock: FakeClock
 ) -> None:
-    # Self-review: Trace now refuses fields it does not have (a misspelled
+    # Trace now refuses fields it does not have (a misspelled
     # "feedbak" in learn()) and a negative latency. A queued record carrying a
     # field of another release, or a value this one refuses, must still be read
     # back by every path that reads stored traces: claim, feedback, dead letters.
@@ -728,7 +728,7 @@ def test_a_trace_stored_by_another_release_stays_readable(
 def test_a_stored_number_written_as_text_is_read_or_forgotten(
     store: BaseStore, clock: FakeClock, latency: object, score: object, read: tuple[Any, Any]
 ) -> None:
-    # A third review: a stored "NaN" (a string) made claim() raise for the whole batch.
+    # A stored "NaN" (a string) made claim() raise for the whole batch.
     queue = TraceQueue(store, PROMPT, clock=clock)
     queue.put_many(traces("odd"))
     _spoil(
@@ -742,7 +742,7 @@ def test_a_stored_number_written_as_text_is_read_or_forgotten(
 def test_a_stored_value_no_field_takes_is_left_out_not_the_batch(
     store: BaseStore, clock: FakeClock
 ) -> None:
-    # A fourth review: a stored verdict "maybe" (no boolean) made claim() raise
+    # A stored verdict "maybe" (no boolean) made claim() raise
     # for the whole batch, and the batch came back to fail again after its lease.
     queue = TraceQueue(store, PROMPT, clock=clock)
     queue.put_many(traces("odd", "fine"))
@@ -760,7 +760,7 @@ def test_a_stored_value_no_field_takes_is_left_out_not_the_batch(
 def test_a_stored_record_that_cannot_be_read_is_left_queued_not_the_batch(
     store: BaseStore, clock: FakeClock
 ) -> None:
-    # A fifth review: a record that is no object, one nested too deep to repair,
+    # A record that is no object, one nested too deep to repair,
     # or one whose id is no id failed the claim of the whole batch (or was read
     # under a new random id that could never be acknowledged).
     deep: list[Any] = []

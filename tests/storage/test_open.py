@@ -248,7 +248,7 @@ def _refused(method: str) -> str:
 def test_a_closed_combee_refuses_its_calls_with_one_clear_error(
     tmp_path: Path, method: str
 ) -> None:
-    # Self-review: after close(), feedback() answered True and warned "will retry"
+    # After close(), feedback() answered True and warned "will retry"
     # while nothing ever would (the feedback was lost), the reads raised a bare
     # sqlite3.ProgrammingError, and start() ran a learner failing every second.
     combee = _closed(tmp_path)
@@ -326,7 +326,7 @@ def _feedback_racing_close(combee: Combee, trace_id: str, *, asynchronous: bool 
 def test_feedback_racing_close_is_refused_not_reported_kept(
     tmp_path: Path, asynchronous: bool
 ) -> None:
-    # A third review: feedback past the closed check when close() ran was
+    # feedback() past the closed check when close() ran was
     # answered True ("will retry"), then dropped, since nothing retries after close.
     combee = Combee.from_conn_string(str(tmp_path / "c.db"), prompt_id="p")
     trace = Trace(input="hi", output="x")
@@ -338,7 +338,7 @@ def test_feedback_racing_close_is_refused_not_reported_kept(
 
 
 def test_feedback_racing_close_on_a_buffered_trace_is_refused() -> None:
-    # A fourth review: with the store down at close(), the trace stayed in the
+    # With the store down at close(), the trace stayed in the
     # capture buffer; feedback attached to it there was answered True and lost.
     class Down(InMemoryStore):
         failing = False
