@@ -393,20 +393,22 @@ def test_string_arguments_compare_in_one_unicode_form() -> None:
     assert not out.tool_calls
 
 
-def test_the_copy_check_stays_fast_on_hostile_text() -> None:
-    # 64 nested openings of a call took 4 s; the
-    # budget here is generous for a loaded machine, the cost was quadratic.
-    import time
+def test_the_copy_check_runs_a_bounded_number_of_steps_on_hostile_text() -> None:
+    # 64 nested openings of a call took 4 s; the cost was quadratic. Steps are counted,
+    # not time: the lines of ``_core.toolcalls`` these four checks run stay under a
+    # budget of twice what they run today (about 3 million).
+    from langgraph_combee._core import toolcalls
+    from tests.work import LinesRun
 
     hostile = "refund(" * 64 + "1+" * 700 + ")" * 64 + " {{ "
     nested = '{"a":' * 32 + "[" + "1," * 150_000 + "1 x" + ' "name": "refund" x' * 64
     spans = '{"a":' * 900 + "[" + "1," * 150_000 + "1 refund"
-    began = time.perf_counter()
-    _runs([HumanMessage(hostile * 3)], _M5)
-    _runs([HumanMessage("x" * 200_000 + hostile)], _M5)
-    _runs([ToolMessage(nested, tool_call_id="t")], _M5)
-    _runs([ToolMessage(spans, tool_call_id="t")], _M5)
-    assert time.perf_counter() - began < 3.0
+    with LinesRun(toolcalls) as run:
+        _runs([HumanMessage(hostile * 3)], _M5)
+        _runs([HumanMessage("x" * 200_000 + hostile)], _M5)
+        _runs([ToolMessage(nested, tool_call_id="t")], _M5)
+        _runs([ToolMessage(spans, tool_call_id="t")], _M5)
+    assert run.lines < 6_000_000, run.lines
 
 
 @pytest.mark.parametrize(

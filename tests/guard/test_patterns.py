@@ -14,7 +14,7 @@ from langgraph_combee import BulletGuard, Feedback, Trace
 from langgraph_combee._core.ops import Add
 from langgraph_combee._guard import patterns as guard_rules
 from langgraph_combee._guard import provenance as prov
-from tests.regex_work import RegexWork
+from tests.work import RegexWork
 
 
 def _tags(text: str) -> str:

@@ -1,4 +1,6 @@
-"""The work the package's regular expressions do, counted in characters rather than timed.
+"""The work a call does, counted rather than timed: no test reads a clock to judge speed.
+
+``LinesRun`` counts the lines a module's code runs (its algorithm's steps).
 
 ``RegexWork.install`` replaces every compiled pattern held by a module of
 ``langgraph_combee`` (and the ``re`` functions those modules call) with a proxy
@@ -106,3 +108,31 @@ class RegexWork:
                 elif value is re:
                     monkeypatch.setattr(loaded, attribute, module)
         return self
+
+
+class LinesRun:
+    """Lines of one module's code run inside ``with``: the steps of its algorithms.
+
+    Counted with ``sys.settrace`` on the calling thread, for code in ``module``'s
+    file only; the tracer in place before is put back on leaving.
+    """
+
+    def __init__(self, module: types.ModuleType) -> None:
+        self.lines = 0
+        self._file = module.__file__
+        self._previous: Any = None
+
+    def _trace(self, frame: types.FrameType, event: str, arg: Any) -> Any:
+        if frame.f_code.co_filename != self._file:
+            return None
+        if event == "line":
+            self.lines += 1
+        return self._trace
+
+    def __enter__(self) -> LinesRun:
+        self._previous = sys.gettrace()
+        sys.settrace(self._trace)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.settrace(self._previous)
