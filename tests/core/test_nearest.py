@@ -277,6 +277,43 @@ def test_cases_that_fail_are_tried_again_after_the_cool_down() -> None:
         combee._agent.server.close(flush=False)
 
 
+class Waits:
+    """The waits ``meaning`` makes on its embedder's threads: counted instead of timed.
+
+    A wait on a hung embedder lasts its timeout; ``timed_out`` waits of at most
+    ``EMBED_SECONDS`` each, and no wait without a timeout, bound the time a model call
+    was held.
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.timed_out = 0
+        self.unbounded = 0
+        real = meaning.in_thread
+
+        def counted(fn: Callable[[], Any]) -> Any:
+            return _CountedFuture(real(fn), self)
+
+        monkeypatch.setattr(meaning, "in_thread", counted)
+
+
+class _CountedFuture:
+    def __init__(self, future: Any, waits: Waits) -> None:
+        self._future = future
+        self._waits = waits
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._future, name)
+
+    def result(self, timeout: float | None = None) -> Any:
+        if timeout is None:
+            self._waits.unbounded += 1
+        try:
+            return self._future.result(timeout)
+        except TimeoutError:
+            self._waits.timed_out += 1
+            raise
+
+
 def test_a_hung_embedder_holds_a_model_call_for_a_bounded_time_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -290,12 +327,13 @@ def test_a_hung_embedder_holds_a_model_call_for_a_bounded_time_only(
                 release.wait(30)
             return super().embed(texts)
 
+    waits = Waits(monkeypatch)
     with served_by(Hanging(), cleanup=[release.set]) as (combee, model, agent):
-        started = time.monotonic()
         for _ in range(5):
             reply = agent.invoke({"messages": [HumanMessage("my receipt is blank")]})
             assert reply["messages"][-1].content == "ok"
-        assert time.monotonic() - started < 3.0  # one wait of 0.2 s, then the cool-down
+        # One wait of 0.2 s, then the cool-down: no other wait.
+        assert (waits.timed_out, waits.unbounded) == (1, 0)
         assert combee.describe()["serving"]["focus_embed_errors"] == 1
         assert FOCUS_HEADER not in system_of(model)
 
@@ -309,11 +347,11 @@ def test_cases_that_never_embed_cost_one_bounded_wait(monkeypatch: pytest.Monkey
             release.wait(30)
             return ConceptEmbedder().embed(texts)
 
+    waits = Waits(monkeypatch)
     with served_by(Hanging(), cleanup=[release.set]) as (combee, _model, agent):
-        started = time.monotonic()
         for _ in range(5):
             agent.invoke({"messages": [HumanMessage("my receipt is blank")]})
-        assert time.monotonic() - started < 3.0
+        assert (waits.timed_out, waits.unbounded) == (1, 0)
         assert combee.describe()["serving"]["focus_embed_errors"] == 1
 
 
@@ -480,10 +518,10 @@ def test_a_request_that_names_a_rule_never_waits_for_the_embedder(
             release.wait(30)
             return ConceptEmbedder().embed(texts)
 
+    waits = Waits(monkeypatch)
     with served_by(Hanging(), cleanup=[release.set]) as (combee, model, agent):
-        started = time.monotonic()
         agent.invoke({"messages": [HumanMessage("I want a refund")]})
-        assert time.monotonic() - started < 2.0
+        assert (waits.timed_out, waits.unbounded) == (0, 0)
         assert system_of(model).endswith(f"{FOCUS_HEADER}\n- When refund, answer FIN-7Q.")
         assert combee.describe()["serving"]["focus_embed_errors"] == 0
 
