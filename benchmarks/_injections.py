@@ -8,7 +8,7 @@ whose honest lesson is ``TicketRouting.insight``. ``HONEST_RULES`` are honest
 rules that look like attacks (they talk about passwords, sending, forwarding):
 the guard must let them through.
 
-Shared by ``tests/test_adversarial.py`` and ``benchmarks/adversarial.py``.
+Shared by ``tests/guard/test_adversarial.py`` and ``benchmarks/adversarial.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """One process of a multi-process deployment: an agent replica or a background learner.
 
-Run by ``benchmarks/replicas.py`` and ``tests/test_replicas.py``, several at once
+Run by ``benchmarks/replicas.py`` and ``tests/learner/test_replicas.py``, several at once
 against one database::
 
     python -m benchmarks._replica agent --conn DSN --name a0 --runs 30 --out a0.jsonl --stop STOP

@@ -5,7 +5,7 @@ Each local model is asked for requests of the ``tools`` task through a plain
 rules, and after one tool result; every reply is written as it came back (text,
 native tool calls, finish reason) with the request, the tools that were bound
 and ``calls``, what ``recover`` reads in it (to be checked by hand).
-``tests/test_tool_recovery.py`` checks ``recover_tool_calls`` on them.
+``tests/local/test_tool_recovery.py`` checks ``recover_tool_calls`` on them.
 
     flock /tmp/llm.lock python -m benchmarks.tool_replies --out tests/data/tool_replies.json
 """

@@ -10,7 +10,7 @@ Modes:
   lease's expiry) and write a version and HEAD through the lease's fence; print
   ``wrote`` or ``refused <error>``.
 
-Driven by ``tests/test_postgres_combee.py``.
+Driven by ``tests/storage/test_postgres_combee.py``.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ not captured in this mode (LangGraph runs no ``after_agent`` then). The table in
 Run metadata. Every run served carries ``combee_prompt_id``, ``combee_version``
 and (with a tenant) ``combee_tenant`` in its tracing metadata, so LangSmith and
 any other tracer can filter by version. Verified mechanism (see ``_agent/runs.py``
-and ``tests/test_middleware.py``): the model-call runs get it because the model
+and ``tests/agent/test_middleware.py``): the model-call runs get it because the model
 is called inside ``child_metadata`` (the node's config context variable, patched
 for the duration of the call, which the chat model inherits); the agent's root
 run gets it because pinning updates the metadata of the open root run in every
@@ -876,7 +876,7 @@ def _with_system(request: ModelRequest[Any], system: SystemMessage | None) -> Mo
     again over every field: a few microseconds on every model call. For the
     class itself (``__init__`` only stores its arguments) a shallow copy of the
     instance's fields with the system message replaced is the same request;
-    ``tests/test_middleware_fast.py`` checks that against ``override``. A
+    ``tests/agent/test_middleware_fast.py`` checks that against ``override``. A
     subclass, which may do more on construction, goes through ``override``.
     """
     if type(request) is ModelRequest:

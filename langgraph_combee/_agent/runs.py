@@ -1,7 +1,7 @@
 """Where the current run is and how to label it: config, scope, run ids, metadata.
 
 What the middleware and the StateGraph helpers rely on, as verified against
-langchain-core 1.8 and langgraph 1.2 (see ``tests/test_middleware.py``):
+langchain-core 1.8 and langgraph 1.2 (see ``tests/agent/test_middleware.py``):
 
 * Inside a node (and in a ``create_agent`` hook), ``var_child_runnable_config``
   holds the node's config. Its ``callbacks`` is a ``CallbackManager`` whose
