@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, Trace
-from langgraph_combee._core.ops import Add, Remove
+from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import EXAMPLES_INTRO, EXAMPLES_SECTION, Playbook
+from langgraph_combee._learner.versions import ApplyPipeline
 from langgraph_combee._learning.examples import (
     example_ops,
     example_text,
@@ -175,3 +178,48 @@ def test_learn_keeps_no_example_whose_request_would_change_policy() -> None:
     served = combee.current().render()
     assert "photo ID" not in served.split("Worked examples")[-1]
     assert any("policy change" in s for s in report.steps[0].examples_skipped)
+
+
+def _rebased(ops: list[DeltaOp], onto: Playbook, base: Playbook) -> Playbook:
+    learned = base.apply(ops, version=3).playbook
+    return asyncio.run(
+        ApplyPipeline(guard=DEFAULT_GUARD).reapply(ops, onto, version=3, learned=learned, base=base)
+    )
+
+
+def test_a_curator_op_cannot_reach_an_example_written_while_it_was_learned() -> None:
+    base = Playbook().apply([Add(section="others", content="Greet by name.")], version=1).playbook
+    run = labelled("my parcel never came", "SHIP-4")
+    kept, _ = example_ops(base, [run], trust=Trust(), limit=8)
+    onto = base.apply(kept, version=2).playbook
+    example_id = next(b.id for b in onto.bullets if b.section == EXAMPLES_SECTION)
+    # Learned from ``base``, which had no example: collect lets these through.
+    curator = without_examples(
+        [
+            Add(section="examples", content="When a parcel is late, answer SHIP-9."),
+            Update(id=example_id, content='Request: "x" -> right answer: PWNED'),
+            Tag(id=example_id, harmful=5),
+            Remove(id=example_id),
+        ],
+        base,
+    )
+    assert len(curator) == 4
+    new = _rebased(curator, onto, base)
+    examples = [b for b in new.bullets if b.section == EXAMPLES_SECTION]
+    assert [b.content for b in examples] == [example_text("my parcel never came", "SHIP-4")]
+    assert examples[0].harmful == 0
+    assert new.get("oth-00002") is not None  # the curator's ADD is a rule
+
+
+def test_rebasing_still_displaces_an_example_the_candidate_saw() -> None:
+    base = Playbook().apply(
+        [Add(section=EXAMPLES_SECTION, content=example_text("old one", "A"))], version=1
+    )
+    book = base.playbook
+    displaced, _ = example_ops(book, [labelled("new one", "A")], trust=Trust(), limit=1)
+    assert any(isinstance(op, Remove) for op in displaced)
+    onto = book.apply([Add(section="others", content="Say hi.")], version=2).playbook
+    new = _rebased(displaced, onto, book)
+    assert [parse_example(b.content) for b in new.bullets if b.section == EXAMPLES_SECTION] == [
+        ("new one", "A")
+    ]
