@@ -72,7 +72,7 @@ async def stale(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
     kept = []
     for op in state.ops:
         target = None if isinstance(op, Add) else onto.get(op.id)
-        if target is not None and target.section == EXAMPLES_SECTION:
+        if target is not None and target.section == EXAMPLES_SECTION and not isinstance(op, Add):
             # ``collect`` kept curator edits off the examples the candidate saw; one
             # aimed at an id that became an example since (ids are predictable) is
             # dropped here. Only the examples stage's own displacement of an example
