@@ -14,9 +14,9 @@ What is kept, and why:
 - the request is quoted as a JSON string under a heading that calls it data,
   cut to ``REQUEST_CHARS``, with e-mail addresses, links, street addresses,
   postcodes, dates and long numbers replaced by placeholders (an example is served to every user);
-- a request that speaks to the software (names the model, dictates its output,
-  tells it to ignore what it reads, asks for abuse: ``addresses_software``) is
-  not kept, whatever the answer; nor is
+- a request or answer that speaks to the software (names the model, dictates
+  its output, tells it to ignore what it reads, gives a standing order, asks
+  for abuse: ``addresses_software``) is not kept; nor is
 - a request or answer the guard's deterministic checks refuse (an instruction
   override, exfiltration, a secret, personal data, a link off the allow-list)
   is not kept, and the reason is reported;
@@ -99,6 +99,11 @@ _ADDRESSES_SOFTWARE = tuple(
         r"\bif (?:you are |you're )?(?:asked|questioned)\b",
         r"\b(?:may|must|do|should) not deviate\b",
         r"\bstop everything\b",
+        # a standing order for whatever comes next, not an answer to this request
+        r"\b(?:from now on|for (?:all|every|any) (?:future|subsequent|later|next|other) "
+        r"(?:question|request|message|customer|user|repl|answer)|(?:every|each|any) (?:question|"
+        r"request|message|prompt)s? (?:with|by)|all (?:future |later |subsequent )?(?:questions|"
+        r"requests|messages|prompts) (?:with|by))",
         # asks for abuse
         r"\b(?:toxic|hateful|offensive|unfriendly|racist|sexist|insulting|derogatory|negative|"
         r"discriminatory|harmful|hurtful|demeaning|bigoted|hostile|rude|nasty|mean|"
@@ -109,7 +114,7 @@ _ADDRESSES_SOFTWARE = tuple(
 
 
 def addresses_software(text: str) -> str | None:
-    """The words by which an example's request speaks to the software, or None."""
+    """The words by which an example's request or answer speaks to the software, or None."""
     folded = fold(text)
     for pattern in _ADDRESSES_SOFTWARE:
         if found := pattern.search(folded):
@@ -252,8 +257,9 @@ def example_ops(
         if check is not None and (reasons := [*check(request), *check(answer)]):
             outcome.skipped.append(f"{trace.id}: {reasons[0]}")
             continue
-        if found := addresses_software(request):
-            outcome.skipped.append(f"{trace.id}: the request speaks to the software ({found!r})")
+        # The answer too: an evaluator may pass on what it read in the request.
+        if found := addresses_software(request) or addresses_software(answer):
+            outcome.skipped.append(f"{trace.id}: the example speaks to the software ({found!r})")
             continue
         text = example_text(request, answer)
         request_key, answer_key = _key(parse_example(text)[0]), _key(answer)  # type: ignore[index]
