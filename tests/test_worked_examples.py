@@ -300,3 +300,9 @@ def test_an_answer_that_gives_the_agent_a_standing_order_is_not_kept(answer: str
     ops, outcome = example_ops(Playbook(), [run], trust=Trust(), limit=8)
     assert ops == []
     assert "speaks to the software" in outcome.skipped[0]
+
+
+def test_a_blank_right_answer_makes_no_example() -> None:
+    run = labelled("my parcel never came", " \n ")
+    ops, _ = example_ops(Playbook(), [run], trust=Trust(), limit=8)
+    assert ops == []

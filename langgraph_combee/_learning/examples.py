@@ -249,7 +249,7 @@ def example_ops(
         if fb is None or not fb.ground_truth or not _operator(fb.source, trust):
             continue
         request, answer = trace.input.strip(), fb.ground_truth.strip()
-        if not request:
+        if not request or not answer:  # a blank answer would teach the agent to say nothing
             continue
         if len(answer) > ANSWER_CHARS:
             outcome.skipped.append(f"{trace.id}: the right answer is a reply, not an answer")
