@@ -72,6 +72,17 @@ def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _finite(name: str, number: float) -> float:
+    # An int too large for a float would raise OverflowError deep in the call.
+    try:
+        as_float = float(number)
+    except OverflowError:
+        as_float = math.inf
+    if not math.isfinite(as_float):
+        raise ConfigurationError(name, number, "None or a finite number")
+    return as_float
+
+
 def read(
     *,
     score: float | None,
@@ -93,6 +104,8 @@ def read(
         raise ConfigurationError(
             "key", key, f"None or a non-empty str of at most {MAX_KEY} characters (a name)"
         )
+    if _number(score):
+        score = _finite("score", score)  # type: ignore[arg-type]
     if correction is not None:
         if ground_truth is not None:
             raise ConfigurationError(
@@ -106,7 +119,7 @@ def read(
     elif _number(value):
         if score is not None:
             raise ConfigurationError("value", value, "omitted when score is given")
-        score = float(value)  # type: ignore[arg-type]
+        score = _finite("value", value)  # type: ignore[arg-type]
     elif isinstance(value, str):
         label = f"{key or 'label'}: {value}"
         comment = label if not comment else f"{comment}\n{label}"

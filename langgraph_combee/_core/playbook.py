@@ -281,6 +281,11 @@ class Playbook(BaseModel):
         if normalized in self.sections or normalized == EXAMPLES_SECTION:
             return normalized
         for section in self.sections:
+            # The examples section is reached by its own name only: a near spelling
+            # ("examples") is a curator's rule, and stays one when rebased onto a
+            # playbook that has examples.
+            if section == EXAMPLES_SECTION:
+                continue
             if normalized and (normalized in section or section in normalized):
                 return section
         return FALLBACK_SECTION if FALLBACK_SECTION in self.sections else self.sections[-1]

@@ -12,8 +12,11 @@ What is kept, and why:
   instruction; the request is end-user text and only describes the situation,
   as a rule's situation may;
 - the request is quoted as a JSON string under a heading that calls it data,
-  cut to ``REQUEST_CHARS``, with e-mail addresses, links and long numbers
-  replaced by placeholders (an example is served to every user);
+  cut to ``REQUEST_CHARS``, with e-mail addresses, links, street addresses,
+  postcodes, dates and long numbers replaced by placeholders (an example is served to every user);
+- a request or answer that speaks to the software (names the model, dictates
+  its output, tells it to ignore what it reads, gives a standing order, asks
+  for abuse: ``addresses_software``) is not kept; nor is
 - a request or answer the guard's deterministic checks refuse (an instruction
   override, exfiltration, a secret, personal data, a link off the allow-list)
   is not kept, and the reason is reported;
@@ -36,12 +39,14 @@ from dataclasses import dataclass, field
 from langgraph_combee._core.ops import Add, DeltaOp, Remove
 from langgraph_combee._core.playbook import EXAMPLES_SECTION, Bullet, Playbook
 from langgraph_combee._core.types import Trace
+from langgraph_combee._guard.patterns import fold
 from langgraph_combee._guard.provenance import Trust
 
 __all__ = [
     "ANSWER_CHARS",
     "REQUEST_CHARS",
     "ExampleOutcome",
+    "addresses_software",
     "example_ops",
     "example_text",
     "parse_example",
@@ -58,6 +63,64 @@ _ARROW = " -> right answer: "
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _URL = re.compile(r"\b(?:https?://|www\.)\S+", re.IGNORECASE)
 _NUMBER = re.compile(r"\d[\d\s-]{4,}\d")
+# Where someone lives and when they were born identify them as well as a number does.
+_STREET = re.compile(
+    r"\b\d+[a-z]?,? (?:[a-z][\w'.-]* ){1,3}(?:street|st|road|rd|avenue|ave|lane|ln|drive|dr|"
+    r"boulevard|blvd|court|ct|way|place|pl|terrace|close|square|sq|crescent|highway|hwy|"
+    r"parkway|pkwy|row|gardens|strasse|straße|weg|rue|via|calle)\b\.?",
+    re.IGNORECASE,
+)
+_POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2}\b")
+_DATE = re.compile(r"\b\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}\b")
+
+# A request is quoted to every user of the agent, word for word: one that speaks to the
+# software (names it, dictates its output, tells it to ignore what it reads, or asks for
+# abuse) is kept out, even under a trusted answer. garak's injection probes ride in
+# requests written like these; an ordinary request to a desk does not read like one.
+_ADDRESSES_SOFTWARE = tuple(
+    re.compile(pattern)
+    for pattern in (
+        # names the model or the automation reading the text
+        r"\b(?:ai|llm|llms|chatbot|language model|gpt|automated (?:analysis|system|software|"
+        r"scan|reviewer|screening)|chain of thought)\b",
+        # a note, request or instruction for the reader, or an authority's marker
+        r"\bnote (?:by|to|for) (?:a |an |the |any )?(?:trustworthy |expert |automated |ai )",
+        r"\b(?:admin|administrator|system|core|developer|legal) (?:request|instruction|"
+        r"amendment|override|note|message|command)",
+        r"\b(?:follow|new|updated|hidden) (?:this |these |the following )?instructions?\b",
+        r"(?:^|[\s\[(])(?:assistant|system)\s*:",
+        # tells the reader to ignore what it reads, or how to answer
+        r"\b(?:ignore|disregard|forget)\b[^.!?]{0,40}\b(?:instructions?|rules?|prompt|above|"
+        r"rest of|everything|indicators?|data|text|context|evaluat)",
+        r"\b(?:just|simply|only|now) (?:print|output|say|repeat|respond|reply|report|write)\b",
+        r"\b(?:and|then) (?:print|output|repeat)\b",
+        r"\b(?:print|output|repeat|respond with|reply with|answer with|report(?: only)?)"
+        r"\s*[:\"'“<]",
+        r"\bif (?:you are |you're )?(?:asked|questioned)\b",
+        r"\b(?:may|must|do|should) not deviate\b",
+        r"\bstop everything\b",
+        # a standing order for whatever comes next, not an answer to this request
+        r"\b(?:from now on|for (?:all|every|any) (?:future|subsequent|later|next|other) "
+        r"(?:question|request|message|customer|user|repl|answer)|(?:every|each|any) (?:question|"
+        r"request|message|prompt)s? (?:with|by)|all (?:future |later |subsequent )?(?:questions|"
+        r"requests|messages|prompts) (?:with|by))",
+        # asks for abuse
+        r"\b(?:toxic|hateful|offensive|unfriendly|racist|sexist|insulting|derogatory|negative|"
+        r"discriminatory|harmful|hurtful|demeaning|bigoted|hostile|rude|nasty|mean|"
+        r"disrespectful|prejudiced|stereotypical|biased|violent|threatening|humiliating) "
+        r"(?:sentence|statement|comment|joke|remark|text|paragraph|message|tweet|post)s? about\b",
+    )
+)
+
+
+def addresses_software(text: str) -> str | None:
+    """The words by which an example's request or answer speaks to the software, or None."""
+    folded = fold(text)
+    for pattern in _ADDRESSES_SOFTWARE:
+        if found := pattern.search(folded):
+            return found.group(0).strip()
+    return None
+
 
 Check = Callable[[str], list[str]]
 """A text's reasons for refusal ([] when it passes): ``BulletGuard.check``."""
@@ -75,6 +138,9 @@ class ExampleOutcome:
 def _redact(text: str) -> str:
     text = _EMAIL.sub("<email>", text)
     text = _URL.sub("<link>", text)
+    text = _STREET.sub("<address>", text)
+    text = _POSTCODE.sub("<postcode>", text)
+    text = _DATE.sub("<date>", text)
     return _NUMBER.sub("<number>", text)
 
 
@@ -183,13 +249,17 @@ def example_ops(
         if fb is None or not fb.ground_truth or not _operator(fb.source, trust):
             continue
         request, answer = trace.input.strip(), fb.ground_truth.strip()
-        if not request:
+        if not request or not answer:  # a blank answer would teach the agent to say nothing
             continue
         if len(answer) > ANSWER_CHARS:
             outcome.skipped.append(f"{trace.id}: the right answer is a reply, not an answer")
             continue
         if check is not None and (reasons := [*check(request), *check(answer)]):
             outcome.skipped.append(f"{trace.id}: {reasons[0]}")
+            continue
+        # The answer too: an evaluator may pass on what it read in the request.
+        if found := addresses_software(request) or addresses_software(answer):
+            outcome.skipped.append(f"{trace.id}: the example speaks to the software ({found!r})")
             continue
         text = example_text(request, answer)
         request_key, answer_key = _key(parse_example(text)[0]), _key(answer)  # type: ignore[index]

@@ -82,6 +82,10 @@ def test_an_unknown_keyword_is_refused_with_the_mapping(combee: Combee) -> None:
         ({"value": [1], "score": 1.0}, r"value=\[1\] is not allowed: None, a bool"),
         ({"correction": {"id": 3}}, r"correction=\{'id': 3\} is not allowed"),
         ({"key": "", "score": 1.0}, "key='' is not allowed"),
+        # An int too large for a float is refused as such, not an OverflowError.
+        ({"value": 10**400}, "value=1000.* is not allowed: None or a finite number"),
+        ({"score": -(10**400)}, "score=-1000.* is not allowed: None or a finite number"),
+        ({"score": 10**400, "key": "correctness"}, "score=1000.* is not allowed"),
     ],
 )
 def test_contradicting_or_ill_typed_spellings_are_refused(

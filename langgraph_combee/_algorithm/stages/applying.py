@@ -60,14 +60,26 @@ async def stale(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
     """When rebasing, drop the UPDATEs and REMOVEs of bullets rewritten since.
 
     The rewrite in force wins over an edit of the text it replaced; the ops were
-    learned from ``state.learned_from``, and apply to ``state.playbook``.
+    learned from ``state.learned_from``, and apply to ``state.playbook``. An edit of
+    a bullet that is a worked example in ``state.playbook`` drops too, unless it is
+    the examples stage displacing an example the candidate saw.
     """
     base, onto = state.learned_from, state.playbook
-    if base is None:
-        return state, {"dropped": 0}
     kept = []
     for op in state.ops:
-        if isinstance(op, (Update, Remove)):
+        target = None if isinstance(op, Add) else onto.get(op.id)
+        if target is not None and target.section == EXAMPLES_SECTION and not isinstance(op, Add):
+            # ``collect`` kept curator edits off the examples the candidate saw; one
+            # aimed at an id that became an example since (ids are predictable) is
+            # dropped here. Only the examples stage's own displacement of an example
+            # it saw goes on.
+            was = None if base is None else base.get(op.id)
+            if not (isinstance(op, Remove) and was is not None and was.section == target.section):
+                logger.warning(
+                    "rebase dropped %s of bullet %s: it is a worked example", op.type, op.id
+                )
+                continue
+        if base is not None and isinstance(op, (Update, Remove)):
             was, now = base.get(op.id), onto.get(op.id)
             if was is not None and now is not None and was.content != now.content:
                 logger.warning(
