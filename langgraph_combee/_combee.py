@@ -24,7 +24,6 @@ from collections.abc import (
     Iterable,
     Iterator,
     Mapping,
-    Sequence,
 )
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
@@ -44,16 +43,13 @@ from langgraph_combee._agent.graph import (
     system_prompt,
     wrap_model,
 )
-from langgraph_combee._agent.limits import TraceLimits
 from langgraph_combee._agent.middleware import CombeeMiddleware
 from langgraph_combee._agent.serving import Server
-from langgraph_combee._agent.serving import ServingSettings as _ServerSettings
 from langgraph_combee._agent.side import AgentSide, Evaluator, FeedbackLost, ScopeFn
 from langgraph_combee._agent.spellings import refuse_unknown
 from langgraph_combee._algorithm.controller import BatchSizeController
 from langgraph_combee._algorithm.engine import (
     BatchSize,
-    EngineSettings,
     LearningEngine,
     validate_batch_size,
 )
@@ -76,14 +72,11 @@ from langgraph_combee._learner.parts import LearnerParts
 from langgraph_combee._learner.replaying import Replayer
 from langgraph_combee._learner.step import Stepper, refuse_duplicates
 from langgraph_combee._learner.versions import ApplyPipeline, VersionWriter
-from langgraph_combee._llm.calls import CallSettings
 from langgraph_combee._settings import (
     AlgorithmSettings,
     CaptureSettings,
     LearnerSettings,
-    MissingFeedback,
     ServingSettings,
-    VersionListener,
     refuse_moved,
 )
 from langgraph_combee._storage._io import loop_closed
@@ -344,35 +337,21 @@ class Combee:
             strategy, copies=algorithm.copies, fan_in=algorithm.fan_in, seed=algorithm.seed
         )
         self._strategy = strategy
-        self._engine_settings = EngineSettings(
-            copies=algorithm.copies,
-            fan_in=algorithm.fan_in,
-            seed=algorithm.seed,
-            token_budget=algorithm.token_budget,
-            embedder=algorithm.embedder,
-            guard=guard,
-            roles=algorithm.roles,
-            examples=algorithm.examples,
-        )
-        self._call_settings = CallSettings(
-            max_concurrency=learning.max_concurrency,
-            timeout_seconds=learning.timeout_seconds,
-            max_attempts=learning.max_attempts,
-            backoff_initial=learning.backoff_seconds,
-            backoff_max=max(learning.backoff_seconds, 8.0 * learning.backoff_seconds),
-        )
-        self._callbacks = learning.callbacks
-        self._budget = learning.budget
-        self._on_step = learning.on_step
+        if guard is not None and not isinstance(guard, BulletGuard):
+            raise ConfigurationError("guard", guard, "a BulletGuard or None")
+        self._guard = guard
+        # The settings objects are read as given by every part (checked when built).
+        self._capture = capture
+        self._serving = serving
+        self._learning = learning
+        self._algorithm = algorithm
         if evaluator is not None and not callable(evaluator):
             raise ConfigurationError(
                 "evaluator", evaluator, "a callable (trace) -> Feedback | None"
             )
         if scope is not None and not callable(scope):
             raise ConfigurationError("scope", scope, "a callable (config) -> tenant str | None")
-        self._on_missing_feedback: MissingFeedback = learning.on_missing_feedback
         self._queues: dict[str | None, TraceQueue] = {}
-        self._feedback_source = learning.feedback_source
         self._learner_settings = _LoopSettings(
             min_batch=learning.min_batch,
             max_wait_seconds=learning.max_wait_seconds,
@@ -403,28 +382,8 @@ class Combee:
         )
         self._agent = _build_agent(
             self,
-            serving=_ServerSettings(
-                refresh_seconds=serving.refresh_seconds,
-                capture_limit=capture.capture_limit,
-                drop_policy=capture.drop_policy,
-                flush_seconds=capture.flush_seconds,
-                first_read_seconds=serving.first_read_seconds,
-                focus_rules=serving.focus_rules,
-                focus_embedder=serving.focus_embedder,
-                drop_rivals=serving.drop_rivals,
-                recover_tool_calls=serving.recover_tool_calls,
-                durability=capture.durability,
-                limits=TraceLimits(
-                    max_message_chars=capture.max_message_chars,
-                    max_trace_chars=capture.max_trace_chars,
-                    # The guard reads the user from this key: its entry is never dropped.
-                    keep_metadata=(guard.user_key,) if guard is not None else (),
-                ),
-            ),
             scope=scope,
             evaluator=evaluator,
-            feedback_wait_seconds=capture.feedback_wait_seconds,
-            on_version=serving.on_version,
         )
         self._engines: dict[str | None, LearningEngine] = {}
         # learn() in one thread and the background learner in another may ask for a new
@@ -432,9 +391,7 @@ class Combee:
         self._engines_lock = threading.Lock()
         self._registries: dict[str | None, PromptRegistry] = {}
         self._owned: contextlib.ExitStack | None = None  # a store from_conn_string opened
-        self._stepper, self._learner_parts = _build_learner(
-            self, lease_seconds=learning.lease_seconds
-        )
+        self._stepper, self._learner_parts = _build_learner(self)
         self._writer = self._learner_parts.writer
         # Build one engine now so that bad engine settings fail at construction.
         if self.model is not None:
@@ -786,11 +743,10 @@ class Combee:
                 strategy=self._strategy,
                 batch_size="auto" if controller is not None else cast("BatchSize", template),
                 controller=controller,
-                settings=self._engine_settings,
-                calls=self._call_settings,
-                callbacks=self._callbacks,
+                algorithm=self._algorithm,
+                learner=self._learning,
+                guard=self._guard,
                 metadata=metadata,
-                budget=self._budget,
             )
         return self._engines[tenant]
 
@@ -1087,13 +1043,7 @@ class Combee:
 
 
 def _build_agent(
-    combee: Combee,
-    *,
-    serving: _ServerSettings,
-    scope: ScopeFn | None,
-    evaluator: Evaluator | None,
-    feedback_wait_seconds: float,
-    on_version: Sequence[VersionListener],
+    combee: Combee, *, scope: ScopeFn | None, evaluator: Evaluator | None
 ) -> AgentSide:
     """The agent side of ``combee``: its serving cache, canary router and capture.
 
@@ -1104,10 +1054,13 @@ def _build_agent(
     server = Server(
         registry_for=combee._registry_of,
         queue_for=combee._queue_of,
-        settings=serving,
+        capture=combee._capture,
+        serving=combee._serving,
+        # The guard reads the user from this key: its entry is never dropped.
+        keep_metadata=(combee._guard.user_key,) if combee._guard is not None else (),
         store_gone=functools.partial(loop_closed, combee.store),
     )
-    server.listeners.extend(on_version)
+    server.listeners.extend(combee._serving.on_version)
     platform = combee._platform_store
     return AgentSide(
         prompt_id=combee.prompt_id,
@@ -1115,33 +1068,31 @@ def _build_agent(
         queue_for=combee._queue_of,
         scope=scope,
         evaluator=evaluator,
-        feedback_wait_seconds=feedback_wait_seconds,
+        feedback_wait_seconds=combee._capture.feedback_wait_seconds,
         canary_fraction=combee._acceptance.canary_fraction,
         on_model_call=combee._replayer.agent_calls.remember,
         bind_store=platform.bind if platform is not None else None,
     )
 
 
-def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, LearnerParts]:
+def _build_learner(combee: Combee) -> tuple[Stepper, LearnerParts]:
     """The learner side's parts, each given only what it needs from the root.
 
     The version writer publishes what it puts in force to this process's agent
     side through two callbacks; the learner flushes its captures before a pass.
     """
     agent = combee._agent
-    settings = combee._engine_settings
+    learning, algorithm = combee._learning, combee._algorithm
     writer = VersionWriter(
         prompt_id=combee.prompt_id,
         acceptance=combee._acceptance,
         store=combee.store,
         holder=combee._holder,
-        lease_seconds=lease_seconds,
+        lease_seconds=learning.lease_seconds,
         pipeline=ApplyPipeline(
-            guard=settings.guard,
-            token_budget=settings.token_budget,
-            dedup=settings.dedup,
-            dedup_threshold=settings.dedup_threshold,
-            embedder=settings.embedder,
+            guard=combee._guard,
+            token_budget=algorithm.token_budget,
+            embedder=algorithm.embedder,
         ),
         on_published=agent.publish,
         on_canary=agent.set_canary,
@@ -1152,10 +1103,10 @@ def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, Le
         engine=combee._engine,
         writer=writer,
         replayer=combee._replayer,
-        callbacks=combee._callbacks,
-        budget=combee._budget,
+        callbacks=learning.callbacks,
+        budget=learning.budget,
         step_log=combee._step_log,
-        on_step=combee._on_step,
+        on_step=learning.on_step,
     )
     parts = LearnerParts(
         prompt_id=combee.prompt_id,
@@ -1165,9 +1116,9 @@ def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, Le
         engine=combee._engine,
         step=stepper.step,
         writer=writer,
-        budget=combee._budget,
-        feedback_source=combee._feedback_source,
-        on_missing_feedback=combee._on_missing_feedback,
+        budget=learning.budget,
+        feedback_source=learning.feedback_source,
+        on_missing_feedback=learning.on_missing_feedback,
         flush=agent.flush,
         ready=agent.bound,
         announce=stepper.announce,

@@ -191,7 +191,7 @@ async def test_a_store_outage_never_reaches_the_agent_and_learning_resumes() -> 
     store = FlakyStore()
     clock = FakeClock()
     combee = Combee(prompt_id="router", model=fake_learner(), store=store, batch_size=2)
-    combee._agent.server.settings.flush_seconds = 3600  # flushes happen when the test says
+    combee._agent.server.flush_seconds = 3600  # flushes happen when the test says
     try:
         await combee.alearn(failing_traces(1))  # v1 teaches the CODE-0 rule
         model = FunctionChatModel(_agent_reply)
@@ -468,8 +468,8 @@ def test_metadata_too_large_in_all_loses_entries_from_its_end_never_the_package_
 
 def test_the_guard_user_key_is_kept_by_the_capture_limits() -> None:
     combee = Combee(prompt_id="p", guard=BulletGuard(user_key="uid"))
-    assert combee._agent.server.settings.limits.keep_metadata == ("uid",)
-    assert Combee(prompt_id="q", guard=None)._agent.server.settings.limits.keep_metadata == ()
+    assert combee._agent.server.limits.keep_metadata == ("uid",)
+    assert Combee(prompt_id="q", guard=None)._agent.server.limits.keep_metadata == ()
     with pytest.raises(ConfigurationError, match="keep_metadata"):
         TraceLimits(keep_metadata=["uid"])  # type: ignore[arg-type]
 

@@ -138,7 +138,7 @@ async def test_traces_wait_for_feedback_then_learn_or_drop() -> None:
 
 async def test_feedback_reaches_a_trace_still_in_memory() -> None:
     combee = Combee(prompt_id="p", model=fake_learner(), batch_size=1)
-    combee._agent.server.settings.flush_seconds = 3600  # keep it buffered
+    combee._agent.server.flush_seconds = 3600  # keep it buffered
     combee.capture(Trace(id="run-1", input="q", output="a"))
     assert combee.feedback("run-1", correct=False, ground_truth="b")
     combee.flush()
@@ -187,7 +187,7 @@ def test_a_raising_evaluator_never_breaks_capture() -> None:
 
 def test_capture_buffer_is_bounded_and_counts_drops() -> None:
     combee = Combee(prompt_id="p", capture=CaptureSettings(capture_limit=3))
-    combee._agent.server.settings.flush_seconds = 3600
+    combee._agent.server.flush_seconds = 3600
     combee._agent.server._ensure_worker = lambda: None  # type: ignore[method-assign]
     for i in range(5):
         combee.capture(Trace(id=f"x{i}"))

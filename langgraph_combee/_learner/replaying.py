@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.messages import SystemMessage
@@ -27,12 +27,12 @@ from langgraph_combee._core.prompting import with_playbook
 from langgraph_combee._core.types import Feedback, Trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._llm.budget import LearnerBudget
+from langgraph_combee._settings import ReplayMode
 
 __all__ = ["ReplayMode", "Replayer"]
 
 logger = logging.getLogger("langgraph_combee.replay")
 
-ReplayMode = bool | Literal["auto"]
 """``"auto"``: on when the agent's model and an evaluator are known; True: on whenever
 the agent's model is known (scoring by ground truth where there is no evaluator); False: off."""
 
