@@ -365,20 +365,9 @@ class Combee:
         # its offline writers (learn, approve, ...), which a process lock serialises.
         self._holder = f"combee-{uuid.uuid4().hex[:12]}"
         self._replayer = Replayer(
-            mode=algorithm.replay,
-            settings=ReplaySettings(
-                max_replays=algorithm.max_replays,
-                focus_rules=serving.focus_rules,
-                focus_embedder=serving.focus_embedder,
-                drop_rivals=serving.drop_rivals,
-                recover_tool_calls=serving.recover_tool_calls,
-                max_concurrency=learning.max_concurrency,
-                timeout_seconds=learning.timeout_seconds,
-                seed=algorithm.seed,
-            ),
+            settings=ReplaySettings(algorithm=algorithm, serving=serving, learner=learning),
             evaluator=lambda: self._agent.evaluator,
             agent_model=_resolve_agent_model(algorithm.agent_model),
-            agent_prompt=algorithm.agent_prompt,
         )
         self._agent = _build_agent(
             self,

@@ -354,7 +354,11 @@ def test_every_settings_field_reaches_the_part_that_uses_it() -> None:
     assert (loop.min_batch, loop.max_wait_seconds, loop.poll_seconds) == (2, 4.0, 0.3)
     assert (loop.lease_seconds, loop.backoff_seconds) == (40.0, 2.0)
     assert combee.describe_roles()["profile"] == "small"
-    assert combee._replayer.settings.max_replays == 5
+    replays = combee._replayer.settings
+    assert (replays.algorithm, replays.serving, replays.learner) == (algorithm, serving, learner)
+    assert replays.algorithm is algorithm and replays.serving is serving
+    assert replays.learner is learner and replays.max_replays == 5
+    assert combee._replayer.mode is False
     assert combee._replayer._prompt == "app prompt"
 
 
