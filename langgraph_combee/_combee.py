@@ -67,7 +67,6 @@ from langgraph_combee._guard.guard import DEFAULT_GUARD, BulletGuard
 from langgraph_combee._learner.acceptance import AcceptAll, AcceptancePolicy, as_policy
 from langgraph_combee._learner.engine_loop import ENGINE_LOOP
 from langgraph_combee._learner.learner import BackgroundLearner
-from langgraph_combee._learner.learner import LearnerSettings as _LoopSettings
 from langgraph_combee._learner.parts import LearnerParts
 from langgraph_combee._learner.replaying import Replayer
 from langgraph_combee._learner.step import Stepper, refuse_duplicates
@@ -352,13 +351,6 @@ class Combee:
         if scope is not None and not callable(scope):
             raise ConfigurationError("scope", scope, "a callable (config) -> tenant str | None")
         self._queues: dict[str | None, TraceQueue] = {}
-        self._learner_settings = _LoopSettings(
-            min_batch=learning.min_batch,
-            max_wait_seconds=learning.max_wait_seconds,
-            poll_seconds=learning.poll_seconds,
-            lease_seconds=learning.lease_seconds,
-            backoff_seconds=learning.step_backoff_seconds,
-        )
         self._learner: BackgroundLearner | None = None
         self._closed = False  # close() ends this Combee for good
         # One lease holder name per Combee, shared by its background learner and
@@ -854,7 +846,7 @@ class Combee:
         """The background learner (created on first use, started by ``start()``)."""
         if self._learner is None:
             self._learner = BackgroundLearner(
-                self._learner_parts, self._learner_settings, holder=self._holder
+                self._learner_parts, self._learning, holder=self._holder
             )
         return self._learner
 

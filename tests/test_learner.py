@@ -10,9 +10,8 @@ from langgraph.store.sqlite import SqliteStore
 
 from langgraph_combee import CaptureSettings, Combee, Feedback, LearnerSettings, Trace
 from langgraph_combee._learner.learner import BackgroundLearner
-from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee.testing import FunctionChatModel, fake_learner
-from tests.helpers import failing_traces
+from tests.helpers import background_learner, failing_traces
 
 
 class FakeClock:
@@ -25,8 +24,8 @@ class FakeClock:
 
 def _learner(combee: Combee, clock: FakeClock | None = None, **kw: object) -> BackgroundLearner:
     # No jitter: these tests move the clock by the exact backoff.
-    settings = LoopSettings(**{"min_batch": 2, "max_wait_seconds": 10.0, "backoff_jitter": 0, **kw})  # type: ignore[arg-type]
-    return BackgroundLearner(combee._learner_parts, settings, clock=clock or FakeClock())
+    fields: dict[str, Any] = {"min_batch": 2, "max_wait_seconds": 10.0, "backoff_jitter": 0}
+    return background_learner(combee._learner_parts, clock=clock or FakeClock(), **{**fields, **kw})
 
 
 def _capture_all(combee: Combee, traces: list[Trace]) -> None:
@@ -89,7 +88,7 @@ async def test_failing_step_writes_nothing_releases_traces_and_backs_off() -> No
         batch_size=4,
         learner=LearnerSettings(max_attempts=1, backoff_seconds=0),
     )
-    learner = _learner(combee, clock, backoff_seconds=5.0)
+    learner = _learner(combee, clock, step_backoff_seconds=5.0)
     _capture_all(combee, failing_traces(4))
     assert await learner.tick() == 0
     assert learner.stats.failed_steps == 1
@@ -415,7 +414,7 @@ def test_stop_and_start_from_the_learners_own_step_keep_one_thread(
         return 0
 
     monkeypatch.setattr(BackgroundLearner, "tick", stop_in_hook)
-    first = BackgroundLearner(parts, LoopSettings(poll_seconds=0.01))  # type: ignore[arg-type]
+    first = BackgroundLearner(parts, LearnerSettings(poll_seconds=0.01))
     first.start()
     time.sleep(0.1)
     first.start()  # waits for the step the hook stopped
@@ -436,7 +435,7 @@ def test_stop_and_start_from_the_learners_own_step_keep_one_thread(
         return 0
 
     monkeypatch.setattr(BackgroundLearner, "tick", restart_inside)
-    second = BackgroundLearner(parts, LoopSettings(poll_seconds=0.01))  # type: ignore[arg-type]
+    second = BackgroundLearner(parts, LearnerSettings(poll_seconds=0.01))
     second.start()
     time.sleep(0.05)
     second.stop(timeout=0.01)
@@ -452,7 +451,7 @@ def test_stop_and_start_from_the_learners_own_step_keep_one_thread(
 
     monkeypatch.setattr(BackgroundLearner, "tick", hung)
     monkeypatch.setattr(learner_module, "LINGER_WAIT_SECONDS", 0.2)
-    third = BackgroundLearner(parts, LoopSettings(poll_seconds=0.01))  # type: ignore[arg-type]
+    third = BackgroundLearner(parts, LearnerSettings(poll_seconds=0.01))
     third.start()
     time.sleep(0.05)
     third.stop(timeout=0.05)

@@ -350,9 +350,8 @@ def test_every_settings_field_reaches_the_part_that_uses_it() -> None:
     assert engine.caller.budget is budget
     assert combee._learner_parts.feedback_source is learner.feedback_source
     assert combee._learner_parts.on_missing_feedback == "drop"
-    loop = combee._learner_settings
-    assert (loop.min_batch, loop.max_wait_seconds, loop.poll_seconds) == (2, 4.0, 0.3)
-    assert (loop.lease_seconds, loop.backoff_seconds) == (40.0, 2.0)
+    assert combee.learner.settings is learner
+    assert combee._writer.lease_seconds == 40.0
     assert combee.describe_roles()["profile"] == "small"
     replays = combee._replayer.settings
     assert (replays.algorithm, replays.serving, replays.learner) == (algorithm, serving, learner)
