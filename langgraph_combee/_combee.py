@@ -25,7 +25,7 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore
@@ -94,6 +94,7 @@ logger = logging.getLogger("langgraph_combee")
 
 R = TypeVar("R")
 S = TypeVar("S")
+P = ParamSpec("P")
 
 
 def _resolve_model(model: str | BaseChatModel | None) -> BaseChatModel | None:
@@ -183,6 +184,28 @@ def _run_blocking(coro: Coroutine[Any, Any, R], store: BaseStore, what: str) -> 
         )
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coro).result()
+
+
+def _blocking_twin(
+    twin: Callable[Concatenate[Combee, P], Coroutine[Any, Any, R]],
+) -> Callable[[Callable[Concatenate[Combee, P], R]], Callable[Concatenate[Combee, P], R]]:
+    """Make a method the blocking form of its async ``twin`` (``_run_blocking``).
+
+    The decorated method gives the name (for ``CombeeClosedError`` and the
+    event-loop message), the signature and the docstring; its body never runs.
+    """
+
+    def derive(stub: Callable[Concatenate[Combee, P], R]) -> Callable[Concatenate[Combee, P], R]:
+        what = stub.__name__
+
+        @functools.wraps(stub)
+        def run(self: Combee, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            self._open(what)
+            return _run_blocking(twin(self, *args, **kwargs), self.store, what)
+
+        return run
+
+    return derive
 
 
 def _reason(reason: object) -> str:
@@ -773,16 +796,6 @@ class Combee:
         self._open("adiff")
         return await self._registry_of(tenant).adiff(a, b)
 
-    def rollback(
-        self, version: int, *, reason: str = "", tenant: str | None = None
-    ) -> PromptVersion:
-        """Put ``version``'s playbook back in force as a new version (history is kept)."""
-        self._open("rollback")
-        _reason(reason)
-        return _run_blocking(
-            self.arollback(version, reason=reason, tenant=tenant), self.store, "rollback"
-        )
-
     async def arollback(
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
@@ -792,8 +805,24 @@ class Combee:
             self._registry_of(tenant), version, reason=_reason(reason)
         )
 
+    @_blocking_twin(arollback)
+    def rollback(
+        self, version: int, *, reason: str = "", tenant: str | None = None
+    ) -> PromptVersion:
+        """Put ``version``'s playbook back in force as a new version (history is kept)."""
+        raise NotImplementedError  # the blocking form of arollback (_blocking_twin)
+
     # ---- decisions -------------------------------------------------------
 
+    async def aapprove(
+        self, version: int, *, reason: str = "approved", tenant: str | None = None
+    ) -> PromptVersion:
+        """Async ``approve()``, on the store's async calls."""
+        self._open("aapprove")
+        decision = Decision(accepted=True, policy="manual", reason=_reason(reason))
+        return await self._writer.accept(self._registry_of(tenant), version, decision)
+
+    @_blocking_twin(aapprove)
     def approve(
         self, version: int, *, reason: str = "approved", tenant: str | None = None
     ) -> PromptVersion:
@@ -807,29 +836,7 @@ class Combee:
             StaleCandidateError: It is stale and stores no ops to re-apply.
             RegistryError: It is not a candidate.
         """
-        self._open("approve")
-        _reason(reason)
-        return _run_blocking(
-            self.aapprove(version, reason=reason, tenant=tenant), self.store, "approve"
-        )
-
-    async def aapprove(
-        self, version: int, *, reason: str = "approved", tenant: str | None = None
-    ) -> PromptVersion:
-        """Async ``approve()``, on the store's async calls."""
-        self._open("aapprove")
-        decision = Decision(accepted=True, policy="manual", reason=_reason(reason))
-        return await self._writer.accept(self._registry_of(tenant), version, decision)
-
-    def reject(
-        self, version: int, *, reason: str = "rejected", tenant: str | None = None
-    ) -> PromptVersion:
-        """Reject a pending candidate; HEAD does not move."""
-        self._open("reject")
-        _reason(reason)
-        return _run_blocking(
-            self.areject(version, reason=reason, tenant=tenant), self.store, "reject"
-        )
+        raise NotImplementedError  # the blocking form of aapprove (_blocking_twin)
 
     async def areject(
         self, version: int, *, reason: str = "rejected", tenant: str | None = None
@@ -838,6 +845,13 @@ class Combee:
         self._open("areject")
         decision = Decision(accepted=False, policy="manual", reason=_reason(reason))
         return await self._writer.reject(self._registry_of(tenant), version, decision)
+
+    @_blocking_twin(areject)
+    def reject(
+        self, version: int, *, reason: str = "rejected", tenant: str | None = None
+    ) -> PromptVersion:
+        """Reject a pending candidate; HEAD does not move."""
+        raise NotImplementedError  # the blocking form of areject (_blocking_twin)
 
     # ---- background learning --------------------------------------------
 
