@@ -337,10 +337,11 @@ class Combee:
     ) -> None:
         refuse_moved("Combee", moved, _SIGNATURE)
         validate_label("prompt_id", prompt_id)
-        capture = _settings("capture", capture, CaptureSettings)
-        serving = _settings("serving", serving, ServingSettings)
-        learning = _settings("learner", learner, LearnerSettings)
-        algorithm = _settings("algorithm", algorithm, AlgorithmSettings)
+        # The settings objects are read as given by every part (checked when built).
+        self._capture = _settings("capture", capture, CaptureSettings)
+        self._serving = _settings("serving", serving, ServingSettings)
+        self._learning = _settings("learner", learner, LearnerSettings)
+        self._algorithm = algorithm = _settings("algorithm", algorithm, AlgorithmSettings)
         if store is not None and store != "platform" and not isinstance(store, BaseStore):
             raise ConfigurationError("store", store, "a langgraph BaseStore, 'platform' or None")
         self._prompt_id = prompt_id
@@ -362,11 +363,6 @@ class Combee:
         if guard is not None and not isinstance(guard, BulletGuard):
             raise ConfigurationError("guard", guard, "a BulletGuard or None")
         self._guard = guard
-        # The settings objects are read as given by every part (checked when built).
-        self._capture = capture
-        self._serving = serving
-        self._learning = learning
-        self._algorithm = algorithm
         if evaluator is not None and not callable(evaluator):
             raise ConfigurationError(
                 "evaluator", evaluator, "a callable (trace) -> Feedback | None"
@@ -380,15 +376,13 @@ class Combee:
         # its offline writers (learn, approve, ...), which a process lock serialises.
         self._holder = f"combee-{uuid.uuid4().hex[:12]}"
         self._replayer = Replayer(
-            settings=ReplaySettings(algorithm=algorithm, serving=serving, learner=learning),
+            settings=ReplaySettings(
+                algorithm=algorithm, serving=self._serving, learner=self._learning
+            ),
             evaluator=lambda: self._agent.evaluator,
             agent_model=_resolve_agent_model(algorithm.agent_model),
         )
-        self._agent = _build_agent(
-            self,
-            scope=scope,
-            evaluator=evaluator,
-        )
+        self._agent = _build_agent(self, scope=scope, evaluator=evaluator)
         self._engines: dict[str | None, LearningEngine] = {}
         # learn() in one thread and the background learner in another may ask for a new
         # tenant's engine at once; each tenant must get one (its evidence memory is in it).
