@@ -88,3 +88,19 @@ def test_the_parts_do_not_check_the_settings_again() -> None:
     engine = LearningEngine(fake_learner(), algorithm=algorithm, learner=learner)
     assert engine.context.token_budget == 7 and engine.caller.settings.max_concurrency == 0
     assert ReplaySettings(serving=serving, algorithm=algorithm).focus_rules == 99
+
+
+def test_roles_takes_a_role_profile_by_its_shape_and_refuses_anything_else() -> None:
+    from langgraph_combee._algorithm.roles import SmallRoles
+
+    profile = SmallRoles()
+    assert AlgorithmSettings(roles=profile).roles is profile
+
+    class Describes:
+        def describe(self) -> dict[str, Any]:
+            return {}
+
+    for bad in (Describes(), "compact", 3):
+        with pytest.raises(ConfigurationError) as caught:
+            AlgorithmSettings(roles=bad)  # type: ignore[arg-type]
+        assert caught.value.allowed == "'auto', 'full', 'small' or a RoleProfile"
