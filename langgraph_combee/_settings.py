@@ -52,7 +52,8 @@ Durability = Literal["buffered", "write_through"]
 """Whether a captured trace waits for the next flush or is written before its run returns."""
 
 ReplayMode = bool | Literal["auto"]
-"""Verified adoption: ``"auto"``, on (True) or off (False)."""
+"""``"auto"``: on when the agent's model and an evaluator are known; True: on whenever
+the agent's model is known (scoring by ground truth where there is no evaluator); False: off."""
 
 ROLES: tuple[str, ...] = ("auto", "full", "small")
 """The role profiles ``AlgorithmSettings.roles`` names by string."""
