@@ -24,9 +24,8 @@ from collections.abc import (
     Iterable,
     Iterator,
     Mapping,
-    Sequence,
 )
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore
@@ -44,16 +43,13 @@ from langgraph_combee._agent.graph import (
     system_prompt,
     wrap_model,
 )
-from langgraph_combee._agent.limits import TraceLimits
 from langgraph_combee._agent.middleware import CombeeMiddleware
 from langgraph_combee._agent.serving import Server
-from langgraph_combee._agent.serving import ServingSettings as _ServerSettings
 from langgraph_combee._agent.side import AgentSide, Evaluator, FeedbackLost, ScopeFn
 from langgraph_combee._agent.spellings import refuse_unknown
 from langgraph_combee._algorithm.controller import BatchSizeController
 from langgraph_combee._algorithm.engine import (
     BatchSize,
-    EngineSettings,
     LearningEngine,
     validate_batch_size,
 )
@@ -71,19 +67,15 @@ from langgraph_combee._guard.guard import DEFAULT_GUARD, BulletGuard
 from langgraph_combee._learner.acceptance import AcceptAll, AcceptancePolicy, as_policy
 from langgraph_combee._learner.engine_loop import ENGINE_LOOP
 from langgraph_combee._learner.learner import BackgroundLearner
-from langgraph_combee._learner.learner import LearnerSettings as _LoopSettings
 from langgraph_combee._learner.parts import LearnerParts
 from langgraph_combee._learner.replaying import Replayer
 from langgraph_combee._learner.step import Stepper, refuse_duplicates
 from langgraph_combee._learner.versions import ApplyPipeline, VersionWriter
-from langgraph_combee._llm.calls import CallSettings
 from langgraph_combee._settings import (
     AlgorithmSettings,
     CaptureSettings,
     LearnerSettings,
-    MissingFeedback,
     ServingSettings,
-    VersionListener,
     refuse_moved,
 )
 from langgraph_combee._storage._io import loop_closed
@@ -102,6 +94,7 @@ logger = logging.getLogger("langgraph_combee")
 
 R = TypeVar("R")
 S = TypeVar("S")
+P = ParamSpec("P")
 
 
 def _resolve_model(model: str | BaseChatModel | None) -> BaseChatModel | None:
@@ -191,6 +184,28 @@ def _run_blocking(coro: Coroutine[Any, Any, R], store: BaseStore, what: str) -> 
         )
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coro).result()
+
+
+def _blocking_twin(
+    twin: Callable[Concatenate[Combee, P], Coroutine[Any, Any, R]],
+) -> Callable[[Callable[Concatenate[Combee, P], R]], Callable[Concatenate[Combee, P], R]]:
+    """Make a method the blocking form of its async ``twin`` (``_run_blocking``).
+
+    The decorated method gives the name (for ``CombeeClosedError`` and the
+    event-loop message), the signature and the docstring; its body never runs.
+    """
+
+    def derive(stub: Callable[Concatenate[Combee, P], R]) -> Callable[Concatenate[Combee, P], R]:
+        what = stub.__name__
+
+        @functools.wraps(stub)
+        def run(self: Combee, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            self._open(what)
+            return _run_blocking(twin(self, *args, **kwargs), self.store, what)
+
+        return run
+
+    return derive
 
 
 def _reason(reason: object) -> str:
@@ -322,10 +337,11 @@ class Combee:
     ) -> None:
         refuse_moved("Combee", moved, _SIGNATURE)
         validate_label("prompt_id", prompt_id)
-        capture = _settings("capture", capture, CaptureSettings)
-        serving = _settings("serving", serving, ServingSettings)
-        learning = _settings("learner", learner, LearnerSettings)
-        algorithm = _settings("algorithm", algorithm, AlgorithmSettings)
+        # The settings objects are read as given by every part (checked when built).
+        self._capture = _settings("capture", capture, CaptureSettings)
+        self._serving = _settings("serving", serving, ServingSettings)
+        self._learning = _settings("learner", learner, LearnerSettings)
+        self._algorithm = algorithm = _settings("algorithm", algorithm, AlgorithmSettings)
         if store is not None and store != "platform" and not isinstance(store, BaseStore):
             raise ConfigurationError("store", store, "a langgraph BaseStore, 'platform' or None")
         self._prompt_id = prompt_id
@@ -344,97 +360,36 @@ class Combee:
             strategy, copies=algorithm.copies, fan_in=algorithm.fan_in, seed=algorithm.seed
         )
         self._strategy = strategy
-        self._engine_settings = EngineSettings(
-            copies=algorithm.copies,
-            fan_in=algorithm.fan_in,
-            seed=algorithm.seed,
-            token_budget=algorithm.token_budget,
-            embedder=algorithm.embedder,
-            guard=guard,
-            roles=algorithm.roles,
-            examples=algorithm.examples,
-        )
-        self._call_settings = CallSettings(
-            max_concurrency=learning.max_concurrency,
-            timeout_seconds=learning.timeout_seconds,
-            max_attempts=learning.max_attempts,
-            backoff_initial=learning.backoff_seconds,
-            backoff_max=max(learning.backoff_seconds, 8.0 * learning.backoff_seconds),
-        )
-        self._callbacks = learning.callbacks
-        self._budget = learning.budget
-        self._on_step = learning.on_step
+        if guard is not None and not isinstance(guard, BulletGuard):
+            raise ConfigurationError("guard", guard, "a BulletGuard or None")
+        self._guard = guard
         if evaluator is not None and not callable(evaluator):
             raise ConfigurationError(
                 "evaluator", evaluator, "a callable (trace) -> Feedback | None"
             )
         if scope is not None and not callable(scope):
             raise ConfigurationError("scope", scope, "a callable (config) -> tenant str | None")
-        self._on_missing_feedback: MissingFeedback = learning.on_missing_feedback
         self._queues: dict[str | None, TraceQueue] = {}
-        self._feedback_source = learning.feedback_source
-        self._learner_settings = _LoopSettings(
-            min_batch=learning.min_batch,
-            max_wait_seconds=learning.max_wait_seconds,
-            poll_seconds=learning.poll_seconds,
-            lease_seconds=learning.lease_seconds,
-            backoff_seconds=learning.step_backoff_seconds,
-        )
         self._learner: BackgroundLearner | None = None
         self._closed = False  # close() ends this Combee for good
         # One lease holder name per Combee, shared by its background learner and
         # its offline writers (learn, approve, ...), which a process lock serialises.
         self._holder = f"combee-{uuid.uuid4().hex[:12]}"
         self._replayer = Replayer(
-            mode=algorithm.replay,
             settings=ReplaySettings(
-                max_replays=algorithm.max_replays,
-                focus_rules=serving.focus_rules,
-                focus_embedder=serving.focus_embedder,
-                drop_rivals=serving.drop_rivals,
-                recover_tool_calls=serving.recover_tool_calls,
-                max_concurrency=learning.max_concurrency,
-                timeout_seconds=learning.timeout_seconds,
-                seed=algorithm.seed,
+                algorithm=algorithm, serving=self._serving, learner=self._learning
             ),
             evaluator=lambda: self._agent.evaluator,
             agent_model=_resolve_agent_model(algorithm.agent_model),
-            agent_prompt=algorithm.agent_prompt,
         )
-        self._agent = _build_agent(
-            self,
-            serving=_ServerSettings(
-                refresh_seconds=serving.refresh_seconds,
-                capture_limit=capture.capture_limit,
-                drop_policy=capture.drop_policy,
-                flush_seconds=capture.flush_seconds,
-                first_read_seconds=serving.first_read_seconds,
-                focus_rules=serving.focus_rules,
-                focus_embedder=serving.focus_embedder,
-                drop_rivals=serving.drop_rivals,
-                recover_tool_calls=serving.recover_tool_calls,
-                durability=capture.durability,
-                limits=TraceLimits(
-                    max_message_chars=capture.max_message_chars,
-                    max_trace_chars=capture.max_trace_chars,
-                    # The guard reads the user from this key: its entry is never dropped.
-                    keep_metadata=(guard.user_key,) if guard is not None else (),
-                ),
-            ),
-            scope=scope,
-            evaluator=evaluator,
-            feedback_wait_seconds=capture.feedback_wait_seconds,
-            on_version=serving.on_version,
-        )
+        self._agent = _build_agent(self, scope=scope, evaluator=evaluator)
         self._engines: dict[str | None, LearningEngine] = {}
         # learn() in one thread and the background learner in another may ask for a new
         # tenant's engine at once; each tenant must get one (its evidence memory is in it).
         self._engines_lock = threading.Lock()
         self._registries: dict[str | None, PromptRegistry] = {}
         self._owned: contextlib.ExitStack | None = None  # a store from_conn_string opened
-        self._stepper, self._learner_parts = _build_learner(
-            self, lease_seconds=learning.lease_seconds
-        )
+        self._stepper, self._learner_parts = _build_learner(self)
         self._writer = self._learner_parts.writer
         # Build one engine now so that bad engine settings fail at construction.
         if self.model is not None:
@@ -786,11 +741,10 @@ class Combee:
                 strategy=self._strategy,
                 batch_size="auto" if controller is not None else cast("BatchSize", template),
                 controller=controller,
-                settings=self._engine_settings,
-                calls=self._call_settings,
-                callbacks=self._callbacks,
+                algorithm=self._algorithm,
+                learner=self._learning,
+                guard=self._guard,
                 metadata=metadata,
-                budget=self._budget,
             )
         return self._engines[tenant]
 
@@ -836,16 +790,6 @@ class Combee:
         self._open("adiff")
         return await self._registry_of(tenant).adiff(a, b)
 
-    def rollback(
-        self, version: int, *, reason: str = "", tenant: str | None = None
-    ) -> PromptVersion:
-        """Put ``version``'s playbook back in force as a new version (history is kept)."""
-        self._open("rollback")
-        _reason(reason)
-        return _run_blocking(
-            self.arollback(version, reason=reason, tenant=tenant), self.store, "rollback"
-        )
-
     async def arollback(
         self, version: int, *, reason: str = "", tenant: str | None = None
     ) -> PromptVersion:
@@ -855,8 +799,24 @@ class Combee:
             self._registry_of(tenant), version, reason=_reason(reason)
         )
 
+    @_blocking_twin(arollback)
+    def rollback(
+        self, version: int, *, reason: str = "", tenant: str | None = None
+    ) -> PromptVersion:
+        """Put ``version``'s playbook back in force as a new version (history is kept)."""
+        raise NotImplementedError  # the blocking form of arollback (_blocking_twin)
+
     # ---- decisions -------------------------------------------------------
 
+    async def aapprove(
+        self, version: int, *, reason: str = "approved", tenant: str | None = None
+    ) -> PromptVersion:
+        """Async ``approve()``, on the store's async calls."""
+        self._open("aapprove")
+        decision = Decision(accepted=True, policy="manual", reason=_reason(reason))
+        return await self._writer.accept(self._registry_of(tenant), version, decision)
+
+    @_blocking_twin(aapprove)
     def approve(
         self, version: int, *, reason: str = "approved", tenant: str | None = None
     ) -> PromptVersion:
@@ -870,29 +830,7 @@ class Combee:
             StaleCandidateError: It is stale and stores no ops to re-apply.
             RegistryError: It is not a candidate.
         """
-        self._open("approve")
-        _reason(reason)
-        return _run_blocking(
-            self.aapprove(version, reason=reason, tenant=tenant), self.store, "approve"
-        )
-
-    async def aapprove(
-        self, version: int, *, reason: str = "approved", tenant: str | None = None
-    ) -> PromptVersion:
-        """Async ``approve()``, on the store's async calls."""
-        self._open("aapprove")
-        decision = Decision(accepted=True, policy="manual", reason=_reason(reason))
-        return await self._writer.accept(self._registry_of(tenant), version, decision)
-
-    def reject(
-        self, version: int, *, reason: str = "rejected", tenant: str | None = None
-    ) -> PromptVersion:
-        """Reject a pending candidate; HEAD does not move."""
-        self._open("reject")
-        _reason(reason)
-        return _run_blocking(
-            self.areject(version, reason=reason, tenant=tenant), self.store, "reject"
-        )
+        raise NotImplementedError  # the blocking form of aapprove (_blocking_twin)
 
     async def areject(
         self, version: int, *, reason: str = "rejected", tenant: str | None = None
@@ -902,6 +840,13 @@ class Combee:
         decision = Decision(accepted=False, policy="manual", reason=_reason(reason))
         return await self._writer.reject(self._registry_of(tenant), version, decision)
 
+    @_blocking_twin(areject)
+    def reject(
+        self, version: int, *, reason: str = "rejected", tenant: str | None = None
+    ) -> PromptVersion:
+        """Reject a pending candidate; HEAD does not move."""
+        raise NotImplementedError  # the blocking form of areject (_blocking_twin)
+
     # ---- background learning --------------------------------------------
 
     @property
@@ -909,7 +854,7 @@ class Combee:
         """The background learner (created on first use, started by ``start()``)."""
         if self._learner is None:
             self._learner = BackgroundLearner(
-                self._learner_parts, self._learner_settings, holder=self._holder
+                self._learner_parts, self._learning, holder=self._holder
             )
         return self._learner
 
@@ -1087,13 +1032,7 @@ class Combee:
 
 
 def _build_agent(
-    combee: Combee,
-    *,
-    serving: _ServerSettings,
-    scope: ScopeFn | None,
-    evaluator: Evaluator | None,
-    feedback_wait_seconds: float,
-    on_version: Sequence[VersionListener],
+    combee: Combee, *, scope: ScopeFn | None, evaluator: Evaluator | None
 ) -> AgentSide:
     """The agent side of ``combee``: its serving cache, canary router and capture.
 
@@ -1104,10 +1043,13 @@ def _build_agent(
     server = Server(
         registry_for=combee._registry_of,
         queue_for=combee._queue_of,
-        settings=serving,
+        capture=combee._capture,
+        serving=combee._serving,
+        # The guard reads the user from this key: its entry is never dropped.
+        keep_metadata=(combee._guard.user_key,) if combee._guard is not None else (),
         store_gone=functools.partial(loop_closed, combee.store),
     )
-    server.listeners.extend(on_version)
+    server.listeners.extend(combee._serving.on_version)
     platform = combee._platform_store
     return AgentSide(
         prompt_id=combee.prompt_id,
@@ -1115,33 +1057,31 @@ def _build_agent(
         queue_for=combee._queue_of,
         scope=scope,
         evaluator=evaluator,
-        feedback_wait_seconds=feedback_wait_seconds,
+        feedback_wait_seconds=combee._capture.feedback_wait_seconds,
         canary_fraction=combee._acceptance.canary_fraction,
         on_model_call=combee._replayer.agent_calls.remember,
         bind_store=platform.bind if platform is not None else None,
     )
 
 
-def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, LearnerParts]:
+def _build_learner(combee: Combee) -> tuple[Stepper, LearnerParts]:
     """The learner side's parts, each given only what it needs from the root.
 
     The version writer publishes what it puts in force to this process's agent
     side through two callbacks; the learner flushes its captures before a pass.
     """
     agent = combee._agent
-    settings = combee._engine_settings
+    learning, algorithm = combee._learning, combee._algorithm
     writer = VersionWriter(
         prompt_id=combee.prompt_id,
         acceptance=combee._acceptance,
         store=combee.store,
         holder=combee._holder,
-        lease_seconds=lease_seconds,
+        lease_seconds=learning.lease_seconds,
         pipeline=ApplyPipeline(
-            guard=settings.guard,
-            token_budget=settings.token_budget,
-            dedup=settings.dedup,
-            dedup_threshold=settings.dedup_threshold,
-            embedder=settings.embedder,
+            guard=combee._guard,
+            token_budget=algorithm.token_budget,
+            embedder=algorithm.embedder,
         ),
         on_published=agent.publish,
         on_canary=agent.set_canary,
@@ -1152,10 +1092,10 @@ def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, Le
         engine=combee._engine,
         writer=writer,
         replayer=combee._replayer,
-        callbacks=combee._callbacks,
-        budget=combee._budget,
+        callbacks=learning.callbacks,
+        budget=learning.budget,
         step_log=combee._step_log,
-        on_step=combee._on_step,
+        on_step=learning.on_step,
     )
     parts = LearnerParts(
         prompt_id=combee.prompt_id,
@@ -1165,9 +1105,9 @@ def _build_learner(combee: Combee, *, lease_seconds: float) -> tuple[Stepper, Le
         engine=combee._engine,
         step=stepper.step,
         writer=writer,
-        budget=combee._budget,
-        feedback_source=combee._feedback_source,
-        on_missing_feedback=combee._on_missing_feedback,
+        budget=learning.budget,
+        feedback_source=learning.feedback_source,
+        on_missing_feedback=learning.on_missing_feedback,
         flush=agent.flush,
         ready=agent.bound,
         announce=stepper.announce,

@@ -2,43 +2,61 @@
 
 Each is a frozen dataclass checked when it is built: a value of the wrong type
 or range raises ``ConfigurationError`` naming the field, the value and what is
-allowed, before any ``Combee`` (or store write) exists. ``Combee`` maps them onto
-the internal settings of the agent side, the learner and the learning engine.
+allowed, before any ``Combee`` (or store write) exists. They are checked here
+only: the agent side, the learner, verified adoption and the learning engine are
+handed these very objects and read their fields as they are. So the module sits
+low in the layer contract, under every part that reads them, and names the
+higher parts' types it mentions (a role profile, a feedback source) by the
+protocols they satisfy.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager, Callbacks
 from langchain_core.language_models import BaseChatModel
 
-from langgraph_combee._agent.serving import DropPolicy, Durability
-from langgraph_combee._algorithm.auto_roles import ROLES
-from langgraph_combee._algorithm.roles import RoleProfile
 from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.nearest import EMBEDDER_ALLOWED, embedder_ok
 from langgraph_combee._core.situations import FOCUS_RULES, FOCUS_RULES_ALLOWED, focus_rules_ok
-from langgraph_combee._core.types import PromptVersion, StepReport
+from langgraph_combee._core.types import Feedback, PromptVersion, StepReport
 from langgraph_combee._errors import ConfigurationError
-from langgraph_combee._learner.feedback_poll import FeedbackSource
-from langgraph_combee._learner.replaying import ReplayMode
 from langgraph_combee._llm.budget import LearnerBudget
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
+    "ROLES",
     "AlgorithmSettings",
     "CaptureSettings",
+    "DropPolicy",
+    "Durability",
+    "FeedbackSource",
     "LearnerSettings",
     "MissingFeedback",
+    "ReplayMode",
+    "Roles",
     "ServingSettings",
     "VersionListener",
 ]
+
+DropPolicy = Literal["drop_oldest", "drop_newest"]
+"""Which captured trace goes when the capture buffer is full."""
+
+Durability = Literal["buffered", "write_through"]
+"""Whether a captured trace waits for the next flush or is written before its run returns."""
+
+ReplayMode = bool | Literal["auto"]
+"""``"auto"``: on when the agent's model and an evaluator are known; True: on whenever
+the agent's model is known (scoring by ground truth where there is no evaluator); False: off."""
+
+ROLES: tuple[str, ...] = ("auto", "full", "small")
+"""The role profiles ``AlgorithmSettings.roles`` names by string."""
 
 MissingFeedback = Literal["learn", "drop"]
 """What the learner does with a trace whose feedback wait ran out."""
@@ -47,6 +65,56 @@ VersionListener = Callable[[PromptVersion, "PromptVersion | None"], None]
 """Told ``(new, previous)`` each time this process puts a version in force."""
 
 _MAX_STEP_BACKOFF = 60.0
+
+
+@runtime_checkable
+class FeedbackSource(Protocol):
+    """Reads feedback of runs by run id, e.g. ``LangSmithFeedback``.
+
+    ``fetch`` is called on a worker thread with at most ``batch_size`` run ids
+    and returns a ``Feedback`` for each run that has any (runs without feedback
+    are left out). It may raise; the poller counts and logs the error.
+    """
+
+    interval_seconds: float
+    batch_size: int
+    max_runs: int
+    timeout_seconds: float
+
+    def fetch(self, run_ids: Sequence[str]) -> Mapping[str, Feedback]:
+        """Feedback of ``run_ids``, one ``Feedback`` per run that has any."""
+        ...
+
+
+@runtime_checkable
+class Roles(Protocol):
+    """What ``AlgorithmSettings.roles`` takes besides a name: a role profile.
+
+    ``RoleProfile`` (the learning algorithm's base class) satisfies it; the
+    engine reads the setting with ``make_roles``. Named structurally here
+    because the algorithm sits above these settings in the layer contract.
+    """
+
+    def active(self) -> Any:
+        """The profile that answers now."""
+        ...
+
+    def needs_reflection(self, trace: Any) -> bool:
+        """Whether ``trace`` is worth a reflector call."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """The profile, how it was chosen and why."""
+        ...
+
+    async def reflect(self, *args: Any, **kwargs: Any) -> Any:
+        """One reflection on a trace."""
+
+    async def curate(self, *args: Any, **kwargs: Any) -> Any:
+        """One curator call over a group of reflections."""
+
+    async def aggregate(self, *args: Any, **kwargs: Any) -> Any:
+        """One aggregator call over the curators' proposals."""
 
 
 MAX_EXAMPLES = 200
@@ -405,7 +473,7 @@ class AlgorithmSettings(_Settings):
     fan_in: int | None = None
     seed: int = 0
     token_budget: int | None = 2000
-    roles: str | RoleProfile = "auto"
+    roles: str | Roles = "auto"
     embedder: Embedder | None = None
     replay: ReplayMode = "auto"
     max_replays: int = 32
@@ -421,7 +489,7 @@ class AlgorithmSettings(_Settings):
         _int("fan_in", self.fan_in, 1, none=True)
         _int("seed", self.seed, None)
         _int("token_budget", self.token_budget, 50, none=True)
-        if not isinstance(self.roles, RoleProfile) and self.roles not in ROLES:
+        if not isinstance(self.roles, Roles) and self.roles not in ROLES:
             raise ConfigurationError(
                 "roles", self.roles, "'auto', 'full', 'small' or a RoleProfile"
             )

@@ -28,9 +28,8 @@ from langgraph_combee._core.types import (
 )
 from langgraph_combee._guard.guard import Screening
 from langgraph_combee._learner.acceptance import PolicyContext
-from langgraph_combee._learner.feedback_poll import FeedbackSource
 from langgraph_combee._learner.learner import BackgroundLearner
-from langgraph_combee._settings import VersionListener
+from langgraph_combee._settings import FeedbackSource, VersionListener
 from langgraph_combee._storage.dead_letters import DeadLetter
 from langgraph_combee._storage.queue import Claim, TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry

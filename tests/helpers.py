@@ -136,3 +136,26 @@ def hello_rule(body: str) -> str:
     """The small reflector's reply for a ``hello_tickets`` run (rule: greeting <i>, T-<i>)."""
     number = re.findall(r"ticket (\d+) says hello", body)[0]
     return json.dumps({"action": f"answer T-{number}", "situation": f"greeting {number}"})
+
+
+# The background learner's own knobs: keyword arguments of its own, not LearnerSettings fields.
+_LOOP_KNOBS = (
+    "visibility_seconds",
+    "max_backoff_seconds",
+    "backoff_jitter",
+    "max_trace_attempts",
+    "heartbeat_seconds",
+)
+
+
+def background_learner(parts: Any, **kw: Any) -> Any:
+    """A ``BackgroundLearner`` on ``parts``.
+
+    ``kw`` holds ``LearnerSettings`` fields, the learner's own knobs
+    (``backoff_jitter``, ...) and its ``clock`` / ``lease_clock``.
+    """
+    from langgraph_combee import LearnerSettings
+    from langgraph_combee._learner.learner import BackgroundLearner
+
+    own = {k: kw.pop(k) for k in (*_LOOP_KNOBS, "clock", "lease_clock") if k in kw}
+    return BackgroundLearner(parts, LearnerSettings(**kw), **own)

@@ -38,18 +38,15 @@ from langgraph_combee._core.evidence import ReplayReport
 from langgraph_combee._core.nearest import NearestRules, in_thread
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import (
-    FOCUS_RULES,
-    FOCUS_RULES_ALLOWED,
     RuleIndex,
-    focus_rules_ok,
     focused,
 )
 from langgraph_combee._core.text import message_text
 from langgraph_combee._core.tokens import estimate_tokens
 from langgraph_combee._core.toolcalls import MAX_PROSE_CHARS, recovered_message, tool_table
 from langgraph_combee._core.types import Feedback, ToolCall, Trace, TraceMessage
-from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._llm.budget import LearnerBudget
+from langgraph_combee._settings import AlgorithmSettings, LearnerSettings, ServingSettings
 
 __all__ = [
     "AgentCalls",
@@ -141,46 +138,58 @@ class AgentCalls:
 
 @dataclass(frozen=True)
 class ReplaySettings:
-    """Limits of the replays of one learning step.
+    """What one step's replays read of the settings ``Combee`` was given, as given.
+
+    A view, not a copy: it holds the three settings objects (checked when they
+    were built) and reads its limits from them, so replays serve a playbook
+    exactly as the agent side does.
 
     Attributes:
-        max_replays: Most replay calls per step (isolation replays included);
-            about a quarter goes to previously right runs when the batch has some.
-        max_concurrency: Replay calls in flight at once.
-        timeout_seconds: Per-call timeout; a call past it counts as failed.
-        seed: Seed of the sample of previously right runs (mixed with the version).
-        focus_rules: Matching rules repeated after the playbook, as the agent
-            side serves them (``ServingSettings.focus_rules``).
-        recover_tool_calls: Read tool calls a replayed reply wrote as text as
-            the agent side does (``ServingSettings.recover_tool_calls``).
-        focus_embedder: The closest rule by meaning for a request that names
-            none, as the agent side serves it (``ServingSettings.focus_embedder``).
-        drop_rivals: Leave the focused rules' rivals out, as the agent side
-            does (``ServingSettings.drop_rivals``).
+        algorithm: ``max_replays`` (replay calls per step, isolation replays
+            included; about a quarter goes to previously right runs when the
+            batch has some) and ``seed`` (of the sample of previously right
+            runs, mixed with the version).
+        serving: ``focus_rules``, ``focus_embedder``, ``drop_rivals`` and
+            ``recover_tool_calls``, read as the agent side reads them.
+        learner: ``max_concurrency`` (replay calls in flight at once) and
+            ``timeout_seconds`` (a call past it counts as failed).
     """
 
-    max_replays: int = 32
-    max_concurrency: int = 4
-    timeout_seconds: float | None = 120.0
-    seed: int = 0
-    focus_rules: int = FOCUS_RULES
-    recover_tool_calls: bool = True
-    focus_embedder: Embedder | None = None
-    drop_rivals: bool = True
+    algorithm: AlgorithmSettings = field(default_factory=AlgorithmSettings)
+    serving: ServingSettings = field(default_factory=ServingSettings)
+    learner: LearnerSettings = field(default_factory=LearnerSettings)
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.drop_rivals, bool):
-            raise ConfigurationError("drop_rivals", self.drop_rivals, "True or False")
-        if not focus_rules_ok(self.focus_rules):
-            raise ConfigurationError("focus_rules", self.focus_rules, FOCUS_RULES_ALLOWED)
-        if isinstance(self.max_replays, bool) or not isinstance(self.max_replays, int):
-            raise ConfigurationError("max_replays", self.max_replays, "an int >= 1")
-        if self.max_replays < 1:
-            raise ConfigurationError("max_replays", self.max_replays, "an int >= 1")
-        if self.max_concurrency < 1:
-            raise ConfigurationError("max_concurrency", self.max_concurrency, "an int >= 1")
-        if self.timeout_seconds is not None and self.timeout_seconds <= 0:
-            raise ConfigurationError("timeout_seconds", self.timeout_seconds, "None or > 0")
+    @property
+    def max_replays(self) -> int:
+        return self.algorithm.max_replays
+
+    @property
+    def seed(self) -> int:
+        return self.algorithm.seed
+
+    @property
+    def max_concurrency(self) -> int:
+        return self.learner.max_concurrency
+
+    @property
+    def timeout_seconds(self) -> float | None:
+        return self.learner.timeout_seconds
+
+    @property
+    def focus_rules(self) -> int:
+        return self.serving.focus_rules
+
+    @property
+    def recover_tool_calls(self) -> bool:
+        return self.serving.recover_tool_calls
+
+    @property
+    def focus_embedder(self) -> Embedder | None:
+        return self.serving.focus_embedder
+
+    @property
+    def drop_rivals(self) -> bool:
+        return self.serving.drop_rivals
 
 
 # --------------------------------------------------------------------------- scoring

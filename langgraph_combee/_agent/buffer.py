@@ -29,18 +29,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pydantic_core import to_jsonable_python
 
 from langgraph_combee._agent.limits import TraceLimits, clip_trace
 from langgraph_combee._core.types import Feedback, Trace
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._settings import DropPolicy
 from langgraph_combee._storage.queue import TraceQueue
 
 logger = logging.getLogger("langgraph_combee.serving")
-
-DropPolicy = Literal["drop_oldest", "drop_newest"]
 
 # Most buffered traces written to the queue in one go (a few store calls each).
 FLUSH_CHUNK = 100

@@ -435,7 +435,7 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return self._guard(self._recovered, request, response) or response
 
     def _recovered(self, request: ModelRequest[Any], response: ModelCallResult) -> ModelCallResult:
-        if not self.agent.server.settings.recover_tool_calls:
+        if not self.agent.server.serving_settings.recover_tool_calls:
             return response
         return with_text_calls(request, response)
 
@@ -539,7 +539,7 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return request, metadata
         system = request.system_message
         text = playbook
-        if server.settings.focus_rules:
+        if server.serving_settings.focus_rules:
             text = server.focus(version, playbook, request_text(request.messages))
         cache_key = (id(system), text)
         cached = self._prompts.get(cache_key)  # one dict read: atomic, no lock
@@ -890,7 +890,7 @@ def _with_system(request: ModelRequest[Any], system: SystemMessage | None) -> Mo
 
 def write_through(agent: AgentSide) -> bool:
     """Whether capturing a run writes the store (so async hooks must leave the loop)."""
-    return agent.server.settings.durability == "write_through"
+    return agent.server.capture_settings.durability == "write_through"
 
 
 def guarded(agent: AgentSide, where: str, call: Callable[..., T], *args: Any) -> T | None:

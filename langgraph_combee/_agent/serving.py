@@ -28,29 +28,22 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
 
 from langgraph_combee._agent.buffer import (
     FLUSH_CHUNK,
     CaptureBuffer,
-    DropPolicy,
     Pending,
     ServingStats,
 )
 from langgraph_combee._agent.limits import TraceLimits, clip_text
 from langgraph_combee._agent.meaning import Meaning
-from langgraph_combee._core.dedup import Embedder
-from langgraph_combee._core.nearest import EMBEDDER_ALLOWED, embedder_ok
 from langgraph_combee._core.situations import (
-    FOCUS_RULES,
-    FOCUS_RULES_ALLOWED,
     RuleIndex,
-    focus_rules_ok,
     focused,
 )
 from langgraph_combee._core.types import Feedback, PromptVersion, Trace
-from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._settings import CaptureSettings, DropPolicy, Durability, ServingSettings
 from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
 
@@ -60,13 +53,11 @@ __all__ = [
     "DropPolicy",
     "Durability",
     "Server",
-    "ServingSettings",
     "ServingStats",
 ]
 
 logger = logging.getLogger("langgraph_combee.serving")
 
-Durability = Literal["buffered", "write_through"]
 
 UNSCOPED = "combee.unscoped"
 """The tenant of a run whose ``scope`` failed: served the shared playbook, never captured.
@@ -91,82 +82,6 @@ class _Entry:
     loaded_at: float
 
 
-def _seconds(name: str, value: object) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not value > 0
-        or value == float("inf")
-    ):
-        raise ConfigurationError(name, value, "a finite number > 0")
-
-
-@dataclass
-class ServingSettings:
-    """How the agent side caches and captures.
-
-    Attributes:
-        refresh_seconds: How stale a cached HEAD may get; also how often a
-            failing store is tried again.
-        capture_limit: Most traces buffered in memory.
-        drop_policy: Which trace goes when the buffer is full.
-        flush_seconds: How often the worker writes buffered traces: the longest
-            a trace waits in memory before its first write attempt while the
-            store answers.
-        first_read_seconds: Longest a run waits for the first HEAD read of its
-            tenant in this process.
-        durability: ``"buffered"`` or ``"write_through"`` (see the module docstring).
-        limits: Size limits of captured traces.
-        focus_rules: Most learned rules that match a request repeated after the
-            playbook for it (``situations.RuleIndex.focus``); 0 serves the
-            playbook alone.
-        focus_embedder: An ``Embedder`` (e.g. ``local.LocalEmbedder``): a
-            request that names no rule's words is served the rule closest to
-            it in meaning instead (``nearest.NearestRules``). One embedding
-            call per such request on the model call's path, and one per
-            version for its rules. An embedder that fails leaves the focus to
-            the words, counted in ``ServingStats.focus_embed_errors``.
-        recover_tool_calls: Make tool calls written as text real (``textcalls``).
-        drop_rivals: Leave out of the playbook served for a request the rules
-            asking for another value of what its focused rules ask
-            (``situations.focused``).
-    """
-
-    refresh_seconds: float = 5.0
-    capture_limit: int = 10_000
-    drop_policy: DropPolicy = "drop_oldest"
-    flush_seconds: float = 0.5
-    first_read_seconds: float = 1.0
-    durability: Durability = "buffered"
-    limits: TraceLimits = field(default_factory=TraceLimits)
-    focus_rules: int = FOCUS_RULES
-    recover_tool_calls: bool = True
-    focus_embedder: Embedder | None = None
-    drop_rivals: bool = True
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.drop_rivals, bool):
-            raise ConfigurationError("drop_rivals", self.drop_rivals, "True or False")
-        if not focus_rules_ok(self.focus_rules):
-            raise ConfigurationError("focus_rules", self.focus_rules, FOCUS_RULES_ALLOWED)
-        if not embedder_ok(self.focus_embedder):
-            raise ConfigurationError("focus_embedder", self.focus_embedder, EMBEDDER_ALLOWED)
-        for name in ("refresh_seconds", "flush_seconds", "first_read_seconds"):
-            _seconds(name, getattr(self, name))
-        if (
-            isinstance(self.capture_limit, bool)
-            or not isinstance(self.capture_limit, int)
-            or self.capture_limit < 1
-        ):
-            raise ConfigurationError("capture_limit", self.capture_limit, "an int >= 1")
-        if self.drop_policy not in ("drop_oldest", "drop_newest"):
-            raise ConfigurationError(
-                "drop_policy", self.drop_policy, "'drop_oldest' or 'drop_newest'"
-            )
-        if self.durability not in ("buffered", "write_through"):
-            raise ConfigurationError("durability", self.durability, "'buffered' or 'write_through'")
-
-
 class Server:
     """Caches HEAD per tenant and buffers captured traces for the durable queue.
 
@@ -180,14 +95,26 @@ class Server:
         *,
         registry_for: Callable[[str | None], PromptRegistry],
         queue_for: Callable[[str | None], TraceQueue],
-        settings: ServingSettings,
+        capture: CaptureSettings | None = None,
+        serving: ServingSettings | None = None,
+        keep_metadata: tuple[str, ...] = (),
         clock: Callable[[], float] = time.monotonic,
         store_gone: Callable[[], bool] = lambda: False,
     ) -> None:
         self._registry_for = registry_for
         self._store_gone = store_gone
         self._queue_for = queue_for
-        self.settings = settings
+        # The settings objects Combee was given, read as they are (checked when built).
+        self.capture_settings = capture if capture is not None else CaptureSettings()
+        self.serving_settings = serving if serving is not None else ServingSettings()
+        # Size limits of captured traces; ``keep_metadata`` entries are never dropped.
+        self.limits = TraceLimits(
+            max_message_chars=self.capture_settings.max_message_chars,
+            max_trace_chars=self.capture_settings.max_trace_chars,
+            keep_metadata=keep_metadata,
+        )
+        # The worker's pace; a plain attribute so that a test may hold traces in memory.
+        self.flush_seconds = self.capture_settings.flush_seconds
         self._clock = clock
         self._lock = threading.Lock()
         self._heads: dict[str | None, _Entry] = {}
@@ -203,13 +130,13 @@ class Server:
         self._embed_quiet_until = float("-inf")
         self._meaning = (
             Meaning(
-                settings.focus_embedder,
+                self.serving_settings.focus_embedder,
                 clock=clock,
                 failed=self._embed_failed,
                 served=self._served_by_meaning,
                 skipped=self._skipped_by_meaning,
             )
-            if settings.focus_embedder is not None
+            if self.serving_settings.focus_embedder is not None
             else None
         )
         self._stale: set[str | None] = set()
@@ -223,9 +150,9 @@ class Server:
         self.listeners: list[Callable[[PromptVersion, PromptVersion | None], None]] = []
         self._buffer = CaptureBuffer(
             queue_for=queue_for,
-            capture_limit=settings.capture_limit,
-            drop_policy=settings.drop_policy,
-            limits=settings.limits,
+            capture_limit=self.capture_settings.capture_limit,
+            drop_policy=self.capture_settings.drop_policy,
+            limits=self.limits,
             stats=self.stats,
             lock=self._lock,
             on_store_result=self.note_store,
@@ -247,7 +174,7 @@ class Server:
         leaves the retries to the worker thread.
         """
         failed = self._failed_at  # one attribute read is atomic: no lock on the hot path
-        return failed is not None and self._clock() - failed < self.settings.refresh_seconds
+        return failed is not None and self._clock() - failed < self.serving_settings.refresh_seconds
 
     # ---- prompts ---------------------------------------------------------
 
@@ -255,7 +182,7 @@ class Server:
         """The cached HEAD of a tenant; loaded once, then refreshed in the background.
 
         The first call for a tenant reads the store, waiting at most
-        ``settings.first_read_seconds``; runs arriving meanwhile wait on the same
+        ``serving.first_read_seconds``; runs arriving meanwhile wait on the same
         read. Past that, version 0 (the app's own prompt) is served until the read
         or a later refresh succeeds. A retired server (its store closed for good)
         serves a tenant it has no HEAD for version 0 without reading.
@@ -266,7 +193,7 @@ class Server:
         # read is atomic, and an entry's fields are set before it is stored).
         entry = self._heads.get(tenant)
         if entry is not None and (
-            now - entry.loaded_at < self.settings.refresh_seconds or tenant in self._stale
+            now - entry.loaded_at < self.serving_settings.refresh_seconds or tenant in self._stale
         ):
             # Stale and already marked: the worker has been woken for it. Waking it on
             # every run until its refresh lands would make it flush run by run, and
@@ -275,7 +202,7 @@ class Server:
         with self._lock:
             entry = self._heads.get(tenant)
             if entry is not None:
-                if now - entry.loaded_at >= self.settings.refresh_seconds:
+                if now - entry.loaded_at >= self.serving_settings.refresh_seconds:
                     self._stale.add(tenant)
                     self._wake.set()
                 return entry.version
@@ -295,7 +222,7 @@ class Server:
                 name="combee-first-read",
                 daemon=True,
             ).start()
-        loading.wait(self.settings.first_read_seconds)
+        loading.wait(self.serving_settings.first_read_seconds)
         with self._lock:
             entry = self._heads.get(tenant)
             if entry is None:
@@ -342,7 +269,7 @@ class Server:
         """What is appended to the app's prompt for ``request``: the playbook, then its focus.
 
         The focus is the rules of ``version`` that ``request`` (the text of the
-        run's latest human message) names, at most ``settings.focus_rules``
+        run's latest human message) names, at most ``serving.focus_rules``
         (``RuleIndex.focus``). The request is read as its trace keeps it (cut
         to ``limits.max_message_chars``), so verified adoption, which replays
         the trace, matches the same words.
@@ -351,15 +278,15 @@ class Server:
 
     def focus(self, version: PromptVersion, playbook: str, request: str) -> str:
         """``served(version, request)`` for a caller that has ``playbook = rendered(version)``."""
-        limit = self.settings.focus_rules
+        limit = self.serving_settings.focus_rules
         if not playbook or not limit or not request:
             return playbook
         index = self.rule_index(version)
         if not index:
             return playbook
-        text = clip_text(request, self.settings.limits.max_message_chars)
+        text = clip_text(request, self.limits.max_message_chars)
         meaning = self._meaning
-        rivals = self.settings.drop_rivals
+        rivals = self.serving_settings.drop_rivals
         if meaning is None:
             return focused(playbook, index, text, limit=limit, drop_rivals=rivals)
         key = _version_key(version)
@@ -522,7 +449,7 @@ class Server:
         """Buffer a trace for the queue (or write it now, in write-through mode).
 
         Never raises; a full buffer drops by policy. A trace over the size limits
-        (``settings.limits``) is cut down first and counted in ``stats.truncated``.
+        (``limits``) is cut down first and counted in ``stats.truncated``.
         A trace without feedback waits ``hold_seconds`` in the queue for late
         feedback before it is learned from.
         """
@@ -562,7 +489,7 @@ class Server:
                 self.stats.dropped += 1
             logger.warning("run %s finished after close(); not captured", pending.trace_id)
             return
-        through = self.settings.durability == "write_through"
+        through = self.capture_settings.durability == "write_through"
         if through and self.store_failing():
             with self._lock:
                 self.stats.write_through_fallbacks += 1
@@ -674,7 +601,7 @@ class Server:
             aged = {
                 tenant
                 for tenant, entry in self._heads.items()
-                if now - entry.loaded_at >= self.settings.refresh_seconds
+                if now - entry.loaded_at >= self.serving_settings.refresh_seconds
             }
             stale, self._stale = self._stale | aged, set()
         for tenant in stale:
@@ -737,7 +664,7 @@ def _serve(
         server = ref()
         if server is None:
             return
-        seconds = server.settings.flush_seconds
+        seconds = server.flush_seconds
         held = server if server.has_pending() else None
         del server
         wake.wait(seconds)

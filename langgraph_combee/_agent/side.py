@@ -408,7 +408,7 @@ class AgentSide:
         if not (isinstance(run_id, uuid.UUID) or (isinstance(run_id, str) and run_id.strip())):
             raise ConfigurationError("run_id", run_id, "the run's id: a UUID or a non-empty str")
         queue = self._queue_for(tenant)  # a bad tenant is the caller's error: it raises now
-        return str(run_id), clip_feedback(fb, self.server.settings.limits), queue
+        return str(run_id), clip_feedback(fb, self.server.limits), queue
 
     def _queue_id_or_defer(self, tenant: str | None, trace_id: str, fb: Feedback) -> str | None:
         """The id the queue knows the trace by, or None when the feedback was deferred.

@@ -31,7 +31,6 @@ from langgraph_combee._llm.calls import CallStats, LLMCaller
 
 logger = logging.getLogger("langgraph_combee.learner")
 
-ROLES: tuple[str, ...] = ("auto", "full", "small")
 """The names ``AlgorithmSettings(roles=...)`` takes (or a ``RoleProfile`` instance)."""
 
 _SIZE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*b\b", re.IGNORECASE)

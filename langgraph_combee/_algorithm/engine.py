@@ -7,57 +7,37 @@ learner both drive it one batch at a time.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
-from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
 
-from langgraph_combee._algorithm.auto_roles import ROLES, make_roles
+from langgraph_combee._algorithm.auto_roles import make_roles
 from langgraph_combee._algorithm.controller import BatchSizeController
 from langgraph_combee._algorithm.roles import RoleProfile
 from langgraph_combee._algorithm.strategies import StepContext, StepResult, Strategy, make_strategy
-from langgraph_combee._core.dedup import Embedder
-from langgraph_combee._core.nearest import EMBEDDER_ALLOWED, embedder_ok
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError, LearningError, LLMCallError
 from langgraph_combee._guard.guard import DEFAULT_GUARD, BulletGuard
 from langgraph_combee._llm import failures
-from langgraph_combee._llm.budget import LearnerBudget
 from langgraph_combee._llm.calls import CallSettings, LLMCaller
+from langgraph_combee._settings import AlgorithmSettings, LearnerSettings
 
 BatchSize = int | Literal["auto"]
 
 
-@dataclass(frozen=True)
-class EngineSettings:
-    """Knobs of the learning algorithm (all keyword arguments of ``Combee``)."""
+def call_settings(learner: LearnerSettings) -> CallSettings:
+    """The limits of every learner call, as ``LearnerSettings`` states them.
 
-    copies: int = 2
-    fan_in: int | None = None
-    seed: int = 0
-    token_budget: int | None = 2000
-    dedup: bool = True
-    dedup_threshold: float | None = None
-    embedder: Embedder | None = None
-    guard: BulletGuard | None = DEFAULT_GUARD
-    roles: str | RoleProfile = "auto"
-    examples: int = 0
-
-    def __post_init__(self) -> None:
-        if self.token_budget is not None and self.token_budget < 50:
-            raise ConfigurationError("token_budget", self.token_budget, "None or an int >= 50")
-        if self.dedup_threshold is not None and not 0 < self.dedup_threshold <= 1:
-            raise ConfigurationError("dedup_threshold", self.dedup_threshold, "None or in (0, 1]")
-        if not embedder_ok(self.embedder):
-            raise ConfigurationError("embedder", self.embedder, EMBEDDER_ALLOWED)
-        if self.guard is not None and not isinstance(self.guard, BulletGuard):
-            raise ConfigurationError("guard", self.guard, "a BulletGuard or None")
-        if not isinstance(self.roles, RoleProfile) and self.roles not in ROLES:
-            raise ConfigurationError(
-                "roles", self.roles, "'auto', 'full', 'small' or a RoleProfile"
-            )
+    A retry's delay grows from ``backoff_seconds`` up to 8 times it.
+    """
+    return CallSettings(
+        max_concurrency=learner.max_concurrency,
+        timeout_seconds=learner.timeout_seconds,
+        max_attempts=learner.max_attempts,
+        backoff_initial=learner.backoff_seconds,
+        backoff_max=8.0 * learner.backoff_seconds,
+    )
 
 
 _UNAVAILABLE = "the learner LLM is unavailable"
@@ -101,34 +81,56 @@ class LearningEngine:
         *,
         strategy: str | Strategy = "combee",
         batch_size: BatchSize = "auto",
-        settings: EngineSettings | None = None,
-        calls: CallSettings | None = None,
+        algorithm: AlgorithmSettings | None = None,
+        learner: LearnerSettings | None = None,
+        guard: BulletGuard | None = DEFAULT_GUARD,
+        dedup: bool = True,
+        dedup_threshold: float | None = None,
         controller: BatchSizeController | None = None,
-        callbacks: Callbacks = None,
         metadata: dict[str, Any] | None = None,
-        budget: LearnerBudget | None = None,
     ) -> None:
-        self.settings = settings or EngineSettings()
+        """Build the engine from the settings objects ``Combee`` was given (checked there).
+
+        Args:
+            model: The learner LLM.
+            strategy: The strategy name or object.
+            batch_size: Traces per step, or ``"auto"`` for ``controller``.
+            algorithm: What a step does (copies, token budget, roles, ...).
+            learner: The learner's call limits, callbacks and budget.
+            guard: The guard screening every proposed edit; None: no screening.
+            dedup: Merge near-duplicate rules.
+            dedup_threshold: Similarity above which two rules are one; None: the default.
+            controller: The batch-size controller (``batch_size="auto"``).
+            metadata: Metadata attached to every learner call.
+        """
+        self.algorithm = algorithm if algorithm is not None else AlgorithmSettings()
+        self.learner = learner if learner is not None else LearnerSettings()
+        if dedup_threshold is not None and not 0 < dedup_threshold <= 1:
+            raise ConfigurationError("dedup_threshold", dedup_threshold, "None or in (0, 1]")
         self.strategy = make_strategy(
             strategy,
-            copies=self.settings.copies,
-            fan_in=self.settings.fan_in,
-            seed=self.settings.seed,
+            copies=self.algorithm.copies,
+            fan_in=self.algorithm.fan_in,
+            seed=self.algorithm.seed,
         )
         self.batch_size = validate_batch_size(batch_size)
         self.controller = controller or BatchSizeController()
         self.caller = LLMCaller(
-            model, calls or CallSettings(), callbacks=callbacks, metadata=metadata, budget=budget
+            model,
+            call_settings(self.learner),
+            callbacks=self.learner.callbacks,
+            metadata=metadata,
+            budget=self.learner.budget,
         )
         self.context = StepContext(
             caller=self.caller,
-            token_budget=self.settings.token_budget,
-            embedder=self.settings.embedder,
-            dedup_threshold=self.settings.dedup_threshold,
-            dedup=self.settings.dedup,
-            guard=self.settings.guard,
-            roles=make_roles(self.settings.roles, model),
-            examples=self.settings.examples,
+            token_budget=self.algorithm.token_budget,
+            embedder=self.algorithm.embedder,
+            dedup_threshold=dedup_threshold,
+            dedup=dedup,
+            guard=guard,
+            roles=make_roles(self.algorithm.roles, model),
+            examples=self.algorithm.examples,
         )
 
     @property

@@ -22,35 +22,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from langgraph_combee._core.types import Feedback
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._settings import FeedbackSource
 
 if TYPE_CHECKING:
     from langgraph_combee._storage.queue import TraceQueue
 
 logger = logging.getLogger("langgraph_combee.feedback")
-
-
-@runtime_checkable
-class FeedbackSource(Protocol):
-    """Reads feedback of runs by run id, e.g. ``LangSmithFeedback``.
-
-    ``fetch`` is called on a worker thread with at most ``batch_size`` run ids
-    and returns a ``Feedback`` for each run that has any (runs without feedback
-    are left out). It may raise; the poller counts and logs the error.
-    """
-
-    interval_seconds: float
-    batch_size: int
-    max_runs: int
-    timeout_seconds: float
-
-    def fetch(self, run_ids: Sequence[str]) -> Mapping[str, Feedback]:
-        """Feedback of ``run_ids``, one ``Feedback`` per run that has any."""
-        ...
 
 
 def validate_pacing(

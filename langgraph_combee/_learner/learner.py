@@ -44,6 +44,7 @@ from langgraph_combee._learner.heartbeat import LeaseHeartbeat, WriteFence
 from langgraph_combee._learner.parts import LearnerParts
 from langgraph_combee._learner.recovery import StepRecovery, backoff_delay, failure_reason
 from langgraph_combee._learner.takeover import recover
+from langgraph_combee._settings import LearnerSettings
 from langgraph_combee._storage.keys import NO_TENANT, ROOT
 from langgraph_combee._storage.lease import Lease
 from langgraph_combee._storage.locked import hold, writer_lock
@@ -53,50 +54,6 @@ logger = logging.getLogger("langgraph_combee.learner")
 MAX_REPORTS = 1000  # step reports kept in LearnerStats.reports (the most recent)
 LEFTOVER_WAITS = 4
 """After this many ``max_wait_seconds``, ready traces are learned however few they are."""
-
-
-@dataclass(frozen=True)
-class LearnerSettings:
-    """How the background learner paces itself."""
-
-    min_batch: int = 4
-    max_wait_seconds: float = 30.0
-    poll_seconds: float = 1.0
-    lease_seconds: float = 30.0
-    visibility_seconds: float = 600.0
-    backoff_seconds: float = 1.0
-    max_backoff_seconds: float = 60.0
-    backoff_jitter: float = 0.1
-    max_trace_attempts: int = 8
-    heartbeat_seconds: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.min_batch < 1:
-            raise ConfigurationError("min_batch", self.min_batch, "an int >= 1")
-        for name in ("max_wait_seconds", "poll_seconds", "lease_seconds", "visibility_seconds"):
-            if getattr(self, name) <= 0:
-                raise ConfigurationError(name, getattr(self, name), "a number > 0")
-        if self.backoff_seconds < 0 or self.max_backoff_seconds < self.backoff_seconds:
-            raise ConfigurationError(
-                "backoff_seconds", self.backoff_seconds, ">= 0 and <= max_backoff_seconds"
-            )
-        if not 0 <= self.backoff_jitter <= 1:
-            raise ConfigurationError("backoff_jitter", self.backoff_jitter, "a number in [0, 1]")
-        if self.max_trace_attempts < 1:
-            raise ConfigurationError("max_trace_attempts", self.max_trace_attempts, "an int >= 1")
-        if self.heartbeat_seconds is not None and not self.heartbeat_seconds > 0:
-            raise ConfigurationError(
-                "heartbeat_seconds", self.heartbeat_seconds, "None or a number > 0"
-            )
-
-    def backoff(self, failures: int) -> float:
-        """The delay after ``failures`` failed steps in a row for one reason (with jitter)."""
-        return backoff_delay(
-            failures,
-            base=self.backoff_seconds,
-            cap=self.max_backoff_seconds,
-            jitter=self.backoff_jitter,
-        )
 
 
 @dataclass
@@ -131,10 +88,20 @@ class BackgroundLearner:
 
     Args:
         parts: What it works with, given by the root (``Combee``).
-        settings: How it paces itself.
+        settings: How it paces itself: ``min_batch``, ``max_wait_seconds``,
+            ``poll_seconds``, ``lease_seconds`` and ``step_backoff_seconds``
+            of the ``LearnerSettings`` given to ``Combee`` (read as given).
         holder: Its lease holder name (default: a new one).
         clock: Monotonic clock of the pacing and the backoff.
         lease_clock: Wall clock of the lease records.
+        visibility_seconds: How long a claimed trace stays invisible to others.
+        max_backoff_seconds: Longest delay after failed steps in a row.
+        backoff_jitter: Share of a backoff delay added at random (0 to 1), so
+            that learners which failed together do not retry together.
+        max_trace_attempts: Failed steps a trace may be in before it is split
+            out and parked as a dead letter.
+        heartbeat_seconds: How often a running step renews the writer lease;
+            None: a third of ``lease_seconds``.
     """
 
     def __init__(
@@ -145,9 +112,19 @@ class BackgroundLearner:
         holder: str | None = None,
         clock: Callable[[], float] = time.monotonic,
         lease_clock: Callable[[], float] = time.time,
+        visibility_seconds: float = 600.0,
+        max_backoff_seconds: float = 60.0,
+        backoff_jitter: float = 0.1,
+        max_trace_attempts: int = 8,
+        heartbeat_seconds: float | None = None,
     ) -> None:
         self.parts = parts
         self.settings = settings
+        self.visibility_seconds = visibility_seconds
+        self.max_backoff_seconds = max_backoff_seconds
+        self.backoff_jitter = backoff_jitter
+        self.max_trace_attempts = max_trace_attempts
+        self.heartbeat_seconds = heartbeat_seconds
         self.holder = holder or f"learner-{uuid.uuid4().hex[:12]}"
         self._clock = clock
         self._lease_clock = lease_clock
@@ -157,9 +134,7 @@ class BackgroundLearner:
         self._leases: dict[str | None, Lease] = {}
         self._lingering: threading.Thread | None = None  # a step stop() stopped waiting for
         self._waiting_since: dict[str | None, float] = {}
-        self._recovery = StepRecovery(
-            delay=settings.backoff, max_trace_attempts=settings.max_trace_attempts
-        )
+        self._recovery = StepRecovery(delay=self.backoff, max_trace_attempts=max_trace_attempts)
         # Ready traces of the tenant, other than the batch, as of the last pass.
         self._ready: dict[str | None, int] = {}
         self._visited: set[str | None] = set()  # tenants whose queue describe() reports
@@ -172,6 +147,15 @@ class BackgroundLearner:
         source = parts.feedback_source
         # Feedback from an outside source (e.g. LangSmith) for traces that wait for it.
         self.feedback_poller = None if source is None else FeedbackPoller(source, clock=clock)
+
+    def backoff(self, failures: int) -> float:
+        """The delay after ``failures`` failed steps in a row for one reason (with jitter)."""
+        return backoff_delay(
+            failures,
+            base=self.settings.step_backoff_seconds,
+            cap=self.max_backoff_seconds,
+            jitter=self.backoff_jitter,
+        )
 
     # ---- lifecycle --------------------------------------------------------
 
@@ -452,7 +436,7 @@ class BackgroundLearner:
         return await self.parts.queue(tenant).aclaim(
             limit,
             holder=self.holder,
-            visibility_seconds=self.settings.visibility_seconds,
+            visibility_seconds=self.visibility_seconds,
             # The parts of a split batch were ready when the batch was claimed.
             ready_only=trace_ids is None,
             trace_ids=trace_ids,
@@ -472,7 +456,7 @@ class BackgroundLearner:
         fence = WriteFence(
             parts.registry(tenant), lease, self.stats, claims_ours=lambda: self._holds(tenant, ids)
         )
-        beat = LeaseHeartbeat(lease, interval=self.settings.heartbeat_seconds)
+        beat = LeaseHeartbeat(lease, interval=self.heartbeat_seconds)
         try:
             await fence.mark()
         except Exception:  # the store, not the traces: no attempt counted
@@ -531,7 +515,7 @@ class BackgroundLearner:
         except Exception:
             logger.warning("cannot count the failed reflection of %d traces now", len(ids))
             await self._end_claims(tenant, "release", [i for i in ids if i not in attempts])
-        spent = [t for t, n in attempts.items() if n >= self.settings.max_trace_attempts]
+        spent = [t for t, n in attempts.items() if n >= self.max_trace_attempts]
         self.stats.traces_retried += len(attempts) - len(spent)
         if spent:
             reason = f"its reflection failed: {report.failed_reflections[spent[0]]}"
@@ -543,7 +527,7 @@ class BackgroundLearner:
             logger.warning(
                 "parked %d trace(s) as dead letters after %d failed reflections, e.g. %r: %s",
                 len(spent),
-                self.settings.max_trace_attempts,
+                self.max_trace_attempts,
                 spent[0],
                 reason,
             )

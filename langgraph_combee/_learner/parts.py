@@ -17,10 +17,10 @@ from langgraph.store.base import BaseStore
 
 from langgraph_combee._algorithm.engine import LearningEngine
 from langgraph_combee._core.types import StepReport
-from langgraph_combee._learner.feedback_poll import FeedbackSource
 from langgraph_combee._learner.step import Announce, StepFn
 from langgraph_combee._learner.versions import VersionWriter
 from langgraph_combee._llm.budget import LearnerBudget
+from langgraph_combee._settings import FeedbackSource
 from langgraph_combee._storage.queue import TraceQueue
 from langgraph_combee._storage.registry import PromptRegistry
 

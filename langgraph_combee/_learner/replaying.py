@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
 
 from langchain_core.callbacks import Callbacks
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import SystemMessage
 
 from langgraph_combee._adoption.adoption import adopted_ops, record, verify
@@ -25,52 +25,39 @@ from langgraph_combee._core.evidence import ReplayReport
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.prompting import with_playbook
 from langgraph_combee._core.types import Feedback, Trace
-from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._llm.budget import LearnerBudget
+from langgraph_combee._settings import ReplayMode
 
 __all__ = ["ReplayMode", "Replayer"]
 
 logger = logging.getLogger("langgraph_combee.replay")
-
-ReplayMode = bool | Literal["auto"]
-"""``"auto"``: on when the agent's model and an evaluator are known; True: on whenever
-the agent's model is known (scoring by ground truth where there is no evaluator); False: off."""
 
 
 class Replayer:
     """Decides whether a step's candidate is replayed, and replays it without ever raising.
 
     Args:
-        mode: ``"auto"``, True or False (see ``ReplayMode``).
-        settings: Limits of one step's replays.
+        settings: The settings objects one step's replays read (its mode:
+            ``AlgorithmSettings.replay``; the agent's own prompt, when the
+            learner is told it: ``AlgorithmSettings.agent_prompt``).
         evaluator: Returns the ``Combee``'s evaluator when asked (it may change).
-        agent_model: The agent's chat model, when the learner is told it.
-        agent_prompt: The agent's own system prompt, when the learner is told it.
+        agent_model: The agent's chat model, when the learner is told it
+            (``AlgorithmSettings.agent_model``, a name made a model).
     """
 
     def __init__(
         self,
         *,
-        mode: Any = "auto",
         settings: ReplaySettings,
         evaluator: Callable[[], Callable[[Trace], Feedback | None] | None],
-        agent_model: Any = None,
-        agent_prompt: str | None = None,
+        agent_model: BaseChatModel | None = None,
     ) -> None:
-        if mode not in ("auto", True, False) or (mode != "auto" and not isinstance(mode, bool)):
-            raise ConfigurationError("replay", mode, "'auto', True or False")
-        if agent_model is not None and not callable(getattr(agent_model, "invoke", None)):
-            raise ConfigurationError(
-                "agent_model", agent_model, "None or a chat model (with invoke())"
-            )
-        if agent_prompt is not None and not isinstance(agent_prompt, str):
-            raise ConfigurationError("agent_prompt", agent_prompt, "None or a str")
-        self.mode: ReplayMode = mode
+        self.mode: ReplayMode = settings.algorithm.replay
         self.settings = settings
         self.agent_calls = AgentCalls()
         self._evaluator = evaluator
         self._model = agent_model
-        self._prompt = agent_prompt
+        self._prompt = settings.algorithm.agent_prompt
 
     def target(self) -> ReplayTarget | None:
         """The agent call to replay with: what the learner was told, else what the agent did."""

@@ -80,7 +80,12 @@ class CallStats:
 
 @dataclass(frozen=True)
 class CallSettings:
-    """Limits that apply to every learner call, whatever the strategy."""
+    """Limits that apply to every learner call, whatever the strategy.
+
+    Not checked here: the engine builds them from ``LearnerSettings``
+    (``engine.call_settings``) and the guard's judge from its own checked
+    ``judge_timeout``; tests set them directly.
+    """
 
     max_concurrency: int = 16
     timeout_seconds: float | None = 600.0
@@ -88,16 +93,6 @@ class CallSettings:
     backoff_initial: float = 0.5
     backoff_max: float = 8.0
     structured_output: bool = True
-
-    def __post_init__(self) -> None:
-        if self.max_concurrency < 1:
-            raise ConfigurationError("max_concurrency", self.max_concurrency, "an int >= 1")
-        if self.timeout_seconds is not None and self.timeout_seconds <= 0:
-            raise ConfigurationError("timeout_seconds", self.timeout_seconds, "None or > 0")
-        if self.backoff_initial < 0:
-            raise ConfigurationError("backoff_seconds", self.backoff_initial, "a number >= 0")
-        if self.max_attempts < 1:
-            raise ConfigurationError("max_attempts", self.max_attempts, "an int >= 1")
 
 
 # Finish reasons meaning "the reply was cut at its token limit", by provider:

@@ -535,7 +535,9 @@ def test_a_replayed_call_written_as_text_is_read_as_the_agent_reads_it(recover: 
     def judge(trace: Trace) -> Feedback:
         return Feedback(correct=[c.name for c in trace.tool_calls] == ["_search"])
 
-    report = _replay_search_rule(model, judge, ReplaySettings(recover_tool_calls=recover))
+    report = _replay_search_rule(
+        model, judge, ReplaySettings(serving=ServingSettings(recover_tool_calls=recover))
+    )
     assert report.rules[0].evidence.fixed == (["t"] if recover else [])
 
 

@@ -135,7 +135,7 @@ def test_a_stale_head_wakes_the_serving_thread_once_until_it_is_refreshed(
     # calls reach only this one, so nothing refreshes HEAD meanwhile.
     server._wake = wake = _CountingEvent()
     assert server.head(None) is version and wake.sets == 0
-    now[0] += server.settings.refresh_seconds + 1.0
+    now[0] += server.serving_settings.refresh_seconds + 1.0
     for _ in range(5):
         assert server.head(None) is version  # the stale HEAD is served meanwhile
     assert wake.sets == 1

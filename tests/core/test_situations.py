@@ -16,7 +16,6 @@ from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langgraph_combee import AlgorithmSettings, Combee, Feedback, ServingSettings, Trace
-from langgraph_combee._adoption.replay import ReplaySettings
 from langgraph_combee._core.conventions import Convention, closing
 from langgraph_combee._core.playbook import RENDER_HEADER, Bullet, Playbook
 from langgraph_combee._core.situations import FOCUS_HEADER, RuleIndex, focused, parse_rule
@@ -244,8 +243,6 @@ def test_the_rule_served_by_meaning_leaves_its_rivals_out_too() -> None:
 def test_bad_drop_rivals_is_refused_naming_the_value(bad: object) -> None:
     with pytest.raises(ConfigurationError, match="drop_rivals"):
         ServingSettings(drop_rivals=bad)  # type: ignore[arg-type]
-    with pytest.raises(ConfigurationError, match="drop_rivals"):
-        ReplaySettings(drop_rivals=bad)  # type: ignore[arg-type]
 
 
 def test_drop_rivals_off_serves_the_agent_the_whole_playbook() -> None:
@@ -266,8 +263,6 @@ def test_drop_rivals_off_serves_the_agent_the_whole_playbook() -> None:
 def test_bad_focus_rules_are_refused_naming_the_value(bad: object) -> None:
     with pytest.raises(ConfigurationError, match="focus_rules"):
         ServingSettings(focus_rules=bad)  # type: ignore[arg-type]
-    with pytest.raises(ConfigurationError, match="focus_rules"):
-        ReplaySettings(focus_rules=bad)  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- served

@@ -292,71 +292,72 @@ def test_every_settings_field_reaches_the_part_that_uses_it() -> None:
     def listener(new: object, previous: object) -> None:
         return None
 
+    capture = CaptureSettings(
+        capture_limit=7,
+        drop_policy="drop_newest",
+        flush_seconds=0.25,
+        durability="write_through",
+        max_message_chars=300,
+        max_trace_chars=900,
+        feedback_wait_seconds=9.0,
+    )
+    serving = ServingSettings(refresh_seconds=3.0, first_read_seconds=0.5, on_version=[listener])
+    learner = LearnerSettings(
+        max_concurrency=3,
+        timeout_seconds=12.0,
+        max_attempts=5,
+        backoff_seconds=0.1,
+        callbacks=[],
+        budget=budget,
+        min_batch=2,
+        max_wait_seconds=4.0,
+        poll_seconds=0.3,
+        lease_seconds=40.0,
+        step_backoff_seconds=2.0,
+        on_missing_feedback="drop",
+    )
+    algorithm = AlgorithmSettings(
+        copies=3,
+        fan_in=2,
+        seed=11,
+        token_budget=800,
+        roles="small",
+        replay=False,
+        max_replays=5,
+        agent_prompt="app prompt",
+    )
     combee = Combee(
         prompt_id="p",
         model=fake_learner(),
         store=InMemoryStore(),
-        capture=CaptureSettings(
-            capture_limit=7,
-            drop_policy="drop_newest",
-            flush_seconds=0.25,
-            durability="write_through",
-            max_message_chars=300,
-            max_trace_chars=900,
-            feedback_wait_seconds=9.0,
-        ),
-        serving=ServingSettings(refresh_seconds=3.0, first_read_seconds=0.5, on_version=[listener]),
-        learner=LearnerSettings(
-            max_concurrency=3,
-            timeout_seconds=12.0,
-            max_attempts=5,
-            backoff_seconds=0.1,
-            callbacks=[],
-            budget=budget,
-            min_batch=2,
-            max_wait_seconds=4.0,
-            poll_seconds=0.3,
-            lease_seconds=40.0,
-            step_backoff_seconds=2.0,
-            on_missing_feedback="drop",
-        ),
-        algorithm=AlgorithmSettings(
-            copies=3,
-            fan_in=2,
-            seed=11,
-            token_budget=800,
-            roles="small",
-            replay=False,
-            max_replays=5,
-            agent_prompt="app prompt",
-        ),
+        capture=capture,
+        serving=serving,
+        learner=learner,
+        algorithm=algorithm,
     )
-    served = combee._agent.server.settings
-    assert (served.capture_limit, served.drop_policy, served.flush_seconds) == (
-        7,
-        "drop_newest",
-        0.25,
-    )
-    assert (served.durability, served.refresh_seconds, served.first_read_seconds) == (
-        "write_through",
-        3.0,
-        0.5,
-    )
-    assert (served.limits.max_message_chars, served.limits.max_trace_chars) == (300, 900)
+    server = combee._agent.server
+    # Each part holds the very object given, not a copy checked a second time.
+    assert server.capture_settings is capture and server.serving_settings is serving
+    assert (server.limits.max_message_chars, server.limits.max_trace_chars) == (300, 900)
+    assert server.flush_seconds == 0.25
     assert combee._agent.feedback_wait_seconds == 9.0
-    assert listener in combee._agent.server.listeners
-    calls = combee._call_settings
+    assert listener in server.listeners
+    engine = combee._engine(None)
+    assert engine.algorithm is algorithm and engine.learner is learner
+    calls = engine.caller.settings
     assert (calls.max_concurrency, calls.timeout_seconds, calls.max_attempts) == (3, 12.0, 5)
-    assert calls.backoff_initial == 0.1
-    assert combee._callbacks == [] and combee._budget is budget
-    loop = combee._learner_settings
-    assert (loop.min_batch, loop.max_wait_seconds, loop.poll_seconds) == (2, 4.0, 0.3)
-    assert (loop.lease_seconds, loop.backoff_seconds) == (40.0, 2.0)
-    assert combee._on_missing_feedback == "drop"
-    engine = combee._engine_settings
-    assert (engine.copies, engine.fan_in, engine.seed, engine.token_budget) == (3, 2, 11, 800)
+    assert (calls.backoff_initial, calls.backoff_max) == (0.1, 0.8)
+    assert engine.caller.budget is budget
+    assert combee._learner_parts.feedback_source is learner.feedback_source
+    assert combee._learner_parts.on_missing_feedback == "drop"
+    assert combee.learner.settings is learner
+    assert combee._writer.lease_seconds == 40.0
     assert combee.describe_roles()["profile"] == "small"
-    assert combee._replayer.settings.max_replays == 5
+    replays = combee._replayer.settings
+    assert (replays.algorithm, replays.serving, replays.learner) == (algorithm, serving, learner)
+    assert replays.algorithm is algorithm and replays.serving is serving
+    assert replays.learner is learner and replays.max_replays == 5
+    assert combee._replayer.mode is False
     assert combee._replayer._prompt == "app prompt"
 
 

@@ -273,7 +273,7 @@ def _waiting_combee(client: langsmith.Client, **source: Any) -> Combee:
 
 
 def _learner(combee: Combee, clock: _Clock) -> Any:
-    from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
+    from langgraph_combee._learner.learner import BackgroundLearner
 
     return BackgroundLearner(
         combee._learner_parts, LearnerSettings(min_batch=2, max_wait_seconds=10.0), clock=clock

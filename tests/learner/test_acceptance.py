@@ -25,7 +25,6 @@ from langgraph_combee._learner.acceptance import (
     trace_score,
 )
 from langgraph_combee._learner.learner import BackgroundLearner
-from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee.errors import ConfigurationError, StaleCandidateError
 from langgraph_combee.testing import default_insight, fake_learner
 from langgraph_combee.types import PromptVersion
@@ -146,7 +145,7 @@ async def _canary_setup(min_runs: int = 3) -> tuple[Combee, CanaryGate, Backgrou
     report = await combee.alearn(failing_traces(2))
     assert report.steps[0].accepted is None
     learner = BackgroundLearner(
-        combee._learner_parts, LoopSettings(min_batch=1, max_wait_seconds=0.001)
+        combee._learner_parts, LearnerSettings(min_batch=1, max_wait_seconds=0.001)
     )
     return combee, gate, learner
 
@@ -700,7 +699,7 @@ async def test_the_learner_calls_the_hooks_a_subclass_overrides() -> None:
     policy = _Watching()
     combee = Combee(prompt_id="p", model=fake_learner(), batch_size=2, acceptance=policy)
     learner = BackgroundLearner(
-        combee._learner_parts, LoopSettings(min_batch=2, max_wait_seconds=0.001)
+        combee._learner_parts, LearnerSettings(min_batch=2, max_wait_seconds=0.001)
     )
     for trace in failing_traces(2):
         combee.capture(trace)

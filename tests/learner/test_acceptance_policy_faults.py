@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_combee import Combee
+from langgraph_combee import Combee, LearnerSettings
 from langgraph_combee._core.ops import Add
 from langgraph_combee._core.types import Decision, Feedback, PromptVersion, Trace
 from langgraph_combee._learner.acceptance import AcceptancePolicy, CanaryGate, PolicyContext
-from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee._learner.learner import BackgroundLearner
 from langgraph_combee._learner.takeover import recover
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import fake_learner

@@ -32,16 +32,15 @@ from langgraph_combee._agent.limits import TraceLimits, clip_trace, cut_marker, 
 from langgraph_combee._agent.metadata_limits import CYCLE
 from langgraph_combee._core.types import TraceMessage
 from langgraph_combee._learner.learner import BackgroundLearner
-from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee.errors import ConfigurationError, LearningError
 from langgraph_combee.testing import FlakyStore, FunctionChatModel, fake_learner
-from tests.helpers import FakeClock, failing_traces, role_of
+from tests.helpers import FakeClock, background_learner, failing_traces, role_of
 
 
 def _learner(combee: Combee, clock: FakeClock, **kw: Any) -> BackgroundLearner:
     # No jitter: these tests move the clock by the exact backoff.
-    settings = LoopSettings(**{"min_batch": 1, "backoff_seconds": 5.0, "backoff_jitter": 0, **kw})
-    return BackgroundLearner(combee._learner_parts, settings, clock=clock)
+    fields = {"min_batch": 1, "step_backoff_seconds": 5.0, "backoff_jitter": 0}
+    return background_learner(combee._learner_parts, clock=clock, **{**fields, **kw})
 
 
 def _queue(combee: Combee, traces: Sequence[Trace]) -> None:
@@ -124,7 +123,7 @@ async def test_backoff_doubles_while_the_llm_stays_down() -> None:
         batch_size=2,
         learner=LearnerSettings(max_attempts=1, backoff_seconds=0),
     )
-    learner = _learner(combee, clock, backoff_seconds=1.0, max_backoff_seconds=4.0)
+    learner = _learner(combee, clock, step_backoff_seconds=1.0, max_backoff_seconds=4.0)
     _queue(combee, failing_traces(2))
     attempts_at = []
     for _ in range(40):  # 10 s of fake time in quarter-second passes
@@ -191,7 +190,7 @@ async def test_a_store_outage_never_reaches_the_agent_and_learning_resumes() -> 
     store = FlakyStore()
     clock = FakeClock()
     combee = Combee(prompt_id="router", model=fake_learner(), store=store, batch_size=2)
-    combee._agent.server.settings.flush_seconds = 3600  # flushes happen when the test says
+    combee._agent.server.flush_seconds = 3600  # flushes happen when the test says
     try:
         await combee.alearn(failing_traces(1))  # v1 teaches the CODE-0 rule
         model = FunctionChatModel(_agent_reply)
@@ -468,8 +467,8 @@ def test_metadata_too_large_in_all_loses_entries_from_its_end_never_the_package_
 
 def test_the_guard_user_key_is_kept_by_the_capture_limits() -> None:
     combee = Combee(prompt_id="p", guard=BulletGuard(user_key="uid"))
-    assert combee._agent.server.settings.limits.keep_metadata == ("uid",)
-    assert Combee(prompt_id="q", guard=None)._agent.server.settings.limits.keep_metadata == ()
+    assert combee._agent.server.limits.keep_metadata == ("uid",)
+    assert Combee(prompt_id="q", guard=None)._agent.server.limits.keep_metadata == ()
     with pytest.raises(ConfigurationError, match="keep_metadata"):
         TraceLimits(keep_metadata=["uid"])  # type: ignore[arg-type]
 

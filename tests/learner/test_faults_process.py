@@ -22,8 +22,8 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
-from langgraph_combee import Combee
-from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
+from langgraph_combee import Combee, LearnerSettings
+from langgraph_combee._learner.learner import BackgroundLearner
 from langgraph_combee.testing import fake_learner
 from tests.helpers import failing_traces
 
@@ -36,7 +36,8 @@ WORKER = textwrap.dedent(
     from pathlib import Path
     from langgraph.store.sqlite import SqliteStore
     from langgraph_combee import Combee
-    from langgraph_combee._learner.learner import BackgroundLearner, LearnerSettings
+    from langgraph_combee import LearnerSettings
+    from langgraph_combee._learner.learner import BackgroundLearner
     from langgraph_combee.testing import FunctionChatModel
 
     db, marker = sys.argv[1], Path(sys.argv[2])
@@ -47,8 +48,10 @@ WORKER = textwrap.dedent(
 
     with SqliteStore.from_conn_string(db) as store:
         combee = Combee(prompt_id="p", model=FunctionChatModel(blocked), store=store, batch_size=4)
-        settings = LearnerSettings(min_batch=1, lease_seconds=1.0, visibility_seconds=1.0)
-        learner = BackgroundLearner(combee._learner_parts, settings, holder="doomed")
+        settings = LearnerSettings(min_batch=1, lease_seconds=1.0)
+        learner = BackgroundLearner(
+            combee._learner_parts, settings, holder="doomed", visibility_seconds=1.0
+        )
         asyncio.run(learner.tick())
     """
 )
@@ -93,8 +96,10 @@ def test_a_learner_killed_mid_step_leaves_nothing_partial_and_its_traces_are_rel
         assert combee.current().version == 0
         assert {combee.queue().status(t.id) for t in traces} <= {"claimed", "pending"}
 
-        settings = LearnerSettings(min_batch=1, lease_seconds=1.0, visibility_seconds=1.0)
-        second = BackgroundLearner(combee._learner_parts, settings, holder="survivor")
+        settings = LearnerSettings(min_batch=1, lease_seconds=1.0)
+        second = BackgroundLearner(
+            combee._learner_parts, settings, holder="survivor", visibility_seconds=1.0
+        )
         # The dead learner's lease and claims expire after a second of real time
         # (they are on the shared wall clock): poll until the survivor gets them.
         deadline = time.monotonic() + 30
@@ -117,7 +122,7 @@ def test_two_learners_racing_learn_each_trace_once_in_a_clean_chain() -> None:
         combees[0].queue().put(trace)
     # Leases shorter than the pause between passes: the prompt changes hands often.
     settings = LearnerSettings(
-        min_batch=1, poll_seconds=0.03, lease_seconds=0.02, backoff_seconds=0.01
+        min_batch=1, poll_seconds=0.03, lease_seconds=0.02, step_backoff_seconds=0.01
     )
     learners = [
         BackgroundLearner(c._learner_parts, settings, holder=f"learner-{i}")

@@ -9,7 +9,6 @@ import pytest
 
 from langgraph_combee import CaptureSettings, Combee, Feedback, LearnerSettings, Trace
 from langgraph_combee._learner.learner import BackgroundLearner
-from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import fake_learner
 
@@ -55,7 +54,7 @@ def _setup(source: ScriptedSource, n: int) -> tuple[Combee, BackgroundLearner, C
     for i in range(n):
         combee.capture(Trace(id=f"r{i}", input=f"ticket {i}", output="WRONG"))
     clock = Clock()
-    learner = BackgroundLearner(combee._learner_parts, LoopSettings(min_batch=2), clock=clock)
+    learner = BackgroundLearner(combee._learner_parts, LearnerSettings(min_batch=2), clock=clock)
     return combee, learner, clock
 
 

@@ -10,9 +10,8 @@ from langgraph.store.sqlite import SqliteStore
 
 from langgraph_combee import CaptureSettings, Combee, Feedback, LearnerSettings, Trace
 from langgraph_combee._learner.learner import BackgroundLearner
-from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee.testing import FunctionChatModel, fake_learner
-from tests.helpers import failing_traces
+from tests.helpers import background_learner, failing_traces
 
 
 class FakeClock:
@@ -25,8 +24,8 @@ class FakeClock:
 
 def _learner(combee: Combee, clock: FakeClock | None = None, **kw: object) -> BackgroundLearner:
     # No jitter: these tests move the clock by the exact backoff.
-    settings = LoopSettings(**{"min_batch": 2, "max_wait_seconds": 10.0, "backoff_jitter": 0, **kw})  # type: ignore[arg-type]
-    return BackgroundLearner(combee._learner_parts, settings, clock=clock or FakeClock())
+    fields: dict[str, Any] = {"min_batch": 2, "max_wait_seconds": 10.0, "backoff_jitter": 0}
+    return background_learner(combee._learner_parts, clock=clock or FakeClock(), **{**fields, **kw})
 
 
 def _capture_all(combee: Combee, traces: list[Trace]) -> None:
@@ -89,7 +88,7 @@ async def test_failing_step_writes_nothing_releases_traces_and_backs_off() -> No
         batch_size=4,
         learner=LearnerSettings(max_attempts=1, backoff_seconds=0),
     )
-    learner = _learner(combee, clock, backoff_seconds=5.0)
+    learner = _learner(combee, clock, step_backoff_seconds=5.0)
     _capture_all(combee, failing_traces(4))
     assert await learner.tick() == 0
     assert learner.stats.failed_steps == 1
@@ -138,7 +137,7 @@ async def test_traces_wait_for_feedback_then_learn_or_drop() -> None:
 
 async def test_feedback_reaches_a_trace_still_in_memory() -> None:
     combee = Combee(prompt_id="p", model=fake_learner(), batch_size=1)
-    combee._agent.server.settings.flush_seconds = 3600  # keep it buffered
+    combee._agent.server.flush_seconds = 3600  # keep it buffered
     combee.capture(Trace(id="run-1", input="q", output="a"))
     assert combee.feedback("run-1", correct=False, ground_truth="b")
     combee.flush()
@@ -187,7 +186,7 @@ def test_a_raising_evaluator_never_breaks_capture() -> None:
 
 def test_capture_buffer_is_bounded_and_counts_drops() -> None:
     combee = Combee(prompt_id="p", capture=CaptureSettings(capture_limit=3))
-    combee._agent.server.settings.flush_seconds = 3600
+    combee._agent.server.flush_seconds = 3600
     combee._agent.server._ensure_worker = lambda: None  # type: ignore[method-assign]
     for i in range(5):
         combee.capture(Trace(id=f"x{i}"))
@@ -415,7 +414,7 @@ def test_stop_and_start_from_the_learners_own_step_keep_one_thread(
         return 0
 
     monkeypatch.setattr(BackgroundLearner, "tick", stop_in_hook)
-    first = BackgroundLearner(parts, LoopSettings(poll_seconds=0.01))  # type: ignore[arg-type]
+    first = BackgroundLearner(parts, LearnerSettings(poll_seconds=0.01))
     first.start()
     time.sleep(0.1)
     first.start()  # waits for the step the hook stopped
@@ -436,7 +435,7 @@ def test_stop_and_start_from_the_learners_own_step_keep_one_thread(
         return 0
 
     monkeypatch.setattr(BackgroundLearner, "tick", restart_inside)
-    second = BackgroundLearner(parts, LoopSettings(poll_seconds=0.01))  # type: ignore[arg-type]
+    second = BackgroundLearner(parts, LearnerSettings(poll_seconds=0.01))
     second.start()
     time.sleep(0.05)
     second.stop(timeout=0.01)
@@ -452,7 +451,7 @@ def test_stop_and_start_from_the_learners_own_step_keep_one_thread(
 
     monkeypatch.setattr(BackgroundLearner, "tick", hung)
     monkeypatch.setattr(learner_module, "LINGER_WAIT_SECONDS", 0.2)
-    third = BackgroundLearner(parts, LoopSettings(poll_seconds=0.01))  # type: ignore[arg-type]
+    third = BackgroundLearner(parts, LearnerSettings(poll_seconds=0.01))
     third.start()
     time.sleep(0.05)
     third.stop(timeout=0.05)

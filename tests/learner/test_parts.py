@@ -15,7 +15,6 @@ from langgraph_combee._core.quarantine import QuarantinedOp
 from langgraph_combee._core.types import Decision, StepReport
 from langgraph_combee._learner.acceptance import AcceptAll, CanaryGate
 from langgraph_combee._learner.learner import BackgroundLearner, _log_screened
-from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee._learner.step import BeforeSubmit
 from langgraph_combee._learner.versions import VersionWriter
 from langgraph_combee._storage.lease import Lease
@@ -100,7 +99,7 @@ async def test_the_background_learner_runs_the_step_function_it_is_given() -> No
         return StepReport(strategy="fake", batch_size=len(batch))
 
     parts = dataclasses.replace(combee._learner_parts, step=step)
-    learner = BackgroundLearner(parts, LoopSettings(min_batch=2))
+    learner = BackgroundLearner(parts, LearnerSettings(min_batch=2))
     for trace in failing_traces(2):
         combee.capture(trace)
     assert await learner.tick() == 1
@@ -121,7 +120,7 @@ async def test_a_trial_started_by_another_process_holds_this_learner_back() -> N
         prompt_id="p", model=fake_learner(), store=store, batch_size=2, acceptance=CanaryGate()
     )
     learner = BackgroundLearner(
-        other._learner_parts, LoopSettings(min_batch=1, max_wait_seconds=0.001)
+        other._learner_parts, LearnerSettings(min_batch=1, max_wait_seconds=0.001)
     )
     for trace in failing_traces(2, prefix="late"):
         other.capture(trace)

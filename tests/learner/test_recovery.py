@@ -21,13 +21,12 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_combee import AlgorithmSettings, Combee, LearnerSettings, Trace
 from langgraph_combee._core.text import message_text
 from langgraph_combee._learner.learner import BackgroundLearner
-from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee._learner.recovery import StepRecovery, same_fault
 from langgraph_combee._storage.keys import LEASE_KEY, PromptSpace
 from langgraph_combee._storage.lease import Lease
 from langgraph_combee.testing import FunctionChatModel, fake_learner
 from tests import postgres
-from tests.helpers import FakeClock, failing_traces, role_of
+from tests.helpers import FakeClock, background_learner, failing_traces, role_of
 
 POISON = "t5"
 
@@ -37,8 +36,8 @@ def _text(messages: Sequence[BaseMessage]) -> str:
 
 
 def _learner(combee: Combee, clock: FakeClock, **kw: Any) -> BackgroundLearner:
-    settings = LoopSettings(**{"min_batch": 1, "backoff_seconds": 1.0, "backoff_jitter": 0, **kw})
-    return BackgroundLearner(combee._learner_parts, settings, clock=clock)
+    fields = {"min_batch": 1, "step_backoff_seconds": 1.0, "backoff_jitter": 0}
+    return background_learner(combee._learner_parts, clock=clock, **{**fields, **kw})
 
 
 def _learned_ids(combee: Combee) -> list[str]:
@@ -175,13 +174,19 @@ async def test_a_lone_trace_that_always_fails_is_parked_after_max_attempts() -> 
 
 
 def test_step_backoff_is_exponential_capped_and_jittered() -> None:
-    settings = LoopSettings(backoff_seconds=1.0, max_backoff_seconds=8.0, backoff_jitter=0.5)
+    combee = Combee(prompt_id="p", model=fake_learner())
+    settings = LearnerSettings(step_backoff_seconds=1.0)
+    learner = BackgroundLearner(
+        combee._learner_parts, settings, max_backoff_seconds=8.0, backoff_jitter=0.5
+    )
     for failures, delay in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (9, 8.0), (60, 8.0)]:
         for _ in range(20):
-            assert delay <= settings.backoff(failures) <= min(8.0, delay * 1.5)
+            assert delay <= learner.backoff(failures) <= min(8.0, delay * 1.5)
     # The jitter spreads learners that failed together.
-    assert len({settings.backoff(2) for _ in range(20)}) > 1
-    exact = LoopSettings(backoff_seconds=1.0, max_backoff_seconds=8.0, backoff_jitter=0)
+    assert len({learner.backoff(2) for _ in range(20)}) > 1
+    exact = BackgroundLearner(
+        combee._learner_parts, settings, max_backoff_seconds=8.0, backoff_jitter=0
+    )
     assert [exact.backoff(n) for n in range(1, 6)] == [1.0, 2.0, 4.0, 8.0, 8.0]
 
 
@@ -271,9 +276,13 @@ def _four_queued_behind_a_blocking_learner() -> tuple[InMemoryStore, BlockingLea
 def test_a_step_past_the_lease_ttl_keeps_the_lease_and_its_result() -> None:
     store, llm, combee = _four_queued_behind_a_blocking_learner()
     wall = FakeClock()  # the lease's clock: moved by hand, far past the TTL
-    settings = LoopSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=0.01)
+    settings = LearnerSettings(min_batch=1, lease_seconds=60.0)
     learner = BackgroundLearner(
-        combee._learner_parts, settings, clock=FakeClock(), lease_clock=wall
+        combee._learner_parts,
+        settings,
+        clock=FakeClock(),
+        lease_clock=wall,
+        heartbeat_seconds=0.01,
     )
     rival = Lease(store, "p", holder="rival", ttl_seconds=60.0, clock=wall)
 
@@ -294,8 +303,10 @@ def test_a_step_past_the_lease_ttl_keeps_the_lease_and_its_result() -> None:
 
 def test_a_lease_gone_during_a_step_is_taken_back_and_the_result_kept() -> None:
     store, llm, combee = _four_queued_behind_a_blocking_learner()
-    settings = LoopSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=3600)
-    learner = BackgroundLearner(combee._learner_parts, settings, clock=FakeClock())
+    settings = LearnerSettings(min_batch=1, lease_seconds=60.0)
+    learner = BackgroundLearner(
+        combee._learner_parts, settings, clock=FakeClock(), heartbeat_seconds=3600
+    )
 
     thread, result = _run_tick_in_thread(learner)
     assert llm.entered.wait(30)
@@ -311,9 +322,13 @@ def test_a_lease_gone_during_a_step_is_taken_back_and_the_result_kept() -> None:
 def test_a_step_whose_lease_another_learner_took_is_discarded_without_blame() -> None:
     store, llm, combee = _four_queued_behind_a_blocking_learner()
     wall = FakeClock()
-    settings = LoopSettings(min_batch=1, lease_seconds=60.0, heartbeat_seconds=3600)
+    settings = LearnerSettings(min_batch=1, lease_seconds=60.0)
     learner = BackgroundLearner(
-        combee._learner_parts, settings, clock=FakeClock(), lease_clock=wall
+        combee._learner_parts,
+        settings,
+        clock=FakeClock(),
+        lease_clock=wall,
+        heartbeat_seconds=3600,
     )
 
     thread, result = _run_tick_in_thread(learner)
@@ -378,8 +393,12 @@ async def test_the_heartbeat_renews_an_async_postgres_lease_from_its_thread(
         )
         for trace in failing_traces(2, prefix="pg"):
             combee.capture(trace)
-        settings = LoopSettings(min_batch=1, heartbeat_seconds=0.05)
-        learner = BackgroundLearner(combee._learner_parts, settings, clock=FakeClock())
+        learner = BackgroundLearner(
+            combee._learner_parts,
+            LearnerSettings(min_batch=1),
+            clock=FakeClock(),
+            heartbeat_seconds=0.05,
+        )
         assert await learner.tick() == 1
         assert learner.stats.lease_renewals >= 1 and learner.stats.lease_retakes == 0
         assert (await combee.acurrent()).version == 1

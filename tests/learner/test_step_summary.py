@@ -12,12 +12,11 @@ from langgraph_combee import Combee, LearnerSettings, Trace
 from langgraph_combee._core.ops import Add
 from langgraph_combee._core.quarantine import QuarantinedOp
 from langgraph_combee._learner.learner import BackgroundLearner
-from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee._learner.tally import StepTally
 from langgraph_combee.errors import ConfigurationError
 from langgraph_combee.testing import FunctionChatModel, fake_learner
 from langgraph_combee.types import StepReport
-from tests.helpers import FakeClock, failing_traces
+from tests.helpers import FakeClock, background_learner, failing_traces
 
 
 def _held(reason: str) -> QuarantinedOp:
@@ -79,8 +78,8 @@ def test_a_summary_with_no_reason_says_none() -> None:
 
 
 def _loop(combee: Combee, **settings: object) -> BackgroundLearner:
-    loop = LoopSettings(**{"min_batch": 1, "backoff_jitter": 0, **settings})  # type: ignore[arg-type]
-    return BackgroundLearner(combee._learner_parts, loop, clock=FakeClock())
+    fields: dict[str, object] = {"min_batch": 1, "backoff_jitter": 0}
+    return background_learner(combee._learner_parts, clock=FakeClock(), **{**fields, **settings})
 
 
 def _queue(combee: Combee, traces: Sequence[Trace]) -> None:

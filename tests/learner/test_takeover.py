@@ -9,7 +9,6 @@ real processes and SIGKILL.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import gc
 import time
 from collections import Counter
@@ -21,7 +20,6 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_combee import Combee, LearnerSettings, ManualApproval
 from langgraph_combee._learner.learner import BackgroundLearner
-from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee._learner.takeover import keep_lease, recover
 from langgraph_combee._storage.lease import Lease
 from langgraph_combee._storage.queue import TraceQueue
@@ -63,7 +61,7 @@ async def test_every_trace_is_learned_once_whatever_the_point_of_death(stop_at: 
     ids = await _dead_learner(store, stop_at)
     survivor = _combee(store)
     learner = BackgroundLearner(
-        survivor._learner_parts, LoopSettings(min_batch=1, max_wait_seconds=0.01)
+        survivor._learner_parts, LearnerSettings(min_batch=1, max_wait_seconds=0.01)
     )
     while await learner.tick():
         pass
@@ -111,7 +109,7 @@ async def test_a_lapse_the_holder_never_saw_still_settles_leftovers() -> None:
     store = InMemoryStore()
     survivor = _combee(store)
     learner = BackgroundLearner(
-        survivor._learner_parts, LoopSettings(min_batch=1, max_wait_seconds=0.01)
+        survivor._learner_parts, LearnerSettings(min_batch=1, max_wait_seconds=0.01)
     )
     assert await learner.tick() == 0  # takes the lease; nothing queued yet
     # Its lease lapses between two passes and another learner claims a batch and dies.
@@ -168,7 +166,7 @@ async def test_a_new_learner_repairs_head_left_behind_by_a_dead_writer() -> None
     survivor.capture(failing_traces(1, prefix="next")[0])
     survivor.flush()
     learner = BackgroundLearner(
-        survivor._learner_parts, LoopSettings(min_batch=1, max_wait_seconds=0.01)
+        survivor._learner_parts, LearnerSettings(min_batch=1, max_wait_seconds=0.01)
     )
     await learner.tick()  # taking the lease settles what the dead writer left
     head = survivor.current()
@@ -258,7 +256,7 @@ async def test_claims_that_lapsed_while_the_learner_was_dead_are_settled_not_rel
     survivor = _combee(store)
     learner = BackgroundLearner(
         survivor._learner_parts,
-        dataclasses.replace(survivor._learner_settings, min_batch=1, max_wait_seconds=0.01),
+        survivor._learning.replace(min_batch=1, max_wait_seconds=0.01),
     )
     while await learner.tick():
         pass

@@ -11,16 +11,14 @@ import pytest
 
 from langgraph_combee import AlgorithmSettings, Combee, LearnerBudget, LearnerSettings
 from langgraph_combee._learner.learner import BackgroundLearner
-from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee.errors import BudgetExceededError, ConfigurationError, LearningError
 from langgraph_combee.testing import fake_learner
 from langgraph_combee.types import StepReport
-from tests.helpers import FakeClock, failing_traces
+from tests.helpers import FakeClock, background_learner, failing_traces
 
 
 def _learner(combee: Combee, clock: FakeClock, **kw: Any) -> BackgroundLearner:
-    settings = LoopSettings(**{"min_batch": 1, **kw})
-    return BackgroundLearner(combee._learner_parts, settings, clock=clock)
+    return background_learner(combee._learner_parts, clock=clock, **{"min_batch": 1, **kw})
 
 
 # ---------------------------------------------------------------- the meter

@@ -224,7 +224,7 @@ def test_the_example_graph_loaded_twice_shares_one_combee(monkeypatch: pytest.Mo
     second = _load(EXAMPLE / "graph.py", "combee_example_graph_b")
     assert first is not second and first.graph is not second.graph
     assert first.combee is second.combee is registered()["ticket-router"]
-    assert first.combee._learner_settings.lease_seconds == DEV_LEASE_SECONDS
+    assert first.combee._learning.lease_seconds == DEV_LEASE_SECONDS
     assert isinstance(first.combee.store, PlatformStore)
 
 
@@ -235,7 +235,7 @@ def test_shared_combee_validates_and_keeps_the_first_arguments() -> None:
     assert shared_combee(prompt_id="shared-a", batch_size=9) is made
     assert made._batch_size == 3
     default = LearnerSettings().lease_seconds
-    assert made._learner_settings.lease_seconds == default  # not in a dev server
+    assert made._learning.lease_seconds == default  # not in a dev server
 
 
 # ---- the routes and their lifespan ----------------------------------------

@@ -23,7 +23,6 @@ import pytest
 
 from langgraph_combee import Combee, LearnerSettings, Trace
 from langgraph_combee._learner.learner import BackgroundLearner
-from langgraph_combee._learner.learner import LearnerSettings as LoopSettings
 from langgraph_combee.testing import fake_learner
 from tests import postgres
 from tests.helpers import assert_every_step_in_head, failing_traces
@@ -40,7 +39,7 @@ class FakeClock:
 
 
 def _learner(combee: Combee) -> BackgroundLearner:
-    settings = LoopSettings(min_batch=2, max_wait_seconds=10.0)
+    settings = LearnerSettings(min_batch=2, max_wait_seconds=10.0)
     return BackgroundLearner(combee._learner_parts, settings, clock=FakeClock())
 
 
