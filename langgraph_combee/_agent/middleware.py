@@ -474,6 +474,9 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             # on (most end with this very call, and then there is nothing to forget).
             run_key = given or run_id_in_tracers(config, level="graph")
             pin, version = self._pins.fresh(config, tenant, run_key)
+            # What the run holds at its first model call came from its caller, not
+            # from the model: tool results there are never trusted evidence.
+            pin = pin._replace(model_from=len(messages))
         served, metadata = self._serve(request, version, config)
         return _Call(
             served, metadata, key, pin, messages, start, found is not None, config, given, thread_id
@@ -602,6 +605,7 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             messages,
             call.start,
             (run_id, call.thread_id, pin.tenant, pin.version, latency, error),
+            pin.model_from,
         )
         if run_id is None:  # ``_hand_over``, written out (a pin made here always has a key)
             self.agent.capture(recipe())
@@ -788,7 +792,7 @@ class _TraceRecipe:
     when it is called: on the hot path, a tuple of the facts is all it costs.
     """
 
-    __slots__ = ("facts", "messages", "prompt_id", "start")
+    __slots__ = ("facts", "messages", "model_from", "prompt_id", "start")
 
     def __init__(
         self,
@@ -796,11 +800,13 @@ class _TraceRecipe:
         messages: Sequence[BaseMessage],
         start: int,
         facts: tuple[str | None, str | None, str | None, int | None, float | None, str | None],
+        model_from: int | None = None,
     ) -> None:
         self.prompt_id = prompt_id
         self.messages = messages
         self.start = start
         self.facts = facts  # run id, thread id, tenant, version, latency, error
+        self.model_from = model_from
 
     def __call__(self) -> Trace:
         run_id, thread_id, tenant, version, latency, error = self.facts
@@ -813,7 +819,7 @@ class _TraceRecipe:
             error=error,
             metadata=run_labels(self.prompt_id, version, tenant),
         )
-        return trace_from_messages(self.messages, run, start=self.start)
+        return trace_from_messages(self.messages, run, start=self.start, model_from=self.model_from)
 
 
 _ALLOWED_OUTSIDE = (ModelRetryMiddleware, ModelFallbackMiddleware)

@@ -64,6 +64,9 @@ class Pin(NamedTuple):
         failed_in: The LangGraph task (node execution) whose model call failed
             last, while no attempt after it has succeeded: only a call in that
             task is a retry of it (None: no such task, or it is not known).
+        model_from: How many messages the run had at its first model call: the
+            AI and tool messages before that index came in the run's input
+            (None: not known).
     """
 
     tenant: str | None
@@ -72,6 +75,7 @@ class Pin(NamedTuple):
     started: float
     failed: bool = False
     failed_in: str | None = None
+    model_from: int | None = None
 
 
 class Served(Protocol):

@@ -180,12 +180,13 @@ def request_text(messages: Sequence[BaseMessage]) -> str:
 # --------------------------------------------------------------------------- trace
 
 
-def _tool_calls(messages: Sequence[BaseMessage]) -> list[ToolCall]:
+def _tool_calls(messages: Sequence[BaseMessage], given: int = 0) -> list[ToolCall]:
+    """The tool calls of ``messages``; those of its first ``given`` messages not attested."""
     results: dict[str, ToolMessage] = {
         m.tool_call_id: m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id
     }
     calls = []
-    for message in messages:
+    for index, message in enumerate(messages):
         if not isinstance(message, AIMessage):
             continue
         for call in message.tool_calls:
@@ -199,6 +200,7 @@ def _tool_calls(messages: Sequence[BaseMessage]) -> list[ToolCall]:
                     id=call.get("id"),
                     result=None if failed else text,
                     error=text if failed else None,
+                    attested=index >= given,
                 )
             )
         for bad in message.invalid_tool_calls:
@@ -219,7 +221,7 @@ def _usage(messages: Sequence[BaseMessage]) -> tuple[int | None, int | None]:
     return sum(u["input_tokens"] for u in usages), sum(u["output_tokens"] for u in usages)
 
 
-def _trace_message(message: BaseMessage) -> TraceMessage:
+def _trace_message(message: BaseMessage, attested: bool = True) -> TraceMessage:
     calls = []
     if isinstance(message, AIMessage):
         calls = [
@@ -231,6 +233,7 @@ def _trace_message(message: BaseMessage) -> TraceMessage:
         content=message_text(message.content),
         name=message.name,
         tool_calls=calls,
+        attested=attested or isinstance(message, HumanMessage),
     )
 
 
@@ -239,6 +242,7 @@ def trace_from_messages(
     run: RunInfo,
     *,
     start: int | None = None,
+    model_from: int | None = None,
 ) -> Trace:
     """Build the ``Trace`` of one invocation from its conversation.
 
@@ -247,6 +251,10 @@ def trace_from_messages(
         run: Run-level facts: id, thread, tenant, version served, latency, error.
         start: Index of the invocation's first message; earlier turns of the
             thread are left out. None: ``invocation_start(messages)``.
+        model_from: How many messages there were at the run's first model call:
+            AI and tool messages before it came in the run's input, not from the
+            model, and their tool calls and results are marked not attested
+            (never trusted evidence). None: not known, every one attested.
 
     Returns:
         The trace: input (the invocation's first human message), output (the
@@ -255,14 +263,19 @@ def trace_from_messages(
     """
     first = invocation_start(messages) if start is None else max(0, min(start, len(messages)))
     turn = list(messages[first:])
+    given = 0 if model_from is None else max(0, model_from - first)
     human = next((m for m in turn if isinstance(m, HumanMessage)), None)
     last_ai = next((m for m in reversed(turn) if isinstance(m, AIMessage)), None)
     input_tokens, output_tokens = _usage(turn)
     fields: dict[str, Any] = {
         "input": message_text(human.content) if human is not None else "",
         "output": message_text(last_ai.content) if last_ai is not None else "",
-        "messages": [_trace_message(m) for m in turn if not isinstance(m, SystemMessage)],
-        "tool_calls": _tool_calls(turn),
+        "messages": [
+            _trace_message(m, i >= given)
+            for i, m in enumerate(turn)
+            if not isinstance(m, SystemMessage)
+        ],
+        "tool_calls": _tool_calls(turn, given),
         "error": run.error,
         "metadata": dict(run.metadata),
         "prompt_version": run.prompt_version,

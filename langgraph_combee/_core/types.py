@@ -144,6 +144,11 @@ class TraceMessage(BaseModel):
     content: str = ""
     name: str | None = None
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    attested: bool = Field(
+        default=True,
+        description="False for an AI or tool message the caller sent in the run's input "
+        "(seen before the run's first model call): its tool results are never trusted.",
+    )
 
 
 class ToolCall(BaseModel):
@@ -153,6 +158,11 @@ class ToolCall(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
     result: str | None = None
     error: str | None = None
+    attested: bool = Field(
+        default=True,
+        description="False when the call came in the run's input rather than from the "
+        "model during the run (a client can send any history): never trusted evidence.",
+    )
     id: str | None = None
 
 

@@ -269,6 +269,15 @@ class Trust:
         """Whether results of the tool ``name`` are trusted (it is listed in ``tools``)."""
         return name in self.tools
 
+    def result(self, name: str, attested: bool = True) -> bool:
+        """Whether a result of the tool ``name`` is trusted evidence.
+
+        Only a call the model made during the run (``attested``) of a trusted
+        tool: a tool message the caller sent in the run's input is the caller's
+        text, whatever tool it names.
+        """
+        return attested and self.tool(name)
+
 
 def untrusted_fields(trace: Trace, trust: Trust) -> list[tuple[str, str]]:
     """Every text of ``trace`` the end user or the outside world controls, with its field.
@@ -284,12 +293,12 @@ def untrusted_fields(trace: Trace, trust: Trust) -> list[tuple[str, str]]:
     out.extend(
         (f"tool_result:{c.name}", c.result or "")
         for c in trace.tool_calls
-        if not trust.tool(c.name)
+        if not trust.result(c.name, c.attested)
     )
     out.extend(
         (f"tool_result:{m.name or 'tool'}", m.content)
         for m in trace.messages
-        if m.role == "tool" and not trust.tool(m.name or "")
+        if m.role == "tool" and not trust.result(m.name or "", m.attested)
     )
     fb = trace.feedback
     source = (fb.source or "unknown") if fb is not None else ""
@@ -343,21 +352,31 @@ def trusted_fields(trace: Trace, trust: Trust) -> dict[str, str]:
         out[f"ground_truth:{trace.id}"] = fb.ground_truth
     if fb is not None and fb.comment and trust.comment(trace):
         out[f"evaluator_comment:{trace.id}"] = fb.comment
-    results = [c.result for c in trace.tool_calls if c.result and trust.tool(c.name)]
+    results = [c.result for c in trace.tool_calls if c.result and trust.result(c.name, c.attested)]
     results.extend(
         m.content
         for m in trace.messages
-        if m.role == "tool" and m.content and trust.tool(m.name or "")
+        if m.role == "tool" and m.content and trust.result(m.name or "", m.attested)
     )
     if results:
         out[f"tool_result:{trace.id}"] = "\n".join(results)
-    names = sorted({c.name for c in trace.tool_calls if c.name})
+    # Names and errors of calls the model made during the run: a call the caller
+    # sent in the run's input can name any tool and carry any error text.
+    names = sorted({c.name for c in trace.tool_calls if c.name and c.attested})
     if names:
         out[f"tool_name:{trace.id}"] = " ".join(names)
-    errors = trace.execution_errors()
+    errors = [e for e in trace.execution_errors() if _attested_error(trace, e)]
     if errors:
         out[f"error:{trace.id}"] = "\n".join(errors)
     return out
+
+
+def _attested_error(trace: Trace, error: str) -> bool:
+    # ``execution_errors`` names each tool error "<name>: <error>"; the run's own error
+    # (raised in this process) is always the run's.
+    return not any(
+        not c.attested and c.error and error == f"{c.name}: {c.error}" for c in trace.tool_calls
+    )
 
 
 def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:

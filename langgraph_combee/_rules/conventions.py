@@ -180,9 +180,11 @@ def _user_texts(trace: Trace, trust: Trust) -> list[str]:
     """What the end user wrote or steered in the run (its replies aside)."""
     texts = [trace.input]
     texts.extend(m.content for m in trace.messages if m.role in ("user", "human"))
-    texts.extend(c.result or "" for c in trace.tool_calls if not trust.tool(c.name))
+    texts.extend(c.result or "" for c in trace.tool_calls if not trust.result(c.name, c.attested))
     texts.extend(
-        m.content for m in trace.messages if m.role == "tool" and not trust.tool(m.name or "")
+        m.content
+        for m in trace.messages
+        if m.role == "tool" and not trust.result(m.name or "", m.attested)
     )
     return [t for t in texts if t]
 
