@@ -114,7 +114,7 @@ def label_score(example: Example, outcome: Outcome) -> float:
 def label_feedback(example: Example, outcome: Outcome) -> dict[str, Any]:
     """Right or wrong, with the right label (an operator's correction)."""
     right = label_score(example, outcome) == 1.0
-    return {"correct": right, "ground_truth": example.answer}
+    return {"correct": right, "ground_truth": example.answer, "source": "operator"}
 
 
 def made_calls(outcome: Outcome) -> list[Call]:

@@ -94,5 +94,5 @@ FAMILY = Family(
     heldout=HELDOUT,
     score=label_score,
     feedback=label_feedback,
-    feedback_kind="correct=bool with the right code as ground_truth",
+    feedback_kind="correct=bool with the right code as ground_truth (source=operator)",
 )

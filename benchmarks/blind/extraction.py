@@ -88,5 +88,5 @@ FAMILY = Family(
     heldout=HELDOUT,
     score=label_score,
     feedback=label_feedback,
-    feedback_kind="correct=bool with the right record as ground_truth",
+    feedback_kind="correct=bool with the right record as ground_truth (source=operator)",
 )

@@ -5,7 +5,8 @@ An ISP's support agent files every request with one call,
 model cannot guess: the queue by topic (``Q-BIL`` billing, ``Q-TEC`` technical,
 ``Q-ACC`` account), severity ``S1`` when the service is completely down else
 ``S3``, and channel always ``web``. Feedback is a reviewer's: right, or wrong
-with a comment naming the values that were off (no ``ground_truth``). Scoring:
+with a comment naming the values that were off (no ``ground_truth``;
+``source="reviewer"``). Scoring:
 exactly one ``create_case`` call with all three values right.
 
 Sealed: committed with the other families and never run while the package is
@@ -100,7 +101,7 @@ def feedback(example: Example, outcome: Outcome) -> dict[str, Any]:
     """A reviewer's verdict, wrong values named in a comment."""
     wrong = _wrong_fields(example, outcome)
     if wrong == []:
-        return {"correct": True}
+        return {"correct": True, "source": "reviewer"}
     want = example.calls[0].args
     if wrong is None:
         comment = (
@@ -109,7 +110,7 @@ def feedback(example: Example, outcome: Outcome) -> dict[str, Any]:
         )
     else:
         comment = "Wrong case values: " + ", ".join(f"{key} must be {want[key]}" for key in wrong)
-    return {"correct": False, "comment": comment}
+    return {"correct": False, "comment": comment, "source": "reviewer"}
 
 
 FAMILY = Family(
@@ -123,5 +124,5 @@ FAMILY = Family(
     score=score,
     feedback=feedback,
     tools=(create_case,),
-    feedback_kind="correct=True, or correct=False with a reviewer comment; no ground truth",
+    feedback_kind="correct=True, or correct=False with a reviewer comment (source=reviewer)",
 )

@@ -90,5 +90,5 @@ FAMILY = Family(
     heldout=HELDOUT,
     score=label_score,
     feedback=label_feedback,
-    feedback_kind="correct=bool with the right answer as ground_truth",
+    feedback_kind="correct=bool with the right answer as ground_truth (source=operator)",
 )

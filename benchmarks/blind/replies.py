@@ -4,7 +4,9 @@ A homeware shop's support assistant answers six kinds of request; each kind has 
 house convention a reviewer checks (a required sentence, an opening or a closing
 line). Feedback is what a reviewer gives in a review tool: ``correct=True`` for a
 reply that keeps its kind's convention, else ``correct=False`` with a comment
-saying what was missing, never a reference reply (no ``ground_truth``). Scoring
+saying what was missing, never a reference reply (no ``ground_truth``), sent as
+the docs say an app forwarding a reviewer's verdicts does (``source="reviewer"``:
+a comment from the default source, ``"user"``, is end-user text). Scoring
 checks the convention deterministically (the phrase, case and spaces aside).
 """
 
@@ -129,8 +131,8 @@ def score(example: Example, outcome: Outcome) -> float:
 def feedback(example: Example, outcome: Outcome) -> dict[str, Any]:
     """A reviewer's verdict: right, or wrong with a comment (no reference reply)."""
     if score(example, outcome) == 1.0:
-        return {"correct": True}
-    return {"correct": False, "comment": CONVENTIONS[example.kind][2]}
+        return {"correct": True, "source": "reviewer"}
+    return {"correct": False, "comment": CONVENTIONS[example.kind][2], "source": "reviewer"}
 
 
 FAMILY = Family(
@@ -143,5 +145,5 @@ FAMILY = Family(
     heldout=HELDOUT,
     score=score,
     feedback=feedback,
-    feedback_kind="correct=True, or correct=False with a reviewer comment; no ground truth",
+    feedback_kind="correct=True, or correct=False with a reviewer comment (source=reviewer)",
 )

@@ -6,7 +6,8 @@ for a team by name. The right argument is the product or team name the user
 wrote, in the house form: lower case, words joined by hyphens ("Aurora Max" ->
 ``aurora-max``). Held-out messages name other products and teams, so a rule tied
 to a training name cannot help. Feedback: right or wrong, with the right call as
-``ground_truth``. Scoring: exactly one call, the right tool, the right value.
+``ground_truth`` (``source="operator"``). Scoring: exactly one call, the right
+tool, the right value.
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ def score(example: Example, outcome: Outcome) -> float:
 
 def feedback(example: Example, outcome: Outcome) -> dict[str, Any]:
     """Right or wrong, with the right call."""
-    return {"correct": score(example, outcome) == 1.0, "ground_truth": example.answer}
+    right = score(example, outcome) == 1.0
+    return {"correct": right, "ground_truth": example.answer, "source": "operator"}
 
 
 FAMILY = Family(
@@ -114,5 +116,5 @@ FAMILY = Family(
     score=score,
     feedback=feedback,
     tools=(open_ticket, transfer),
-    feedback_kind="correct=bool with the right call as ground_truth",
+    feedback_kind="correct=bool with the right call as ground_truth (source=operator)",
 )

@@ -4,8 +4,8 @@ A marketplace's trust desk decides for each customer message whether it goes to
 the escalations team (``ESCALATE``) or the standard queue (``STANDARD``). House
 policy: escalate legal threats, press or media enquiries, and anything about a
 safety hazard or injury; everything else is standard. Feedback is a thumbs up or
-down alone (``correct=`` only: no label, no comment). Scoring: the reply must be
-the decision word alone.
+down alone (``correct=`` only: no label, no comment; an end user's, so the
+default source). Scoring: the reply must be the decision word alone.
 
 Sealed: committed with the other families and never run while the package is
 being developed, so that it measures later changes on tasks nobody tuned for.

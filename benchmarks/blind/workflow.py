@@ -5,8 +5,9 @@ request each need two calls, and the house convention is the first one: look the
 order up (``get_order``) before a refund, verify the customer
 (``verify_identity``) before an address change, check stock (``check_stock``)
 before reserving an item. Feedback is an operator's: right or wrong, with the
-right call sequence as ``ground_truth``. Scoring: the names of the calls made, a
-call repeated at once counted once, must be exactly the right sequence.
+right call sequence as ``ground_truth`` (``source="operator"``). Scoring: the
+names of the calls made, a call repeated at once counted once, must be exactly
+the right sequence.
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ def feedback(example: Example, outcome: Outcome) -> dict[str, Any]:
     """An operator's check: right or wrong, with the right sequence of calls."""
     right = score(example, outcome) == 1.0
     sequence = ", then ".join(call.name for call in example.calls)
-    return {"correct": right, "ground_truth": f"call {sequence}"}
+    return {"correct": right, "ground_truth": f"call {sequence}", "source": "operator"}
 
 
 FAMILY = Family(
@@ -172,5 +173,5 @@ FAMILY = Family(
     score=score,
     feedback=feedback,
     tools=(get_order, issue_refund, verify_identity, update_address, check_stock, reserve_item),
-    feedback_kind="correct=bool with the right call sequence as ground_truth",
+    feedback_kind="correct=bool with the right call sequence as ground_truth (source=operator)",
 )
