@@ -31,6 +31,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     run.add_argument(
         "--learn-timeout", type=float, default=1200.0, help="longest wait for the learner (s)"
     )
+    run.add_argument(
+        "--examples", type=int, default=0, help="AlgorithmSettings.examples (0: the default)"
+    )
     args = parser.parse_args(args_list)
     if args.command == "list":
         for family in FAMILIES.values():
@@ -44,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         threads=args.threads,
         learn_timeout=args.learn_timeout,
         argv=args_list,
+        examples=args.examples,
     )
     for arm, result in record["arms"].items():
         print(f"{arm:11s} score {result['score']}  {result['seconds']} s")

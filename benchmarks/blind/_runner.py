@@ -47,7 +47,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from benchmarks.blind._family import Call, Example, Family, Outcome
-from langgraph_combee import Combee, LearnerSettings, ServingSettings
+from langgraph_combee import AlgorithmSettings, Combee, LearnerSettings, ServingSettings
 
 ARMS = ("no_rules", "hand_rules", "few_shot", "learned")
 FEW_SHOT_K = 4
@@ -129,15 +129,19 @@ class Setup:
     learn_timeout: float
     close: Callable[[], None]
     learner_calls: CallCounter
+    examples: int = 0
 
     def combee(self, prompt_id: str, *, learner: bool) -> Combee:
         """A Combee with the package defaults (faster pacing on the offline doubles)."""
         model = self.learner_model if learner else None
+        # Worked examples are the one setting a run may change (``--examples``).
+        algorithm = AlgorithmSettings(examples=self.examples) if self.examples else None
         if not self.quick:
-            return Combee(prompt_id=prompt_id, model=model)
+            return Combee(prompt_id=prompt_id, model=model, algorithm=algorithm)
         return Combee(
             prompt_id=prompt_id,
             model=model,
+            algorithm=algorithm,
             serving=ServingSettings(refresh_seconds=0.1),
             learner=LearnerSettings(poll_seconds=0.05, max_wait_seconds=0.1),
         )
@@ -443,6 +447,7 @@ def run_family(
     learn_timeout: float = 1200.0,
     argv: Sequence[str] = (),
     log: Callable[[str], None] = print,
+    examples: int = 0,
 ) -> dict[str, Any]:
     """Score the arms of one family, writing ``out`` after each arm; return the record."""
     unknown = [arm for arm in arms if arm not in ARMS]
@@ -463,6 +468,7 @@ def run_family(
         "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
+        "examples": examples,
         "arms": {},
         "fraction_of_gain": None,
     }
@@ -474,6 +480,7 @@ def run_family(
             if quick
             else real_setup(threads=threads, learn_timeout=learn_timeout)
         )
+        setup.examples = examples
     except Exception:  # kept in the record
         record["failure"] = {"stage": "setup", "traceback": traceback.format_exc()}
         write_json(out, record)
