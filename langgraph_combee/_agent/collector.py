@@ -152,7 +152,8 @@ def _made(model_runs: Iterable[RunBase], tool_runs: Iterable[RunBase]) -> set[st
                     else None
                 )
                 if isinstance(message, AIMessage):
-                    made.update(str(c["id"]) for c in message.tool_calls if c.get("id"))
+                    calls = [*message.tool_calls, *message.invalid_tool_calls]
+                    made.update(str(c["id"]) for c in calls if c.get("id"))
     for run in tool_runs:
         call_id = (run.extra or {}).get("tool_call_id")
         if call_id:

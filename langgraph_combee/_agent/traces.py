@@ -207,11 +207,14 @@ def _tool_calls(
                 )
             )
         for bad in message.invalid_tool_calls:
+            # Its error text quotes what the call said: the caller's words when the
+            # caller sent the call, so it is attested as the valid calls are.
             calls.append(
                 ToolCall(
                     name=bad.get("name") or "?",
                     id=bad.get("id"),
                     error=f"invalid tool call: {bad.get('error') or bad.get('args')}",
+                    attested=_attested(index, bad.get("id"), given, made, last),
                 )
             )
     return calls
@@ -222,7 +225,7 @@ def _last_carriers(messages: Sequence[BaseMessage]) -> dict[tuple[str, str], int
     last: dict[tuple[str, str], int] = {}
     for index, message in enumerate(messages):
         if isinstance(message, AIMessage):
-            for call in message.tool_calls:
+            for call in [*message.tool_calls, *message.invalid_tool_calls]:
                 if call.get("id"):
                     last[("ai", str(call["id"]))] = index
         elif isinstance(message, ToolMessage) and message.tool_call_id:
