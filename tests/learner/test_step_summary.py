@@ -310,3 +310,5 @@ def test_the_step_log_line_names_the_source_a_rule_was_refused_for(
     assert refused.trust == [step_]
     (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("learning")]
     assert f"to trust their text: {step_};" in line
+    (record,) = combee.steps()
+    assert record.to_trust == [step_] and record.summary == step.summary()
