@@ -16,7 +16,10 @@ What a trace holds:
 * input / output: the invocation's first human message and last AI message, or
   for graphs without messages the text of the graph's input and output;
 * tool calls with arguments and results, and tool errors (from error
-  ``ToolMessage``s and from failed tool runs);
+  ``ToolMessage``s and from failed tool runs); a call is attested
+  (``ToolCall.attested``) only when the run made it: not one of the messages
+  the caller sent in the graph's input, and, when the tree has model or tool
+  runs, one whose id a model call's reply or a tool run of the tree holds;
 * ``error``: the exception that ended the run, if it failed;
 * token usage summed over every model call in the tree;
 * id = the root run id (the caller's ``config["run_id"]`` when given), thread
@@ -33,10 +36,10 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 from langsmith.schemas import RunBase
@@ -133,6 +136,43 @@ def _model_usage(runs: Iterable[RunBase]) -> tuple[int | None, int | None]:
     return (prompt_tokens, completion_tokens) if seen else (None, None)
 
 
+def _made(model_runs: Iterable[RunBase], tool_runs: Iterable[RunBase]) -> set[str]:
+    """The ids of the tool calls the run itself made: in its model calls' replies, its tool runs.
+
+    What the caller sent in the run's input (a planted AI tool call and its
+    "result") appears in no model call's reply of the run's tree.
+    """
+    made: set[str] = set()
+    for run in model_runs:
+        for batch in (run.outputs or {}).get("generations") or []:
+            for generation in batch or []:
+                message = (
+                    to_message(generation.get("message"))
+                    if isinstance(generation, Mapping)
+                    else None
+                )
+                if isinstance(message, AIMessage):
+                    calls = [*message.tool_calls, *message.invalid_tool_calls]
+                    made.update(str(c["id"]) for c in calls if c.get("id"))
+    for run in tool_runs:
+        call_id = (run.extra or {}).get("tool_call_id")
+        if call_id:
+            made.add(str(call_id))
+    return made
+
+
+def _given(asked: Sequence[BaseMessage], start: int) -> int | None:
+    """How many messages of the state were there before the run: up to the caller's last one.
+
+    The invocation starts at ``start``, the caller's last human message; what
+    the caller sent after it (AI and tool messages) came with the input.
+    """
+    humans = [i for i, m in enumerate(asked) if m.type == "human"]
+    if not humans:
+        return None
+    return start + len(asked) - humans[-1]
+
+
 def _tool_call(run: RunBase) -> ToolCall:
     inputs = dict(run.inputs or {})
     output = (run.outputs or {}).get("output")
@@ -224,17 +264,24 @@ def trace_from_run(
     state_messages = to_messages(outputs.get("messages"))
     ran = [_tool_call(r) for r in tool_runs]
     update: dict[str, Any] = {"feedback": feedback} if feedback is not None else {}
+    # A tree with its model or tool runs shows which tool calls the run made; a graph
+    # run read back from LangSmith has none, and the caller's input alone says what
+    # was sent.
+    made = _made(model_runs, tool_runs) if model_runs or tool_runs else None
     if state_messages:
-        asked = [m for m in to_messages((root.inputs or {}).get("messages")) if m.type == "human"]
+        given = to_messages((root.inputs or {}).get("messages"))
+        asked = [m for m in given if m.type == "human"]
         start = invocation_start(
             state_messages, anchor_text=message_text(asked[-1].content) if asked else None
         )
-        trace = trace_from_messages(state_messages, info, start=start)
+        trace = trace_from_messages(
+            state_messages, info, start=start, model_from=_given(given, start), made=made
+        )
         # Tool runs of earlier turns are not in this tree, so every run belongs here.
         update["tool_calls"] = _merge_calls(trace.tool_calls, ran)
         return trace.model_copy(update=update)
     conversation = _model_messages(model_runs[-1]) if model_runs else []
-    trace = trace_from_messages(conversation, info)
+    trace = trace_from_messages(conversation, info, made=made)
     update["tool_calls"] = _merge_calls(trace.tool_calls, ran)
     if root.run_type not in _MODEL_RUNS and root.inputs:
         update["input"] = _pick(root.inputs, _INPUT_KEYS) or trace.input

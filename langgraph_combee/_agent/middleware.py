@@ -145,6 +145,9 @@ class CombeeState(AgentState[Any]):
         combee_run_key: The run's id as known when it was pinned.
         combee_start_id: Id of the message that started the invocation.
         combee_started: Monotonic start time of the invocation (not checkpointed).
+        combee_given: How many messages the state held when the invocation was
+            pinned: those after its first message came in the run's input, not
+            from the model, and are captured not attested.
     """
 
     combee_version: NotRequired[Annotated[int | None, PrivateStateAttr]]
@@ -152,6 +155,7 @@ class CombeeState(AgentState[Any]):
     combee_run_key: NotRequired[Annotated[str | None, PrivateStateAttr]]
     combee_start_id: NotRequired[Annotated[str | None, PrivateStateAttr]]
     combee_started: NotRequired[Annotated[float | None, UntrackedValue, PrivateStateAttr]]
+    combee_given: NotRequired[Annotated[int | None, PrivateStateAttr]]
 
 
 class _Call:
@@ -654,6 +658,9 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
             "combee_run_key": pin.run_key,
             "combee_start_id": messages[start].id if messages else None,
             "combee_started": pin.started,
+            # What the state holds before any model call came from the caller (a
+            # client may send a whole history): its tool results are not attested.
+            "combee_given": len(messages),
         }
 
     # ---- wrap_model_call: serve the state's pin ----------------------------
@@ -719,6 +726,7 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
             tenant=state.get("combee_tenant"),
             version=state.get("combee_version"),
             started=state.get("combee_started"),
+            given=state.get("combee_given"),
         )
 
 
@@ -753,12 +761,15 @@ def capture_run(
     error: str | None = None,
     config: Mapping[str, Any] | None = None,
     supersede: bool = False,
+    given: int | None = None,
 ) -> None:
     """Hand the invocation that began at ``messages[start]`` to ``agent.capture``.
 
     ``config`` is the node's config when the caller has already read it (else
     it is read here). ``supersede``: the run's failure was captured before (a
-    model call that raised), and this trace takes its place.
+    model call that raised), and this trace takes its place. ``given``: how many
+    messages there were before the run's first model call (``trace_from_messages``'
+    ``model_from``; None: not known).
     """
     if tenant == UNSCOPED:
         return  # the run's scope failed (counted when it did): not captured
@@ -771,6 +782,7 @@ def capture_run(
         messages,
         start,
         (run_id, thread_id_of(config, runtime), tenant, version, latency, error),
+        given if isinstance(given, int) and not isinstance(given, bool) else None,
     )
     _hand_over(agent, run_id, recipe, supersede)
 

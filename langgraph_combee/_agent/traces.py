@@ -10,7 +10,7 @@ a malformed item: it skips it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,11 +180,14 @@ def request_text(messages: Sequence[BaseMessage]) -> str:
 # --------------------------------------------------------------------------- trace
 
 
-def _tool_calls(messages: Sequence[BaseMessage], given: int = 0) -> list[ToolCall]:
-    """The tool calls of ``messages``; those of its first ``given`` messages not attested."""
+def _tool_calls(
+    messages: Sequence[BaseMessage], given: int = 0, made: Collection[str] | None = None
+) -> list[ToolCall]:
+    """The tool calls of ``messages``, each attested when ``_attested`` says so."""
     results: dict[str, ToolMessage] = {
         m.tool_call_id: m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id
     }
+    last = _last_carriers(messages)
     calls = []
     for index, message in enumerate(messages):
         if not isinstance(message, AIMessage):
@@ -200,18 +203,57 @@ def _tool_calls(messages: Sequence[BaseMessage], given: int = 0) -> list[ToolCal
                     id=call.get("id"),
                     result=None if failed else text,
                     error=text if failed else None,
-                    attested=index >= given,
+                    attested=_attested(index, call.get("id"), given, made, last),
                 )
             )
         for bad in message.invalid_tool_calls:
+            # Its error text quotes what the call said: the caller's words when the
+            # caller sent the call, so it is attested as the valid calls are.
             calls.append(
                 ToolCall(
                     name=bad.get("name") or "?",
                     id=bad.get("id"),
                     error=f"invalid tool call: {bad.get('error') or bad.get('args')}",
+                    attested=_attested(index, bad.get("id"), given, made, last),
                 )
             )
     return calls
+
+
+def _last_carriers(messages: Sequence[BaseMessage]) -> dict[tuple[str, str], int]:
+    """Per tool call id, the index of the last AI message calling it and of its last result."""
+    last: dict[tuple[str, str], int] = {}
+    for index, message in enumerate(messages):
+        if isinstance(message, AIMessage):
+            for call in [*message.tool_calls, *message.invalid_tool_calls]:
+                if call.get("id"):
+                    last[("ai", str(call["id"]))] = index
+        elif isinstance(message, ToolMessage) and message.tool_call_id:
+            last[("tool", message.tool_call_id)] = index
+    return last
+
+
+def _attested(
+    index: int,
+    call_id: str | None,
+    given: int,
+    made: Collection[str] | None,
+    last: Mapping[tuple[str, str], int],
+    kind: str = "ai",
+) -> bool:
+    """Whether the call (or result) at ``messages[index]`` is the run's own.
+
+    Not when it was already there at the run's first model call (``index <
+    given``). With ``made`` (the ids of the tool calls the run's own model calls
+    and tool runs produced), only a call of those ids, and only the last message
+    carrying it: a caller who sends a call under an id the model later reuses
+    (a model that numbers its calls) plants the earlier copy.
+    """
+    if index < given:
+        return False
+    if made is None:
+        return True
+    return bool(call_id) and call_id in made and last.get((kind, str(call_id))) == index
 
 
 def _usage(messages: Sequence[BaseMessage]) -> tuple[int | None, int | None]:
@@ -237,12 +279,28 @@ def _trace_message(message: BaseMessage, attested: bool = True) -> TraceMessage:
     )
 
 
+def _message_attested(
+    message: BaseMessage,
+    index: int,
+    given: int,
+    made: Collection[str] | None,
+    last: Mapping[tuple[str, str], int],
+) -> bool:
+    """``_attested`` for a whole message: a tool result by its call, an AI message by its calls."""
+    if isinstance(message, ToolMessage):
+        return _attested(index, message.tool_call_id, given, made, last, kind="tool")
+    if isinstance(message, AIMessage) and made is not None and message.tool_calls:
+        return all(_attested(index, c.get("id"), given, made, last) for c in message.tool_calls)
+    return index >= given
+
+
 def trace_from_messages(
     messages: Sequence[BaseMessage],
     run: RunInfo,
     *,
     start: int | None = None,
     model_from: int | None = None,
+    made: Collection[str] | None = None,
 ) -> Trace:
     """Build the ``Trace`` of one invocation from its conversation.
 
@@ -255,6 +313,10 @@ def trace_from_messages(
             AI and tool messages before it came in the run's input, not from the
             model, and their tool calls and results are marked not attested
             (never trusted evidence). None: not known, every one attested.
+        made: The ids of the tool calls the run itself made (its model calls'
+            replies, its tool runs), when a tracer saw them: then only those
+            calls and their results are attested, each in the last message
+            carrying its id. None: not known (``model_from`` alone decides).
 
     Returns:
         The trace: input (the invocation's first human message), output (the
@@ -267,15 +329,16 @@ def trace_from_messages(
     human = next((m for m in turn if isinstance(m, HumanMessage)), None)
     last_ai = next((m for m in reversed(turn) if isinstance(m, AIMessage)), None)
     input_tokens, output_tokens = _usage(turn)
+    last = _last_carriers(turn)
     fields: dict[str, Any] = {
         "input": message_text(human.content) if human is not None else "",
         "output": message_text(last_ai.content) if last_ai is not None else "",
         "messages": [
-            _trace_message(m, i >= given)
+            _trace_message(m, _message_attested(m, i, given, made, last))
             for i, m in enumerate(turn)
             if not isinstance(m, SystemMessage)
         ],
-        "tool_calls": _tool_calls(turn, given),
+        "tool_calls": _tool_calls(turn, given, made),
         "error": run.error,
         "metadata": dict(run.metadata),
         "prompt_version": run.prompt_version,

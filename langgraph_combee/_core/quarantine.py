@@ -21,11 +21,16 @@ class QuarantinedOp(BaseModel):
         op: The operation as proposed (never applied).
         reasons: Why it was refused, one ``"check: detail"`` string per finding.
         sources: The trace ids the operation was credited to.
+        trust: How to make the untrusted fields its reasons name trusted evidence,
+            where a setting may (``"the result of tool 'lookup': add 'lookup' to
+            BulletGuard(trusted_tools=[...]) if your app controls what it
+            returns"``); empty when none may (the user's own text).
     """
 
     op: DeltaOp
     reasons: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)
+    trust: list[str] = Field(default_factory=list)
 
     def describe(self, limit: int = 120) -> str:
         """One line: the op's kind, its text (cut to ``limit`` characters), its reasons."""

@@ -597,6 +597,17 @@ class StepReport(BaseModel):
                 counts[key] = counts.get(key, 0) + 1
         return {reason: n for reason, n in counts.items() if n}
 
+    def to_trust(self) -> list[str]:
+        """How to trust the untrusted fields the step's held and refused rules rest on.
+
+        Each distinct ``QuarantinedOp.trust`` step of the held rules, then of the
+        refused ones: the setting (``BulletGuard(trusted_tools=[...])``, a feedback
+        ``source``) that would make that field trusted evidence, where one may.
+        """
+        return list(
+            dict.fromkeys(step for op in [*self.held, *self.quarantined] for step in op.trust)
+        )
+
     def outcome(self) -> str:
         """What the step wrote: the version and its fate, or why none was written."""
         if self.version is None:
@@ -615,7 +626,11 @@ class StepReport(BaseModel):
 
         Example: ``"4 traces; rules: 3 proposed, 1 written, 1 held, 0 refused,
         1 left out; reasons: held: provenance 1, left out by curator 1, vague
-        alternative 2; version 5 accepted (in force)"``.
+        alternative 2; version 5 accepted (in force)"``. When held or refused
+        rules rest on fields a setting could trust, ``to_trust()`` follows the
+        reasons: ``"...; to trust their text: the result of tool 'lookup': add
+        'lookup' to BulletGuard(trusted_tools=[...]) if your app controls what it
+        returns; version 5 ..."``.
         """
         rules = self.rules()
         counted = ", ".join(
@@ -630,7 +645,9 @@ class StepReport(BaseModel):
             else ""
         )
         traces = len(self.trace_ids) or self.batch_size
-        return f"{traces} traces; rules: {counted}; reasons: {why}{failed}; {self.outcome()}"
+        steps = self.to_trust()
+        trust = f"; to trust their text: {'; '.join(steps)}" if steps else ""
+        return f"{traces} traces; rules: {counted}; reasons: {why}{failed}{trust}; {self.outcome()}"
 
 
 def _check(reason: str) -> str:

@@ -183,16 +183,48 @@ class _Verdict:
     # quote of them, or more than the limit): a narrower situation may pass.
     wordy: list[str] = field(default_factory=list)
     user_words: int = 0
+    # The untrusted fields (``prov.untrusted_fields`` labels) its reasons name, and
+    # what else would let it through (``QuarantinedOp.trust``).
+    labels: list[str] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+
+    def trust(self) -> list[str]:
+        """What would make the fields its reasons name trusted (``QuarantinedOp.trust``)."""
+        return list(dict.fromkeys([*prov.trust_steps(self.labels), *self.steps]))
 
 
-def _trust_hint(cited: Sequence[Trace], trust: prov.Trust) -> str:
-    # Name the ground truths an untrusted source gave and how to trust them.
+def _trust_hint(cited: Sequence[Trace], trust: prov.Trust, verdict: _Verdict) -> str:
+    """How a rule held for an answer the user also wrote could rest on the operator's word.
+
+    A ground truth from an untrusted source: that source, and how to trust it.
+    Runs with no operator's ground truth at all: giving them one does it.
+    """
     labels = [
         f"ground_truth:{t.feedback.source or 'unknown'}"
         for t in cited
         if t.feedback is not None and t.feedback.ground_truth and not trust.operator_truth(t)
     ]
-    return f": its answer is {prov.how_to_trust(labels)}" if labels else ""
+    if labels:
+        verdict.labels.extend(labels)
+        return f"; its answer is {prov.how_to_trust(labels)}"
+    if not any(trust.operator_truth(t) for t in cited):
+        step = "send one with feedback(run_id, ground_truth=..., source='operator')"
+        verdict.steps.append(f"runs with no operator's ground truth: {step}")
+        return f"; none of its runs has an operator's ground truth ({step})"
+    return ""
+
+
+def _from(
+    evidence: prov.Evidence, words: Sequence[str], into: list[str], *, quote: bool = False
+) -> str:
+    """Where untrusted ``words`` came from, and how to trust each field where that is possible.
+
+    With ``quote``, ``words`` are a quote's run: the fields holding all of them. The
+    fields named are added to ``into``.
+    """
+    labels = evidence.quoted_where(words) if quote else evidence.untrusted_where(words)
+    into.extend(labels)
+    return prov.how_to_trust(labels) or "the run's untrusted text"
 
 
 def _operator_answer(text: str, found: prov.Assessment, evidence: prov.Evidence) -> bool:
@@ -517,7 +549,9 @@ class BulletGuard:
 
     # ---- screening ops -----------------------------------------------------------
 
-    def _action_findings(self, text: str, evidence: prov.Evidence, known: str) -> list[str]:
+    def _action_findings(
+        self, text: str, evidence: prov.Evidence, known: str, into: list[str]
+    ) -> list[str]:
         # The longer allowance of a rule stating the operator's answer is for saying when
         # it applies: its action ("When <situation>, <action>.") may carry at most
         # ACTION_USER_WORDS of the user's words, and may never quote the user ("answer
@@ -530,13 +564,14 @@ class BulletGuard:
         out = []
         if found.quoted:
             out.append(
-                f"provenance: its action quotes the end user ({' '.join(found.quoted)!r}...)"
+                f"provenance: its action quotes {_from(evidence, found.quoted, into, quote=True)} "
+                f"({' '.join(found.quoted)!r}...)"
             )
         if len(found.user_only) > min(ACTION_USER_WORDS, self.max_user_words):
             shown = ", ".join(found.user_only[:8])
             out.append(
-                f"provenance: its action has {len(found.user_only)} words only the end user "
-                f"wrote ({shown})"
+                f"provenance: its action has {len(found.user_only)} words found only in "
+                f"untrusted text ({shown}; from {_from(evidence, found.user_only, into)})"
             )
         return out
 
@@ -588,7 +623,7 @@ class BulletGuard:
             found = prov.assess(op.content, evidence, known=known)
             verdict.support = found.fields
             if found.user_only and not found.anchored and not found.mostly_own:
-                where = prov.how_to_trust(evidence.untrusted_where(found.user_only))
+                where = _from(evidence, found.user_only, verdict.labels)
                 verdict.refuse.append(
                     f"provenance: it uses untrusted words ({', '.join(found.user_only[:4])}, "
                     f"from {where}) and no word from a trusted field (ground truth, evaluator "
@@ -596,27 +631,31 @@ class BulletGuard:
                 )
             if found.joined:
                 verdict.refuse.append(
-                    f"provenance: it carries the end user's words joined into one compound "
-                    f"({found.joined[:60]!r})"
+                    "provenance: it carries untrusted words joined into one compound "
+                    f"({found.joined[:60]!r}, from "
+                    f"{_from(evidence, prov.tokens(found.joined), verdict.labels)})"
                 )
             # A rule stating the operator's answer may quote the situation at length.
             verdict.user_words = len(found.user_only)
             if found.quoted and not found.answered:
+                source = _from(evidence, found.quoted, verdict.labels, quote=True)
                 verdict.wordy.append(
-                    f"provenance: it quotes the end user ({' '.join(found.quoted)!r}...); user "
-                    "text may describe a situation, never make the rule"
+                    f"provenance: it quotes {source} "
+                    f"({' '.join(found.quoted)!r}...); untrusted text may describe a "
+                    "situation, never make the rule"
                 )
             limit = self.max_situation_words if found.answered else self.max_user_words
             if len(found.user_only) > limit:
                 shown = ", ".join(found.user_only[:8])
-                where = prov.how_to_trust(evidence.untrusted_where(found.user_only))
                 verdict.wordy.append(
-                    f"provenance: {len(found.user_only)} words only the end user wrote "
-                    f"({shown}); user text may describe a situation, never make the rule "
-                    f"(they come from {where})"
+                    f"provenance: {len(found.user_only)} words found only in untrusted text "
+                    f"({shown}); untrusted text may describe a situation, never make the rule "
+                    f"(they come from {_from(evidence, found.user_only, verdict.labels)})"
                 )
             verdict.refuse.extend(verdict.wordy)
-            verdict.refuse.extend(self._action_findings(op.content, evidence, known))
+            verdict.refuse.extend(
+                self._action_findings(op.content, evidence, known, verdict.labels)
+            )
         if not verdict.refuse and self.hold_policy_changes:
             verdict.hold = self.policy(op.content, evidence)
             echoed = found is not None and found.echoed and bool(found.user_only)
@@ -630,11 +669,20 @@ class BulletGuard:
                     self.trust,
                     lambda t: support_key(t, self.user_key),
                 )
-            if echoed:
+            if echoed and found is not None and evidence is not None:
+                names = "; ".join(
+                    dict.fromkeys(
+                        prov.field_name(label)
+                        for label in evidence.untrusted_where(found.anchors)
+                        if not label.startswith(("comment:", "ground_truth:"))
+                    )
+                )
+                shown = ", ".join(found.anchors[:6])
+                hint = _trust_hint(cited, self.trust, verdict)
                 verdict.hold.append(
-                    "provenance: every trusted word it rests on also appears in the user's own "
-                    "text (the user wrote the answer into their message), and no trusted "
-                    f"source gave it{_trust_hint(cited, self.trust)}"
+                    f"provenance: every trusted word it rests on ({shown}) also appears in "
+                    f"{names or 'the run'} (the user wrote the answer into their own text), "
+                    f"and no trusted source gave it{hint}"
                 )
             rule = parse_rule(op.content)
             scope = guard_scope.find_untargeted(
@@ -651,7 +699,7 @@ class BulletGuard:
             supported = found is not None and found.anchored and not from_user
             if scope and not supported:
                 where = (
-                    prov.how_to_trust(evidence.untrusted_where(found.user_only))
+                    _from(evidence, found.user_only, verdict.labels)
                     if found is not None and evidence is not None and found.user_only
                     else ""
                 )
@@ -718,11 +766,21 @@ class BulletGuard:
         for op, verdict in zip(ops, verdicts, strict=True):
             if verdict is not None and verdict.refuse:
                 out.quarantined.append(
-                    QuarantinedOp(op=op, reasons=verdict.refuse, sources=list(op.sources))
+                    QuarantinedOp(
+                        op=op,
+                        reasons=verdict.refuse,
+                        sources=list(op.sources),
+                        trust=verdict.trust(),
+                    )
                 )
             elif verdict is not None and verdict.hold:
                 out.held.append(
-                    QuarantinedOp(op=op, reasons=verdict.hold, sources=list(op.sources))
+                    QuarantinedOp(
+                        op=op,
+                        reasons=verdict.hold,
+                        sources=list(op.sources),
+                        trust=verdict.trust(),
+                    )
                 )
             else:
                 out.accepted.append(self._gate_rewrite(op))

@@ -61,6 +61,8 @@ class StepRecord(BaseModel):
         traces: Traces the step took.
         rules: ``StepReport.rules()``: proposed, written, held, refused, left out.
         reasons: ``StepReport.reasons()``: why rules did not land, by reason.
+        to_trust: ``StepReport.to_trust()``: the settings that would trust the
+            untrusted fields its held and refused rules rest on.
         version: The version written, or None.
         accepted: True (in force), False (rejected), None (pending or none written).
         outcome: ``StepReport.outcome()``: the version's fate, or why none was written.
@@ -80,6 +82,7 @@ class StepRecord(BaseModel):
     traces: int = 0
     rules: dict[str, int] = Field(default_factory=dict)
     reasons: dict[str, int] = Field(default_factory=dict)
+    to_trust: list[str] = Field(default_factory=list)
     version: int | None = None
     accepted: bool | None = None
     outcome: str = ""
@@ -99,6 +102,7 @@ class StepRecord(BaseModel):
             traces=len(report.trace_ids) or report.batch_size,
             rules=report.rules(),
             reasons=report.reasons(),
+            to_trust=report.to_trust(),
             version=report.version,
             accepted=report.accepted,
             outcome=report.outcome(),

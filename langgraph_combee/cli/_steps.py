@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+import math
+from typing import Annotated, Any
 
 import typer
 
@@ -23,6 +24,21 @@ from langgraph_combee.cli._versions import open_combee
 def line(record: StepRecord) -> str:
     """One step: when it ended (UTC), then its summary (traces, rules, reasons, version)."""
     return f"{record.at.strftime('%Y-%m-%d %H:%M:%S')}  {record.summary}"
+
+
+def finite(value: Any) -> Any:
+    """``value`` (parsed JSON) with every NaN or infinity as None: JSON has neither.
+
+    A step record read from the store may hold one (a record another process or
+    a hand wrote); ``json.dumps`` would print ``NaN``, which no JSON parser reads.
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [finite(item) for item in value]
+    return value
 
 
 def steps(
@@ -50,7 +66,8 @@ def steps(
     with open_combee(prompt_id, store) as combee:
         records = combee.steps(limit, tenant=tenant)
     if as_json:
-        typer.echo(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
+        dumped = [finite(r.model_dump(mode="json")) for r in records]
+        typer.echo(json.dumps(dumped, indent=2, allow_nan=False))
         return
     if not records:
         stdout().print(f"prompt {prompt_id!r} has no learning steps recorded yet")

@@ -331,7 +331,13 @@ def test_messages_added_after_the_last_model_call_are_in_the_trace_only_with_hoo
 
 
 def test_only_the_hook_mode_checkpoints_its_pin_in_the_thread_state(combee: Combee) -> None:
-    private = {"combee_version", "combee_tenant", "combee_run_key", "combee_start_id"}
+    private = {
+        "combee_version",
+        "combee_tenant",
+        "combee_run_key",
+        "combee_start_id",
+        "combee_given",
+    }
     for hooks in (False, True):
         agent = create_agent(
             tool_then_answer(),

@@ -895,3 +895,33 @@ def test_steps_of_a_prompt_that_never_learned(runner: CliRunner, db: Path) -> No
     said = ok(run(runner, "steps", "-p", "quiet", "-s", str(db))).stdout
     assert "prompt 'quiet' has no learning steps recorded yet" in said
     assert json.loads(ok(run(runner, "steps", "--json", "-p", "quiet", "-s", str(db))).stdout) == []
+
+
+def test_steps_json_stays_valid_json_whatever_the_store_holds(runner: CliRunner, db: Path) -> None:
+    from langgraph.store.sqlite import SqliteStore
+
+    from langgraph_combee._storage import TraceQueue
+    from langgraph_combee._storage.steps import StepLog, StepRecord
+
+    with SqliteStore.from_conn_string(str(db)) as store:
+        store.setup()
+        TraceQueue(store, "odd").put(Trace(id="t", input="x"))
+        log = StepLog(store, "odd")
+        log.add(StepRecord(summary="fine", seconds=1.5))
+        # Written by hand or another release: numbers as text that read as non-finite.
+        space = log._namespace
+        store.put(space, "99999999999999999997-inf", {"summary": "slow", "seconds": "Infinity"})
+        store.put(space, "99999999999999999998-nan", {"summary": "odd", "seconds": "NaN"})
+        store.put(space, "99999999999999999999-corrupt", {"rules": "not counts"})
+
+    def strict(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    said = ok(run(runner, "steps", "--json", "-p", "odd", "-s", str(db))).stdout
+    records = json.loads(said, parse_constant=strict)
+    # The corrupt record is skipped; a non-finite number reads as null.
+    assert [(r["summary"], r["seconds"]) for r in records] == [
+        ("odd", None),
+        ("slow", None),
+        ("fine", 1.5),
+    ]

@@ -489,7 +489,9 @@ def test_a_rule_stating_the_operators_answer_may_describe_its_situation_at_lengt
     no_answer = Add(section="o", content=f"{detailed} go to the firmware desk.", sources=["t1"])
     screening = BulletGuard().screen([answer, no_answer], traces=[trace])
     assert screening.accepted == [answer]
-    assert "words only the end user wrote" in screening.quarantined[0].reasons[0]
+    reason = screening.quarantined[0].reasons[0]
+    assert "words found only in untrusted text" in reason
+    assert "(they come from the user's message)" in reason
     tight = BulletGuard(max_situation_words=4).screen([answer], traces=[trace])
     assert tight.quarantined
 
@@ -743,7 +745,10 @@ def test_a_rule_quoting_the_user_is_refused_even_where_a_trusted_field_repeats_i
     )
     quote = Add(section="o", content=f"{said} Wrong team, should be SEC-4X.", sources=["t1"])
     screening = BulletGuard().screen([quote], traces=[trace])
-    assert screening.quarantined and "quotes the end user" in screening.quarantined[0].reasons[0]
+    assert screening.quarantined
+    assert (
+        "it quotes the user's message ('last four card digit" in screening.quarantined[0].reasons[0]
+    )
     slot = _ticket("My refund-goes-to-whichever-card-number-the-caller-reads-out is late")
     joined = Add(
         section="o",

@@ -265,3 +265,50 @@ def test_a_trace_that_gives_no_reflection_is_listed_with_why(strategy: str) -> N
     assert step.reasons()["no reflection: no feedback and no error"] == 1
     entry = next(e for e in step.stages if e.name == "reflect")
     assert entry.counts["carried_nothing"] == 2
+
+
+def test_the_summary_says_how_to_trust_what_held_and_refused_rules_rest_on() -> None:
+    tool = (
+        "the result of tool 'lookup': add 'lookup' to BulletGuard(trusted_tools=[...]) if your "
+        "app controls what it returns"
+    )
+    held = _held("provenance: ...")
+    report = _report(
+        trace_ids=["a"],
+        held=[held.model_copy(update={"trust": [tool]})],
+        quarantined=[held.model_copy(update={"trust": [tool, "a feedback comment: x"]})],
+    )
+    assert report.to_trust() == [tool, "a feedback comment: x"]
+    assert report.summary() == (
+        "1 traces; rules: 2 proposed, 0 written, 1 held, 1 refused, 0 left out; reasons: "
+        f"held: provenance 1, refused: provenance 1; to trust their text: {tool}; a feedback "
+        "comment: x; no version written: the step left the playbook's text unchanged"
+    )
+
+
+def test_the_step_log_line_names_the_source_a_rule_was_refused_for(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from langgraph_combee import Feedback
+    from langgraph_combee.testing import parrot_learner
+
+    comment = "Refunds for kettles go straight to the card the customer names on the call."
+    combee = Combee(prompt_id="told", model=parrot_learner(separately=True), batch_size=1)
+    run = Trace(
+        id="t1",
+        input="where is my refund?",
+        output="x",
+        feedback=Feedback(score=0.0, comment=comment, source="user"),
+    )
+    with caplog.at_level(logging.INFO, logger="langgraph_combee"):
+        (step,) = combee.learn([run]).steps
+    (refused,) = [q for q in step.quarantined if q.op.content == comment]  # type: ignore[union-attr]
+    step_ = (
+        "a feedback comment from source 'user': pass source='operator' to feedback() if an "
+        "operator or reviewer gave it"
+    )
+    assert refused.trust == [step_]
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("learning")]
+    assert f"to trust their text: {step_};" in line
+    (record,) = combee.steps()
+    assert record.to_trust == [step_] and record.summary == step.summary()

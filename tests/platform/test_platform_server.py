@@ -35,7 +35,13 @@ pytestmark = pytest.mark.platform_server
 PROMPT = "ticket-router"
 TEAMS = {"refund": "FIN-1", "parcel": "LOG-2", "password": "SEC-3", "invoice": "ACC-4"}
 MOVED = {topic: f"{team}0" for topic, team in TEAMS.items()}
-PRIVATE = ("combee_version", "combee_tenant", "combee_run_key", "combee_start_id")
+PRIVATE = (
+    "combee_version",
+    "combee_tenant",
+    "combee_run_key",
+    "combee_start_id",
+    "combee_given",
+)
 WAIT_SECONDS = 90.0  # the most any wait below may take before the test fails
 BLOCKING = re.compile(r"BlockingError|Blocking call to", re.IGNORECASE)
 
