@@ -190,6 +190,8 @@ def build(files: Mapping[str, str]) -> Lexicon:
     for entry in [*entries.values(), *(e for family in families.values() for e in family)]:
         if entry.kind == "pattern":
             _compile(lexicon, entry)
+        elif entry.kind == "verbs":
+            _text(lexicon, entry, (entry.name,))
     return lexicon
 
 
