@@ -7,7 +7,8 @@ it stops. This module is the engine that reads them, checks their shape and comp
 once, into the patterns the checks in ``patterns.py`` and ``scope.py`` use.
 
 A file holds top-level tables, one per entry, or arrays of tables for a family of several
-patterns (``[[override]]``). Each entry has a ``doc`` (what it stops, or what it is for) and
+patterns (``[[override]]``; a family may take entries from several files, read in the order
+of their names). Each entry has a ``doc`` (what it stops, or what it is for) and
 exactly one value:
 
 * ``pattern``: a list of regular-expression parts, joined. ``${name}`` inserts the text of
@@ -172,13 +173,18 @@ def build(files: Mapping[str, str]) -> Lexicon:
     """The lexicon of data files given as name -> TOML text; every pattern compiled once.
 
     Raises:
-        LexiconError: A file or an entry is malformed, two files define the same name, a
+        LexiconError: A file or an entry is malformed, two files define the same entry, a
             ``${name}`` names no entry or loops, or a pattern does not compile.
     """
     entries: dict[str, Entry] = {}
     families: dict[str, tuple[Entry, ...]] = {}
     for file in sorted(files):
         for name, found in parse(file, files[file]).items():
+            if isinstance(found, tuple) and name in families:
+                # A family may take entries from several files: a new file of
+                # [[override]] entries adds to the shipped ones.
+                families[name] = (*families[name], *found)
+                continue
             if name in entries or name in families:
                 where = (entries.get(name) or families[name][0]).file
                 raise _fail(file, name, f"is defined in {where!r} too")

@@ -133,6 +133,16 @@ def test_a_broken_lexicon_names_the_file_and_the_entry(files: dict[str, str], me
         build(files)
 
 
+def test_a_family_takes_entries_from_several_files() -> None:
+    shipped = lexicon.data_files()
+    extra = "[[override]]\ndoc = \"A house phrase.\"\npattern = ['\\bsudo mode\\b']\n"
+    built = build({**shipped, "override_local.toml": extra})
+    family = built.families["override"]
+    assert len(family) == len(lexicon.shipped().families["override"]) + 1
+    assert family[-1].file == "override_local.toml"
+    assert lexicon._compile(built, family[-1]).search("enable sudo mode now")
+
+
 def test_an_unknown_name_or_a_wrong_kind_names_the_entry() -> None:
     with pytest.raises(KeyError, match="no guard data entry 'nothing'"):
         lexicon.pattern("nothing")
