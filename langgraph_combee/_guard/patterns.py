@@ -5,7 +5,12 @@ not hide a payload: Unicode-normalised and case-folded, with zero-width and
 control characters removed and look-alike letters mapped to Latin; with
 "l33t" digits read as letters; with letters spelt out one by one joined up;
 HTML entities and %-escapes decoded; base64 runs decoded; ROT13; reversed.
-Pure functions, no I/O.
+
+The patterns themselves (override, exfiltration, secrets, personal data, policy
+changes, negation, the look-alike tables...) are data: ``_guard/data/*.toml``, compiled
+once by ``lexicon``. This module holds what is code: the readings, the decoders and
+the logic that tells whose act or data a rule is about. Pure functions; the data files
+are read once, at import.
 """
 
 from __future__ import annotations
