@@ -603,15 +603,13 @@ class BulletGuard:
             caller=caller,
             stats=stats if stats is not None else CallStats(),
         )
-        texts = [i for i, op in enumerate(ops) if isinstance(op, Add | Update)]
+        texts = {i: op for i, op in enumerate(ops) if isinstance(op, Add | Update)}
         found: dict[int, list[ScreenVerdict]] = {i: [] for i in texts}
         # Each screen in turn, on every op no earlier screen refused (concurrently: the
         # judge's calls for one step run together).
         for screen in self.screens:
             asked = [i for i in texts if all(v.action != "refuse" for v in found[i])]
-            answers = await asyncio.gather(
-                *(screen.ascreen(ops[i], context) for i in asked)  # type: ignore[arg-type]
-            )
+            answers = await asyncio.gather(*(screen.ascreen(texts[i], context) for i in asked))
             for i, answer in zip(asked, answers, strict=True):
                 found[i].append(answer)
         verdicts = [_combined(found[i]) if i in found else None for i in range(len(ops))]
