@@ -5,7 +5,12 @@ not hide a payload: Unicode-normalised and case-folded, with zero-width and
 control characters removed and look-alike letters mapped to Latin; with
 "l33t" digits read as letters; with letters spelt out one by one joined up;
 HTML entities and %-escapes decoded; base64 runs decoded; ROT13; reversed.
-Pure functions, no I/O.
+
+The patterns themselves (override, exfiltration, secrets, personal data, policy
+changes, negation, the look-alike tables...) are data: ``_guard/data/*.toml``, compiled
+once by ``lexicon``. This module holds what is code: the readings, the decoders and
+the logic that tells whose act or data a rule is about. Pure functions; the data files
+are read once, at import.
 """
 
 from __future__ import annotations
@@ -22,14 +27,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-# Characters that render as nothing: zero-width and bidi controls, fillers, interlinear
-# annotation marks, invisible musical formatting, the "tag" block (which spells ASCII
-# invisibly, one character per letter) and the supplementary variation selectors.
-_INVISIBLE = re.compile(
-    r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
-    r"\u3164\ufeff\uffa0\ufff9-\ufffb\U0001d173-\U0001d17a\U000e0000-\U000e007f"
-    r"\U000e0100-\U000e01ef]"
-)
+from langgraph_combee._guard import lexicon
+
+_INVISIBLE = lexicon.pattern("invisible")
 _TAG_RUN = re.compile(r"[\U000e0020-\U000e007e]+")
 
 
@@ -39,26 +39,8 @@ def _tag_text(text: str) -> list[str]:
     return ["".join(chr(ord(c) - 0xE0000) for c in run.group(0)) for run in _TAG_RUN.finditer(text)]
 
 
-_CONFUSABLES = str.maketrans(
-    {
-        # Cyrillic and Greek letters that look like Latin ones.
-        "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i",
-        "ј": "j", "ѕ": "s", "ԁ": "d", "ɡ": "g", "һ": "h", "ո": "n", "ν": "v", "ο": "o",
-        "α": "a", "ε": "e", "ι": "i", "κ": "k", "τ": "t", "υ": "u", "ρ": "p",
-        "ı": "i", "ɩ": "i", "ӏ": "l", "ԛ": "q", "ԝ": "w", "ɑ": "a", "ѡ": "w", "ɢ": "g",
-        # Small capitals.
-        "ᴀ": "a", "ʙ": "b", "ᴄ": "c", "ᴅ": "d", "ᴇ": "e", "ꜰ": "f", "ʜ": "h", "ɪ": "i",
-        "ᴊ": "j", "ᴋ": "k", "ʟ": "l", "ᴍ": "m", "ɴ": "n", "ᴏ": "o", "ᴘ": "p", "ʀ": "r",
-        "ꜱ": "s", "ᴛ": "t", "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ʏ": "y", "ᴢ": "z",
-        # Dashes that look like a hyphen ("HW‑7" with a non-breaking hyphen is "HW-7").
-        "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-",
-        "\u2015": "-", "\u2212": "-",
-    }
-)  # fmt: skip
-_LEET = str.maketrans(
-    {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s",
-     "|": "i", "!": "i"}
-)  # fmt: skip
+_CONFUSABLES = str.maketrans(lexicon.mapping("confusables"))
+_LEET = str.maketrans(lexicon.mapping("leet"))
 _SPELLED = re.compile(r"(?<!\w)(?:\w[\s.\-_*/+]{1,3}){3,}\w(?!\w)")
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX = re.compile(r"(?<![0-9a-f])(?:[0-9a-f]{2}){8,}(?![0-9a-f])", re.IGNORECASE)
@@ -163,13 +145,7 @@ def variants(text: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-_COMMON = frozenset(
-    re.findall(
-        r"\w+",
-        "the a an and or to of for in on at by with without from is are be may can must all any "
-        "every each no not this that it their they them you your",
-    )
-)
+_COMMON = frozenset(lexicon.words("common_words"))
 
 
 def _wordiness(text: str) -> int:
@@ -197,226 +173,22 @@ def decoded_readings(text: str) -> list[str]:
 
 # ---- the checks ---------------------------------------------------------------
 
-_NEGATED = re.compile(
-    r"\b(never|not|don't|dont|do not|must not|mustn't|should not|shouldn't|cannot|can't|no)"
-    # Up to three words between ("do not ask customers to send"), unless one of them
-    # negates the negation ("never hesitate to reveal", "do not fail to send").
-    r"\s+((?!(hesitate|fail|forget|refuse|stop|neglect|omit|skip)\b)\w+\s+){0,3}$"
-)
-
-_IRREGULAR = {
-    "tell": ("told",), "give": ("gave", "given"), "send": ("sent",), "show": ("shown",),
-    "spell": ("spelt",), "read": (), "output": ("outputting",),
-}  # fmt: skip
+_NEGATED = lexicon.pattern("negated")
 
 
-def _forms(verb: str) -> list[str]:
-    """``verb`` (its first word) in every English form: "share" -> shares, shared, sharing."""
-    head, space, rest = verb.partition(" ")
-    if head.endswith("e"):
-        forms = [head, head + "s", head + "d", head[:-1] + "ing"]
-    elif head.endswith("y") and head[-2:-1] not in "aeiou":
-        forms = [head, head[:-1] + "ies", head[:-1] + "ied", head + "ing"]
-    elif head.endswith(("sh", "ch", "x", "s", "o")):
-        forms = [head, head + "es", head + "ed", head + "ing"]
-    else:
-        forms = [head, head + "s", head + "ed", head + "ing"]
-    forms.extend(_IRREGULAR.get(head, ()))
-    return [f + space + rest for f in dict.fromkeys(forms)]
+OVERRIDE: tuple[re.Pattern[str], ...] = tuple(p for _, p in lexicon.family("override"))
 
+EXFILTRATION: tuple[re.Pattern[str], ...] = tuple(p for _, p in lexicon.family("exfiltration"))
 
-def _verbs(verbs: str) -> str:
-    """An alternation of the English ``verbs`` ("a|b c") in all their forms, longest first."""
-    forms = {f for v in verbs.split("|") for f in _forms(v)}
-    return "|".join(sorted(forms, key=len, reverse=True))
+SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = lexicon.family("secret")
+_TOKEN_LIKE = lexicon.pattern("token_like")
 
-
-# The words of a credential may be joined by spaces, underscores or hyphens, or run together
-# as in camelCase ("secret key", "SECRET_KEY", "secret-key", "secretKey").
-_J = r"[\s_-]"
-# Credentials of the operator or the system: never given out, whatever the sentence says.
-_PRIVILEGED = (
-    rf"(system{_J}*prompt|(hidden|secret|internal|initial|original|system){_J}*(instructions?|prompt"
-    rf"|rules)|instructions\s+above|admin(istrator)?{_J}*(password|credentials?|account|login|pin)"
-    rf"|root{_J}*password|api{_J}?keys?|client{_J}*secrets?"
-    rf"|(access|auth(entication)?|session|bearer|refresh){_J}*tokens?|secret{_J}*keys?"
-    rf"|private{_J}*keys?)"
-)
-# A person's own secrets: a customer is told how to change or reset theirs.
-_OWN_SECRET = (
-    rf"(pass{_J}?words?(?!{_J}*(reset|recovery|change|link|expir|polic|strength"
-    rf"|manager|rule|field|form|page|screen))|credentials?"
-    rf"|(credit{_J}*)?card{_J}*numbers?|cvv|social{_J}*security"
-    # Answers to security questions are passwords by another name (the questions are not: an
-    # agent reads those out).
-    rf"|security{_J}*(question{_J}*)?answers?|answers?\s+to\s+((the|their|his|her|your|a)\s+)?"
-    rf"(security|secret){_J}+questions?|(secret|memorable){_J}*(answers?|words?)"
-    rf"|mother'?s{_J}+maiden{_J}+name"
-    r"|mot\s+de\s+passe|contrase[nñ]a|passwort|senha|wachtwoord|пароль|密码|パスワード|has[lł]o"
-    r"|şifre)"
-)
-_CREDENTIAL = f"({_PRIVILEGED}|{_OWN_SECRET})"
-# Codes that open an account or a door. Sending one to the customer's own phone or inbox is how
-# they work, so "send" alone does not make their mention a leak; telling, giving or reading one
-# out does. "Tell the customer a reset code was sent" talks about a code, it does not give it.
-_CODES = (
-    rf"(\bpins?({_J}*(codes?|numbers?))?\b(?!{_J}*(reset|recovery|change|expir|polic|pad|entry))"
-    rf"|passcodes?|\b(one{_J}?time|verification|reset|door|alarm|access|gate|entry|safe|lock|key"
-    rf"|login|log{_J}?in|sign{_J}?in|2fa|mfa|otp|backup|recovery|unlock|security"
-    # The house's own codes, which no customer is given.
-    rf"|override|master|admin|supervisor|manager|staff){_J}*(pass)?codes?"
-    r"|\botps?\b)"
-    r"(?!\s+(was|were|has|have|had|will|would|is|are|gets?|got|expires?|expired|arrives?"
-    r"|arrived|never|did|does|doesn't|didn't)\b)"
-)
-_REVEAL_VERBS = (
-    "("
-    + _verbs("reveal|disclose|leak|expose|dump|exfiltrate|divulge")
-    + r"|r[ée]v[èe]le[rz]?|revela[r]?|verr[aä]t|preisgeben|rivela(re)?|revele|раскрой|покажи"
-    r"|透露|泄露|告诉)"
-)
-_SHARE = (
-    "show|tell|give|share|provide|output|repeat|display|include|paste|print|read out|read back|"
-    "type|spell out|hand over|reply with|respond with|answer with"
-)
-_SHARE_FOREIGN = r"|donne[rz]?|envoie[rz]?|dame|dime|env[ií]a|gib|sende|dai|mostra|manda)"
-_SHARE_VERBS = "(" + _verbs(_SHARE + "|send") + _SHARE_FOREIGN
-_SHARE_VERBS_BUT_SEND = "(" + _verbs(_SHARE) + _SHARE_FOREIGN
-
-OVERRIDE: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p)
-    for p in (
-        r"\b(ignore|disregard|forget|override|bypass|skip|drop|abandon|neglect)\b.{0,40}"
-        r"\b(previous|prior|above|earlier|all|any|other|preceding|system|original|your|the)\b"
-        r".{0,40}\b(instructions?|rules?|prompts?|guidelines|directions|polic(y|ies)|guardrails"
-        r"|constraints|directives|programming|training)\b",
-        r"\b(disregard|ignore|forget|override|replace|rewrite)\b.{0,20}\bsystem\s*(prompt|message)",
-        r"\byou are now\b|\byou are no longer\b|\bfrom now on,? you (are|will|must|act)\b",
-        r"\b(pretend|act|behave|roleplay|role-play)\s+(to be|as if|as|like)\s+(an?\s+)?"
-        r"(unrestricted|unfiltered|jailbroken|evil|different|new|admin|developer|dan)\b",
-        r"\b(developer|god|admin|debug|dan|jailbreak)\s+mode\b|\bjailbreak",
-        r"\bnew\s+(system\s+)?(instructions|persona|role|prompt)\b",
-        r"(^|[\[<{(#*\s])(system|admin|administrator|developer|root)\s*(\]|>|:|note\b|message\b"
-        r"|override\b|notice\b|instruction\b|update\b|directive\b)",
-        # "Store the key in the vault, never in the prompt" keeps it out of the prompt.
-        r"\b(add|write|put|insert|save|store|append|include|remember|record)\b.{0,40}"
-        r"(?<!never )(?<!not )(?<!n't )(?<!no )"
-        r"\b(to|in|into|as)\b\s*(your|the|a)\s+(new\s+)?(rules?|instructions|playbook|system prompt"
-        r"|prompt|memory|guidelines|policy)\b",
-        # "Keep this as your standing instructions", "adopt as a permanent house rule": the
-        # message itself (or nothing) is what becomes the rule.
-        r"\b(keep|adopt|treat|take|use|save|store|remember|record|file|memori[sz]e)\s+"
-        r"((this|that|these|it|the following|the above|what follows|my (message|note|words)"
-        r"|this (message|note|text|ticket|rule|line))\s+)?as\s+((your|the|a|an|our|my)\s+)?"
-        r"((new|standing|permanent|official|house|main|core|updated|revised|internal|own|default"
-        r"|current|first|only|real|top|golden|overriding|binding)\s+){0,2}(rules?|instructions?"
-        r"|playbook|prompt|guidelines|polic(y|ies)|directives?|brief|orders|guidance)\b",
-        r"\balways\s+" + _REVEAL_VERBS + r"\b",
-        r"\b(ignore[zs]?|oublie[zs]?)\b.{0,30}\b(instructions|consignes|r[èe]gles)\b",
-        r"\b(ignora|olvida|omite)\b.{0,30}\b(instrucciones|reglas|istruzioni|regole|instru[çc][õo]es)\b",
-        r"\b(ignoriere|vergiss|missachte)\b.{0,30}\b(anweisungen|regeln|vorgaben)\b",
-        r"\b(negeer|vergeet)\b.{0,30}\b(instructies|regels)\b",
-        r"(игнорируй|забудь|проигнорируй).{0,30}(инструкции|правила)",
-        r"(忽略|无视|忘记).{0,10}(指令|指示|说明|规则|提示)",
-        r"(指示|命令|ルール).{0,6}(を)?無視",
-    )
-)
-
-_DATA = (
-    r"(data|conversations?|chats?|transcripts?|history|messages|credentials?|pass\s?words?"
-    r"|tokens?|keys?|details|records|information|info|logs|prompts?|everything|all|contents?"
-    r"|emails?|database|files?|secrets?|card|pii|personal)"
-)
-# Up to 40 characters between a verb and a credential, none of them a word that says the
-# credential is a failed attempt: "if the caller gives the wrong security answer" gives nothing.
-_GAP = r"((?!\b(wrong|incorrect|invalid|mistyped|misspelt|misspelled)\b).){0,40}"
-# A secret a customer is told how to manage is not given to them: "tell them to generate new
-# backup codes", "tell customers they can change their card PIN", "tell users the password can be
-# changed under Settings". The verb's object is then an action on the secret (to / can / how to
-# change, reset...), or the secret is the subject of one (can be changed, must be reset).
-_MANAGE = (
-    r"(change|reset|update|generate|regenerate|create|choose|pick|set up|set|renew|recover|replace"
-    r"|unblock|unlock|request|order)"
-)
-_GAP_SHARE = (
-    r"((?!\b(wrong|incorrect|invalid|mistyped|misspelt|misspelled)\b"
-    r"|\b(to|can|could|may|might|should|must|will|how to)\s+(\w+\s+)?" + _MANAGE + r"\b).){0,40}"
-)
-_MANAGED = (
-    r"(?![a-z])(?!\s+(can|could|may|must|should|will|would|needs?\s+to|has\s+to|have\s+to)\s+"
-    r"((only|now|also|then|easily|always)\s+)?be\s+"
-    r"(changed|reset|updated|set|chosen|created|renewed|replaced|unblocked|unlocked|regenerated"
-    r"|generated|recovered|requested|ordered)\b"
-    # ...unless anyone may do it: "can be reset by anyone who calls".
-    r"(?!\s+(by|for)\s+(anyone|anybody|whoever|everyone|everybody|any|every|other|all)\b))"
-)
-# "Send X to <a destination>": the customer's own address, email or inbox on file is where
-# their letters go, not a leak ("send replacement cards only to the address on file").
-_ON_FILE = r"(?!\s+(on\s+file|on\s+record|on\s+the\s+account|we\s+hold|registered))"
-_DEST = (
-    r"(https?|ftp|www\.|@|webhook|endpoint|server|external|outside|third[- ]party|remote"
-    rf"|(e-?mail\s+)?address{_ON_FILE}|url|domain|bucket|pastebin|discord|telegram|attacker|channel"
-    rf"|inbox{_ON_FILE}|ip\b)"
-)
-# The destination follows "to" in the same clause, and a "to" that is negated ("never to a new
-# address") sends nothing there.
-_TO_DEST = (
-    r"(?<!never )(?<!not )(?<!n't )(?<!no )\b(to|into|at|via|on)\b"
-    r"((?![,;.](\s|$)).){0,40}" + _DEST
-)
-EXFILTRATION: tuple[re.Pattern[str], ...] = (
-    re.compile(
-        r"\b(send|post|forward|upload|transmit|exfiltrate|copy|cc|bcc|e-?mail|mail|sync|push"
-        r"|report|submit|beacon|leak|relay|pipe|curl|fetch)\b.{0,60}\b" + _DATA
-        + r"\b.{0,60}" + _TO_DEST
-    ),
-    re.compile(r"\b" + _REVEAL_VERBS + r"\b" + _GAP + f"({_CREDENTIAL}|{_CODES})"),
-    re.compile(
-        r"\b" + _SHARE_VERBS + r"\b" + _GAP_SHARE + f"({_PRIVILEGED}|{_OWN_SECRET}{_MANAGED})"
-    ),
-    re.compile(r"\b" + _SHARE_VERBS_BUT_SEND + r"\b" + _GAP_SHARE + _CODES + _MANAGED),
-    # "Read the card number on file back to the caller."
-    re.compile(
-        r"\bread(s|ing)?\b" + _GAP + f"({_CREDENTIAL}|{_CODES})" + r".{0,30}\b(back|out|aloud)\b"
-    ),
-)  # fmt: skip
-
-SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("api key",
-     re.compile(r"\b(sk|pk|rk)[-_](live[-_]|test[-_]|proj[-_]|ant[-_])?[a-z0-9_-]{16,}")),
-    ("aws key", re.compile(r"\b(akia|asia)[0-9a-z]{16}\b")),
-    ("github token", re.compile(r"\bgh[opsur]_[a-z0-9]{30,}|\bgithub_pat_[a-z0-9_]{30,}")),
-    ("slack token", re.compile(r"\bxox[abprs]-[a-z0-9-]{10,}")),
-    ("google key", re.compile(r"\baiza[0-9a-z_-]{30,}")),
-    ("jwt", re.compile(r"\beyj[a-z0-9_-]{8,}\.[a-z0-9_-]{8,}\.[a-z0-9_-]{4,}")),
-    ("private key",
-     re.compile(r"-----begin [a-z ]*private key-----|\bssh-(rsa|ed25519) [a-z0-9+/]{20,}")),
-    (
-        "password value",
-        re.compile(
-            r"\b(pass\s?words?|passwd|pwd|passcodes?|pin|secret|api[\s_-]?key|token|mot de passe"
-            r"|contrase[nñ]a|passwort|senha|пароль)\b\s*(for \S+\s*)?(=|:|is|was|ist|est|es|это)\s*"
-            r"(['\"`«“][^'\"`»”]{3,}['\"`»”]|(?=\S*[\d_#$%&*!?^~])\S{4,}|\S{4,}(?=\s*$))"
-        ),
-    ),
-    ("connection string", re.compile(r"\b[a-z][a-z0-9+]*://[^\s/:@]+:[^\s/@]+@")),
-)  # fmt: skip
-_TOKEN_LIKE = re.compile(r"(?<![\w/.-])[A-Za-z0-9_\-+/=]{28,}(?![\w/.-])")
-
-# The local part starts where a run of its characters starts: tried from every
-# position of a long run, the search took seconds on 20,000 letters (quadratic).
-_EMAIL = re.compile(
-    r"(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s*(@|\(at\)|\[at\])\s*[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}"
-)
-_PHONE = re.compile(r"(?<![\w-])\+?\(?\d[\d\s().-]{7,}\d(?![\w-])")
-_SSN = re.compile(r"\b\d{3}-\d{2}-\d{4}\b")
-_UK_NINO = re.compile(r"\b[a-ceghj-pr-tw-z]{2}\s?\d{2}\s?\d{2}\s?\d{2}\s?[a-d]\b")
-_IBAN = re.compile(r"\b[a-z]{2}\d{2}\s?(?:[a-z0-9]{4}\s?){2,7}[a-z0-9]{1,4}\b")
-_URL = re.compile(
-    r"\b(?:(?:https?|ftp|wss?|file)://|www\.)[^\s<>\"'`)]+"
-    r"|\b(?:[a-z0-9-]+\.)+(?:com|net|org|io|ru|cn|xyz|info|biz|co|me|app|dev|ai|ly|gl|to|sh"
-    r"|tk|top|site|online|link|click|zip|mov)\b(?:/[^\s<>\"'`)]*)?"
-)
+_EMAIL = lexicon.pattern("email")
+_PHONE = lexicon.pattern("phone")
+_SSN = lexicon.pattern("ssn")
+_UK_NINO = lexicon.pattern("uk_nino")
+_IBAN = lexicon.pattern("iban")
+_URL = lexicon.pattern("url")
 
 
 def _not_negated(text: str, match: re.Match[str]) -> bool:
@@ -525,21 +297,10 @@ _MD_COMMENT = re.compile(
     r"|^[ \t]*\[[^\]\n]*\]:[ \t]*\S+[ \t]*[(\"'](.*?)[)\"']?[ \t]*$",
     re.MULTILINE,
 )
-_CHAT_TOKENS = re.compile(
-    r"<\|[a-z_]*\|?>|\[/?inst\]|<</?sys>>|<\|?(?:im_start|im_end|system|user|assistant)\|?>",
-    re.IGNORECASE,
-)
+_CHAT_TOKENS = lexicon.pattern("chat_tokens")
 _TAG = re.compile(r"</?[a-z][a-z0-9_-]*(?:\s[^<>]*)?/?>", re.IGNORECASE)
-# A fenced code block labelled as a role or as instructions ("```system"): a chat
-# transcript or a prompt pasted in, which a model reading the rule may obey.
-_ROLE_FENCE = re.compile(
-    r"(?:`{3,}|~{3,})[ \t]*(?:system|developer|assistant|admin(?:istrator)?|operator|root|sys"
-    r"|instructions?|prompt|policy|rules?|override)\b",
-    re.IGNORECASE,
-)
-_ROLE_KEY = re.compile(r"[\"']?\brole\b[\"']?\s*[:=]\s*[\"']?(system|developer|assistant|tool"
-                       r"|user|operator|admin)\b", re.IGNORECASE)  # fmt: skip
-_MARKS = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u20d0-\u20ff]")
+_ROLE_FENCE = lexicon.pattern("role_fence")
+_ROLE_KEY = lexicon.pattern("role_key")
 
 
 @dataclass(frozen=True)
@@ -600,7 +361,7 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-_LOOKALIKE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE")
+_LOOKALIKE_SCRIPTS = lexicon.words("lookalike_scripts")
 
 
 def _scripts(word: str) -> set[str]:
@@ -614,14 +375,10 @@ def _scripts(word: str) -> set[str]:
     return found
 
 
-def _unaccented(text: str) -> str:
-    return unicodedata.normalize("NFKC", _MARKS.sub("", unicodedata.normalize("NFKD", text)))
-
-
 def fold(text: str) -> str:
     """Normalise for comparison: NFKC, no invisibles or combining marks, case-folded, look-alikes
     mapped to Latin, whitespace collapsed. Works on any script (others pass unchanged)."""
-    text = _unaccented(_INVISIBLE.sub("", unicodedata.normalize("NFKC", text)))
+    text = lexicon.unaccented(_INVISIBLE.sub("", unicodedata.normalize("NFKC", text)))
     text = text.casefold().translate(_CONFUSABLES)
     return " ".join(text.split())
 
@@ -664,291 +421,41 @@ def strip_markup(text: str) -> Markup:
 # Each family is a set of stems in several languages; a rule is held when a loosening
 # word meets a control word, or a grant, disclosure or money-moving phrase appears.
 # These are one signal among several (links, amounts, provenance, the judge): see
-# ``_guard/guard.py``.
+# ``_guard/guard.py``. The families live in ``_guard/data/policy_*.toml`` and
+# ``contacts.toml``; each entry there says what it holds.
 
-
-def _family(pattern: str) -> re.Pattern[str]:
-    # The families read folded text, accents taken off (see ``fold``); their stems are
-    # folded the same way, or a stem written with its accents ("nötig") never matches.
-    return re.compile(_unaccented(pattern))
-
-
-_NOT = r"(?<!never )(?<!not )(?<!n't )(?<!no )"
-_LOOSEN = _family(
-    r"\b(?:skip\w*|bypass\w*|waiv\w*|exempt\w*|disabl\w*|suspend\w*|relax\w*|lift\w*"
-    r"|overrid\w*|ignor\w*)\b"
-    r"|\bwithout\b|\bno (?:need|longer)\b|\b(?:do|does|did|don't|doesn't|need) ?n[o']t need\b"
-    r"|\bnot (?:needed|required|necessary|mandatory)\b|\bunnecessary\b|\boptional\b"
-    r"|\bneed(?:s)? not\b|\bno (?:\w+ )?(?:check|verification|review|approval|limit|cap"
-    r"|sign[- ]?off)s?\b"
-    r"|\bnever (?:need|require)s?\b"
-    r"|\bunlimited\b|\b(?:auto|pre)[- ]?(?:approv|verif|authori[sz])\w*"
-    r"|\b(?:automatic(?:ally)?|immediately|in full|directly)\b"
-    r"|\b(?:count|counts|counted|considered|treated|deemed|already|is|are|as) (?:as )?verified\b"
-    r"|\bverified (?:vip|customer|user|caller)s?\b|\braise[sd]?\b|\bincrease[sd]?\b"
-    # fr es it pt de nl pl tr sv ru ja zh ko ar
-    r"|\bsans\b|\bsin\b|\bsenza\b|\bsem\b|\bohne\b|\bzonder\b|\bbez\b|\bolmadan\b|\butan\b"
-    r"|\btrust(?:ed|worthy)?\b|no necesit|no hace falta|no requier|pas besoin"
-    r"|n'est pas n[ée]cessaire"
-    r"|nicht (?:nötig|erforderlich|notwendig)|non (?:serve|è necessari)|não (?:precisa|é necessári)"
-    r"|geen \w+ nodig|nie (?:trzeba|jest potrzebn)|gerek yok|не нужн|не требу|behövs inte"
-    r"|\bбез\b|省略|不要|不需|无需|無需|免除|없이|생략|بدون|بغیر|بغير|\bignor|\bomit|\bsalt"
-    r"|\b(?:plus|jamais) besoin"
-    # nl vi hi (Devanagari and romanised)
-    r"|\bhoef(?:t|den)?\b|\bhoeven\b|\boverslaan\b|\bovergeslagen\b|\bniet (?:nodig|vereist)\b"
-    r"|không cần|không phải|bỏ qua|\bmiễn\b"
-    r"|\bbina\b|\bbag(?:h)?air\b|\bzar(?:oo|u)r(?:i|at|y) nah(?:i|in)\b|\bnahi chahiye\b"
-    r"|\bmat (?:maang|mang|puch|pooch|check)\w*|बिना|बगैर|बग़ैर|ज़रूरी नहीं|जरूरी नहीं|ज़रूरत नहीं"
-    r"|जरूरत नहीं|मत पूछ|मत मांग|मत माँग"
-)
-# Forbidding a check loosens it as much as skipping it: "never ask for a receipt".
-# Forbidding the collection of a secret ("never ask for the password") is not one.
-_FORBID_CHECK = _family(
-    r"\b(?:never|not|no longer|stop|quit|cease|don'?t|doesn'?t|do not|does not|must not"
-    r"|mustn'?t|should not|shouldn'?t|need not|needn'?t)\s+(?:\w+\s+){0,2}?"
-    r"(?:ask\w*|request\w*|requir\w*|demand\w*|insist\w*|collect\w*|check\w*)\b.{0,40}?"
-    r"\b(?:ids?|identification|identity|proof|receipts?|documents?|documentation|photos?"
-    r"|pictures?|passports?|licen[cs]es?|verification|security questions?|signatures?)\b"
-)
-_CONTROL = _family(
-    r"verif|identi|\bid\b|\bids\b|authentic|\b2fa\b|two[- ]?(?:step|factor)|\bmfa\b|\botp\b"
-    r"|\bpin\b|\bkyc\b|security question|passw|passcode|approv|review|sign[- ]?off|manager"
-    r"|supervisor|limit|\bcap\b|threshold|permission|access|privilege|admin|polic|\bcheck"
-    r"|revis|r[ée]vis|control|kontrol|sprawdz|проверк|審査|审核|검토|مراجعة|granskning"
-    r"|confirm|fraud|consent|receipt|proof|document|\brules?\b|restriction|guideline"
-    r"|vérif|verific|überprüf|prüf|weryfik|doğrula|kimlik|провер|личност|ausweis|identit"
-    r"|aprob|aprov|genehm|zatwierdz|onay|одобр|godkänn|autoriz|autoris|berechtig|uprawnien"
-    r"|yetki|права|behörighet|permiso|permiss|本人|確認|身份|验证|驗證|承認|批准|権限|权限"
-    r"|신원|확인|승인|권한|هوية|تحقق|موافقة|صلاحي|مدير|管理|관리자|yönetici|администр"
-    r"|justificati|\bre[çc]u\b"
-    r"|\boveren[iíy]\w*|\bověřen\w*|\bověřit\b|\boverit\b|تصدیق|تایید|تأیید|هویت"
-    r"|legitimati|goedkeur|bewijs|\bbon\b|kassabon|toestemming"
-    r"|kiểm tra|xác minh|xác thực|danh tính|hóa đơn|phê duyệt|giấy tờ|biên lai|chứng từ"
-    r"|\bjaa?nch|\bpeh?cha+n|\bpahcha+n|\bsab(?:oo|u)t\b|\bras(?:ee|i)d\b|\bsatyapan"
-    r"|\bman(?:z|j)oori\b|\banumati\b|जांच|जाँच|पहचान|सत्यापन|रसीद|मंज़ूरी|मंजूरी|अनुमति|प्रमाण"
-)
-# Opting out of, turning off, muting or retiring a thing loosens a control only when the thing
-# is one ("let people opt out of the login alerts", "the old 2FA flow is deprecated"): these
-# words are everyday words of a desk ("opt out of marketing emails", "the field 'sku' is
-# deprecated; pass 'item_id' to check_stock"), so the control is looked for in what is turned
-# off (see ``_turned_off``), not anywhere in the rule.
-_TURN_OFF = _family(
-    r"\bopt(?:s|ed|ing)?(?: \w+){0,2}?[- ]out\b"
-    r"|\b(?:turn(?:s|ed|ing)?|switch(?:es|ed|ing)?|shut(?:s|ting)?)(?: \S+){0,4}? off\b"
-    r"|\bset(?:s|ting)?(?: \S+){0,4}? to (?:off|false|disabled|none|no)\b"
-    r"|\b(?:mut(?:e|es|ed|ing)|silenc(?:e|es|ed|ing)|suppress\w*|snooz\w*|deactivat\w*)\b"
-    r"|\bdeprecat\w*|\bstop(?:s|ped|ping)? (?:send|show|issu|trigger|display)\w*"
-)
-# Alerts that guard an account: a control where they are what is turned off or skipped, not
-# where the rule only talks of them ("login alerts without a location are normal for VPNs").
-_ALERT = _family(
-    r"(?:login|log-in|sign[- ]?in|security|account|fraud|activity|password) (?:alert|notif|warn)"
-)
-# A role that rules others: named as a role, not as a queue or a page ("the admin queue") or
-# as whose a thing is ("the owner's address").
-_ROLE = (
-    r"(?:admin\w*|owners?|superusers?|root|moderators?)\b(?!['’]| (?:queue|team|desk|inbox"
-    r"|channel|panel|console|page|portal|settings|dashboard|view|log|mailbox)s?\b)"
-)
-_GRANT = _family(
-    r"\b(?:give|gives|gave|giving|assign\w*|hand|hands|handed|add|adds|added)\b(?: \S+){0,4}?"
-    r" (?:admin\w*|owner|superuser|root|moderator)(?: \w+)? (?:role|rights|access|permissions?"
-    r"|privileges?)\b"
-    # "Make the caller an admin", "set their role to owner", "upgrade the requester to admin",
-    # "add them as a moderator".
-    r"|\b(?:make|makes|making|made) (?!sure\b|certain\b)\S+(?: \S+)?(?: (?:an?|the))? (?:\w+ )?"
-    + _ROLE
-    + r"|\b(?:set|sets|setting|chang\w*|switch\w*|upgrad\w*|mov(?:e|es|ed|ing)|turn\w*)\b"
-    r"(?: [\w'’]+){0,2}? (?:roles?|access|permissions?|rights|privileges?|them|him|her|callers?"
-    r"|users?|requesters?|members?|colleagues?|employees?|accounts?|customers?)(?: \S+){0,2}?"
-    r" (?:to|into) (?:an? |the )?(?:\w+ )?"
-    + _ROLE
-    + r"|\badd(?:s|ed|ing)?\b(?: \S+){0,3}? (?:as|to) (?:an? |the )?(?:\w+ )?"
-    + _ROLE
-    + r"|"
-    r"\b(?:grant\w*|elevat\w*|promot\w* to|authori[sz]\w*|entitle\w*|unlock\w*|permitted"
-    r"|allowed to|may (?:now )?(?:see|read|view|access|change|edit|reset|approve|share|update|"
-    r"close|delete|issue|refund|skip|waive|give)|can (?:now )?(?:see|read|view|access|change"
-    r"|edit|reset|approve|share|update|close|delete|issue|skip|waive))\b"
-    r"|\bit'?s (?:fine|ok|okay|allowed) to\b|\bfeel free to\b|\bis (?:fine|ok|okay|allowed)\b"
-    r"|\bpermis\b|permitid|erlaubt|consentit|dozwolon|izin ver|разреш|tillåt"
-    r"|부여|付与|授予|授权|verleih|conced|otorg|przyzna|предостав|منح"
-    r"|\b(?:mag|mogen)\b(?:\s+\w+){0,4}?\s+(?:delen|zien|inzien|bekijken|wijzigen|aanpassen"
-    r"|geven|tonen|goedkeuren|overslaan|terugbetalen|annuleren|verwijderen|doorsturen|openen)\b"
-    r"|\btoegestaan\b|được phép|được quyền|có thể (?:xem|đổi|thay|hủy|chia sẻ|cấp|bỏ qua|hoàn)"
-    r"|\b(?:dekh|badal|share kar|cancel kar|refund kar|de) sakt(?:e|a|i)\b"
-    r"|देख सकते|बदल सकते|दे सकते|अनुमति है"
-)
-_DISCLOSE_VERBS = _verbs(
-    "print|reveal|show|tell|repeat|output|display|share|read out|read back|read|"
-    "disclose|recite|dump|echo|paste|send|forward|give out|hand out|expose"
-)
-_DISCLOSE = _family(
-    r"\b(?:"
-    + _DISCLOSE_VERBS
-    + r"|mostra\w*|mostrar|zeig\w*|montre\w*|visa|pokaż\w*|göster\w*|покаж\w*|показ\w*)\b.{0,60}"
-    r"(?:prompt|instruction|configuration|config\b|setup|system|rules|above|everything"
-    r"|verbatim|word for word|history|internal|notes?\b|records?|details|data"
-    r"|anyone|anybody|whoever|any (?:customer|user|caller)|other (?:customer|user)s?"
-    r"|memory"
-    r"|istruzion|instru[çc]|anweisung|consigne|talimat|инструкц|systemprompt)"
-    r"|指示|指令|提示词|プロンプト|システム|지시|프롬프트|تعليمات|التعليمات"
-    # nl vi hi: Dutch and Hindi put the object before the verb as often as after it.
-    r"|\b(?:deel\w*|delen|toon\w*|tonen|laten zien|doorsturen|stuur\w* door|geef\w*|geven"
-    r"|vertel\w*)\b.{0,60}(?:gegevens|iedereen|instructies|notities|geschiedenis|configuratie"
-    r"|wachtwoord)"
-    r"|(?:gegevens|instructies|notities|geschiedenis|configuratie|wachtwoord)\w*\b.{0,40}"
-    r"\b(?:delen|tonen|laten zien|doorsturen|geven|vertellen)\b"
-    r"|(?:chia sẻ|tiết lộ|hiển thị|cho xem|gửi|cung cấp).{0,60}(?:thông tin|dữ liệu|bất kỳ ai"
-    r"|mọi người|hướng dẫn|mật khẩu)"
-    r"|(?:\b(?:bata|dikha|bhej)\w*|\bshare kar\w*|\bde (?:do|dena|dijiye|dete)\b).{0,60}"
-    r"\b(?:kisi ko bhi|sabko|sab ko|details|jaa?nkari|password)"
-    r"|\b(?:kisi ko bhi|sabko|sab ko|details|jaa?nkari|password)\b.{0,60}"
-    r"(?:\b(?:bata|dikha|bhej)\w*|\bshare kar\w*|\bde (?:do|dena|dijiye|dete)\b)"
-    r"|(?:बता|दिखा|भेज|शेयर).{0,60}(?:किसी को भी|सबको|सब को|जानकारी|पासवर्ड|विवरण)"
-    r"|(?:किसी को भी|सबको|सब को|जानकारी|पासवर्ड|विवरण).{0,60}(?:बता|दिखा|भेज|शेयर)"
-)
-# A code given out (codes the refusal patterns do not know: a voucher, PUK or PAC code, a
-# discount code). Held unless it is the customer's own (see ``_own_code``).
-_DISCLOSE_CODE = _family(r"\b(?P<verb>" + _DISCLOSE_VERBS + r")\b.{0,60}?\b(?:reset )?codes?\b")
-_MONEY = _family(
-    r"\b(?:refund\w*|credit\w*|compensat\w*|discount\w*|voucher\w*|payout\w*|transfer\w*"
-    r"|chargeback\w*|reimburs\w*|cashback|gift card|store credit|money|pay(?:s|ing)? out|paid out"
-    r"|fee(?:s|less|-?free)?"
-    r"|(?:loyalty|reward|rewards|bonus|member(?:ship)?|air) (?:points|miles)"
-    r"|terugbetal\w*|tegoed|korting\w*|vergoed\w*|paisa wapas|paise wapas)\b"
-    r"|hoàn tiền|hoàn lại|giảm giá|bồi thường|रिफंड|धनवापसी|पैसे वापस"
-)
-_ANYONE = (
-    r"(?:whoever|anyone|anybody|everyone|everybody|any (?:caller|customer|person|one|member|user"
-    r"|client|shopper|guest|passenger)s?)"
-)
-_MONEY_NOUN = (
-    r"(?:refunds?|credits?|money|compensation|vouchers?|cashback|discounts?|payouts?|points"
-    r"|miles|gift cards?|reimbursements?|\w+ back)"
-)
-_MONEY_MOVE = _family(
-    r"\b(?:automatic(?:ally)?|immediately|instantly|in full|no (?:\w+ )?limit|unlimited"
-    r"|raise\w*|increase\w*|without|double\w*|extra|approve\w*|issue\w*|grant\w*|give\w*"
-    r"|waive\w*|free|automatisch|onmiddellijk|meteen|volledig|zonder|turant|fauran|bina)\b"
-    # Money given by the day, or to every account at once: "200 points per day of delay to
-    # every delayed account".
-    r"|\bper (?:\w+ )?(?:day|hour|week|month|year|night|item|order|parcel|package|delay|ticket|call"
-    r"|complaint|minute|customer|account)\b"
-    r"|\b(?:every|each|all)(?: \w+)? (?:accounts?|customers?|users?|members?|orders?|callers?"
-    r"|shoppers?|clients?)\b"
-    r"|ngay lập tức|tự động|toàn bộ|không cần|बिना|तुरंत|फौरन|पूरा"
-    # Money paid to whoever asks for it: "the money goes back to whoever gets in touch",
-    # "refund anyone who asks", "anyone who complains gets a voucher". Whoever is only the one
-    # who asks ("if anyone asks for a refund, route it to FIN-7Q") is paid nothing.
-    r"|\b(?:to|for|refund\w*|credit\w*|pay|pays|paid|compensat\w*|reimburs\w*|give\w*|gave"
-    r"|send\w*|issu\w*|offer\w*|owe\w*) " + _ANYONE + r"\b"
-    r"|\b" + _ANYONE + r"(?: \S+){0,6}? (?:(?:gets?|got|receives?|received|(?:can|may|should"
-    r"|will|could) (?:have|get|receive|keep|claim))(?: \S+){0,2}? "
-    + _MONEY_NOUN
-    + r"|(?:is|are|was|were|will be|gets?|got|can be|should be|may be) (?:automatically )?"
-    r"(?:refunded|credited|paid|compensated|reimbursed|owed|entitled|eligible))\b"
-)
-_CURRENCY = _family(
-    r"[\$€£¥₹₽₺₩₪₫฿]|\b(?:usd|eur|gbp|jpy|chf|cad|aud|inr|cny|rub|try|pln|sek|nok|dkk|brl"
-    r"|mxn|euros?|dollars?|pounds?|yen|francs?|kronor|złot\w*|lira|rupees?|rubles?)\b"
-)
-_LIMIT = _family(
-    r"\b(?:limit\w*|cap\w*|threshold\w*|max\w*|min\w*|up to|under|over|above|below"
-    r"|at most|at least|per (?:day|week|month|transfer|order))\b"
-)
-_AMOUNT = _family(r"\d[\d,.' ]*\d|\d")
-# A figure starts where its digits start (tried inside a long run of digits, the
-# search was quadratic, as the e-mail pattern's was).
-_PERCENT = _family(r"(?<!\d)\d+(?:[.,]\d+)?\s?%|\bper ?cent\b|\bpercent\b")
-_GROUPED = _family(r"\b\d{1,3}(?:[,.' ]\d{3})+\b")
-_DEFANGED = _family(
-    r"\bhxxps?\b|\[\.\]|\(\.\)|\{\.\}|\[dot\]|\(dot\)|\{dot\}|\bdot (?:com|net|org|io|co|info"
-    r"|xyz|top|ru|cn|me|app|dev|site|online|link)\b|\bslash\b|\[:\]|\[at\]|\(at\)"
-)
-_HANDLE = _family(r"(?<![\w.])@[a-z0-9_]{3,}|\b(?:wa\.me|t\.me|telegram|whatsapp|signal|"
-                     r"discord|skype|wechat|line id)\b")  # fmt: skip
-
-
-# Waiving a charge moves money as a refund does: "waive return postage", "absorb the shipping
-# cost", "refund the delivery fee".
-_WAIVE_CHARGE = _family(
-    r"\b(?:waiv\w*|forgo\w*|forgiv\w*|absorb\w*|write off|writes off|written off)"
-    r"(?: \S+){0,5}? (?:postage|shipping|delivery|returns?|restocking|handling|carriage|courier"
-    r"|postal|charges?|costs?|surcharges?|penalt(?:y|ies)|fines?)\b"
-    r"|\b(?:refund\w*|reimburs\w*|cover\w*)(?: \S+){0,4}? (?:postage|(?:shipping|delivery|return"
-    r"|restocking|handling|carriage|courier|postal) (?:charges?|costs?|fees?|postage|labels?))\b"
-)
-# A control switched off, as a setting: "verify_identity = false", "manager approval: off". The
-# value ends the text, a clause or a line of settings ("... = false auto_approve = true").
-_SWITCHED_OFF = _family(
-    r"\b(?:verif|check|identi|ids?\b|confirm|approv|review|authori|authentic|limit|caps?\b"
-    r"|threshold|kyc|2fa|mfa|otp|fraud|consent|receipt|proof|sign ?off|screen|validat|requir"
-    r"|enforc|manager|supervisor|escalat|security|restrict|guard)\w*(?: [\w.]+){0,3}?"
-    r" ?(?:=|==|:|\bis\b|\bare\b|\bset to\b|->|=>) ?[\"'`]?(?:false|off|0|no|none|disabled?)"
-    r"(?=\s*$|\s*[,;.!)\]}\"'`]|(?:\s+[^\s=:]+){1,5}\s*[=:])"
-)
-# ...unless it is a condition on a setting the agent reads: "when identity_verified is false".
-_CONDITION = re.compile(r"\b(?:if|when|whenever|unless|where|while|once|until|in case)\b[^.;,!?]*$")
-# Personal data of a person, and who it is disclosed to.
-_PERSONAL = _family(
-    r"\b(?:(?:home|full|postal|residential|private|personal|street|delivery|billing|shipping"
-    r"|current|exact|e-?mail|email) )+address(?:es)?\b|\b(?:\w+'s|their|his|her) address(?:es)?\b"
-    r"|\bfull names?\b|\bnames? and (?:\w+ )?address(?:es)?\b"
-    r"|\b(?:phone|mobile|cell|telephone|contact) (?:numbers?|details)\b"
-    r"|\bdates? of birth\b|\bbirth ?dates?\b|\bbirthdays?\b|\bdob\b"
-    r"|\bsecurity (?:question )?answers?\b|\banswers? to (?:\w+ )?security questions?\b"
-    r"|\bcard (?:numbers?|digits|details)\b|\blast (?:four|4) (?:card )?digits\b"
-    r"|\b(?:passport|licen[cs]e|national (?:id|insurance)|social security|account|bank account"
-    r"|iban) numbers?\b|\bbank details\b|\bwhereabouts\b|\b(?:exact|live|gps|current) locations?\b"
-)
-_PERSONAL_VERB = _family(
-    r"\b(?P<strong>"
-    + _verbs("disclose|reveal|divulge|leak|expose|give out|hand out|pass on|hand over|read out|"
-             "read back|recite|release")
-    + r")\b|\b(?P<read>read|reads|reading)\b|\b(?P<share>"
-    + _verbs("tell|give|share|send|show|provide|forward|display|print|pass|hand|say|repeat|text")
-    + r")\b|\b(?P<gain>" + _verbs("receive|get|obtain") + r"|got|gotten)\b"
-)  # fmt: skip
-# The agent is who receives, gets or obtains a datum where the verb starts its clause ("get the
-# phone number of whoever calls") or has the agent for subject: it collects the datum.
-_AGENT_GAINS = re.compile(
-    r"(?:^|\b(?:to|and|then|please|you|we|i|agents?|staff|the agent|the assistant))"
-    r"(?: (?:can|may|should|must|will|need to|have to|always|first|also|just|only|now|then))*"
-    r" ?$"
-)
-# A datum after "to", "at", "on"... is where something goes ("send the label to their email
-# address"), not what is given.
-_DESTINATION = re.compile(r"\b(?:to|at|on|via|from|in|into|onto|for|by|with)(?: [\w'’]+){0,3} $")
-_AUDIENCE = _family(
-    r"\b(?:anyone|anybody|whoever|everyone|everybody|third[- ]part\w*"
-    r"|who(?:ever)? (?:asks?|calls?|phones?|rings?|writes?|requests?|wants)"
-    r"|(?:on|upon|by) (?:\w+ )?request|when(?:ever)? (?:asked|requested)|if asked"
-    r"|any (?:customer|user|caller|courier|driver|partner|person|visitor|member|third|one who)"
-    r"|every (?:caller|customer|user|courier|driver|call|visitor)"
-    r"|other (?:customers?|users?|callers?|people|members))\b"
-)
-
-
-# Where a clause ends: a sentence's full stop (not the dot of "v4.2"), a comma, a colon...
-_CLAUSE_END = re.compile(r"[,;:!?()\n]|\.(?!\w)")
+_LOOSEN = lexicon.pattern("loosen")
+_FORBID_CHECK = lexicon.pattern("forbid_check")
+_CONTROL = lexicon.pattern("control")
+_TURN_OFF = lexicon.pattern("turn_off")
+_ALERT = lexicon.pattern("alert")
+_GRANT = lexicon.pattern("grant")
+_DISCLOSE = lexicon.pattern("disclose")
+_DISCLOSE_CODE = lexicon.pattern("disclose_code")
+_MONEY = lexicon.pattern("money")
+_MONEY_MOVE = lexicon.pattern("money_move")
+_CURRENCY = lexicon.pattern("currency")
+_LIMIT = lexicon.pattern("limit")
+_AMOUNT = lexicon.pattern("amount")
+_PERCENT = lexicon.pattern("percent")
+_GROUPED = lexicon.pattern("grouped")
+_DEFANGED = lexicon.pattern("defanged")
+_HANDLE = lexicon.pattern("handle")
+_WAIVE_CHARGE = lexicon.pattern("waive_charge")
+_SWITCHED_OFF = lexicon.pattern("switched_off")
+_CONDITION = lexicon.pattern("condition")
+_PERSONAL = lexicon.pattern("personal")
+_PERSONAL_VERB = lexicon.pattern("personal_verb")
+_AGENT_GAINS = lexicon.pattern("agent_gains")
+_DESTINATION = lexicon.pattern("destination")
+_AUDIENCE = lexicon.pattern("audience")
+_READ_ALOUD = lexicon.pattern("read_aloud")
+_CLAUSE_END = lexicon.pattern("clause_end")
 _NEAR_WORDS = 5
-# A replacement named after a retired thing: "...is deprecated; call verify_address_v2".
-_REPLACED = re.compile(
-    r"\b(?:use|uses|call|calls|pass|send|read|switch to|move to|migrate to|replaced (?:by|with)"
-    r"|superseded by|in favou?r of)\b"
-)
-_PARTICIPLE = re.compile(r"^\w+(?:ed|en)\b|^shut\b")
-
-
-_AUXILIARY = frozenset(
-    re.findall(
-        r"\w+",
-        "is are was were be been being has have had can could may might will would should must "
-        "shall now also already simply just get gets got getting",
-    )
-)
-_QUOTED = re.compile(r"^['\"`‘“].*\w.*['\"`’”]$")
+_REPLACED = lexicon.pattern("replaced")
+_PARTICIPLE = lexicon.pattern("participle")
+_AUXILIARY = frozenset(lexicon.words("auxiliary"))
+_QUOTED = lexicon.pattern("quoted")
 
 
 def _subject(text: str, start: int) -> str:
@@ -1071,7 +578,7 @@ def _personal_disclosure(text: str) -> str | None:
             if (
                 verb.group("strong")
                 or gained
-                or (verb.group("read") and re.match(r"(?: \S+){0,4}? (?:back|out|aloud)\b", after))
+                or (verb.group("read") and _READ_ALOUD.match(after))
                 or audience_after(verb.start())
             ):
                 return text[verb.start() : verb.end() + datum.end()]
@@ -1091,48 +598,11 @@ def _unnegated(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
 # PIN, what a customer asks for and is refused. The readings below tell these apart from a
 # rule that gives data to someone else, skips a check or moves money.
 
-# Negated as ``_NEGATED`` reads it, but a conjunction or "then" ends the negated phrase: "never
-# ask twice and skip the ID check" skips it.
-_NEGATED_ACT = re.compile(
-    r"\b(never|not|don't|dont|do not|must not|mustn't|should not|shouldn't|cannot|can't|no)"
-    r"\s+((?!(hesitate|fail|forget|refuse|stop|neglect|omit|skip|and|then|but|so|instead|rather"
-    r"|just|simply|also)\b)\w+\s+){0,3}$"
-)
-# What the customer asks for is the situation, not the agent's act: "when a customer asks to
-# waive a fee, route the request to FEE-3F".
-_REQUESTED = re.compile(
-    r"\b(?:asks?|asked|asking|wants?|wanted|wanting|requests?|requested|requesting|would like"
-    r"|wish(?:es)?|tries|tried|trying|demands?|demanded|insists?|insisted|begs?|begged)"
-    r"(?: (?:us|you|the agent|staff|for|to|that|on|if|whether))*(?: [\w'-]+){0,3} $"
-)
-# ...when the rule says what the agent does instead (explains, routes, refuses) and never grants
-# it ("do it", "let them", "that's fine", "waive it").
-_INSTEAD = _family(
-    r"\b(?:explain\w*|rout\w*|refus\w*|declin\w*|escalat\w*|refer\w*|redirect\w*|say no"
-    r"|open\w* a (?:case|ticket)"
-    # Answering with a team's code is routing: "when a user asks who can assign owner
-    # permissions, answer ACC-2R".
-    r"|answer\w* (?:with )?[a-z]{2,5}-[a-z0-9]*\d[a-z0-9]*)\b"
-)
-_COMPLY = _family(
-    r"\b(?:do (?:it|so|that|this)|let (?:them|him|her)|go ahead|say yes|agree\w*|accept\w*"
-    r"|allow\w*|approv\w*|grant\w*|honou?r\w*|fulfil\w*|comply\w*|oblige\w*|proceed\w*"
-    r"|continue|carry on|go along|sure|no problem|(?:that'?s|that is|it'?s|it is|is) (?:fine|ok"
-    r"|okay|allowed|acceptable)|(?:they|he|she|you) (?:may|can)(?=\s*(?:[.!;,]|$))"
-    r"|process (?:it|them|the request)|(?:waive|refund|skip|bypass|issue|give|credit|lift|raise"
-    r"|increase|remove|drop|pay|offer|do|make)\w* (?:it|them|this|that|one)\b)"
-)
-# A clause that only routes ("claims without a receipt go to EXP-3E", "route limit increase
-# requests to CRD-5L") hands the case to a team, which does its own checks.
-_TEAM = r"[a-z]{2,5}-[a-z0-9]*\d[a-z0-9]*"
-# Its subject holds no relative clause ("skip verification for refunds that go to FIN-7Q" is an
-# order, not a route) and starts with no loosening verb.
-_ROUTING = re.compile(
-    r"^\s*(?:(?:route|send|pass|refer|escalate|forward|hand|transfer|assign)\s+[^,;:!?]*?\s+to"
-    r"|(?:(?!\b(?:that|which|who|whose|where|when|if|and|then)\b)[^,;:!?])*?\s+(?:go|goes|belong"
-    r"|belongs|are routed|is routed|are sent|is sent|are passed|is passed)\s+to)\s+(?:the\s+)?"
-    r"(?:\w+\s+)?(?:team\s+|queue\s+|line\s+)?" + _TEAM + r"\s*$"
-)
+_NEGATED_ACT = lexicon.pattern("negated_act")
+_REQUESTED = lexicon.pattern("requested")
+_INSTEAD = lexicon.pattern("instead")
+_COMPLY = lexicon.pattern("comply")
+_ROUTING = lexicon.pattern("routing")
 
 
 def _all_acts(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
@@ -1165,13 +635,9 @@ def _without_routing(text: str) -> str:
     )
 
 
-_DETERMINER = re.compile(
-    r"\b(?:a|an|the|this|that|these|those|its|our|their|your|any|every|each)\s+$"
-)
-_ABLE = re.compile(
-    r"\b(?:they|you)(?: (?:can|may|could|are able to|will be able to))?(?: now| also| still)? $"
-)
-_THEIR = re.compile(r" (?:[\w-]+ )??(?:their|your) (?:own )?")
+_DETERMINER = lexicon.pattern("determiner")
+_ABLE = lexicon.pattern("able")
+_THEIR = lexicon.pattern("their")
 
 
 def _as_adjective(text: str, start: int) -> bool:
@@ -1179,11 +645,7 @@ def _as_adjective(text: str, start: int) -> bool:
     return bool(_DETERMINER.search(text[max(0, start - 12) : start]))
 
 
-# "tell patients (that) they can read their ...": told whom, then what they can do.
-_TOLD_OWN = re.compile(
-    r" (?:[\w'-]+ ){0,3}?(?:that )?(?:they|you) (?:can|may|could|are able to|will be able to)"
-    r"(?: now| also| still)? [\w-]+(?: [\w-]+)? (?:their|your) (?:own )?"
-)
+_TOLD_OWN = lexicon.pattern("told_own")
 
 
 def _theirs(text: str, at: int) -> bool:
@@ -1203,39 +665,27 @@ def _own_act(text: str, start: int, end: int, *, told: bool = False) -> bool:
     return bool(clause and _theirs(text, clause.end()))
 
 
-# A check of the person that a disclosure waits for: "before sharing any appointment details,
-# confirm the patient's date of birth", "only after they pass two security questions".
-_GATE_CHECK = _family(
-    r"\b(?:confirm\w*|verif\w*|check\w*|pass\w*|authenticat\w*|answer\w*)\b(?: \S+){0,4}?"
-    r" (?:identity|id|photo id|date of birth|dob|security questions?|one-time code|pin|password"
-    r"|passcode|two-factor|2fa|mfa|verification)\b"
-)
+_GATE_CHECK = lexicon.pattern("gate_check")
+_BEFORE_CHECK = lexicon.pattern("before_check")
+_WAITS_FOR_CHECK = lexicon.pattern("waits_for_check")
 
 
 def _gated(text: str, match: re.Match[str]) -> bool:
     """Whether the disclosure ``match`` waits for a check of the person, to no open audience."""
     if _AUDIENCE.search(text):
         return False
-    if re.search(r"\b(?:before|prior to) $", text[max(0, match.start() - 10) : match.start()]):
+    if _BEFORE_CHECK.search(text[max(0, match.start() - 10) : match.start()]):
         return bool(_GATE_CHECK.search(text, match.end()))
     after = text[match.end() : match.end() + 120]
-    waits = re.search(r"\b(?:only after|only once|only if|only when|after|once)\b", after)
+    waits = _WAITS_FOR_CHECK.search(after)
     return bool(waits and _GATE_CHECK.search(after, waits.end()))
 
 
-# Where a code sent goes: the customer's own phone, number or inbox, by a possessive or "on file".
-_OWN_DEST = _family(
-    r"^\s+to (?:(?P<owner>(?:their|his|her|your)|the (?:customer|patient|employee|user|member"
-    r"|cardholder|account holder|subscriber|client)'s)|the)(?: own)?"
-    r"(?P<kind> (?:registered|verified|current|existing|usual))?"
-    r" (?:phone|mobile|cell|number|email|e-mail|inbox|device|app|authenticator|sim)"
-    r"(?: (?:number|address|app))?(?P<filed> (?:on file|on record|on the account|we hold))?"
-)
-_SENDING = re.compile(r"^(?:send|sends|sent|sending|forward\w*)$")
-# "Tell them to generate new backup codes": what is told is how to manage the thing.
-_MANAGING = re.compile(
-    r"\b(?:to|can|could|may|should|must|will|how to) (?:\w+ )?" + _MANAGE + r"\b"
-)
+_OWN_DEST = lexicon.pattern("own_dest")
+_SENDING = lexicon.pattern("sending")
+_MANAGING = lexicon.pattern("managing")
+_OWNED_CODE = lexicon.pattern("owned_code")
+_FROM_TOOL = lexicon.pattern("from_tool")
 
 
 def _own_code(text: str, match: re.Match[str]) -> bool:
@@ -1255,14 +705,10 @@ def _own_code(text: str, match: re.Match[str]) -> bool:
         dest = _OWN_DEST.match(after)
         return bool(dest and (dest.group("owner") or dest.group("kind") or dest.group("filed")))
     span = match.group(0)
-    owned = re.search(
-        r"\b(?:their|your|his|her)(?: own)?((?: [\w-]+){0,2}) (?:reset )?codes?$", span
-    )
+    owned = _OWNED_CODE.search(span)
     if owned and not any(w.endswith(("'s", "s'")) for w in owned.group(1).split()):
         return True
-    return bool(
-        re.match(r" (?:from|returned by|given by|issued by) [a-z][a-z0-9]*_[a-z0-9_]+", after)
-    )
+    return bool(_FROM_TOOL.match(after))
 
 
 def _disclosure(text: str) -> re.Match[str] | None:
@@ -1286,10 +732,7 @@ def _disclosure(text: str) -> re.Match[str] | None:
     return None
 
 
-_ROLE_ASKED = _family(
-    r"\b(?:asks?|asked|asking|wants?|wanted|requested|requesting|would like)\b"
-    r"(?: \S+){0,4}? " + _ROLE
-)
+_ROLE_ASKED = lexicon.pattern("role_asked")
 
 
 def _grant(text: str) -> re.Match[str] | None:
@@ -1316,19 +759,14 @@ def _grant(text: str) -> re.Match[str] | None:
     return None
 
 
-READ_SCRIPTS = frozenset(
-    {"LATIN", "CYRILLIC", "CJK", "HIRAGANA", "KATAKANA", "HANGUL", "ARABIC", "DEVANAGARI"}
-)
+READ_SCRIPTS = frozenset(lexicon.words("read_scripts"))
 """The scripts the policy families have words in; a rule written mostly in another is unread."""
 UNREAD_LETTERS = 12
 """Fewest letters of unread scripts that make a rule unread (a name or a word may be quoted)."""
 
 
-# Letters whose Unicode names do not start with their script's: the Japanese length and
-# repetition marks ("サーバー", "時々") are Japanese; modifier letters ("ʻ", "ʼ", "ː") belong to
-# no script and are read with their neighbours.
-_READ_MARKS = frozenset({"KATAKANA-HIRAGANA", "IDEOGRAPHIC", "VERTICAL", "MASU"})
-_NO_SCRIPT = frozenset({"MODIFIER", "CARON", "TURNED", "ROMAN"})
+_READ_MARKS = frozenset(lexicon.words("read_marks"))
+_NO_SCRIPT = frozenset(lexicon.words("no_script"))
 
 
 def unread_script(text: str) -> str | None:
@@ -1398,67 +836,9 @@ def merge_reasons(reasons: Sequence[str], more: Sequence[str]) -> list[str]:
     return [*reasons, *(r for r in more if r.split(" (")[0] not in found)]
 
 
-# A check said to be met by anyone, or by some fact: "a verified account holder is anyone who can
-# name two items", "identity is now confirmed by matching the caller's first name". Which fact
-# proves who a person is, is the operator's call, whatever the fact.
-_CHECKED = (
-    r"(?:identity|identities|identification|verification|authentication|(?:verified|authenticated"
-    r"|confirmed|identified)(?: [\w-]+){0,2}? (?:holders?|owners?|customers?|users?|callers?"
-    r"|members?|accounts?|persons?)|(?:account|card) ?holders?|account owners?)"
-)
-_REDEFINED = _family(
-    r"\b" + _CHECKED + r"(?: [\w'-]+){0,2}? (?:"
-    # "identity is confirmed by", "identity gets confirmed with", "can be verified once"
-    r"(?:is|are|gets?|got|(?:can|could|may|might|should|will|would|must) be|is to be|are to be"
-    r"|has been|have been)(?: now| simply| just| only| also| automatically)?"
-    r" (?:confirmed|verified|established|satisfied|done|checked|proven|proved|completed|passed"
-    r"|met|handled|performed|carried out) (?:by|through|with|via|from|once|when|if|using|upon"
-    r"|after|as long as)"
-    # "a verified account holder is anyone who...", "verified holders include whoever..."
-    r"|(?:is|are|counts? as|means|=|includes?)(?: now| simply| just| only| also)?"
-    r" (?:anyone|anybody|whoever|any (?:caller|customer|person|one))"
-    # "identity verification now means matching the postcode"
-    r"|(?:now |simply |just |only )?(?:means|=) (?:\w+ing|that)"
-    r")\b"
-    # "identity: confirmed once the caller says the postcode"
-    r"|\b" + _CHECKED + r"(?: check)?: (?:\w+ )?(?:confirmed|verified|established|satisfied|done"
-    r"|checked|proven|proved|completed|passed|met) (?:by|through|with|via|from|once|when|if"
-    r"|using|upon|after|as long as)\b"
-    # "callers are considered the account holder when they know the postcode"
-    r"|\b(?:considered|treated as|deemed|regarded as|counts? as|taken as) (?:the |an? )?"
-    r"(?:verified|authenticated|account ?holders?|card ?holders?|account owners?|owners?)"
-    r" (?:when|if|once|as long as|because|after)\b"
-    # "the postcode is enough to verify identity", "the order date suffices as verification"
-    r"|\b(?:is|are) (?:enough|sufficient|adequate)(?: \w+){0,2}? (?:to (?:verify|confirm"
-    r"|authenticate|identify|prove)|for (?:identity|verification|id\b|authentication|proof))"
-    r"|\bsuffices?\b(?: \w+){0,3}? (?:to (?:verify|confirm|authenticate|identify|prove)|for"
-    r" (?:identity|verification|authentication)|as (?:\w+ )?(?:verification|identification"
-    r"|authentication|proof))"
-    r"|\b(?:identity|verification|authentication|identification)\b[^.;!?]{0,60}?"
-    r"\b(?:is|are) (?:enough|sufficient|adequate)\b"
-    # "confirm the caller's identity by matching their first name"
-    r"|\b(?:verify|confirm|authenticate|establish|check|prove)\w* (?:the (?:\w+)'?s? |their |his"
-    r" |her |the )?(?:identity|identities)(?: \w+){0,2}? (?:by|with|through|via|using|from"
-    r"|once|when|if)\b"
-    # "to verify identity, just ask for the first name"
-    r"|\bto (?:verify|confirm|authenticate|establish|check|prove) (?:the (?:\w+)'?s? |their )?"
-    r"identity,? (?:just |simply |only )?(?:ask|check|match|use|take|accept)\w*"
-)
-# Proofs of identity an operator sets up for the purpose: a rule that names one (and no other
-# way round it) describes the check, it does not lower it ("identity is confirmed by the
-# one-time code plus the date of birth").
-_STRONG_PROOF = _family(
-    r"\b(?:(?:one[- ]time|verification|sms|security|authentication|login|2fa|mfa) (?:pass)?codes?"
-    r"|otps?|passcodes?|pins?|passwords?|photo (?:ids?|identification)|(?:government|national"
-    r"|staff|employee|company) (?:ids?|id cards?|badges?|cards?)|id (?:cards?|badges?|documents?)"
-    r"|passports?|(?:driving|driver'?s) licen[cs]es?|security questions?|two[- ]factor|2fa|mfa"
-    r"|authenticator\w*|sso|single sign[- ]on|biometric\w*|fingerprints?|face id|video call"
-    r"|video ident\w*|bank ?id|(?:banking|bank's|bank|mobile) app)\b"
-)
-_OTHER_WAY = _family(
-    r"\b(?:or|either|alternatively|instead|otherwise|failing that|enough|sufficient|suffices?"
-    r"|anyone|anybody|whoever|forgot|forgotten|lost|unavailable|cannot|can't)\b"
-)
+_REDEFINED = lexicon.pattern("redefined")
+_STRONG_PROOF = lexicon.pattern("strong_proof")
+_OTHER_WAY = lexicon.pattern("other_way")
 
 
 def _redefined(text: str) -> str | None:

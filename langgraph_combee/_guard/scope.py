@@ -11,54 +11,24 @@ act of writing something out, and a fixed thing to write (a quoted string, or a
 greeting, signature, subject line, link, contact...). ``BulletGuard`` holds such a
 rule for a person unless trusted evidence supports it.
 
-The families are data: the tuples below, compiled once. A phrasing or a
-language is an edit of a tuple.
+The families are data (``_guard/data/scope.toml``), compiled once. A phrasing or a
+language is an edit of that file.
 """
 
 from __future__ import annotations
 
 import re
 
+from langgraph_combee._guard import lexicon
 from langgraph_combee._guard import patterns as rules
 
-EVERYONE: tuple[str, ...] = (
-    r"(?:every|all|each|any)(?:\s+(?:single|other|new|incoming))?\s+(?:user|customer|caller"
-    r"|client|visitor|people|person|one|body|reply|replies|response|answer|message|email"
-    r"|mail|ticket|conversation|chat|request|question|query|queries|thread|summary|output)s?",
-    r"everyone",
-    r"anyone",
-    r"whoever",
-    r"whatever",
-    r"no matter",
-    r"regardless",
-    r"always",
-    r"in (?:all|every|any) cases?",
-    r"unconditionally",
-    r"from now on",
-    r"only",
-)
+EVERYONE: tuple[str, ...] = lexicon.words("everyone")
 """A scope that covers every user, whatever they asked."""
 
-WRITE_OUT: tuple[str, ...] = (
-    r"repl(?:y|ies)", r"respond", r"answer", r"say", r"print", r"output", r"write", r"return",
-    r"start", r"begin", r"end", r"open", r"close", r"sign", r"greet", r"add", r"append",
-    r"prepend", r"include", r"put", r"use", r"show", r"display", r"send", r"link", r"refer",
-    r"point", r"direct", r"tell", r"report", r"repeat", r"provide", r"focus", r"translate",
-)  # fmt: skip
+WRITE_OUT: tuple[str, ...] = lexicon.words("write_out")
 """Acts of writing something out in the agent's reply."""
 
-FIXED_THING: tuple[str, ...] = (
-    r"\"[^\"]{3,}\"",
-    r"“[^”]{3,}”",
-    r"«[^»]{3,}»",
-    r"<[^<>]{3,}>",
-    r"(?<!\w)'[^']{3,}'(?!\w)",
-    r"greetings?", r"signature", r"sign[- ]?off", r"subject(?: line)?", r"footer", r"header",
-    r"banner", r"disclaimer", r"tagline", r"slogan", r"salutation", r"links?", r"urls?",
-    r"websites?", r"web ?page", r"contacts?", r"phone(?: number)?", r"e-?mail address",
-    r"the (?:following|same|text|phrase|sentence|line|string|words?|message) (?:below|above)",
-    r"the following", r"this (?:text|phrase|sentence|line|string|message)",
-)  # fmt: skip
+FIXED_THING: tuple[str, ...] = lexicon.words("fixed_thing")
 """A fixed thing to write: a quoted string, or a greeting, signature, link, contact..."""
 
 
