@@ -1,4 +1,4 @@
-"""Blind benchmark: eight task families written by an outside user, from the docs alone.
+"""Blind benchmark: ten task families written by an outside user, from the docs alone.
 
 Each family (a module here) is inputs, right answers, the feedback a production
 app would give, a held-out set in other words, and the rules a competent
@@ -8,8 +8,8 @@ hand-written rules, few-shot retrieval of the training runs, and the prompt
 Combee learned from the training runs in one pass.
 
 Families 1-4 (``replies``, ``workflow``, ``mixed``, ``router``) are the dev set;
-5-8 (``codes``, ``extraction``, ``house_args``, ``thumbs``) are sealed: kept to
-measure later changes and not run during development.
+5-10 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``) are
+sealed: kept to measure later changes and not run during development.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from benchmarks.blind import (
     codes,
     extraction,
     house_args,
+    labels,
     mixed,
+    notes,
     replies,
     router,
     thumbs,
@@ -28,7 +30,18 @@ from benchmarks.blind._family import Family
 
 FAMILIES: dict[str, Family] = {
     module.FAMILY.name: module.FAMILY
-    for module in (replies, workflow, mixed, router, codes, extraction, house_args, thumbs)
+    for module in (
+        replies,
+        workflow,
+        mixed,
+        router,
+        codes,
+        extraction,
+        house_args,
+        thumbs,
+        notes,
+        labels,
+    )
 }
 """Every family by name: the dev ones first, then the sealed ones."""
 

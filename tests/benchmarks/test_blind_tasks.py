@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.blind import FAMILIES
 from benchmarks.blind.__main__ import main
-from benchmarks.blind._family import Outcome
+from benchmarks.blind._family import Example, Outcome
 from benchmarks.blind._runner import ARMS, fraction_of_gain, run_family
 
 
@@ -51,12 +51,54 @@ def test_every_right_answer_scores_one_and_heldout_inputs_are_new(name: str) -> 
 def test_sealed_families_say_so_and_dev_families_are_the_first_four() -> None:
     names = list(FAMILIES)
     assert names[:4] == ["replies", "workflow", "mixed", "router"]
+    assert names[4:] == ["codes", "extraction", "house_args", "thumbs", "notes", "labels"]
     for name, family in FAMILIES.items():
         assert family.sealed is (name not in names[:4])
         module = __import__(f"benchmarks.blind.{name}", fromlist=["FAMILY"])
         assert (
             "sealed: not run during development" in (module.__doc__ or "").lower()
         ) is family.sealed
+
+
+def test_notes_reviewers_word_their_comments_differently_and_give_no_reply() -> None:
+    family = FAMILIES["notes"]
+    comments: dict[str, set[str]] = {}
+    for example in family.train:
+        sent = family.feedback(example, Outcome(text="Thanks, we will look into it."))
+        assert sent["correct"] is False and sent["source"] == "reviewer"
+        assert "ground_truth" not in sent
+        comments.setdefault(example.kind, set()).add(sent["comment"])
+    # Two training runs per kind, each with its own reviewer's wording.
+    assert all(len(wordings) == 2 for wordings in comments.values()), comments
+    assert len(comments) == 6
+
+
+def test_notes_scores_the_convention_case_spaces_and_markup_aside() -> None:
+    family = FAMILIES["notes"]
+    by_kind: dict[str, Example] = {}
+    for example in family.train:
+        by_kind.setdefault(example.kind, example)  # the first run of each kind
+
+    def scored(kind: str, text: str) -> float:
+        return family.score(by_kind[kind], Outcome(text=text))
+
+    assert scored("noise", "**Noise  report LOGGED.** We will speak to them.") == 1.0
+    assert scored("noise", "Sorry about that. Noise report logged.") == 0.0
+    assert scored("parking", "Happy to help. Reply confirm to book!") == 1.0
+    assert scored("parking", "Reply CONFIRM to book. Your visitors can use bay 3 all day.") == 0.0
+    assert scored("repair", "A technician will visit flat 4b tomorrow.") == 1.0
+    assert scored("repair", "A technician will visit flat 14B tomorrow.") == 0.0
+    assert scored("keys", "Please bring photo  ID to the site office.") == 1.0
+
+
+def test_labels_has_two_training_runs_per_code_and_an_operators_correction() -> None:
+    family = FAMILIES["labels"]
+    codes = [example.answer for example in family.train]
+    assert len(set(codes)) == 7
+    assert all(codes.count(code) == 2 for code in codes)
+    assert {example.answer for example in family.heldout} == set(codes)
+    wrong = family.feedback(family.train[0], Outcome(text="Roads"))
+    assert wrong == {"correct": False, "ground_truth": "SR-214", "source": "operator"}
 
 
 def test_fraction_of_gain_is_none_without_a_gain_on_offer() -> None:
