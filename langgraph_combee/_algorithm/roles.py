@@ -28,6 +28,7 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
 
 from langgraph_combee._algorithm import aggregate
+from langgraph_combee._algorithm.notes import NOTE_CHARS, reviewer_note
 from langgraph_combee._algorithm.schemas import (
     AggregateOut,
     CuratorOut,
@@ -312,7 +313,9 @@ class FullRoles(RoleProfile):
         out = await _reflect_call(
             caller,
             trace,
-            prompts.reflector_messages(trace, playbook),
+            prompts.reflector_messages(
+                trace, playbook, trusted_comment=reviewer_note(trace) is not None
+            ),
             ReflectionOut,
             stats,
             max_tokens=self.reflect_tokens,
@@ -406,10 +409,11 @@ class SmallRoles(RoleProfile):
         self, caller: LLMCaller, trace: Trace, playbook: Playbook, stats: CallStats
     ) -> Reflection | None:
         """One "When <situation>, <action>." rule from the run and its feedback."""
+        note = reviewer_note(trace)
         out = await _reflect_call(
             caller,
             trace,
-            prompts.small_reflector_messages(trace),
+            prompts.small_reflector_messages(trace, trusted_comment=note is not None),
             SmallReflectionOut,
             stats,
             max_tokens=self.reflect_tokens,
@@ -418,7 +422,11 @@ class SmallRoles(RoleProfile):
         if out is None:
             return None
         return out.to_reflection(
-            trace.id, ground_truth=truth, source=trace.input, calls=trace.tool_calls
+            trace.id,
+            ground_truth=truth,
+            source=trace.input,
+            calls=trace.tool_calls,
+            note=note if note is not None and len(note) <= NOTE_CHARS else None,
         )
 
     async def curate(

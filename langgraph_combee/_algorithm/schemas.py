@@ -272,8 +272,16 @@ class SmallReflectionOut(BaseModel):
         ground_truth: str | None = None,
         source: str = "",
         calls: Sequence[ToolCall] = (),
+        note: str | None = None,
     ) -> Reflection:
         """Convert to a Reflection whose insight reads ``"When <situation>, <action>."``.
+
+        With no ground truth, a trusted reviewer's ``note`` is the action
+        ("do as the reviewer said: <note>"), whatever the model wrote: measured
+        on the 1.5B, its action restated the agent's own wrong reply ("answer
+        I'm sorry to hear that your lamp is late...") where the reviewer had said
+        what the reply lacked. The model's situation and keywords still say
+        which inputs the note is about.
 
         Quotes and brackets a small model wraps around either part are dropped,
         commas in the situation become semicolons (the first comma ends it), an
@@ -312,8 +320,11 @@ class SmallReflectionOut(BaseModel):
             # task): the rule states the operator's answer as the operator writes it.
             action = f"answer {truth}"
         taken: set[str] = set()
-        if source:
+        if note and not truth:
+            action = f"do as the reviewer said: {_one_line(note)}"
+        elif source:
             action, taken = _general_action(action, source)
+        if source:
             taken |= _identity_values(calls, source)
         if taken:
             # "When blopez, ..." names the run's user, not a kind of input.
@@ -349,6 +360,11 @@ class SmallReflectionOut(BaseModel):
             situation = join_situations(situation, *keywords)
         insight = Rule(situation, action).text()
         return Reflection(trace_id=trace_id, correct_approach=action, key_insight=insight)
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line with single spaces and no closing full stop (a rule ends with one)."""
+    return " ".join(text.split()).rstrip(" .")
 
 
 def _names(action: str, truth: str) -> bool:

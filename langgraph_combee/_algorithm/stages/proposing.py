@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 
+from langgraph_combee._algorithm import notes
 from langgraph_combee._algorithm.stages.base import (
     Counts,
     Dealer,
@@ -24,6 +25,7 @@ from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import alternatives, parse_rule
 from langgraph_combee._core.types import Reflection, StepReport, Trace
 from langgraph_combee._errors import LearningError, LLMCallError
+from langgraph_combee._guard.provenance import TRUSTED_FEEDBACK_SOURCES
 from langgraph_combee._llm.calls import CallStats, LLMCaller
 from langgraph_combee._rules import conventions, rules
 
@@ -93,7 +95,8 @@ async def reflect_all(
             nothing[trace.id] = "explained by a convention the feedback states"
         else:
             todo.append(trace)
-    results = await asyncio.gather(*(one(t) for t in todo))
+    with notes.trusting(trust.comment_sources if trust is not None else TRUSTED_FEEDBACK_SOURCES):
+        results = await asyncio.gather(*(one(t) for t in todo))
     for trace, result in zip(todo, results, strict=True):
         if result is None:
             nothing[trace.id] = "the reflector's reply failed or could not be used"
