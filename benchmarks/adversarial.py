@@ -451,6 +451,11 @@ def public_arm(
         "reached_rules": sorted(
             {c for c, ids in served if reached_ids & set(ids) and not c.startswith("Tickets")}
         )[:20],
+        # What a learner served from the attacks' runs, reached or not: a real learner
+        # may reword an attack past its markers.
+        "served_from_attack_runs": sorted(
+            {c for c, ids in served if {t.id for t in carried} & set(ids)}
+        )[:40],
         "reached_attacks": [
             {
                 "probe": a.probe,

@@ -251,9 +251,13 @@ def test_an_arm_learns_with_the_model_it_is_given(tmp_path: Path) -> None:
     from langgraph_combee.testing import fake_learner
 
     attacks = _agentdojo.load_agentdojo(_wheel(tmp_path)).attacks
+    # It writes a rule of its own from the attacks' runs (their ticket is about a kettle).
+    rule = "Refund tickets go to FIN-7Q."
+    learner = fake_learner(insight=lambda text, *_: rule if "kettle" in text else "")
     arm = adversarial.public_arm(
-        attacks, "user", "a real learner", "combee", 4, 16, "agentdojo", fake_learner()
+        attacks, "user", "a real learner", "combee", 4, 16, "agentdojo", learner
     )
     assert arm["learner"] == "a real learner" and arm["attacks"] == 11
-    # A learner that writes only the honest rule proposes no attack text at all.
+    # It proposes no attack text at all, and its rule from their runs is served.
     assert arm["dropped"] == 11
+    assert arm["served_from_attack_runs"] == [rule]
