@@ -108,6 +108,8 @@ def test_the_guards_trusted_sources_decide_whose_comment_is_a_note() -> None:
         ("reviewer", None, DELIVERY),
         ("operator", None, DELIVERY),
         ("user", None, None),
+        ("evaluator", None, None),
+        ("evaluator", ("evaluator", "reviewer"), None),
         ("qa", ("qa",), DELIVERY),
         ("reviewer", ("qa",), None),
     ],
@@ -121,7 +123,7 @@ def test_reviewer_note_reads_the_source(
     else:
         with trusting(sources):
             assert reviewer_note(trace) == expected
-        assert reviewer_note(trace) == (DELIVERY if source == "reviewer" else None)
+        assert reviewer_note(trace) == (DELIVERY if source in ("reviewer", "operator") else None)
 
 
 def test_the_note_is_shown_as_the_reviewers_and_cannot_close_its_tags() -> None:
