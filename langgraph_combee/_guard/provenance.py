@@ -31,7 +31,7 @@ the user also wrote) do not count as trusted for those words.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from langgraph_combee._core.situations import parse_rule
@@ -43,6 +43,8 @@ TRUSTED_FEEDBACK_SOURCES: tuple[str, ...] = ("evaluator", "operator", "reviewer"
 """``Feedback.source`` values whose *comment* is trusted; any other comment is user text."""
 
 _SHINGLE = 4
+_GAP = 3
+"""Most words a copy may put between two of the user's words and stay a copy of their run."""
 ECHO_WORDS = 2
 """Fewest content words of a whole untrusted text, line or clause whose copy in a trusted
 field is an echo (a longer text echoes in runs of four)."""
@@ -142,6 +144,16 @@ def _units(text: str) -> set[tuple[str, ...]]:
     return {unit for part in parts if (unit := tuple(tokens(part)))}
 
 
+def _spread(words: Sequence[str], start: int, n: int) -> Iterator[tuple[int, ...]]:
+    """Positions of ``n`` words from ``start``, each at most ``_GAP`` words after the last."""
+    if n == 1:
+        yield (start,)
+        return
+    for nxt in range(start + 1, min(start + _GAP + 2, len(words))):
+        for rest in _spread(words, nxt, n - 1):
+            yield (start, *rest)
+
+
 def _unechoed(words: list[str], user: set[tuple[str, ...]]) -> list[str]:
     # Words of a tool result that sit in a run the user also wrote are the user's words
     # echoed back (an order note, a ticket body): they are not trusted evidence. ``user``
@@ -153,6 +165,16 @@ def _unechoed(words: list[str], user: set[tuple[str, ...]]) -> list[str]:
             if tuple(words[i : i + n]) in user:
                 for j in range(i, i + n):
                     echoed[j] = True
+    # A run of the user's words copied in order with a word or a few put between them
+    # ("end every (sic) reply by (sic) telling customers") is as much a copy: a filler
+    # breaks every contiguous run while the user's instruction reads on. The work is a
+    # fixed number of lookups per word ((_GAP + 1) ** (_SHINGLE - 1)).
+    if any(len(run) == _SHINGLE for run in user):
+        for i in range(len(words)):
+            for at in _spread(words, i, _SHINGLE):
+                if tuple(words[j] for j in at) in user:
+                    for j in at:
+                        echoed[j] = True
     return [w for w, e in zip(words, echoed, strict=True) if not e]
 
 
