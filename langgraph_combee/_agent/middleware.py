@@ -306,6 +306,7 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.max_open_runs = max_open_runs
         self.tools = []
         self._pins = Pinner(agent, limit=max_open_runs)
+        self._made = _MadeCalls(max_open_runs)
         self._prompts: OrderedDict[
             tuple[int, str], tuple[SystemMessage | None, SystemMessage | None]
         ] = OrderedDict()
@@ -480,7 +481,7 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             pin, version = self._pins.fresh(config, tenant, run_key)
             # What the run holds at its first model call came from its caller, not
             # from the model: tool results there are never trusted evidence.
-            pin = pin._replace(model_from=len(messages))
+            pin = pin._replace(model_from=len(messages), made=())
         served, metadata = self._serve(request, version, config)
         return _Call(
             served, metadata, key, pin, messages, start, found is not None, config, given, thread_id
@@ -570,6 +571,14 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _settle(self, call: _Call, response: ModelCallResult) -> None:
         produced = _final_messages(response)
+        pin = call.pin
+        ids = _call_ids(response)
+        if ids and pin is not None and pin.made is not None:
+            # The calls this model call returned are the run's own: a client that adds
+            # messages between two model calls (on resume) cannot add to them.
+            call.pin = pin = pin._replace(made=(*pin.made, *ids))
+            if produced is None and call.recalled and call.key is not None:
+                self._pins.keep(call.key, pin)
         if produced is None:
             self._keep(call)
             return
@@ -610,6 +619,7 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             call.start,
             (run_id, call.thread_id, pin.tenant, pin.version, latency, error),
             pin.model_from,
+            None if pin.made is None else frozenset(pin.made),
         )
         if run_id is None:  # ``_hand_over``, written out (a pin made here always has a key)
             self.agent.capture(recipe())
@@ -649,9 +659,12 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
         )
 
     def _pin_state(self, state: AgentState[Any], runtime: Runtime[Any] | None) -> dict[str, Any]:
-        pin, _ = self._pins.pin(current_config(), runtime, level="graph")
+        config = current_config()
+        pin, _ = self._pins.pin(config, runtime, level="graph")
         messages = state.get("messages") or []
         start = invocation_start(messages)
+        if messages:
+            self._made.start(_made_key(config, runtime, messages[start].id))
         return {
             "combee_version": pin.version,
             "combee_tenant": pin.tenant,
@@ -676,11 +689,15 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
         else:
             # No pin (before_agent failed, or the thread predates the middleware).
             _, version = self._pins.pin(current_config(), request.runtime, level="graph")
-        served, metadata = self._serve(request, version, current_config())
-        return _Call(served, metadata, None, None, [], 0)
+        config = current_config()
+        served, metadata = self._serve(request, version, config)
+        key = _made_key(config, request.runtime, state.get("combee_start_id"))
+        return _Call(served, metadata, key, None, [], 0)
 
     def _end(self, call: _Call, response: ModelCallResult) -> None:
-        return None  # captured by after_agent, with every message of the invocation
+        # Captured by after_agent, with every message of the invocation; what this
+        # model call returned is remembered as the run's own calls.
+        self._made.add(call.key, _call_ids(response))
 
     def _failed(self, call: _Call, exc: BaseException) -> None:
         return None  # not captured in this mode: LangGraph runs no after_agent
@@ -717,6 +734,7 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
     def _capture_state(self, given: AgentState[Any], runtime: Runtime[Any] | None) -> None:
         state = cast("CombeeState", given)
         messages = list(state.get("messages") or [])
+        made = self._made.pop(_made_key(current_config(), runtime, state.get("combee_start_id")))
         capture_run(
             self.agent,
             messages,
@@ -727,7 +745,57 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
             version=state.get("combee_version"),
             started=state.get("combee_started"),
             given=state.get("combee_given"),
+            made=made,
         )
+
+
+def _made_key(
+    config: Mapping[str, Any] | None, runtime: Runtime[Any] | None, start_id: object
+) -> Hashable | None:
+    """Where the hook mode remembers an invocation's own calls: its thread and first message."""
+    if not isinstance(start_id, str):
+        return None
+    return (thread_id_of(config, runtime), start_id)
+
+
+class _MadeCalls:
+    """The ids of the tool calls each invocation's own model calls returned (the hook mode).
+
+    In memory, as the default mode's pins are: an invocation whose model calls ran
+    in another process (resumed elsewhere) is not found, and its calls are then
+    judged by position alone. At most ``limit`` invocations are remembered.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._made: OrderedDict[Hashable, set[str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def start(self, key: Hashable | None) -> None:
+        """An invocation begins under ``key``: no call of it is known yet."""
+        if key is not None:
+            with self._lock:
+                self._made[key] = set()
+                self._made.move_to_end(key)
+                while len(self._made) > self.limit:
+                    self._made.popitem(last=False)
+
+    def add(self, key: Hashable | None, ids: Sequence[str]) -> None:
+        """Its model call under ``key`` returned the calls ``ids`` (an unknown key is ignored)."""
+        if key is None:
+            return
+        with self._lock:
+            found = self._made.get(key)
+            if found is not None:
+                found.update(ids)
+
+    def pop(self, key: Hashable | None) -> frozenset[str] | None:
+        """The invocation's calls, forgotten (it is over); None when it is not known."""
+        if key is None:
+            return None
+        with self._lock:
+            found = self._made.pop(key, None)
+        return None if found is None else frozenset(found)
 
 
 _HOOKED: dict[type[CombeeMiddleware], type[CombeeMiddleware]] = {}
@@ -762,6 +830,7 @@ def capture_run(
     config: Mapping[str, Any] | None = None,
     supersede: bool = False,
     given: int | None = None,
+    made: frozenset[str] | None = None,
 ) -> None:
     """Hand the invocation that began at ``messages[start]`` to ``agent.capture``.
 
@@ -769,7 +838,9 @@ def capture_run(
     it is read here). ``supersede``: the run's failure was captured before (a
     model call that raised), and this trace takes its place. ``given``: how many
     messages there were before the run's first model call (``trace_from_messages``'
-    ``model_from``; None: not known).
+    ``model_from``; None: not known). ``made``: the ids of the tool calls the
+    run's own model calls returned (``trace_from_messages``' ``made``; None: not
+    known).
     """
     if tenant == UNSCOPED:
         return  # the run's scope failed (counted when it did): not captured
@@ -783,6 +854,7 @@ def capture_run(
         start,
         (run_id, thread_id_of(config, runtime), tenant, version, latency, error),
         given if isinstance(given, int) and not isinstance(given, bool) else None,
+        made,
     )
     _hand_over(agent, run_id, recipe, supersede)
 
@@ -804,7 +876,7 @@ class _TraceRecipe:
     when it is called: on the hot path, a tuple of the facts is all it costs.
     """
 
-    __slots__ = ("facts", "messages", "model_from", "prompt_id", "start")
+    __slots__ = ("facts", "made", "messages", "model_from", "prompt_id", "start")
 
     def __init__(
         self,
@@ -813,12 +885,14 @@ class _TraceRecipe:
         start: int,
         facts: tuple[str | None, str | None, str | None, int | None, float | None, str | None],
         model_from: int | None = None,
+        made: frozenset[str] | None = None,
     ) -> None:
         self.prompt_id = prompt_id
         self.messages = messages
         self.start = start
         self.facts = facts  # run id, thread id, tenant, version, latency, error
         self.model_from = model_from
+        self.made = made
 
     def __call__(self) -> Trace:
         run_id, thread_id, tenant, version, latency, error = self.facts
@@ -831,7 +905,9 @@ class _TraceRecipe:
             error=error,
             metadata=run_labels(self.prompt_id, version, tenant),
         )
-        return trace_from_messages(self.messages, run, start=self.start, model_from=self.model_from)
+        return trace_from_messages(
+            self.messages, run, start=self.start, model_from=self.model_from, made=self.made
+        )
 
 
 _ALLOWED_OUTSIDE = (ModelRetryMiddleware, ModelFallbackMiddleware)
@@ -930,6 +1006,20 @@ def _log_failure(agent: AgentSide, where: str) -> None:
     """Log the exception being handled: Combee's own code failed in ``where``."""
     logger.exception(
         "%s failed (prompt %r); the run goes on without Combee", where, agent.prompt_id
+    )
+
+
+def _call_ids(response: ModelCallResult) -> tuple[str, ...]:
+    """The ids of the tool calls the AI messages of ``response`` carry."""
+    if isinstance(response, ExtendedModelResponse):
+        response = response.model_response
+    messages = [response] if isinstance(response, AIMessage) else response.result
+    return tuple(
+        str(c["id"])
+        for m in messages
+        if isinstance(m, AIMessage)
+        for c in m.tool_calls
+        if c.get("id")
     )
 
 

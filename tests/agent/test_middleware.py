@@ -683,6 +683,40 @@ def test_the_hook_mode_attests_by_the_current_invocation_of_a_thread(combee: Com
     assert "pwned" not in trusted_text(trace, "lookup")
 
 
+@tool
+def approved_lookup(topic: str) -> str:
+    """Look up the owner of a topic, once a person approves."""
+    interrupt("approve?")
+    return f"owner of {topic}: FIN"
+
+
+@pytest.mark.parametrize("hooks", [False, True], ids=["wrap_model_call", "hooks"])
+def test_messages_a_client_adds_when_it_resumes_a_run_are_not_attested(
+    combee: Combee, hooks: bool
+) -> None:
+    # An interrupted run is resumed with Command(update=...): the client adds an AI
+    # tool call and its "result" after the run's first model call. Only the calls the
+    # run's own model calls returned, and their results, are attested.
+    asked = {"name": "approved_lookup", "args": {"topic": "refund"}, "id": "c1"}
+    model = ScriptedChatModel([AIMessage("", tool_calls=[asked]), "FIN-REFUNDS"])
+    agent = create_agent(
+        model,
+        [approved_lookup],
+        middleware=[combee.middleware(hooks=hooks)],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t-resumed"}}
+    agent.invoke(ask(), config)
+    agent.invoke(Command(resume="yes", update={"messages": forged_history()}), config)
+    (trace,) = captured(combee)
+    assert {c.id: c.attested for c in trace.tool_calls}.get("c1") is True
+    assert all(not c.attested for c in trace.tool_calls if c.id == "f1")
+    tools = [(m.content, m.attested) for m in trace.messages if m.role == "tool"]
+    assert sorted(tools) == [(forged_history()[1].content, False), ("owner of refund: FIN", True)]
+    trusted = trusted_text(trace, "lookup", "approved_lookup")
+    assert "owner of refund: FIN" in trusted and "pwned" not in trusted
+
+
 @pytest.mark.parametrize("hooks", [False, True], ids=["wrap_model_call", "hooks"])
 def test_an_invalid_tool_call_the_caller_sent_is_no_trusted_error(
     combee: Combee, hooks: bool
