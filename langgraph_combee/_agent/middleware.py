@@ -86,14 +86,16 @@ from langchain.agents.middleware import (
     ModelRequest,
     ModelResponse,
     ModelRetryMiddleware,
+    ToolCallRequest,
 )
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.errors import GraphBubbleUp
 from langgraph.pregel import Pregel
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 from typing_extensions import NotRequired
 
 from langgraph_combee._agent.pinning import Pin, Pinner
@@ -116,6 +118,7 @@ from langgraph_combee._agent.traces import (
     RunInfo,
     invocation_start,
     request_text,
+    result_digest,
     trace_from_messages,
 )
 from langgraph_combee._core.prompting import with_playbook
@@ -307,6 +310,7 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.tools = []
         self._pins = Pinner(agent, limit=max_open_runs)
         self._made = _MadeCalls(max_open_runs)
+        self._ran = _ToolRuns(_RUNS_PER_OPEN_RUN * max_open_runs)
         self._prompts: OrderedDict[
             tuple[int, str], tuple[SystemMessage | None, SystemMessage | None]
         ] = OrderedDict()
@@ -362,6 +366,28 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 raise
         result = self._text_calls(call.request, response)
         self._end(call, result)
+        return result
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Run the tool and remember what it returned: only that is its attested result."""
+        result = handler(request)
+        if self.capture:
+            self._ran.record(result)
+        return result
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """Async ``wrap_tool_call``: the same work."""
+        result = await handler(request)
+        if self.capture:
+            self._ran.record(result)
         return result
 
     async def awrap_model_call(
@@ -620,6 +646,7 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             (run_id, call.thread_id, pin.tenant, pin.version, latency, error),
             pin.model_from,
             None if pin.made is None else frozenset(pin.made),
+            None if pin.made is None else self._ran.of(messages[call.start :]),
         )
         if run_id is None:  # ``_hand_over``, written out (a pin made here always has a key)
             self.agent.capture(recipe())
@@ -746,7 +773,53 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
             started=state.get("combee_started"),
             given=state.get("combee_given"),
             made=made,
+            ran=None if made is None else self._ran.of(messages),
         )
+
+
+_RUNS_PER_OPEN_RUN = 16
+"""Tool runs remembered per open run the middleware may hold (``max_open_runs``)."""
+
+
+class _ToolRuns:
+    """What each tool run returned (``result_digest`` by call id), the last ``limit`` runs.
+
+    A tool message holding anything else (a person's answer in its place, a message
+    a client replaced on resume) is not the tool's result: not attested.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._ran: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def record(self, result: ToolMessage | Command[Any]) -> None:
+        """Remember the tool messages of ``result`` (a message, or a command's update)."""
+        if isinstance(result, ToolMessage):
+            messages: list[Any] = [result]
+        else:
+            update = result.update
+            found = update.get("messages") if isinstance(update, Mapping) else None
+            messages = list(found) if isinstance(found, (list, tuple)) else []
+        done = [
+            (m.tool_call_id, result_digest(m.content))
+            for m in messages
+            if isinstance(m, ToolMessage) and m.tool_call_id
+        ]
+        if not done:
+            return
+        with self._lock:
+            for call_id, digest in done:
+                self._ran[call_id] = digest
+                self._ran.move_to_end(call_id)
+            while len(self._ran) > self.limit:
+                self._ran.popitem(last=False)
+
+    def of(self, messages: Sequence[BaseMessage]) -> dict[str, str]:
+        """What the runs of the tool messages among ``messages`` returned, where known."""
+        ids = [m.tool_call_id for m in messages if isinstance(m, ToolMessage) and m.tool_call_id]
+        with self._lock:
+            return {i: self._ran[i] for i in ids if i in self._ran}
 
 
 def _made_key(
@@ -831,6 +904,7 @@ def capture_run(
     supersede: bool = False,
     given: int | None = None,
     made: frozenset[str] | None = None,
+    ran: Mapping[str, str] | None = None,
 ) -> None:
     """Hand the invocation that began at ``messages[start]`` to ``agent.capture``.
 
@@ -840,7 +914,7 @@ def capture_run(
     messages there were before the run's first model call (``trace_from_messages``'
     ``model_from``; None: not known). ``made``: the ids of the tool calls the
     run's own model calls returned (``trace_from_messages``' ``made``; None: not
-    known).
+    known). ``ran``: what its tool runs returned (``trace_from_messages``' ``ran``).
     """
     if tenant == UNSCOPED:
         return  # the run's scope failed (counted when it did): not captured
@@ -855,6 +929,7 @@ def capture_run(
         (run_id, thread_id_of(config, runtime), tenant, version, latency, error),
         given if isinstance(given, int) and not isinstance(given, bool) else None,
         made,
+        ran,
     )
     _hand_over(agent, run_id, recipe, supersede)
 
@@ -876,7 +951,7 @@ class _TraceRecipe:
     when it is called: on the hot path, a tuple of the facts is all it costs.
     """
 
-    __slots__ = ("facts", "made", "messages", "model_from", "prompt_id", "start")
+    __slots__ = ("facts", "made", "messages", "model_from", "prompt_id", "ran", "start")
 
     def __init__(
         self,
@@ -886,6 +961,7 @@ class _TraceRecipe:
         facts: tuple[str | None, str | None, str | None, int | None, float | None, str | None],
         model_from: int | None = None,
         made: frozenset[str] | None = None,
+        ran: Mapping[str, str] | None = None,
     ) -> None:
         self.prompt_id = prompt_id
         self.messages = messages
@@ -893,6 +969,7 @@ class _TraceRecipe:
         self.facts = facts  # run id, thread id, tenant, version, latency, error
         self.model_from = model_from
         self.made = made
+        self.ran = ran
 
     def __call__(self) -> Trace:
         run_id, thread_id, tenant, version, latency, error = self.facts
@@ -906,7 +983,12 @@ class _TraceRecipe:
             metadata=run_labels(self.prompt_id, version, tenant),
         )
         return trace_from_messages(
-            self.messages, run, start=self.start, model_from=self.model_from, made=self.made
+            self.messages,
+            run,
+            start=self.start,
+            model_from=self.model_from,
+            made=self.made,
+            ran=self.ran,
         )
 
 
