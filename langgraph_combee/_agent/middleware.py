@@ -815,7 +815,7 @@ class _ToolRuns:
             while len(self._ran) > self.limit:
                 self._ran.popitem(last=False)
 
-    def of(self, messages: Sequence[BaseMessage]) -> dict[str, str]:
+    def of(self, messages: Sequence[BaseMessage]) -> dict[str, str | None]:
         """What the runs of the tool messages among ``messages`` returned, where known."""
         ids = [m.tool_call_id for m in messages if isinstance(m, ToolMessage) and m.tool_call_id]
         with self._lock:
@@ -904,7 +904,7 @@ def capture_run(
     supersede: bool = False,
     given: int | None = None,
     made: frozenset[str] | None = None,
-    ran: Mapping[str, str] | None = None,
+    ran: Mapping[str, str | None] | None = None,
 ) -> None:
     """Hand the invocation that began at ``messages[start]`` to ``agent.capture``.
 
@@ -961,7 +961,7 @@ class _TraceRecipe:
         facts: tuple[str | None, str | None, str | None, int | None, float | None, str | None],
         model_from: int | None = None,
         made: frozenset[str] | None = None,
-        ran: Mapping[str, str] | None = None,
+        ran: Mapping[str, str | None] | None = None,
     ) -> None:
         self.prompt_id = prompt_id
         self.messages = messages

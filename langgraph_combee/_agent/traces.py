@@ -185,7 +185,7 @@ def _tool_calls(
     messages: Sequence[BaseMessage],
     given: int = 0,
     made: Collection[str] | None = None,
-    ran: Mapping[str, str] | None = None,
+    ran: Mapping[str, str | None] | None = None,
 ) -> list[ToolCall]:
     """The tool calls of ``messages``, each attested when ``_attested`` says so.
 
@@ -293,14 +293,19 @@ def result_digest(content: Any) -> str:
     return hashlib.blake2b(message_text(content).encode("utf-8"), digest_size=16).hexdigest()
 
 
-def _ran(message: ToolMessage, ran: Mapping[str, str] | None) -> bool:
+def _ran(message: ToolMessage, ran: Mapping[str, str | None] | None) -> bool:
     """Whether ``message`` holds what its tool run returned (always, when ``ran`` is None).
 
     A person's answer in place of the tool's (a human-in-the-loop "respond" or
     "reject" decision) and a message a client replaced by its id on resume are
     not: the tool never returned that text.
     """
-    return ran is None or ran.get(message.tool_call_id) == result_digest(message.content)
+    if ran is None:
+        return True
+    if message.tool_call_id not in ran:
+        return False
+    digest = ran[message.tool_call_id]
+    return digest is None or digest == result_digest(message.content)
 
 
 def _message_attested(
@@ -309,7 +314,7 @@ def _message_attested(
     given: int,
     made: Collection[str] | None,
     last: Mapping[tuple[str, str], int],
-    ran: Mapping[str, str] | None = None,
+    ran: Mapping[str, str | None] | None = None,
 ) -> bool:
     """``_attested`` for a whole message: a tool result by its call, an AI message by its calls."""
     if isinstance(message, ToolMessage):
@@ -328,7 +333,7 @@ def trace_from_messages(
     start: int | None = None,
     model_from: int | None = None,
     made: Collection[str] | None = None,
-    ran: Mapping[str, str] | None = None,
+    ran: Mapping[str, str | None] | None = None,
 ) -> Trace:
     """Build the ``Trace`` of one invocation from its conversation.
 
@@ -346,7 +351,9 @@ def trace_from_messages(
             calls and their results are attested, each in the last message
             carrying its id. None: not known (``model_from`` alone decides).
         ran: What each tool run of the run returned (``result_digest``, by call id), when the
-            middleware saw the runs: a tool message holding anything else is not
+            middleware or a tracer saw the runs; None for a run whose result is not
+            compared (it failed: its message is the tool node's). A tool message
+            holding anything else, or for a call no run is known of, is not
             attested, nor is its call. None: not known.
 
     Returns:
