@@ -48,6 +48,7 @@ from langgraph_combee._agent.side import AgentSide, agent_side_of
 from langgraph_combee._agent.traces import (
     RunInfo,
     invocation_start,
+    result_digest,
     text_of,
     to_message,
     to_messages,
@@ -159,6 +160,23 @@ def _made(model_runs: Iterable[RunBase], tool_runs: Iterable[RunBase]) -> set[st
         if call_id:
             made.add(str(call_id))
     return made
+
+
+def _results(tool_runs: Sequence[RunBase]) -> dict[str, str | None]:
+    """What each tool run returned (``result_digest``), by call id; None for a failed run.
+
+    A tool message of the state that holds anything else (a person's answer in the
+    tool's place, a message a client replaced on resume) is not the tool's result.
+    """
+    out: dict[str, str | None] = {}
+    for run in tool_runs:
+        call_id = (run.extra or {}).get("tool_call_id")
+        if not call_id:
+            continue
+        output = (run.outputs or {}).get("output")
+        content = getattr(output, "content", output)
+        out[str(call_id)] = None if run.error or output is None else result_digest(content)
+    return out
 
 
 def _given(asked: Sequence[BaseMessage], start: int) -> int | None:
@@ -275,7 +293,12 @@ def trace_from_run(
             state_messages, anchor_text=message_text(asked[-1].content) if asked else None
         )
         trace = trace_from_messages(
-            state_messages, info, start=start, model_from=_given(given, start), made=made
+            state_messages,
+            info,
+            start=start,
+            model_from=_given(given, start),
+            made=made,
+            ran=_results(tool_runs) if made is not None else None,
         )
         # Tool runs of earlier turns are not in this tree, so every run belongs here.
         update["tool_calls"] = _merge_calls(trace.tool_calls, ran)

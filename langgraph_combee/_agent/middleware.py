@@ -86,14 +86,16 @@ from langchain.agents.middleware import (
     ModelRequest,
     ModelResponse,
     ModelRetryMiddleware,
+    ToolCallRequest,
 )
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.errors import GraphBubbleUp
 from langgraph.pregel import Pregel
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 from typing_extensions import NotRequired
 
 from langgraph_combee._agent.pinning import Pin, Pinner
@@ -116,6 +118,7 @@ from langgraph_combee._agent.traces import (
     RunInfo,
     invocation_start,
     request_text,
+    result_digest,
     trace_from_messages,
 )
 from langgraph_combee._core.prompting import with_playbook
@@ -306,6 +309,8 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.max_open_runs = max_open_runs
         self.tools = []
         self._pins = Pinner(agent, limit=max_open_runs)
+        self._made = _MadeCalls(max_open_runs)
+        self._ran = _ToolRuns(_RUNS_PER_OPEN_RUN * max_open_runs)
         self._prompts: OrderedDict[
             tuple[int, str], tuple[SystemMessage | None, SystemMessage | None]
         ] = OrderedDict()
@@ -361,6 +366,28 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 raise
         result = self._text_calls(call.request, response)
         self._end(call, result)
+        return result
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Run the tool and remember what it returned: only that is its attested result."""
+        result = handler(request)
+        if self.capture:
+            self._ran.record(result)
+        return result
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """Async ``wrap_tool_call``: the same work."""
+        result = await handler(request)
+        if self.capture:
+            self._ran.record(result)
         return result
 
     async def awrap_model_call(
@@ -480,7 +507,7 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             pin, version = self._pins.fresh(config, tenant, run_key)
             # What the run holds at its first model call came from its caller, not
             # from the model: tool results there are never trusted evidence.
-            pin = pin._replace(model_from=len(messages))
+            pin = pin._replace(model_from=len(messages), made=())
         served, metadata = self._serve(request, version, config)
         return _Call(
             served, metadata, key, pin, messages, start, found is not None, config, given, thread_id
@@ -570,6 +597,14 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _settle(self, call: _Call, response: ModelCallResult) -> None:
         produced = _final_messages(response)
+        pin = call.pin
+        ids = _call_ids(response)
+        if ids and pin is not None and pin.made is not None:
+            # The calls this model call returned are the run's own: a client that adds
+            # messages between two model calls (on resume) cannot add to them.
+            call.pin = pin = pin._replace(made=(*pin.made, *ids))
+            if produced is None and call.recalled and call.key is not None:
+                self._pins.keep(call.key, pin)
         if produced is None:
             self._keep(call)
             return
@@ -610,6 +645,8 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             call.start,
             (run_id, call.thread_id, pin.tenant, pin.version, latency, error),
             pin.model_from,
+            None if pin.made is None else frozenset(pin.made),
+            None if pin.made is None else self._ran.of(messages[call.start :]),
         )
         if run_id is None:  # ``_hand_over``, written out (a pin made here always has a key)
             self.agent.capture(recipe())
@@ -649,9 +686,12 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
         )
 
     def _pin_state(self, state: AgentState[Any], runtime: Runtime[Any] | None) -> dict[str, Any]:
-        pin, _ = self._pins.pin(current_config(), runtime, level="graph")
+        config = current_config()
+        pin, _ = self._pins.pin(config, runtime, level="graph")
         messages = state.get("messages") or []
         start = invocation_start(messages)
+        if messages:
+            self._made.start(_made_key(config, runtime, messages[start].id))
         return {
             "combee_version": pin.version,
             "combee_tenant": pin.tenant,
@@ -676,11 +716,15 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
         else:
             # No pin (before_agent failed, or the thread predates the middleware).
             _, version = self._pins.pin(current_config(), request.runtime, level="graph")
-        served, metadata = self._serve(request, version, current_config())
-        return _Call(served, metadata, None, None, [], 0)
+        config = current_config()
+        served, metadata = self._serve(request, version, config)
+        key = _made_key(config, request.runtime, state.get("combee_start_id"))
+        return _Call(served, metadata, key, None, [], 0)
 
     def _end(self, call: _Call, response: ModelCallResult) -> None:
-        return None  # captured by after_agent, with every message of the invocation
+        # Captured by after_agent, with every message of the invocation; what this
+        # model call returned is remembered as the run's own calls.
+        self._made.add(call.key, _call_ids(response))
 
     def _failed(self, call: _Call, exc: BaseException) -> None:
         return None  # not captured in this mode: LangGraph runs no after_agent
@@ -717,6 +761,7 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
     def _capture_state(self, given: AgentState[Any], runtime: Runtime[Any] | None) -> None:
         state = cast("CombeeState", given)
         messages = list(state.get("messages") or [])
+        made = self._made.pop(_made_key(current_config(), runtime, state.get("combee_start_id")))
         capture_run(
             self.agent,
             messages,
@@ -727,7 +772,103 @@ class _HookedCombeeMiddleware(CombeeMiddleware):
             version=state.get("combee_version"),
             started=state.get("combee_started"),
             given=state.get("combee_given"),
+            made=made,
+            ran=None if made is None else self._ran.of(messages),
         )
+
+
+_RUNS_PER_OPEN_RUN = 16
+"""Tool runs remembered per open run the middleware may hold (``max_open_runs``)."""
+
+
+class _ToolRuns:
+    """What each tool run returned (``result_digest`` by call id), the last ``limit`` runs.
+
+    A tool message holding anything else (a person's answer in its place, a message
+    a client replaced on resume) is not the tool's result: not attested.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._ran: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def record(self, result: ToolMessage | Command[Any]) -> None:
+        """Remember the tool messages of ``result`` (a message, or a command's update)."""
+        if isinstance(result, ToolMessage):
+            messages: list[Any] = [result]
+        else:
+            update = result.update
+            found = update.get("messages") if isinstance(update, Mapping) else None
+            messages = list(found) if isinstance(found, (list, tuple)) else []
+        done = [
+            (m.tool_call_id, result_digest(m.content))
+            for m in messages
+            if isinstance(m, ToolMessage) and m.tool_call_id
+        ]
+        if not done:
+            return
+        with self._lock:
+            for call_id, digest in done:
+                self._ran[call_id] = digest
+                self._ran.move_to_end(call_id)
+            while len(self._ran) > self.limit:
+                self._ran.popitem(last=False)
+
+    def of(self, messages: Sequence[BaseMessage]) -> dict[str, str | None]:
+        """What the runs of the tool messages among ``messages`` returned, where known."""
+        ids = [m.tool_call_id for m in messages if isinstance(m, ToolMessage) and m.tool_call_id]
+        with self._lock:
+            return {i: self._ran[i] for i in ids if i in self._ran}
+
+
+def _made_key(
+    config: Mapping[str, Any] | None, runtime: Runtime[Any] | None, start_id: object
+) -> Hashable | None:
+    """Where the hook mode remembers an invocation's own calls: its thread and first message."""
+    if not isinstance(start_id, str):
+        return None
+    return (thread_id_of(config, runtime), start_id)
+
+
+class _MadeCalls:
+    """The ids of the tool calls each invocation's own model calls returned (the hook mode).
+
+    In memory, as the default mode's pins are: an invocation whose model calls ran
+    in another process (resumed elsewhere) is not found, and its calls are then
+    judged by position alone. At most ``limit`` invocations are remembered.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._made: OrderedDict[Hashable, set[str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def start(self, key: Hashable | None) -> None:
+        """An invocation begins under ``key``: no call of it is known yet."""
+        if key is not None:
+            with self._lock:
+                self._made[key] = set()
+                self._made.move_to_end(key)
+                while len(self._made) > self.limit:
+                    self._made.popitem(last=False)
+
+    def add(self, key: Hashable | None, ids: Sequence[str]) -> None:
+        """Its model call under ``key`` returned the calls ``ids`` (an unknown key is ignored)."""
+        if key is None:
+            return
+        with self._lock:
+            found = self._made.get(key)
+            if found is not None:
+                found.update(ids)
+
+    def pop(self, key: Hashable | None) -> frozenset[str] | None:
+        """The invocation's calls, forgotten (it is over); None when it is not known."""
+        if key is None:
+            return None
+        with self._lock:
+            found = self._made.pop(key, None)
+        return None if found is None else frozenset(found)
 
 
 _HOOKED: dict[type[CombeeMiddleware], type[CombeeMiddleware]] = {}
@@ -762,6 +903,8 @@ def capture_run(
     config: Mapping[str, Any] | None = None,
     supersede: bool = False,
     given: int | None = None,
+    made: frozenset[str] | None = None,
+    ran: Mapping[str, str | None] | None = None,
 ) -> None:
     """Hand the invocation that began at ``messages[start]`` to ``agent.capture``.
 
@@ -769,7 +912,9 @@ def capture_run(
     it is read here). ``supersede``: the run's failure was captured before (a
     model call that raised), and this trace takes its place. ``given``: how many
     messages there were before the run's first model call (``trace_from_messages``'
-    ``model_from``; None: not known).
+    ``model_from``; None: not known). ``made``: the ids of the tool calls the
+    run's own model calls returned (``trace_from_messages``' ``made``; None: not
+    known). ``ran``: what its tool runs returned (``trace_from_messages``' ``ran``).
     """
     if tenant == UNSCOPED:
         return  # the run's scope failed (counted when it did): not captured
@@ -783,6 +928,8 @@ def capture_run(
         start,
         (run_id, thread_id_of(config, runtime), tenant, version, latency, error),
         given if isinstance(given, int) and not isinstance(given, bool) else None,
+        made,
+        ran,
     )
     _hand_over(agent, run_id, recipe, supersede)
 
@@ -804,7 +951,7 @@ class _TraceRecipe:
     when it is called: on the hot path, a tuple of the facts is all it costs.
     """
 
-    __slots__ = ("facts", "messages", "model_from", "prompt_id", "start")
+    __slots__ = ("facts", "made", "messages", "model_from", "prompt_id", "ran", "start")
 
     def __init__(
         self,
@@ -813,12 +960,16 @@ class _TraceRecipe:
         start: int,
         facts: tuple[str | None, str | None, str | None, int | None, float | None, str | None],
         model_from: int | None = None,
+        made: frozenset[str] | None = None,
+        ran: Mapping[str, str | None] | None = None,
     ) -> None:
         self.prompt_id = prompt_id
         self.messages = messages
         self.start = start
         self.facts = facts  # run id, thread id, tenant, version, latency, error
         self.model_from = model_from
+        self.made = made
+        self.ran = ran
 
     def __call__(self) -> Trace:
         run_id, thread_id, tenant, version, latency, error = self.facts
@@ -831,7 +982,14 @@ class _TraceRecipe:
             error=error,
             metadata=run_labels(self.prompt_id, version, tenant),
         )
-        return trace_from_messages(self.messages, run, start=self.start, model_from=self.model_from)
+        return trace_from_messages(
+            self.messages,
+            run,
+            start=self.start,
+            model_from=self.model_from,
+            made=self.made,
+            ran=self.ran,
+        )
 
 
 _ALLOWED_OUTSIDE = (ModelRetryMiddleware, ModelFallbackMiddleware)
@@ -930,6 +1088,20 @@ def _log_failure(agent: AgentSide, where: str) -> None:
     """Log the exception being handled: Combee's own code failed in ``where``."""
     logger.exception(
         "%s failed (prompt %r); the run goes on without Combee", where, agent.prompt_id
+    )
+
+
+def _call_ids(response: ModelCallResult) -> tuple[str, ...]:
+    """The ids of the tool calls the AI messages of ``response`` carry."""
+    if isinstance(response, ExtendedModelResponse):
+        response = response.model_response
+    messages = [response] if isinstance(response, AIMessage) else response.result
+    return tuple(
+        str(c["id"])
+        for m in messages
+        if isinstance(m, AIMessage)
+        for c in m.tool_calls
+        if c.get("id")
     )
 
 

@@ -67,6 +67,10 @@ class Pin(NamedTuple):
         model_from: How many messages the run had at its first model call: the
             AI and tool messages before that index came in the run's input
             (None: not known).
+        made: The ids of the tool calls the run's own model calls returned so far:
+            only those calls and their results are attested, whatever a client
+            adds to the state between two model calls (``Command(update=...)``
+            when it resumes an interrupted run). None: not known.
     """
 
     tenant: str | None
@@ -76,6 +80,7 @@ class Pin(NamedTuple):
     failed: bool = False
     failed_in: str | None = None
     model_from: int | None = None
+    made: tuple[str, ...] | None = None
 
 
 class Served(Protocol):

@@ -10,6 +10,7 @@ a malformed item: it skips it.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,9 +182,16 @@ def request_text(messages: Sequence[BaseMessage]) -> str:
 
 
 def _tool_calls(
-    messages: Sequence[BaseMessage], given: int = 0, made: Collection[str] | None = None
+    messages: Sequence[BaseMessage],
+    given: int = 0,
+    made: Collection[str] | None = None,
+    ran: Mapping[str, str | None] | None = None,
 ) -> list[ToolCall]:
-    """The tool calls of ``messages``, each attested when ``_attested`` says so."""
+    """The tool calls of ``messages``, each attested when ``_attested`` says so.
+
+    With ``ran``, a call whose result is not what its tool run returned is not
+    attested either: its result is someone else's text under the tool's name.
+    """
     results: dict[str, ToolMessage] = {
         m.tool_call_id: m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id
     }
@@ -203,7 +211,8 @@ def _tool_calls(
                     id=call.get("id"),
                     result=None if failed else text,
                     error=text if failed else None,
-                    attested=_attested(index, call.get("id"), given, made, last),
+                    attested=_attested(index, call.get("id"), given, made, last)
+                    and (reply is None or _ran(reply, ran)),
                 )
             )
         for bad in message.invalid_tool_calls:
@@ -279,16 +288,39 @@ def _trace_message(message: BaseMessage, attested: bool = True) -> TraceMessage:
     )
 
 
+def result_digest(content: Any) -> str:
+    """A short digest of a tool message's text: what ``ran`` maps each call id to."""
+    return hashlib.blake2b(message_text(content).encode("utf-8"), digest_size=16).hexdigest()
+
+
+def _ran(message: ToolMessage, ran: Mapping[str, str | None] | None) -> bool:
+    """Whether ``message`` holds what its tool run returned (always, when ``ran`` is None).
+
+    A person's answer in place of the tool's (a human-in-the-loop "respond" or
+    "reject" decision) and a message a client replaced by its id on resume are
+    not: the tool never returned that text.
+    """
+    if ran is None:
+        return True
+    if message.tool_call_id not in ran:
+        return False
+    digest = ran[message.tool_call_id]
+    return digest is None or digest == result_digest(message.content)
+
+
 def _message_attested(
     message: BaseMessage,
     index: int,
     given: int,
     made: Collection[str] | None,
     last: Mapping[tuple[str, str], int],
+    ran: Mapping[str, str | None] | None = None,
 ) -> bool:
     """``_attested`` for a whole message: a tool result by its call, an AI message by its calls."""
     if isinstance(message, ToolMessage):
-        return _attested(index, message.tool_call_id, given, made, last, kind="tool")
+        return _attested(index, message.tool_call_id, given, made, last, kind="tool") and _ran(
+            message, ran
+        )
     if isinstance(message, AIMessage) and made is not None and message.tool_calls:
         return all(_attested(index, c.get("id"), given, made, last) for c in message.tool_calls)
     return index >= given
@@ -301,6 +333,7 @@ def trace_from_messages(
     start: int | None = None,
     model_from: int | None = None,
     made: Collection[str] | None = None,
+    ran: Mapping[str, str | None] | None = None,
 ) -> Trace:
     """Build the ``Trace`` of one invocation from its conversation.
 
@@ -317,6 +350,11 @@ def trace_from_messages(
             replies, its tool runs), when a tracer saw them: then only those
             calls and their results are attested, each in the last message
             carrying its id. None: not known (``model_from`` alone decides).
+        ran: What each tool run of the run returned (``result_digest``, by call id), when the
+            middleware or a tracer saw the runs; None for a run whose result is not
+            compared (it failed: its message is the tool node's). A tool message
+            holding anything else, or for a call no run is known of, is not
+            attested, nor is its call. None: not known.
 
     Returns:
         The trace: input (the invocation's first human message), output (the
@@ -334,11 +372,11 @@ def trace_from_messages(
         "input": message_text(human.content) if human is not None else "",
         "output": message_text(last_ai.content) if last_ai is not None else "",
         "messages": [
-            _trace_message(m, _message_attested(m, i, given, made, last))
+            _trace_message(m, _message_attested(m, i, given, made, last, ran))
             for i, m in enumerate(turn)
             if not isinstance(m, SystemMessage)
         ],
-        "tool_calls": _tool_calls(turn, given, made),
+        "tool_calls": _tool_calls(turn, given, made, ran),
         "error": run.error,
         "metadata": dict(run.metadata),
         "prompt_version": run.prompt_version,

@@ -51,6 +51,7 @@ from langgraph_combee._core.quarantine import QuarantinedOp
 from langgraph_combee._core.situations import parse_rule
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._guard import lexicon
 from langgraph_combee._guard import patterns as rules
 from langgraph_combee._guard import provenance as prov
 from langgraph_combee._guard import scope as guard_scope
@@ -322,6 +323,15 @@ class BulletGuard:
                 raise ConfigurationError(
                     "deny", pattern, f"valid regular expressions ({exc})"
                 ) from exc
+            nested = lexicon.repeated_repeat(compiled[-1].pattern, compiled[-1].flags)
+            if nested is not None:
+                # Every bullet is screened with it: one long rule would stall the step.
+                raise ConfigurationError(
+                    "deny",
+                    pattern,
+                    f"regular expressions that repeat no repeat without a bound ({nested} "
+                    f"repeats one): bound the inner one to {{1,{lexicon.WIDE_REPEAT}}} at most",
+                )
         self.deny = tuple(compiled)
         if judge is not None and not isinstance(judge, BaseChatModel):
             raise ConfigurationError("judge", judge, "None or a langchain BaseChatModel")

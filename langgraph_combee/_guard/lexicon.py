@@ -30,6 +30,7 @@ import functools
 import re
 import sys
 import unicodedata
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -50,6 +51,11 @@ _FLAGS = {"ignorecase": re.IGNORECASE, "multiline": re.MULTILINE, "dotall": re.D
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _REFERENCE = re.compile(r"\$\{([^}]*)\}")
 _MARKS = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u20d0-\u20ff]")
+PATTERN_CHARS = 50_000
+"""Longest text a pattern or a verbs entry may expand to (the longest shipped is about 2,300):
+references that insert an entry twice at every level would otherwise double it each time."""
+WIDE_REPEAT = 64
+"""Most times a repeat may match and still be bounded where it repeats inside another repeat."""
 
 
 class LexiconError(ValueError):
@@ -180,6 +186,13 @@ def build(files: Mapping[str, str]) -> Lexicon:
     families: dict[str, tuple[Entry, ...]] = {}
     for file in sorted(files):
         for name, found in parse(file, files[file]).items():
+            for entry in found if isinstance(found, tuple) else ():
+                if entry.kind != "pattern":
+                    # A family is compiled when a check first reads it: a wrong kind
+                    # there would fail the guard's first screening, not this read.
+                    raise _fail(
+                        entry.file, entry.name, f"a family's entries are patterns, not {entry.kind}"
+                    )
             if isinstance(found, tuple) and name in families:
                 # A family may take entries from several files: a new file of
                 # [[override]] entries adds to the shipped ones.
@@ -229,6 +242,8 @@ def _verb_list(lexicon: Lexicon, entry: Entry, seen: tuple[str, ...]) -> list[st
         if name in seen or found is None or found.kind != "verbs":
             raise _fail(entry.file, entry.name, f"{verb!r} names no other verbs entry")
         out.extend(_verb_list(lexicon, found, (*seen, name)))
+        if len(out) > PATTERN_CHARS:
+            raise _fail(entry.file, entry.name, f"takes in more than {PATTERN_CHARS} verbs")
     return out
 
 
@@ -252,15 +267,89 @@ def _text(lexicon: Lexicon, entry: Entry, seen: tuple[str, ...] = ()) -> str:
             raise _fail(entry.file, entry.name, f"'${{{name}}}' names no pattern or verbs entry")
         return _text(lexicon, found, (*seen, name))
 
-    return _REFERENCE.sub(insert, "".join(entry.parts))
+    expanded = _REFERENCE.sub(insert, "".join(entry.parts))
+    if len(expanded) > PATTERN_CHARS:
+        raise _fail(
+            entry.file,
+            entry.name,
+            f"expands to {len(expanded)} characters, longer than {PATTERN_CHARS} "
+            "(does it insert an entry that inserts another twice?)",
+        )
+    return expanded
 
 
 def _compile(lexicon: Lexicon, entry: Entry) -> re.Pattern[str]:
     text = _text(lexicon, entry, (entry.name,))
     try:
-        return re.compile(unaccented(text) if entry.fold else text, entry.flags)
+        compiled = re.compile(unaccented(text) if entry.fold else text, entry.flags)
     except re.error as exc:
         raise _fail(entry.file, entry.name, f"does not compile: {exc}") from exc
+    nested = repeated_repeat(compiled.pattern, compiled.flags)
+    if nested is not None:
+        raise _fail(
+            entry.file,
+            entry.name,
+            f"repeats a repeat ({nested}): a search would try every split of a long run; "
+            f"bound the inner repeat to at most {WIDE_REPEAT} ({{1,{WIDE_REPEAT}}})",
+        )
+    return compiled
+
+
+def repeated_repeat(pattern: str, flags: int = 0) -> str | None:
+    """Where ``pattern`` repeats, without a bound, a part that itself repeats without one.
+
+    ``(a+)+``, ``(?:\\w+\\s*)*``: on a long run the search backtracks over every way of
+    splitting it between the two repeats, from every start (exponential or polynomial in
+    the run). A repeat of at most ``WIDE_REPEAT`` (``{1,63}``) and a possessive one are
+    bounded. Alternatives that overlap inside a repeat (``(?:a|ab)*``) are not found here.
+
+    Returns:
+        The outer repeat's text as ``re`` parsed it (its bounds), or None.
+    """
+    parser = _parser()
+
+    def wide(code: Any, bounds: Any) -> bool:
+        return str(code) in ("MAX_REPEAT", "MIN_REPEAT") and bounds[1] > WIDE_REPEAT
+
+    def walk(items: Any, inside: str | None) -> str | None:
+        for code, value in items:
+            name = str(code)
+            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                low, high, body = value
+                if wide(code, value):
+                    if inside is not None:
+                        return inside
+                    bound = "" if high > 10**6 else str(high)
+                    found = walk(body, f"a part repeated {{{low},{bound}}}")
+                else:
+                    found = walk(body, inside)
+            elif name == "SUBPATTERN":
+                found = walk(value[-1], inside)
+            elif name == "BRANCH":
+                found = next((f for b in value[1] if (f := walk(b, inside))), None)
+            elif name == "ATOMIC_GROUP":
+                found = walk(value, inside)
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                found = walk(value[1], inside)
+            elif name == "GROUPREF_EXISTS":
+                found = walk(value[1], inside) or (walk(value[2], inside) if value[2] else None)
+            else:
+                found = None
+            if found is not None:
+                return found
+        return None
+
+    return walk(parser.parse(pattern, flags), None)
+
+
+def _parser() -> Any:
+    """The standard library's regular-expression parser (``re._parser``, ``sre_parse``)."""
+    with warnings.catch_warnings():
+        # Importing ``sre_parse`` on Python 3.11 and later warns: it became ``re._parser``.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import sre_parse
+
+    return sre_parse
 
 
 def data_files() -> dict[str, str]:

@@ -137,6 +137,36 @@ SHORTER_REQUEST = (
 )
 
 
+# Characters a reader skips: spaces and the invisible ones (zero-width, joiners, word
+# joiner, soft hyphen, byte-order mark), allowed anywhere inside a tag by ``_TAG``.
+_SKIP = r"[\s\u00ad\u034f\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]*"
+_TAG = re.compile(
+    "[<\uff1c\ufe64]"
+    + _SKIP
+    # The slash and the skip after it are one optional group: two skips side by side
+    # would try every split of a long run of spaces (quadratic).
+    + "(?:[/\uff0f]"
+    + _SKIP
+    + ")?(?:"
+    + "|".join(
+        _SKIP.join(re.escape(c) for c in name) for name in ("reviewer_note", "untrusted_data")
+    )
+    + ")",
+    re.IGNORECASE,
+)
+"""An opening or closing tag of a block, however spaced, with look-alike brackets and slashes."""
+
+
+def _defuse(text: str) -> str:
+    """``text`` with every tag of ``_TAG`` broken by a backslash after its bracket.
+
+    Text inside a block (user text, a reviewer's note) must neither close it nor
+    open another: a user who writes ``<reviewer_note>`` in their message would
+    otherwise speak as the reviewer. The rest of the text is kept as written.
+    """
+    return _TAG.sub(lambda m: m.group(0)[0] + "\\" + m.group(0)[1:], text)
+
+
 def _clip(text: str, limit: int = MAX_FIELD_CHARS) -> str:
     if len(text) <= limit:
         return text
@@ -145,9 +175,7 @@ def _clip(text: str, limit: int = MAX_FIELD_CHARS) -> str:
 
 def fence(label: str, text: str, *, limit: int | None = MAX_FIELD_CHARS) -> str:
     """Wrap user-controlled text as labelled, untrusted data."""
-    safe = text.replace("</untrusted_data", "<\\/untrusted_data").replace(
-        "<untrusted_data", "<\\untrusted_data"
-    )
+    safe = _defuse(text)
     body = safe if limit is None else _clip(safe, limit)
     return f'<untrusted_data label="{label}">\n{body}\n</untrusted_data>'
 
@@ -175,8 +203,7 @@ def _transcript_adds(trace: Trace) -> bool:
 
 def reviewer_block(text: str) -> str:
     """Wrap a trusted reviewer's comment in ``<reviewer_note>`` tags it cannot break out of."""
-    safe = re.sub(r"<(/?)(reviewer_note|untrusted_data)", r"<\\\1\2", text, flags=re.IGNORECASE)
-    return f"<reviewer_note>\n{_clip(safe)}\n</reviewer_note>"
+    return f"<reviewer_note>\n{_clip(_defuse(text))}\n</reviewer_note>"
 
 
 def _feedback_block(trace: Trace, *, trusted_comment: bool = False) -> str:

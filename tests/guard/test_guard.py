@@ -108,6 +108,7 @@ def test_each_check_can_be_turned_off_and_urls_allow_listed() -> None:
         ({"allowed_domains": "example.com"}, "allowed_domains"),
         ({"allowed_domains": ["not a domain"]}, "allowed_domains"),
         ({"deny": ["("]}, "deny"),
+        ({"deny": [r"(?:\w+\s*)*competitor"]}, "deny"),
         ({"judge": "gpt"}, "judge"),
         ({"judge_failure": "maybe"}, "judge_failure"),
         ({"judge_timeout": 0}, "judge_timeout"),

@@ -150,3 +150,53 @@ def test_an_unknown_name_or_a_wrong_kind_names_the_entry() -> None:
         lexicon.words("loosen")
     with pytest.raises(LexiconError, match="'scope.toml', entry 'everyone': is a words entry"):
         lexicon.mapping("everyone")
+
+
+def _doubling(levels: int) -> dict[str, str]:
+    # Each entry inserts the next one twice: the last one's text, 2 ** levels times.
+    entries = [
+        f"[p{i}]\ndoc = \"d\"\npattern = ['${{p{i + 1}}}${{p{i + 1}}}']\n" for i in range(levels)
+    ]
+    return {"deep.toml": "".join(entries) + f"[p{levels}]\ndoc = \"d\"\npattern = ['ab']\n"}
+
+
+def test_references_that_double_at_every_level_are_refused_before_they_grow() -> None:
+    # 2 ** 20 copies of "ab" would be a pattern of two million characters, compiled into
+    # every guard: a data file that grows its patterns so is refused, naming the entry.
+    calls = 0
+    text = lexicon._text
+
+    def counted(*args: object, **kwargs: object) -> str:
+        nonlocal calls
+        calls += 1
+        return text(*args, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lexicon, "_text", counted)
+        with pytest.raises(LexiconError, match=r"'deep.toml', entry 'p\d+': .*longer than"):
+            build(_doubling(20))
+    assert calls < 2 * lexicon.PATTERN_CHARS
+
+
+def test_a_family_entry_must_be_a_pattern() -> None:
+    # A family is compiled when a check first reads it: a words entry there would fail
+    # the guard's first screening, long after the file was read.
+    with pytest.raises(LexiconError, match="'x.toml', entry 'override\\[0\\]': .*pattern"):
+        build({"x.toml": "[[override]]\ndoc = \"d\"\nwords = ['a', 'b']\n"})
+
+
+@pytest.mark.parametrize("pattern", ["(a+)+$", "(?:\\w+\\s*)*x", "(?:a|b+)*c", "(?:(?:x+)y){2,}"])
+def test_a_pattern_that_repeats_a_repeat_is_refused(pattern: str) -> None:
+    # An unbounded repeat inside another backtracks over every split of a long run
+    # (exponential or polynomial in it): such a pattern is refused when the file is read.
+    with pytest.raises(LexiconError, match="'r.toml', entry 'r': .*repeat"):
+        build({"r.toml": f"[r]\ndoc = \"d\"\npattern = ['{pattern}']\n"})
+
+
+@pytest.mark.parametrize("name", ["url", "email"])
+def test_a_long_run_of_dotted_labels_is_read_in_bounded_work_per_start(name: str) -> None:
+    # Every label repeat of the shipped address patterns is bounded, so a search of
+    # "a.a.a..." tries a bounded number of labels from each start (no repeat of a repeat).
+    found = lexicon.pattern(name)
+    assert lexicon.repeated_repeat(found.pattern, found.flags) is None
+    assert found.search("mail x@docs.example.com or see docs.example.com/a") is not None
