@@ -537,23 +537,30 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             )
         metadata = version_metadata(agent.prompt_id, version) if observed(config) else {}
         server = agent.server
-        playbook = server.rendered(version)
+        settings = server.serving_settings
+        # Worked examples go as turns (``_agent.turns``), so the system prompt leaves them out.
+        as_turns = settings.example_turns > 0
+        playbook = server.rendered(version, examples=not as_turns)
+        turns: tuple[BaseMessage, ...] = ()
+        if as_turns and version.playbook.bullets:
+            turns = server.example_turns(version, request_text(request.messages))
         if not playbook:
-            return request, metadata
+            served = _with_system(request, request.system_message, turns) if turns else request
+            return served, metadata
         system = request.system_message
         text = playbook
-        if server.serving_settings.focus_rules:
+        if settings.focus_rules:
             text = server.focus(version, playbook, request_text(request.messages))
         cache_key = (id(system), text)
         cached = self._prompts.get(cache_key)  # one dict read: atomic, no lock
         if cached is not None and cached[0] is system:
-            return _with_system(request, cached[1]), metadata
+            return _with_system(request, cached[1], turns), metadata
         combined = with_playbook(system, text)
         with self._prompts_lock:
             self._prompts[cache_key] = (system, combined)
             while len(self._prompts) > _PROMPT_CACHE:
                 self._prompts.popitem(last=False)
-        return _with_system(request, combined), metadata
+        return _with_system(request, combined, turns), metadata
 
     def _end(self, call: _Call, response: ModelCallResult) -> None:
         """Close the invocation if ``response`` ends it (capturing it when asked)."""
@@ -875,8 +882,15 @@ def _runs_wrap(owner: AgentMiddleware[Any, Any, Any], code: types.CodeType) -> b
     )
 
 
-def _with_system(request: ModelRequest[Any], system: SystemMessage | None) -> ModelRequest[Any]:
+def _with_system(
+    request: ModelRequest[Any],
+    system: SystemMessage | None,
+    turns: Sequence[BaseMessage] = (),
+) -> ModelRequest[Any]:
     """``request.override(system_message=system)``, faster for a plain ``ModelRequest``.
+
+    ``turns`` (worked examples, ``_agent.turns``) go first in the request's
+    messages, right after the system prompt; the graph's state never sees them.
 
     ``override`` is ``dataclasses.replace``, which runs ``ModelRequest.__init__``
     again over every field: a few microseconds on every model call. For the
@@ -890,7 +904,12 @@ def _with_system(request: ModelRequest[Any], system: SystemMessage | None) -> Mo
         fields = fresh.__dict__
         fields.update(request.__dict__)
         fields["system_message"] = system
+        if turns:
+            fields["messages"] = [*turns, *request.messages]
         return fresh
+    if turns:
+        messages: list[Any] = [*turns, *request.messages]
+        return request.override(system_message=system, messages=messages)
     return request.override(system_message=system)
 
 
