@@ -26,7 +26,7 @@ learns from its own examples.
 from __future__ import annotations
 
 import math
-import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,17 +35,17 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 # The embedder's reply is read and checked as the focus by meaning reads it.
 from langgraph_combee._core.nearest import VectorSource, _rows, _unit
 from langgraph_combee._core.playbook import EXAMPLES_SECTION, Playbook
+from langgraph_combee._core.words import words
 from langgraph_combee._rules.examples import parse_example
 
 __all__ = ["ExampleSet", "NearestShots", "Shot", "as_turns"]
 
-_WORD = re.compile(r"\w+")
 MAX_REQUEST_TEXT = 2000
 """Most characters of a request embedded or split into words."""
 
 
 def _words(text: str) -> frozenset[str]:
-    return frozenset(w for w in _WORD.findall(text.casefold()) if len(w) > 2)
+    return frozenset(words(text))
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,11 @@ class ExampleSet:
                 request, answer = parsed
                 shots.append(Shot(request, answer, _words(request)))
         self.shots: tuple[Shot, ...] = tuple(shots)
+        # A word weighs what it tells the examples apart by: log(n / examples holding it);
+        # one in more than half of them ("the", "my") weighs nothing.
+        held = Counter(word for shot in shots for word in shot.words)
+        count = len(shots)
+        self._weights = {word: math.log(count / n) for word, n in held.items() if 2 * n <= count}
 
     def __bool__(self) -> bool:
         return bool(self.shots)
@@ -81,27 +86,40 @@ class ExampleSet:
         return len(self.shots)
 
     def by_words(self, text: str, k: int) -> list[Shot]:
-        """The ``k`` examples sharing most words with ``text`` (see the module), best first."""
-        words = _words(text[:MAX_REQUEST_TEXT])
-        ranked = sorted(
-            range(len(self.shots)), key=lambda i: (-len(words & self.shots[i].words), i)
-        )
+        """The ``k`` examples sharing most words with ``text`` (see the module), best first.
+
+        Shared words are weighed by how rare they are among the examples.
+        Examples sharing a word come before those sharing none; within each, one
+        of each answer comes before a second of any (k copies of one answer
+        teach one answer), the best score first, then the newest.
+        """
+        query = _words(text[:MAX_REQUEST_TEXT])
+        weights = self._weights
+        shared = [
+            math.fsum(weights.get(word, 0.0) for word in query & shot.words) for shot in self.shots
+        ]
+        ranked = sorted(range(len(self.shots)), key=lambda i: (-shared[i], i))
         chosen: list[int] = []
         answers: set[str] = set()
-        for i in ranked:  # one per answer first: k copies of one answer teach one answer
-            answer = self.shots[i].answer.casefold()
-            if answer not in answers:
+        for sharing, first_of_answer in (
+            (True, True),
+            (True, False),
+            (False, True),
+            (False, False),
+        ):
+            for i in ranked:
+                if len(chosen) == k:
+                    return [self.shots[i] for i in sorted(chosen, key=ranked.index)]
+                answer = self.shots[i].answer.casefold()
+                if (
+                    i in chosen
+                    or (shared[i] > 0) != sharing
+                    or (first_of_answer and answer in answers)
+                ):
+                    continue
+                chosen.append(i)
                 answers.add(answer)
-                chosen.append(i)
-            if len(chosen) == k:
-                break
-        for i in ranked:
-            if len(chosen) >= k:
-                break
-            if i not in chosen:
-                chosen.append(i)
-        chosen.sort(key=ranked.index)
-        return [self.shots[i] for i in chosen]
+        return [self.shots[i] for i in sorted(chosen, key=ranked.index)]
 
 
 class NearestShots:
