@@ -486,11 +486,12 @@ class AlgorithmSettings(_Settings):
         examples: Most worked examples the playbook keeps (an int from 0 to
             200): past requests whose right answer a trusted source gave
             (``feedback(run_id, ground_truth=...)`` from an operator, an
-            evaluator or LangSmith), quoted after the rules with their answer,
-            at most two per answer, e-mail addresses, links and long numbers
-            replaced. They are served to every user of the prompt: keep 0
-            where requests hold data other users must not see. 0 (default):
-            none.
+            evaluator or LangSmith), each with its answer, at most two per
+            answer, e-mail addresses, links and long numbers replaced; the
+            middleware serves the closest ``ServingSettings.example_turns`` of
+            them per request as conversation turns. They are served to other
+            users of the prompt: keep 0 where requests hold data other users
+            must not see. 0 (default): none.
     """
 
     copies: int = 2
