@@ -541,16 +541,15 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         # Worked examples go as turns (``_agent.turns``), so the system prompt leaves them out.
         as_turns = settings.example_turns > 0
         playbook = server.rendered(version, examples=not as_turns)
-        turns: tuple[BaseMessage, ...] = ()
-        if as_turns and version.playbook.bullets:
-            turns = server.example_turns(version, request_text(request.messages))
+        asked = request_text(request.messages) if version.playbook.bullets else ""
+        turns = server.example_turns(version, asked) if as_turns else ()
         if not playbook:
             served = _with_system(request, request.system_message, turns) if turns else request
             return served, metadata
         system = request.system_message
         text = playbook
         if settings.focus_rules:
-            text = server.focus(version, playbook, request_text(request.messages))
+            text = server.focus(version, playbook, asked)
         cache_key = (id(system), text)
         cached = self._prompts.get(cache_key)  # one dict read: atomic, no lock
         if cached is not None and cached[0] is system:

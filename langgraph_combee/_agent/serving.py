@@ -41,6 +41,7 @@ from langgraph_combee._agent.buffer import (
 from langgraph_combee._agent.limits import TraceLimits, clip_text
 from langgraph_combee._agent.meaning import Meaning
 from langgraph_combee._agent.turns import ExampleSet, NearestShots, Shot, as_turns
+from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import (
     RuleIndex,
     focused,
@@ -128,11 +129,11 @@ class Server:
         )
         self._rendered: collections.OrderedDict[tuple[object, ...], str] = collections.OrderedDict()
         self._bare: collections.OrderedDict[tuple[object, ...], str] = collections.OrderedDict()
-        self._examples: collections.OrderedDict[tuple[object, ...], ExampleSet] = (
+        self._examples: collections.OrderedDict[int, tuple[Playbook, ExampleSet]] = (
             collections.OrderedDict()
         )
         self._turns: collections.OrderedDict[
-            tuple[object, ...], tuple[tuple[BaseMessage, ...], bool]
+            tuple[int, str], tuple[ExampleSet, tuple[BaseMessage, ...], bool]
         ] = collections.OrderedDict()
         self._indexes: collections.OrderedDict[tuple[object, ...], RuleIndex] = (
             collections.OrderedDict()
@@ -290,29 +291,33 @@ class Server:
         embedder was busy is not, so the next call may pick by meaning.
         """
         k = self.serving_settings.example_turns
-        if not k or not version.playbook.bullets:
+        playbook = version.playbook
+        if not k or not playbook.bullets:
             return ()
-        key = _version_key(version)
-        examples = self._examples.get(key)  # atomic, as in ``rendered``
-        if examples is None:
-            examples = ExampleSet(version.playbook)
+        # Keyed by the playbook object, which the cached HEAD serves to every run (and
+        # the cache keeps alive, so its id is not reused): no key to build per call.
+        found = self._examples.get(id(playbook))  # atomic, as in ``rendered``
+        if found is not None and found[0] is playbook:
+            examples = found[1]
+        else:
+            examples = ExampleSet(playbook)
             with self._lock:
-                self._examples[key] = examples
+                self._examples[id(playbook)] = (playbook, examples)
                 while len(self._examples) > 64:
                     self._examples.popitem(last=False)
         if not examples:
             return ()
         text = clip_text(request, self.limits.max_message_chars)
-        pick_key = (key, text)
+        pick_key = (id(examples), text)
         cached = self._turns.get(pick_key)
-        if cached is not None:
-            self._count_turns(len(cached[0]) // 2, by_meaning=cached[1])
-            return cached[0]
+        if cached is not None and cached[0] is examples:
+            self._count_turns(len(cached[1]) // 2, by_meaning=cached[2])
+            return cached[1]
         meaning, embedder = self._meaning, self.serving_settings.focus_embedder
         chosen: list[Shot] = []
         if meaning is not None and embedder is not None and text.strip():
             chosen = meaning.lookup(
-                ("examples", key),
+                ("examples", _version_key(version)),
                 lambda: NearestShots(examples, embedder),
                 lambda nearest: nearest.closest(text, k),
             )
@@ -322,7 +327,7 @@ class Server:
         turns = as_turns(chosen)
         if by_meaning or meaning is None:
             with self._lock:
-                self._turns[pick_key] = (turns, by_meaning)
+                self._turns[pick_key] = (examples, turns, by_meaning)
                 while len(self._turns) > 256:
                     self._turns.popitem(last=False)
         self._count_turns(len(chosen), by_meaning=by_meaning)
