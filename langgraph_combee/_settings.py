@@ -302,7 +302,8 @@ class ServingSettings(_Settings):
             (by ``focus_embedder`` when one is set, else by shared words, newest
             first on a tie), each a user turn with the past request and an
             assistant turn with its right answer, put between the system prompt
-            and the conversation. The system prompt then carries no examples, and
+            and the conversation of the model call that answers the human
+            message (not of those after a tool result). The system prompt then carries no examples, and
             the captured trace never holds these turns. 0 serves every kept
             example in the system prompt, after the rules, instead (the one place
             ``combee.system_prompt()`` and ``combee.node()``, which cannot add

@@ -88,7 +88,7 @@ from langchain.agents.middleware import (
     ModelRetryMiddleware,
 )
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.errors import GraphBubbleUp
@@ -542,7 +542,12 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         as_turns = settings.example_turns > 0
         playbook = server.rendered(version, examples=not as_turns)
         asked = request_text(request.messages) if version.playbook.bullets else ""
-        turns = server.example_turns(version, asked) if as_turns else ()
+        turns: tuple[BaseMessage, ...] = ()
+        # Only the call that answers the human's message: an example's answer shows the
+        # first move, and served after a tool result it reads as one more call to make
+        # (the 1.5B then made a second example's call).
+        if as_turns and request.messages and isinstance(request.messages[-1], HumanMessage):
+            turns = server.example_turns(version, asked)
         if not playbook:
             served = _with_system(request, request.system_message, turns) if turns else request
             return served, metadata

@@ -5,7 +5,8 @@ right answer a trusted source gave for it. Rendered in the system prompt they
 are one more block of text for every request; a small model follows a pair of
 turns, a request and its answer, better than a quoted line. So the middleware
 serves ``ServingSettings.example_turns`` of them per request as turns, the ones
-closest to the request:
+closest to the request, in the model call that answers the human's message
+(after a tool result, an example's answer reads as one more call to make):
 
 - by meaning when ``ServingSettings.focus_embedder`` is set: the cosine of the
   request and each example's request, best first (a version's examples are
