@@ -303,11 +303,12 @@ class ServingSettings(_Settings):
             first on a tie), each a user turn with the past request and an
             assistant turn with its right answer, put between the system prompt
             and the conversation of the model call that answers the human
-            message (not of those after a tool result). The system prompt then carries no examples, and
-            the captured trace never holds these turns. 0 serves every kept
-            example in the system prompt, after the rules, instead (the one place
-            ``combee.system_prompt()`` and ``combee.node()``, which cannot add
-            turns, always put them). An int from 0 to 20; default 4.
+            message (not of those after a tool result). The system prompt then
+            carries no examples, and the captured trace never holds these
+            turns. 0 serves every kept example in the system prompt, after the
+            rules, instead (where ``combee.system_prompt()``, ``combee.node()``
+            and ``combee.wrap_model()``, which add no turns, always put them).
+            An int from 0 to 20; default 4.
     """
 
     refresh_seconds: float = 5.0
