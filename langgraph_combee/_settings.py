@@ -119,6 +119,10 @@ class Roles(Protocol):
 
 MAX_EXAMPLES = 200
 """Most worked examples ``AlgorithmSettings.examples`` allows."""
+EXAMPLE_TURNS = 4
+"""Worked examples served per request as turns by default (``ServingSettings.example_turns``)."""
+MAX_EXAMPLE_TURNS = 20
+"""Most worked examples ``ServingSettings.example_turns`` serves per request."""
 
 
 def _int(name: str, value: object, minimum: int | None, *, none: bool = False) -> None:
@@ -292,6 +296,19 @@ class ServingSettings(_Settings):
             from the first rule left out (a provider's prompt cache hits up to
             there). Verified adoption replays with the same text. True
             (default) or False (the whole playbook for every request).
+        example_turns: How many of the playbook's worked examples
+            (``AlgorithmSettings.examples``) the middleware serves a request, as
+            conversation turns: the examples closest to its latest human message
+            (by ``focus_embedder`` when one is set, else by shared words, newest
+            first on a tie), each a user turn with the past request and an
+            assistant turn with its right answer, put between the system prompt
+            and the conversation of the model call that answers the human
+            message (not of those after a tool result). The system prompt then
+            carries no examples, and the captured trace never holds these
+            turns. 0 serves every kept example in the system prompt, after the
+            rules, instead (where ``combee.system_prompt()``, ``combee.node()``
+            and ``combee.wrap_model()``, which add no turns, always put them).
+            An int from 0 to 20; default 4.
     """
 
     refresh_seconds: float = 5.0
@@ -301,8 +318,17 @@ class ServingSettings(_Settings):
     recover_tool_calls: bool = True
     focus_embedder: Embedder | None = None
     drop_rivals: bool = True
+    example_turns: int = EXAMPLE_TURNS
 
     def __post_init__(self) -> None:
+        if (
+            isinstance(self.example_turns, bool)
+            or not isinstance(self.example_turns, int)
+            or not 0 <= self.example_turns <= MAX_EXAMPLE_TURNS
+        ):
+            raise ConfigurationError(
+                "example_turns", self.example_turns, f"an int from 0 to {MAX_EXAMPLE_TURNS}"
+            )
         if not isinstance(self.drop_rivals, bool):
             raise ConfigurationError("drop_rivals", self.drop_rivals, "True or False")
         if not embedder_ok(self.focus_embedder):
@@ -462,11 +488,12 @@ class AlgorithmSettings(_Settings):
         examples: Most worked examples the playbook keeps (an int from 0 to
             200): past requests whose right answer a trusted source gave
             (``feedback(run_id, ground_truth=...)`` from an operator, an
-            evaluator or LangSmith), quoted after the rules with their answer,
-            at most two per answer, e-mail addresses, links and long numbers
-            replaced. They are served to every user of the prompt: keep 0
-            where requests hold data other users must not see. 0 (default):
-            none.
+            evaluator or LangSmith), each with its answer, at most two per
+            answer, e-mail addresses, links and long numbers replaced; the
+            middleware serves the closest ``ServingSettings.example_turns`` of
+            them per request as conversation turns. They are served to other
+            users of the prompt: keep 0 where requests hold data other users
+            must not see. 0 (default): none.
     """
 
     copies: int = 2
@@ -531,6 +558,7 @@ MOVED: dict[str, tuple[str, type[_Settings], str]] = {
             "recover_tool_calls",
             "focus_embedder",
             "drop_rivals",
+            "example_turns",
         )
     },
     **{

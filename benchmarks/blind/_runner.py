@@ -130,19 +130,26 @@ class Setup:
     close: Callable[[], None]
     learner_calls: CallCounter
     examples: int = 0
+    embedder: Any = None
 
     def combee(self, prompt_id: str, *, learner: bool) -> Combee:
         """A Combee with the package defaults (faster pacing on the offline doubles)."""
         model = self.learner_model if learner else None
-        # Worked examples are the one setting a run may change (``--examples``).
+        # Worked examples are the one setting a run may change (``--examples``); they are
+        # served as the turns closest to the request by meaning, with the embedder the
+        # few-shot arm picks its runs with (the serving side's ``focus_embedder``).
         algorithm = AlgorithmSettings(examples=self.examples) if self.examples else None
+        serving: dict[str, Any] = {}
+        if self.examples and self.embedder is not None:
+            serving["focus_embedder"] = self.embedder
         if not self.quick:
-            return Combee(prompt_id=prompt_id, model=model, algorithm=algorithm)
+            settings = ServingSettings(**serving) if serving else None
+            return Combee(prompt_id=prompt_id, model=model, algorithm=algorithm, serving=settings)
         return Combee(
             prompt_id=prompt_id,
             model=model,
             algorithm=algorithm,
-            serving=ServingSettings(refresh_seconds=0.1),
+            serving=ServingSettings(refresh_seconds=0.1, **serving),
             learner=LearnerSettings(poll_seconds=0.05, max_wait_seconds=0.1),
         )
 
@@ -159,6 +166,7 @@ def real_setup(*, threads: int | None, learn_timeout: float) -> Setup:
 
     local = LocalModel("1.5b", threads=threads)
     counter = CallCounter()
+    embedder = LocalEmbedder()
 
     def chat(callbacks: list[BaseCallbackHandler] | None = None) -> ChatOpenAI:
         return ChatOpenAI(
@@ -174,7 +182,7 @@ def real_setup(*, threads: int | None, learn_timeout: float) -> Setup:
     return Setup(
         agent_model=chat(),
         learner_model=chat([counter]),
-        embeddings=EmbedderEmbeddings(LocalEmbedder()),
+        embeddings=EmbedderEmbeddings(embedder),
         parallel=4,
         quick=False,
         describe={
@@ -186,6 +194,7 @@ def real_setup(*, threads: int | None, learn_timeout: float) -> Setup:
         learn_timeout=learn_timeout,
         close=local.close,
         learner_calls=counter,
+        embedder=embedder,
     )
 
 
@@ -380,8 +389,16 @@ def arm_learned(
         # The agent side reads HEAD on its refresh interval: let it catch up before scoring.
         time.sleep(setup.refresh_seconds + 0.5)
         heldout_started = time.monotonic()
+        turns_before = _served_turns(combee)
         items = score_set(family, heldout, lambda _: agent, parallel=setup.parallel)
         result = _summary(items, started)
+        # Worked examples served as turns while scoring held-out (0 without ``--examples``).
+        serving = combee.describe()["serving"]
+        result["example_turns"] = {
+            "served": _served_turns(combee) - turns_before,
+            "by_meaning": int(serving.get("examples_by_meaning", 0)),
+            "kept": sum(1 for b in version.playbook.bullets if b.section == "worked_examples"),
+        }
         result.update(
             {
                 "train_seconds": round(train_seconds, 1),
@@ -403,6 +420,10 @@ def arm_learned(
         return result
     finally:
         combee.close()
+
+
+def _served_turns(combee: Combee) -> int:
+    return int(combee.describe()["serving"].get("example_turns", 0))
 
 
 def _commit() -> str | None:
@@ -511,6 +532,8 @@ def run_family(
             record["fraction_of_gain"] = fraction_of_gain(record["arms"])
             write_json(out, record)
             log(f"[{family.name}] {arm}: score {result['score']} in {result['seconds']} s")
+            if "example_turns" in result:
+                log(f"[{family.name}] {arm}: worked examples {result['example_turns']}")
     finally:
         setup.close()
     record["seconds"] = round(time.monotonic() - started, 1)

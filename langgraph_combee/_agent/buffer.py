@@ -73,6 +73,8 @@ class ServingStats:
     focus_by_meaning: int = 0  # requests served the closest rule (ServingSettings.focus_embedder)
     focus_embed_errors: int = 0
     focus_embed_skipped: int = 0  # named no rule's words; the embedder was busy or resting
+    example_turns: int = 0  # worked examples served as turns (ServingSettings.example_turns)
+    examples_by_meaning: int = 0  # of those, the ones picked by the focus embedder
 
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict."""

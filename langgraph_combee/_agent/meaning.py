@@ -30,13 +30,15 @@ import collections
 import concurrent.futures
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.nearest import NearestRules, in_thread
 from langgraph_combee._core.situations import Rule, RuleIndex
 
 __all__ = ["COOL_DOWN_SECONDS", "EMBED_SECONDS", "MAX_IN_FLIGHT", "Meaning"]
+
+T = TypeVar("T")
 
 EMBED_SECONDS = 2.0
 """Longest a model call waits for the focus embedder (a version's cases or one request)."""
@@ -78,7 +80,9 @@ class Meaning:
         self._cool_down = COOL_DOWN_SECONDS if cool_down is None else cool_down
         self._lock = threading.RLock()  # the done-callback may run under it (a build already done)
         self._slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
-        self._cases: collections.OrderedDict[Any, concurrent.futures.Future[NearestRules]] = (
+        # A version's embedded cases: its rules' (``NearestRules``) or its worked
+        # examples' (``_agent.turns.NearestShots``), under keys of their own.
+        self._cases: collections.OrderedDict[Any, concurrent.futures.Future[Any]] = (
             collections.OrderedDict()
         )
         self._resting_until = float("-inf")
@@ -95,7 +99,7 @@ class Meaning:
         with self._lock:
             return self._clock() < self._resting_until
 
-    def _nearest(self, key: Any, index: RuleIndex) -> NearestRules | None:
+    def _nearest(self, key: Any, build: Callable[[], Any]) -> Any:
         now = self._clock()
         with self._lock:
             busy = False
@@ -107,8 +111,7 @@ class Meaning:
                     busy = True  # other versions' cases are being embedded
                 else:
                     self._building += 1
-                    embedder = self._embedder
-                    future = self._cases[key] = in_thread(lambda: NearestRules(index, embedder))
+                    future = self._cases[key] = in_thread(build)
                     future.add_done_callback(self._built)
                     self._evict()
             elif not future.done() and key in self._waited:
@@ -130,7 +133,7 @@ class Meaning:
             self._failed(exc)
         return None
 
-    def _built(self, future: concurrent.futures.Future[NearestRules]) -> None:
+    def _built(self, future: concurrent.futures.Future[Any]) -> None:
         with self._lock:
             self._building -= 1
 
@@ -145,19 +148,34 @@ class Meaning:
 
     def closest(self, key: Any, index: RuleIndex, text: str) -> list[Rule]:
         """The rules of the version cached as ``key`` closest to ``text`` ([] when none or busy)."""
+        embedder = self._embedder
+        found: list[Rule] = self.lookup(
+            key, lambda: NearestRules(index, embedder), lambda nearest: nearest.closest(text)
+        )
+        if found:
+            self._served()
+        return found
+
+    def lookup(self, key: Any, build: Callable[[], Any], ask: Callable[[Any], list[T]]) -> list[T]:
+        """``ask(cases)`` for the cases ``build()`` embeds once under ``key``; [] when busy.
+
+        ``build`` runs once per key (in the background, waited for within the
+        bound); ``ask`` embeds the request. Both are bounded and counted as in
+        ``closest``; nothing here raises.
+        """
         if self._resting():
             self._skipped()
             return []
-        nearest = self._nearest(key, index)
+        nearest = self._nearest(key, build)
         if not nearest:
             return []
         if not self._slots.acquire(blocking=False):
             self._skipped()
             return []
 
-        def embed() -> list[Rule]:
+        def embed() -> list[T]:
             try:
-                return nearest.closest(text)
+                return ask(nearest)
             finally:
                 self._slots.release()
 
@@ -175,6 +193,4 @@ class Meaning:
         except Exception as exc:  # this request only: the embedder answered
             self._failed(exc)
             return []
-        if found:
-            self._served()
         return found

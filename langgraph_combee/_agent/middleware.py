@@ -89,7 +89,7 @@ from langchain.agents.middleware import (
     ToolCallRequest,
 )
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.errors import GraphBubbleUp
@@ -568,23 +568,34 @@ class CombeeMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             )
         metadata = version_metadata(agent.prompt_id, version) if observed(config) else {}
         server = agent.server
-        playbook = server.rendered(version)
+        settings = server.serving_settings
+        # Worked examples go as turns (``_agent.turns``), so the system prompt leaves them out.
+        as_turns = settings.example_turns > 0
+        playbook = server.rendered(version, examples=not as_turns)
+        asked = request_text(request.messages) if version.playbook.bullets else ""
+        turns: tuple[BaseMessage, ...] = ()
+        # Only the call that answers the human's message: an example's answer shows the
+        # first move, and served after a tool result it reads as one more call to make
+        # (the 1.5B then made a second example's call).
+        if as_turns and request.messages and isinstance(request.messages[-1], HumanMessage):
+            turns = server.example_turns(version, asked)
         if not playbook:
-            return request, metadata
+            served = _with_system(request, request.system_message, turns) if turns else request
+            return served, metadata
         system = request.system_message
         text = playbook
-        if server.serving_settings.focus_rules:
-            text = server.focus(version, playbook, request_text(request.messages))
+        if settings.focus_rules:
+            text = server.focus(version, playbook, asked)
         cache_key = (id(system), text)
         cached = self._prompts.get(cache_key)  # one dict read: atomic, no lock
         if cached is not None and cached[0] is system:
-            return _with_system(request, cached[1]), metadata
+            return _with_system(request, cached[1], turns), metadata
         combined = with_playbook(system, text)
         with self._prompts_lock:
             self._prompts[cache_key] = (system, combined)
             while len(self._prompts) > _PROMPT_CACHE:
                 self._prompts.popitem(last=False)
-        return _with_system(request, combined), metadata
+        return _with_system(request, combined, turns), metadata
 
     def _end(self, call: _Call, response: ModelCallResult) -> None:
         """Close the invocation if ``response`` ends it (capturing it when asked)."""
@@ -1045,8 +1056,15 @@ def _runs_wrap(owner: AgentMiddleware[Any, Any, Any], code: types.CodeType) -> b
     )
 
 
-def _with_system(request: ModelRequest[Any], system: SystemMessage | None) -> ModelRequest[Any]:
+def _with_system(
+    request: ModelRequest[Any],
+    system: SystemMessage | None,
+    turns: Sequence[BaseMessage] = (),
+) -> ModelRequest[Any]:
     """``request.override(system_message=system)``, faster for a plain ``ModelRequest``.
+
+    ``turns`` (worked examples, ``_agent.turns``) go first in the request's
+    messages, right after the system prompt; the graph's state never sees them.
 
     ``override`` is ``dataclasses.replace``, which runs ``ModelRequest.__init__``
     again over every field: a few microseconds on every model call. For the
@@ -1060,7 +1078,12 @@ def _with_system(request: ModelRequest[Any], system: SystemMessage | None) -> Mo
         fields = fresh.__dict__
         fields.update(request.__dict__)
         fields["system_message"] = system
+        if turns:
+            fields["messages"] = [*turns, *request.messages]
         return fresh
+    if turns:
+        messages: list[Any] = [*turns, *request.messages]
+        return request.override(system_message=system, messages=messages)
     return request.override(system_message=system)
 
 

@@ -30,6 +30,8 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from langchain_core.messages import BaseMessage
+
 from langgraph_combee._agent.buffer import (
     FLUSH_CHUNK,
     CaptureBuffer,
@@ -38,6 +40,8 @@ from langgraph_combee._agent.buffer import (
 )
 from langgraph_combee._agent.limits import TraceLimits, clip_text
 from langgraph_combee._agent.meaning import Meaning
+from langgraph_combee._agent.turns import ExampleSet, NearestShots, Shot, as_turns
+from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import (
     RuleIndex,
     focused,
@@ -124,6 +128,13 @@ class Server:
             collections.OrderedDict()
         )
         self._rendered: collections.OrderedDict[tuple[object, ...], str] = collections.OrderedDict()
+        self._bare: collections.OrderedDict[tuple[object, ...], str] = collections.OrderedDict()
+        self._examples: collections.OrderedDict[int, tuple[Playbook, ExampleSet]] = (
+            collections.OrderedDict()
+        )
+        self._turns: collections.OrderedDict[
+            tuple[int, str], tuple[ExampleSet, tuple[BaseMessage, ...], bool]
+        ] = collections.OrderedDict()
         self._indexes: collections.OrderedDict[tuple[object, ...], RuleIndex] = (
             collections.OrderedDict()
         )
@@ -244,26 +255,89 @@ class Server:
     def _initial(self, tenant: str | None) -> PromptVersion:
         return PromptVersion(prompt_id=self._registry_for(tenant).prompt_id, tenant=tenant)
 
-    def rendered(self, version: PromptVersion) -> str:
+    def rendered(self, version: PromptVersion, *, examples: bool = True) -> str:
         """``version.render()``, cached: the hot path renders each served version once.
 
         Learning makes new versions; the one change made to a written version's
         playbook is a candidate's rebase (``PromptRegistry.rebase``), which keeps
         its number and creation time and gives it another parent. So the key is
         tenant, number, creation time, parent and size.
+
+        ``examples=False``: without the worked examples (served as turns instead,
+        ``example_turns``).
         """
         if not version.playbook.bullets:
             return ""  # what render() gives: most runs before any learning take no lock here
         key = _version_key(version)
+        cache = self._rendered if examples else self._bare
         # One dict read is atomic (the key's parts hash in C): no lock on the hot path.
-        text = self._rendered.get(key)
+        text = cache.get(key)
         if text is None:
-            text = version.render()
+            playbook = version.playbook if examples else version.playbook.without_examples()
+            text = playbook.render()
             with self._lock:
-                self._rendered[key] = text
-                while len(self._rendered) > 64:
-                    self._rendered.popitem(last=False)
+                cache[key] = text
+                while len(cache) > 64:
+                    cache.popitem(last=False)
         return text
+
+    def example_turns(self, version: PromptVersion, request: str) -> tuple[BaseMessage, ...]:
+        """The worked examples of ``version`` served to ``request`` as turns (``_agent.turns``).
+
+        At most ``serving.example_turns`` examples, each a user turn and an
+        assistant turn; () when the setting is 0 or the version keeps none. The
+        pick is cached per version and request text (a run's later model calls
+        ask again with the same request); a pick by words made while the
+        embedder was busy is not, so the next call may pick by meaning.
+        """
+        k = self.serving_settings.example_turns
+        playbook = version.playbook
+        if not k or not playbook.bullets:
+            return ()
+        # Keyed by the playbook object, which the cached HEAD serves to every run (and
+        # the cache keeps alive, so its id is not reused): no key to build per call.
+        found = self._examples.get(id(playbook))  # atomic, as in ``rendered``
+        if found is not None and found[0] is playbook:
+            examples = found[1]
+        else:
+            examples = ExampleSet(playbook)
+            with self._lock:
+                self._examples[id(playbook)] = (playbook, examples)
+                while len(self._examples) > 64:
+                    self._examples.popitem(last=False)
+        if not examples:
+            return ()
+        text = clip_text(request, self.limits.max_message_chars)
+        pick_key = (id(examples), text)
+        cached = self._turns.get(pick_key)
+        if cached is not None and cached[0] is examples:
+            self._count_turns(len(cached[1]) // 2, by_meaning=cached[2])
+            return cached[1]
+        meaning, embedder = self._meaning, self.serving_settings.focus_embedder
+        chosen: list[Shot] = []
+        if meaning is not None and embedder is not None and text.strip():
+            chosen = meaning.lookup(
+                ("examples", _version_key(version)),
+                lambda: NearestShots(examples, embedder),
+                lambda nearest: nearest.closest(text, k),
+            )
+        by_meaning = bool(chosen)
+        if not chosen:
+            chosen = examples.by_words(text, k)
+        turns = as_turns(chosen)
+        if by_meaning or meaning is None:
+            with self._lock:
+                self._turns[pick_key] = (examples, turns, by_meaning)
+                while len(self._turns) > 256:
+                    self._turns.popitem(last=False)
+        self._count_turns(len(chosen), by_meaning=by_meaning)
+        return turns
+
+    def _count_turns(self, served: int, *, by_meaning: bool) -> None:
+        with self._lock:
+            self.stats.example_turns += served
+            if by_meaning:
+                self.stats.examples_by_meaning += served
 
     def served(self, version: PromptVersion, request: str) -> str:
         """What is appended to the app's prompt for ``request``: the playbook, then its focus.

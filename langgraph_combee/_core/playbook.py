@@ -393,6 +393,12 @@ class Playbook(BaseModel):
             counters=dict(self.counters),
         )
 
+    def without_examples(self) -> Playbook:
+        """This playbook without its worked examples (itself when it has none)."""
+        if not any(b.section == EXAMPLES_SECTION for b in self.bullets):
+            return self
+        return self._with_only({b.id for b in self.bullets if b.section != EXAMPLES_SECTION})
+
     def _with_only(self, keep: set[str]) -> Playbook:
         return self.replace_bullets([b for b in self.bullets if b.id in keep])
 
