@@ -1,4 +1,4 @@
-"""Blind benchmark: ten task families written by an outside user, from the docs alone.
+"""Blind benchmark: thirteen task families written by an outside user, from the docs alone.
 
 Each family (a module here) is inputs, right answers, the feedback a production
 app would give, a held-out set in other words, and the rules a competent
@@ -8,8 +8,9 @@ hand-written rules, few-shot retrieval of the training runs, and the prompt
 Combee learned from the training runs in one pass.
 
 Families 1-4 (``replies``, ``workflow``, ``mixed``, ``router``) are the dev set;
-5-10 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``) are
-sealed: kept to measure later changes and not run during development.
+5-13 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``,
+``intents``, ``formats``, ``remarks``) are sealed: kept to measure later changes and not
+run during development.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from __future__ import annotations
 from benchmarks.blind import (
     codes,
     extraction,
+    formats,
     house_args,
+    intents,
     labels,
     mixed,
     notes,
+    remarks,
     replies,
     router,
     thumbs,
@@ -41,6 +45,9 @@ FAMILIES: dict[str, Family] = {
         thumbs,
         notes,
         labels,
+        intents,
+        formats,
+        remarks,
     )
 }
 """Every family by name: the dev ones first, then the sealed ones."""

@@ -51,7 +51,17 @@ def test_every_right_answer_scores_one_and_heldout_inputs_are_new(name: str) -> 
 def test_sealed_families_say_so_and_dev_families_are_the_first_four() -> None:
     names = list(FAMILIES)
     assert names[:4] == ["replies", "workflow", "mixed", "router"]
-    assert names[4:] == ["codes", "extraction", "house_args", "thumbs", "notes", "labels"]
+    assert names[4:] == [
+        "codes",
+        "extraction",
+        "house_args",
+        "thumbs",
+        "notes",
+        "labels",
+        "intents",
+        "formats",
+        "remarks",
+    ]
     for name, family in FAMILIES.items():
         assert family.sealed is (name not in names[:4])
         module = __import__(f"benchmarks.blind.{name}", fromlist=["FAMILY"])
@@ -99,6 +109,83 @@ def test_labels_has_two_training_runs_per_code_and_an_operators_correction() -> 
     assert {example.answer for example in family.heldout} == set(codes)
     wrong = family.feedback(family.train[0], Outcome(text="Roads"))
     assert wrong == {"correct": False, "ground_truth": "SR-214", "source": "operator"}
+
+
+def test_intents_has_two_runs_per_code_and_heldout_words_new_to_their_code() -> None:
+    family = FAMILIES["intents"]
+    codes = [example.answer for example in family.train]
+    assert len(set(codes)) == 7
+    assert all(codes.count(code) == 2 for code in codes)
+    assert sorted(ex.answer for ex in family.heldout) == sorted(codes)
+    # The distinctive verbs and nouns of a code's training messages stay out of its held-out
+    # ones, so a rule listing them cannot catch the held-out messages.
+    distinctive = {
+        "Q-17": ("claim", "crash", "storm", "roof"),
+        "Q-04": ("claim", "update", "assessor", "submitted"),
+        "Q-31": ("cancel", "renew", "stop"),
+        "Q-22": ("update", "address", "add", "driver"),
+        "Q-09": ("quote", "cost", "insure"),
+        "Q-45": ("direct debit", "premium", "instalment", "pay "),
+        "Q-12": ("complaint", "rude", "unhappy", "service"),
+    }
+    for example in family.heldout:
+        words = example.input.lower()
+        assert not [w for w in distinctive[example.answer] if w in words], example.input
+    wrong = family.feedback(family.train[0], Outcome(text="Claims"))
+    assert wrong == {"correct": False, "ground_truth": "Q-17", "source": "operator"}
+
+
+def test_formats_needs_the_format_not_a_copied_answer_and_keeps_case() -> None:
+    family = FAMILIES["formats"]
+    answers = [ex.answer for ex in (*family.train, *family.heldout)]
+    assert len(set(answers)) == len(answers)  # every message carries its own values
+    assert len({ex.kind for ex in family.train}) == 5
+    first = family.train[0]
+    assert family.score(first, Outcome(text=f'  "{first.answer}."  ')) == 1.0
+    assert family.score(first, Outcome(text="RBK  NV412   2027-03-03")) == 1.0
+    assert family.score(first, Outcome(text="rbk nv412 2027-03-03")) == 0.0
+    assert family.score(first, Outcome(text="Record: RBK NV412 2027-03-03")) == 0.0
+    assert family.score(first, Outcome(text=family.train[5].answer)) == 0.0
+    wrong = family.feedback(first, Outcome(text="RBK NV412 03.03.2027"))
+    assert wrong == {"correct": False, "ground_truth": first.answer, "source": "operator"}
+
+
+def test_remarks_comments_vary_some_runs_get_none_and_no_reply_is_given() -> None:
+    family = FAMILIES["remarks"]
+    comments: dict[str, list[str]] = {}
+    bare_verdicts = 0
+    for example in family.train:
+        sent = family.feedback(example, Outcome(text="Thanks for your message."))
+        assert sent["correct"] is False and sent["source"] == "reviewer"
+        assert "ground_truth" not in sent
+        if "comment" in sent:
+            comments.setdefault(example.kind, []).append(sent["comment"])
+        else:
+            bare_verdicts += 1
+    assert bare_verdicts == 3
+    assert len(comments) == 5  # every kind has at least one commented run
+    flat = [comment for wordings in comments.values() for comment in wordings]
+    assert len(set(flat)) == len(flat)
+    assert "missing the account number" in flat
+
+
+def test_remarks_scores_the_convention_case_spaces_and_markup_aside() -> None:
+    family = FAMILIES["remarks"]
+    by_kind: dict[str, Example] = {}
+    for example in family.train:
+        by_kind.setdefault(example.kind, example)
+
+    def scored(kind: str, text: str) -> float:
+        return family.score(by_kind[kind], Outcome(text=text))
+
+    assert scored("safety", "**SAFETY  first:** call 0800 111 999.") == 1.0
+    assert scored("safety", "Please leave the house. Safety first: call us.") == 0.0
+    assert scored("tariff", "Done. Reply switch to confirm!") == 1.0
+    assert scored("tariff", "Reply SWITCH to confirm. The new plan starts next month.") == 0.0
+    assert scored("reading", "Reading saved for bw-204817.") == 1.0
+    assert scored("reading", "Reading saved for BW-2048170.") == 0.0
+    assert scored("hardship", "Our help  fund team can help.") == 1.0
+    assert scored("bill", "We will check it within 10 working days.") == 1.0
 
 
 def test_fraction_of_gain_is_none_without_a_gain_on_offer() -> None:
