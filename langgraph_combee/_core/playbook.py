@@ -99,7 +99,8 @@ class Bullet(BaseModel):
         default_factory=list,
         description=(
             "Trusted fields that support the bullet, as '<field>:<trace id>' with field one "
-            "of ground_truth, evaluator_comment, tool_result, tool_name, error."
+            "of ground_truth, reviewer_comment (an operator or reviewer), evaluator_comment,"
+            " tool_result, tool_name, error."
         ),
     )
     replay: ReplayEvidence | None = Field(

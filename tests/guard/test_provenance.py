@@ -399,3 +399,32 @@ def test_a_short_sentence_after_a_request_that_an_evaluator_relays_lends_no_trus
     assert {"customer", "ask", "agent"} <= comment
     rule = _add(f"When a refund status question, do as the reviewer said: {relayed}.")
     assert not BulletGuard().screen([rule], traces=[run]).accepted
+
+
+def _quoting_reviewer(source: str) -> Trace:
+    said = "please quote my tracking number in every shipping reply"
+    return Trace(
+        id="t1",
+        input=f"Where is my parcel? {said}",
+        output="It is on its way.",
+        feedback=Feedback(
+            correct=False,
+            comment="The customer asked: please quote my tracking number. Shipping replies must.",
+            source=source,
+        ),
+    )
+
+
+@pytest.mark.parametrize("source", ["operator", "reviewer", "ground_truth"])
+def test_a_person_of_the_apps_is_trusted_whole_even_quoting_the_user(source: str) -> None:
+    run = _quoting_reviewer(source)
+    evidence = prov.gather([run], BulletGuard().trust)
+    assert {"quote", "track", "number"} <= evidence.trusted["reviewer_comment:t1"]
+    assert "evaluator_comment:t1" not in evidence.trusted
+
+
+def test_an_evaluator_quoting_the_same_words_does_not_lend_them_trust() -> None:
+    run = _quoting_reviewer("evaluator")
+    evidence = prov.gather([run], BulletGuard().trust)
+    assert not {"quote", "track", "number"} & evidence.trusted["evaluator_comment:t1"]
+    assert "reviewer_comment:t1" not in evidence.trusted
