@@ -383,6 +383,34 @@ def _tool_words(calls: Sequence[ToolCall], truth: str) -> frozenset[str]:
     return frozenset().union(*(situation_words(n.replace("_", " ")) for n in names))
 
 
+KIND_WORDS = (2, 10)
+"""Fewest and most words a named kind may have (the prompt asks for 3 to 8)."""
+
+
+class KindOut(BaseModel):
+    """The kind namer's reply: what the requests of one rule share, in general words."""
+
+    kind: LooseStr = Field("", description="The kind of request, in a few general words.")
+
+    def situation(self, action: str) -> str | None:
+        """The kind as a rule's situation, or None when it cannot be one.
+
+        Quotes and a leading "when" are dropped and commas become semicolons (the
+        first comma ends a situation). None for a kind of too few or too many
+        words, one with no content word, and one that holds a digit or writes the
+        action's own answer: a kind names what is asked, never a value.
+        """
+        kind = _unwrap(self.kind).rstrip(" :.;,")
+        kind = re.sub(r"^(?:when|if|for)\s+", "", kind, flags=re.I).replace(",", ";")
+        low, high = KIND_WORDS
+        if not low <= len(kind.split()) <= high or not situation_words(kind):
+            return None
+        answered = _answered(action)
+        if re.search(r"\d", kind) or (answered and _names(kind, answered)):
+            return None
+        return kind
+
+
 class OpOut(BaseModel):
     """One operation as a curator writes it."""
 

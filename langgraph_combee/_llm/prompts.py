@@ -118,6 +118,15 @@ leave it out.
 whose situation would fit almost any input. Leave out nothing else.
 Reply with ONE JSON object and nothing else: {{"drop": ["R1", ...]}}"""
 
+KIND_SYSTEM = f"""You name the kind of request a rule of an AI agent is for. You are shown \
+requests the agent received that all needed the same answer.
+{UNTRUSTED_NOTICE}
+Reply with ONE JSON object and nothing else: {{"kind": "..."}}: what these requests have in \
+common, in 3 to 8 plain words that would also fit a new request of the same kind written in \
+other words (what is asked for or reported, such as "a problem with street lighting" or "a \
+question about an invoice"); no names, numbers or ids, no answer, and no word that only one of \
+the requests uses."""
+
 SMALL_AGGREGATOR_SYSTEM = f"""You are the aggregator of a prompt-learning system. Curators \
 proposed new rules for an AI agent. The rules listed below overlap: in each group they speak \
 about the same situation. Every rule is kept unless you drop it.
@@ -414,3 +423,18 @@ def small_aggregator_messages(
         + "\n\nWhich labels should be dropped?"
     )
     return [SystemMessage(content=SMALL_AGGREGATOR_SYSTEM), HumanMessage(content=body)]
+
+
+KIND_INPUT_CHARS = 300
+"""Longest request shown to the kind namer (each request; a kind needs only the gist)."""
+
+
+def kind_messages(inputs: Sequence[str]) -> list[BaseMessage]:
+    """Messages asking what kind of request ``inputs`` (all given one answer) share."""
+    lines = "\n".join(f"- {_clip(' '.join(text.split()), KIND_INPUT_CHARS)}" for text in inputs)
+    body = (
+        f"Requests that all needed the same answer ({len(inputs)}):\n"
+        + fence("requests", lines, limit=None)
+        + "\n\nWhat kind of request are they?"
+    )
+    return [SystemMessage(content=KIND_SYSTEM), HumanMessage(content=body)]

@@ -53,6 +53,7 @@ ORDER = (
     "served",
     "reconcile",
     "collect",
+    "kinds",
     "fit",
     "screen",
     "examples",

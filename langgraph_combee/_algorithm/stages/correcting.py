@@ -9,11 +9,16 @@ stages made in the order the guard screens it.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
+from langgraph_combee._algorithm.schemas import KindOut
 from langgraph_combee._algorithm.stages.base import Counts, StepContext, StepState
-from langgraph_combee._core.ops import Add, Remove, Tag
+from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag
 from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.situations import Rule, parse_rule
+from langgraph_combee._errors import LLMCallError
+from langgraph_combee._llm import prompts
 from langgraph_combee._rules import conventions as convention_rules
 from langgraph_combee._rules import examples, rules, telling
 
@@ -21,6 +26,7 @@ __all__ = [
     "adds_only",
     "collect",
     "conventions",
+    "kinds",
     "narrow_live",
     "reconcile",
     "remember",
@@ -175,3 +181,61 @@ async def collect(ctx: StepContext, state: StepState) -> tuple[StepState, Counts
     new = examples.without_examples(state.ops, state.playbook)
     ops = [*state.owed, *state.served, *state.narrowed, *new]
     return replace(state, ops=ops, owed=[], served=[], narrowed=[]), {"ops": len(ops)}
+
+
+KIND_RUNS = 2
+"""Fewest distinct inputs behind a new rule for its situation to be named from them."""
+KIND_TOKENS = 60
+"""Longest reply of the kind namer."""
+
+
+async def kinds(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
+    """Name each new rule's situation by the kind of request all its runs share.
+
+    A rule folded from several runs gives one action to inputs whose situations
+    the reflectors wrote one run at a time, in that run's words ("When light or
+    lamp flicker or post, ..."): a new request of the same kind in other words
+    matches none of them. The runs behind the rule are shown together and the
+    learner names what they have in common; that kind becomes the situation.
+    A reply that fails or cannot be a situation (``KindOut.situation``) leaves
+    the rule as it was. Rules backed by one input keep the reflector's words.
+    """
+    caller = ctx.caller
+    if caller is None:
+        return state, {"named": 0, "kept": 0}
+    inputs = {t.id: t.input for t in state.batch if t.input.strip()}
+    jobs: list[tuple[int, Rule, list[str]]] = []
+    for at, op in enumerate(state.ops):
+        rule = parse_rule(op.content) if isinstance(op, Add) else None
+        if rule is None:
+            continue
+        runs = list(dict.fromkeys(inputs[s] for s in op.sources if s in inputs))
+        if len(runs) >= KIND_RUNS:
+            jobs.append((at, rule, runs))
+
+    async def one(runs: list[str]) -> KindOut | None:
+        try:
+            return await caller.call(
+                "combee.kind",
+                prompts.kind_messages(runs),
+                KindOut,
+                state.stats,
+                max_tokens=KIND_TOKENS,
+            )
+        except LLMCallError:
+            return None
+
+    replies = await asyncio.gather(*(one(runs) for _, _, runs in jobs))
+    ops: list[DeltaOp] = list(state.ops)
+    named = 0
+    for (at, rule, _), reply in zip(jobs, replies, strict=True):
+        kind = reply.situation(rule.action) if reply is not None else None
+        if kind is None:
+            continue
+        op = ops[at]
+        assert isinstance(op, Add)
+        ops[at] = Add(
+            section=op.section, content=Rule(kind, rule.action).text(), sources=op.sources
+        )
+        named += 1
+    return replace(state, ops=ops), {"named": named, "kept": len(jobs) - named}
