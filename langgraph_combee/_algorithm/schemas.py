@@ -19,6 +19,7 @@ from langgraph_combee._core.situations import Rule, alternatives, input_words, s
 from langgraph_combee._core.types import BulletTag, Reflection, ToolCall
 from langgraph_combee._core.values import FROM_INPUT, converted, holds
 from langgraph_combee._guard import patterns as guard_rules
+from langgraph_combee._rules import formats
 from langgraph_combee._rules.rules import CALL_NAME, grounded_keywords, join_situations
 
 
@@ -409,6 +410,24 @@ class KindOut(BaseModel):
         if re.search(r"\d", kind) or (answered and _names(kind, answered)):
             return None
         return kind
+
+
+class FormatOut(BaseModel):
+    """The format finder's reply: one format with placeholders for the parts that change."""
+
+    format: LooseStr = Field("", description="The answers' format, its changing parts in <>.")
+
+    def format_for(self, answers: Sequence[str], requests: Sequence[str]) -> str | None:
+        """The format, or None unless it writes every answer and names no run's value.
+
+        Quotes around it are dropped (``formats.fits``, ``formats.names_no_single_value``).
+        """
+        text = _unwrap(self.format).strip()
+        if not formats.fits(text, answers) or not formats.names_no_single_value(
+            text, answers, requests
+        ):
+            return None
+        return " ".join(text.split())
 
 
 class OpOut(BaseModel):

@@ -127,6 +127,16 @@ other words (what is asked for or reported, such as "a problem with street light
 question about an invoice"); no names, numbers or ids, no answer, and no word that only one of \
 the requests uses."""
 
+FORMAT_SYSTEM = f"""You find the format of an AI agent's answers. You are shown requests the \
+agent received and the right answer to each; the answers are all written in one format, each \
+with the values of its own request.
+{UNTRUSTED_NOTICE}
+Reply with ONE JSON object and nothing else: {{"format": "..."}}: the format, written like the \
+answers, every part that is the same in all of them kept exactly, and every part that changes \
+from request to request replaced by a short description in angle brackets of what goes there \
+and how it is written, such as "REF-<order number from the request>/<year, 4 digits>". No \
+value of one request."""
+
 SMALL_AGGREGATOR_SYSTEM = f"""You are the aggregator of a prompt-learning system. Curators \
 proposed new rules for an AI agent. The rules listed below overlap: in each group they speak \
 about the same situation. Every rule is kept unless you drop it.
@@ -438,3 +448,17 @@ def kind_messages(inputs: Sequence[str]) -> list[BaseMessage]:
         + "\n\nWhat kind of request are they?"
     )
     return [SystemMessage(content=KIND_SYSTEM), HumanMessage(content=body)]
+
+
+def format_messages(pairs: Sequence[tuple[str, str]]) -> list[BaseMessage]:
+    """Messages asking in what one format the answers of ``pairs`` (request, answer) are written."""
+    lines = "\n".join(
+        f"- request: {_clip(' '.join(request.split()), KIND_INPUT_CHARS)}\n  right answer: {answer}"
+        for request, answer in pairs
+    )
+    body = (
+        f"Requests and their right answers ({len(pairs)}):\n"
+        + fence("runs", lines, limit=None)
+        + "\n\nIn what format are the answers written?"
+    )
+    return [SystemMessage(content=FORMAT_SYSTEM), HumanMessage(content=body)]

@@ -45,6 +45,7 @@ ORDER = (
     "aggregate",
     "left_out",
     "conventions",
+    "formats",
     "widen",
     "sharpen",
     "remember",

@@ -59,6 +59,7 @@ STEP_STAGES: tuple[Stage, ...] = (
     Stage(name="left_out", run=proposing.left_out, proposes=True),
     # Conventions and situations, then the corrections of the rules in force.
     Stage(name="conventions", run=correcting.conventions),
+    Stage(name="formats", run=correcting.formats_stage),
     Stage(name="widen", run=correcting.widen),
     Stage(name="sharpen", run=correcting.sharpen),
     Stage(name="remember", run=correcting.remember),

@@ -1,0 +1,122 @@
+"""House formats: answers built from each request's own values, learned as one format.
+
+Where the right answer is made of the request's values (a record line with the
+caller's name and number, a reference with the order's date), every run has
+its own answer. A rule per run ("answer CB;Maria;0612345678;AM") fits no
+other request, and carries one customer's data to every user. Runs whose
+answers are written alike (``shape``) and each hold a value of their own
+request (``carries_input``) are shown to the learner together; it writes the
+format with a placeholder for each part that changes, and the format is kept
+only if its fixed parts match every one of those answers and it names no
+value of a single run (``FormatOut.format_for``).
+
+Pure functions of text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from langgraph_combee._core.values import converted, holds
+
+__all__ = [
+    "FORMAT_CHARS",
+    "PLACEHOLDER",
+    "carries_input",
+    "fits",
+    "names_no_single_value",
+    "shape",
+]
+
+FORMAT_CHARS = 200
+"""Longest format kept (a record line, a reference: never prose)."""
+PLACEHOLDER = re.compile(r"<([^<>\n]{1,60})>")
+"""A part of a format that changes from request to request, described in angle brackets."""
+_PIECE = re.compile(r"\d+|[^\W\d_]+|\s+|.", re.S)
+_TOKEN = re.compile(r"\d+|[^\W\d_]+")
+
+
+def shape(answer: str) -> str:
+    """How ``answer`` is written, its values left out.
+
+    Digits are ``9``, a word in capitals ``A``, in lower case ``a``, capitalised
+    ``Aa``, any other word ``x``; spaces are one space and punctuation stays:
+    ``"CB;Maria;0612345678;AM"`` and ``"CB;Tom;07700900123;PM"`` are both
+    ``"A;Aa;9;A"``.
+    """
+    out = []
+    for piece in _PIECE.findall(answer.strip()):
+        if piece.isdigit():
+            out.append("9")
+        elif piece.isspace():
+            out.append(" ")
+        elif _TOKEN.fullmatch(piece):
+            if piece.isupper():
+                out.append("A")
+            elif piece.islower():
+                out.append("a")
+            elif piece[:1].isupper() and piece[1:].islower():
+                out.append("Aa")
+            else:
+                out.append("x")
+        else:
+            out.append(piece)
+    return "".join(out)
+
+
+def carries_input(answer: str, request: str) -> bool:
+    """Whether ``answer`` holds a value of ``request``: a word of three letters or more, as
+    written or in another case, or a number, as written or with its separators left out."""
+    folded = request.casefold()
+    for token in _TOKEN.findall(answer):
+        if token.isdigit():
+            if len(token) >= 2 and (holds(token, request) or converted(token, request)):
+                return True
+        elif len(token) >= 3 and holds(token.casefold(), folded):
+            return True
+    return False
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    parts = PLACEHOLDER.split(template)
+    # split() alternates fixed text and placeholder descriptions: fixed, desc, fixed, ...
+    fixed = [re.sub(r"\s+", " ", p) for p in parts[0::2]]
+    body = ".+?".join(re.escape(p) for p in fixed)
+    return re.compile(body.replace(r"\ ", r"\s+"))
+
+
+def fits(template: str, answers: Sequence[str]) -> bool:
+    """Whether ``template`` has a placeholder and a fixed letter or digit, and its fixed parts,
+    in order, write every answer (a placeholder alone, ``"<topic>"``, fits anything).
+
+    ``"CB;<first name>;<phone, digits only>;<AM or PM>"`` fits ``"CB;Maria;0612345678;AM"``;
+    ``"CB <name>"`` does not (its fixed part is not the answer's).
+    """
+    if not PLACEHOLDER.search(template) or len(template) > FORMAT_CHARS:
+        return False
+    if not _TOKEN.search(PLACEHOLDER.sub(" ", template)):
+        return False
+    pattern = _pattern(template.strip())
+    return all(pattern.fullmatch(" ".join(a.split())) is not None for a in answers)
+
+
+def names_no_single_value(template: str, answers: Sequence[str], requests: Sequence[str]) -> bool:
+    """Whether ``template`` names no value of one run only.
+
+    A word of three letters or more that some answer holds and fewer than two
+    of them do, or a number that some answer or request holds and fewer than
+    two answers do, is one
+    run's value ("<first name, e.g. Maria>"); values two answers share ("AM",
+    "PM") are the format's own, and words of the requests that no answer
+    holds ("phone", "name") describe the parts.
+    """
+    seen = [{t.casefold() for t in _TOKEN.findall(a)} for a in answers]
+    numbers = {t for r in requests for t in _TOKEN.findall(r) if t.isdigit()}
+    own = numbers | set().union(*seen)
+    for token in _TOKEN.findall(template):
+        word = token.casefold()
+        short = not token.isdigit() and len(token) < 3
+        if not short and word in own and sum(word in s for s in seen) < 2:
+            return False
+    return True
