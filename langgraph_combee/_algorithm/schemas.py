@@ -420,14 +420,16 @@ class FormatOut(BaseModel):
     def format_for(self, answers: Sequence[str], requests: Sequence[str]) -> str | None:
         """The format, or None unless it writes every answer and names no run's value.
 
-        Quotes around it are dropped (``formats.fits``, ``formats.names_no_single_value``).
+        Quotes around it are dropped (``formats.fits``, ``formats.names_no_single_value``),
+        and its placeholders are written in square brackets (``formats.bracketed``):
+        served, ``<first name>`` would read as a markup tag.
         """
         text = _unwrap(self.format).strip()
         if not formats.fits(text, answers) or not formats.names_no_single_value(
             text, answers, requests
         ):
             return None
-        return " ".join(text.split())
+        return formats.bracketed(" ".join(text.split()))
 
 
 class OpOut(BaseModel):

@@ -23,6 +23,7 @@ from langgraph_combee._core.values import converted, holds
 __all__ = [
     "FORMAT_CHARS",
     "PLACEHOLDER",
+    "bracketed",
     "carries_input",
     "fits",
     "names_no_single_value",
@@ -82,8 +83,18 @@ def _pattern(template: str) -> re.Pattern[str]:
     parts = PLACEHOLDER.split(template)
     # split() alternates fixed text and placeholder descriptions: fixed, desc, fixed, ...
     fixed = [re.sub(r"\s+", " ", p) for p in parts[0::2]]
-    body = ".+?".join(re.escape(p) for p in fixed)
-    return re.compile(body.replace(r"\ ", r"\s+"))
+    # A part that changes holds none of the separators the fixed parts write: "CB;<name>"
+    # must not fit "CB;Maria;0612345678;AM" by taking the rest as the name.
+    separators = {c for p in fixed for c in p if not c.isalnum()}
+    excluded = "".join(r"\s" if c == " " else re.escape(c) for c in sorted(separators))
+    changing = f"[^{excluded}]+" if excluded else ".+?"
+    body = changing.join(r"\s+".join(re.escape(w) for w in p.split(" ")) for p in fixed)
+    return re.compile(body)
+
+
+def bracketed(template: str) -> str:
+    """``template`` with each placeholder in square brackets: ``CB;[first name];[AM or PM]``."""
+    return PLACEHOLDER.sub(lambda m: f"[{' '.join(m.group(1).split())}]", template)
 
 
 def fits(template: str, answers: Sequence[str]) -> bool:
