@@ -17,7 +17,7 @@ from pydantic import BaseModel, BeforeValidator, Field, model_validator
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
 from langgraph_combee._core.situations import Rule, alternatives, input_words, situation_words
 from langgraph_combee._core.types import BulletTag, Reflection, ToolCall
-from langgraph_combee._core.values import FROM_INPUT, converted, holds
+from langgraph_combee._core.values import FROM_INPUT, converted, holds, values
 from langgraph_combee._guard import patterns as guard_rules
 from langgraph_combee._rules import formats
 from langgraph_combee._rules.rules import CALL_NAME, grounded_keywords, join_situations
@@ -274,6 +274,7 @@ class SmallReflectionOut(BaseModel):
         source: str = "",
         calls: Sequence[ToolCall] = (),
         note: str | None = None,
+        instruction: str | None = None,
     ) -> Reflection:
         """Convert to a Reflection whose insight reads ``"When <situation>, <action>."``.
 
@@ -282,7 +283,8 @@ class SmallReflectionOut(BaseModel):
         on the 1.5B, its action restated the agent's own wrong reply ("answer
         I'm sorry to hear that your lamp is late...") where the reviewer had said
         what the reply lacked. The model's situation and keywords still say
-        which inputs the note is about.
+        which inputs the note is about. The note rewritten as an ``instruction``
+        (``InstructionOut.for_note``), when there is one, is the action instead.
 
         Quotes and brackets a small model wraps around either part are dropped,
         commas in the situation become semicolons (the first comma ends it), an
@@ -322,7 +324,7 @@ class SmallReflectionOut(BaseModel):
             action = f"answer {truth}"
         taken: set[str] = set()
         if note and not truth:
-            action = f"do as the reviewer said: {_one_line(note)}"
+            action = instruction or f"do as the reviewer said: {_one_line(note)}"
         elif source:
             action, taken = _general_action(action, source)
         if source:
@@ -410,6 +412,32 @@ class KindOut(BaseModel):
         if re.search(r"\d", kind) or (answered and _names(kind, answered)):
             return None
         return kind
+
+
+INSTRUCTION_WORDS = 40
+"""Most words of a reviewer's note rewritten as an instruction."""
+
+
+class InstructionOut(BaseModel):
+    """A reviewer's note rewritten as one instruction to the agent."""
+
+    instruction: LooseStr = Field("", description="What the note asks for, as an instruction.")
+
+    def for_note(self, note: str) -> str | None:
+        """The instruction, or None unless it names exactly the note's values.
+
+        Every quoted text, number and code of the note (``values``) must be in the
+        instruction and no other: a rewrite may drop the one sentence the reply
+        needed, or invent one. At most ``INSTRUCTION_WORDS`` words, on one line.
+        """
+        text = " ".join(_unwrap(self.instruction).split()).rstrip(" .")
+        if not text or len(text.split()) > INSTRUCTION_WORDS or not _WORD.search(text):
+            return None
+
+        def folded(words: str) -> set[str]:
+            return {v.casefold().strip(" .") for v in values(words)}
+
+        return text if folded(text) == folded(note) else None
 
 
 class FormatOut(BaseModel):

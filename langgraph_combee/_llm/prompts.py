@@ -137,6 +137,14 @@ from request to request replaced by a short description in angle brackets of wha
 and how it is written, such as "REF-<order number from the request>/<year, 4 digits>". No \
 value of one request."""
 
+INSTRUCTION_SYSTEM = f"""You turn a reviewer's note about an AI agent's reply into one \
+instruction for the agent's future replies of the same kind.
+{REVIEWER_NOTICE}
+Reply with ONE JSON object and nothing else: {{"instruction": "..."}}: what the note asks for, \
+as one short instruction that starts with a verb (such as "Open the reply with 'Noise report \
+logged.'" or "End the reply with the booking link."), every quoted text, number and code of the \
+note copied exactly, and no other."""
+
 SMALL_AGGREGATOR_SYSTEM = f"""You are the aggregator of a prompt-learning system. Curators \
 proposed new rules for an AI agent. The rules listed below overlap: in each group they speak \
 about the same situation. Every rule is kept unless you drop it.
@@ -462,3 +470,9 @@ def format_messages(pairs: Sequence[tuple[str, str]]) -> list[BaseMessage]:
         + "\n\nIn what format are the answers written?"
     )
     return [SystemMessage(content=FORMAT_SYSTEM), HumanMessage(content=body)]
+
+
+def instruction_messages(note: str) -> list[BaseMessage]:
+    """Messages asking for the reviewer's ``note`` as one instruction to the agent."""
+    body = "The reviewer's note:\n" + reviewer_block(note) + "\n\nWhat instruction does it give?"
+    return [SystemMessage(content=INSTRUCTION_SYSTEM), HumanMessage(content=body)]
