@@ -449,7 +449,9 @@ class FormatOut(BaseModel):
         """The format, or None unless it writes every answer and names no run's value.
 
         Quotes around it are dropped (``formats.fits``, ``formats.names_no_single_value``),
-        and its placeholders are written in square brackets (``formats.bracketed``):
+        what the answers show of each changing part is added to its description
+        (``formats.described``), and its placeholders are written in square
+        brackets (``formats.bracketed``):
         served, ``<first name>`` would read as a markup tag.
         """
         text = _unwrap(self.format).strip()
@@ -457,7 +459,7 @@ class FormatOut(BaseModel):
             text, answers, requests
         ):
             return None
-        return formats.bracketed(" ".join(text.split()))
+        return formats.bracketed(formats.described(" ".join(text.split()), answers))
 
 
 class OpOut(BaseModel):

@@ -25,6 +25,7 @@ __all__ = [
     "PLACEHOLDER",
     "bracketed",
     "carries_input",
+    "described",
     "fits",
     "names_no_single_value",
     "shape",
@@ -87,9 +88,44 @@ def _pattern(template: str) -> re.Pattern[str]:
     # must not fit "CB;Maria;0612345678;AM" by taking the rest as the name.
     separators = {c for p in fixed for c in p if not c.isalnum()}
     excluded = "".join(r"\s" if c == " " else re.escape(c) for c in sorted(separators))
-    changing = f"[^{excluded}]+" if excluded else ".+?"
+    changing = f"([^{excluded}]+)" if excluded else "(.+?)"
     body = changing.join(r"\s+".join(re.escape(w) for w in p.split(" ")) for p in fixed)
     return re.compile(body)
+
+
+CLOSED_SET = 3
+"""Most distinct values a changing part may take, each in two answers or more, to be named."""
+
+
+def described(template: str, answers: Sequence[str]) -> str:
+    """``template`` with what its answers show of each changing part added to its description.
+
+    A part that is digits in every answer is "digits only"; a part that takes
+    at most ``CLOSED_SET`` values, each in two answers or more, names them
+    ("<time>" over AM, PM, AM, PM -> "<time: AM or PM>"). Read from the
+    answers, so the description says what a small model left out.
+    """
+    pattern = _pattern(template)
+    seen: list[list[str]] = []
+    for answer in answers:
+        match = pattern.fullmatch(" ".join(answer.split()))
+        if match is None:
+            return template
+        seen.append(list(match.groups()))
+    parts = [list(column) for column in zip(*seen, strict=True)] if seen else []
+    descriptions = iter(parts)
+
+    def more(m: re.Match[str]) -> str:
+        text = " ".join(m.group(1).split())
+        given = next(descriptions, [])
+        distinct = sorted(set(given))
+        if given and all(v.isdigit() for v in given) and "digit" not in text.casefold():
+            text = f"{text}, digits only"
+        elif 1 < len(distinct) <= CLOSED_SET and all(given.count(v) >= 2 for v in distinct):
+            text = f"{text}: {' or '.join(distinct)}"
+        return f"<{text}>"
+
+    return PLACEHOLDER.sub(more, template)
 
 
 def bracketed(template: str) -> str:

@@ -243,7 +243,7 @@ def test_kinds_names_a_rule_from_all_its_runs_and_keeps_it_on_a_bad_reply() -> N
             sources=["t1", "t2"]),
         Add(section="others", content="When pothole, answer SR-214.", sources=["t3"]),
     ]  # fmt: skip
-    named = _one_role("You name the kind", '{"kind": "a broken street light"}')
+    named = _one_role("You say what several", '{"kind": "a broken street light"}')
     state, counts = asyncio.run(correcting.kinds(StepContext(caller=named), _state(lamps, ops)))
     assert [op.content for op in state.ops] == [
         "When a broken street light, answer SR-305.",
@@ -251,7 +251,7 @@ def test_kinds_names_a_rule_from_all_its_runs_and_keeps_it_on_a_bad_reply() -> N
     ]
     assert counts == {"named": 1, "kept": 0}
     for bad in ('{"kind": "SR-305 requests"}', '{"kind": "lamp 12"}', '{"kind": ""}', "nonsense"):
-        ctx = StepContext(caller=_one_role("You name the kind", bad))
+        ctx = StepContext(caller=_one_role("You say what several", bad))
         state, counts = asyncio.run(correcting.kinds(ctx, _state(lamps, ops)))
         assert state.ops[0].content == ops[0].content and counts == {"named": 0, "kept": 1}
 

@@ -42,3 +42,14 @@ def test_a_format_naming_one_runs_value_is_refused() -> None:
 
 def test_placeholders_are_served_in_square_brackets() -> None:
     assert formats.bracketed(FORMAT) == "CB;[first name];[phone number, digits only];[AM or PM]"
+
+
+def test_what_the_answers_show_of_each_part_is_added_to_its_description() -> None:
+    answers = [*ANSWERS, "CB;Lea;491705551234;PM"]
+    assert (
+        formats.described("CB;<name>;<phone number>;<time>", answers)
+        == "CB;<name>;<phone number, digits only>;<time: AM or PM>"
+    )
+    # "PM" in one answer only: no closed set is named from one example of it.
+    assert formats.described("CB;<name>;<phone>;<time>", ANSWERS).endswith("<time>")
+    assert formats.described("X <a>", ANSWERS) == "X <a>"  # does not fit: left as it was
