@@ -14,12 +14,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
+from langgraph_combee._core import formats
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
 from langgraph_combee._core.situations import Rule, alternatives, input_words, situation_words
 from langgraph_combee._core.types import BulletTag, Reflection, ToolCall
 from langgraph_combee._core.values import FROM_INPUT, converted, holds, values
 from langgraph_combee._guard import patterns as guard_rules
-from langgraph_combee._rules import formats
 from langgraph_combee._rules.rules import CALL_NAME, grounded_keywords, join_situations
 
 

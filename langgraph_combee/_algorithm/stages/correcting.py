@@ -16,13 +16,14 @@ from dataclasses import replace
 
 from langgraph_combee._algorithm.schemas import FormatOut, KindOut
 from langgraph_combee._algorithm.stages.base import Counts, StepContext, StepState
+from langgraph_combee._core import formats
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import Rule, parse_rule
 from langgraph_combee._errors import LLMCallError
 from langgraph_combee._llm import prompts
 from langgraph_combee._rules import conventions as convention_rules
-from langgraph_combee._rules import examples, formats, rules, telling
+from langgraph_combee._rules import examples, rules, telling
 
 __all__ = [
     "adds_only",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from langgraph_combee._rules import formats
+from langgraph_combee._core import formats
 
 ANSWERS = ["CB;Maria;0612345678;AM", "CB;Peter;0205550199;PM", "CB;Tom;07700900123;AM"]
 REQUESTS = [

@@ -27,6 +27,7 @@ __all__ = [
     "carries_input",
     "described",
     "fits",
+    "fixed_text",
     "names_no_single_value",
     "shape",
 ]
@@ -126,6 +127,23 @@ def described(template: str, answers: Sequence[str]) -> str:
         return f"<{text}>"
 
     return PLACEHOLDER.sub(more, template)
+
+
+SERVED = re.compile(r"^answer in the format (?P<format>\S.*)$", re.IGNORECASE | re.S)
+"""A learned format as a rule's action, its placeholders in square brackets (``bracketed``)."""
+_SERVED_PLACEHOLDER = re.compile(r"\[[^\[\]\n]{1,60}\]")
+
+
+def fixed_text(action: str) -> str:
+    """``action`` without the placeholders of the format it states, if it states one.
+
+    ``"answer in the format CB;[first name];[AM or PM]"`` -> ``"answer in the format CB; ; "``;
+    any other action is returned as it is.
+    """
+    match = SERVED.match(action.strip())
+    if match is None or not _SERVED_PLACEHOLDER.search(match["format"]):
+        return action
+    return _SERVED_PLACEHOLDER.sub(" ", action)
 
 
 def bracketed(template: str) -> str:
