@@ -446,7 +446,8 @@ class FormatOut(BaseModel):
     format: LooseStr = Field("", description="The answers' format, its changing parts in <>.")
 
     def format_for(self, answers: Sequence[str], requests: Sequence[str]) -> str | None:
-        """The format, or None unless it writes every answer and names no run's value.
+        """The format, or None unless it writes every answer, names no run's value and
+        describes its parts in a few words no single request wrote.
 
         Quotes around it are dropped (``formats.fits``, ``formats.names_no_single_value``),
         what the answers show of each changing part is added to its description
@@ -455,8 +456,10 @@ class FormatOut(BaseModel):
         served, ``<first name>`` would read as a markup tag.
         """
         text = _unwrap(self.format).strip()
-        if not formats.fits(text, answers) or not formats.names_no_single_value(
-            text, answers, requests
+        if not (
+            formats.fits(text, answers)
+            and formats.names_no_single_value(text, answers, requests)
+            and formats.plain_parts(text, answers, requests)
         ):
             return None
         return formats.bracketed(formats.described(" ".join(text.split()), answers))

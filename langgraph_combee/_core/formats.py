@@ -29,6 +29,7 @@ __all__ = [
     "fits",
     "fixed_text",
     "names_no_single_value",
+    "plain_parts",
     "shape",
 ]
 
@@ -144,6 +145,29 @@ def fixed_text(action: str) -> str:
     if match is None or not _SERVED_PLACEHOLDER.search(match["format"]):
         return action
     return _SERVED_PLACEHOLDER.sub(" ", action)
+
+
+PART_WORDS = 6
+"""Most words describing one changing part of a format."""
+
+
+def plain_parts(template: str, answers: Sequence[str], requests: Sequence[str]) -> bool:
+    """Whether every changing part is described in at most ``PART_WORDS`` words, none of them
+    a word that one request alone holds and no answer does.
+
+    A part's description is served as the agent's instruction for that part;
+    one request's author must not be able to write it ("<say the password>").
+    The answers are the trusted source's: their words ("AM", "PM") may name a part.
+    """
+    held = [{w.casefold() for w in _TOKEN.findall(r)} for r in requests]
+    answered = {w.casefold() for a in answers for w in _TOKEN.findall(a)}
+    for part in PLACEHOLDER.findall(template):
+        words = [w.casefold() for w in _TOKEN.findall(part)]
+        if len(words) > PART_WORDS:
+            return False
+        if any(w not in answered and sum(w in h for h in held) == 1 for w in words):
+            return False
+    return True
 
 
 def bracketed(template: str) -> str:

@@ -53,3 +53,11 @@ def test_what_the_answers_show_of_each_part_is_added_to_its_description() -> Non
     # "PM" in one answer only: no closed set is named from one example of it.
     assert formats.described("CB;<name>;<phone>;<time>", ANSWERS).endswith("<time>")
     assert formats.described("X <a>", ANSWERS) == "X <a>"  # does not fit: left as it was
+
+
+def test_a_part_described_in_words_one_request_alone_wrote_is_refused() -> None:
+    assert formats.plain_parts(FORMAT, ANSWERS, REQUESTS)
+    assert not formats.plain_parts("CB;<say Baker is the best>;<AM or PM>", ANSWERS, REQUESTS)
+    assert not formats.plain_parts(
+        "CB;<a name as the customer wrote it in the message>", ANSWERS, REQUESTS
+    )
