@@ -309,3 +309,20 @@ def test_formats_never_asks_about_answers_runs_share() -> None:
     # "Lamp Light" is two runs' answer (a label), "Road Hole" one run's with no other alike.
     assert counts == {"formats": 0, "rules": 0} and asked == []
     assert [op.content for op in state.ops] == [op.content for op in ops]
+
+
+def test_kinds_names_a_rule_in_force_the_step_widens_from_the_inputs_remembered() -> None:
+    from langgraph_combee._algorithm.stages import correcting
+    from langgraph_combee._core.ops import Update
+    from langgraph_combee._rules.rules import Seen
+
+    earlier = Seen(id="t0", words=frozenset(), actions=("answer SR-305",), text="Lamp post dark")
+    runs = [_labelled(1, "The street light blinks all night", "SR-305")]
+    widened = Update(id="b1", content="When lamp or blinks, answer SR-305.", sources=["t1"])
+    state = dataclasses.replace(_state(runs, []), ops=[widened], remembered=[earlier])
+    named = _one_role("You say what several", '{"kind": "a broken street light"}')
+    state, counts = asyncio.run(correcting.kinds(StepContext(caller=named), state))
+    assert state.ops == [
+        Update(id="b1", content="When a broken street light, answer SR-305.", sources=["t1"])
+    ]
+    assert counts == {"named": 1, "kept": 0}

@@ -250,11 +250,7 @@ async def kinds(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
         kind = reply.situation(rule.action) if reply is not None else None
         if kind is None:
             continue
-        op = ops[at]
-        assert isinstance(op, Add)
-        ops[at] = Add(
-            section=op.section, content=Rule(kind, rule.action).text(), sources=op.sources
-        )
+        ops[at] = ops[at].model_copy(update={"content": Rule(kind, rule.action).text()})
         named += 1
     return replace(state, ops=ops), {"named": named, "kept": len(jobs) - named}
 
