@@ -398,13 +398,16 @@ class KindOut(BaseModel):
     def situation(self, action: str) -> str | None:
         """The kind as a rule's situation, or None when it cannot be one.
 
-        Quotes and a leading "when" are dropped and commas become semicolons (the
-        first comma ends a situation). None for a kind of too few or too many
+        Quotes and a leading "when" are dropped, commas become semicolons (the
+        first comma ends a situation) and "or" a slash (it would part the kind
+        into alternatives). None for a kind of too few or too many
         words, one with no content word, and one that holds a digit or writes the
         action's own answer: a kind names what is asked, never a value.
         """
         kind = _unwrap(self.kind).rstrip(" :.;,")
         kind = re.sub(r"^(?:when|if|for)\s+", "", kind, flags=re.I).replace(",", ";")
+        # "or" parts a situation into alternatives: "a late or missing delivery" is one kind.
+        kind = re.sub(r"\s+or\s+", "/", kind, flags=re.I)
         low, high = KIND_WORDS
         if not low <= len(kind.split()) <= high or not situation_words(kind):
             return None

@@ -245,8 +245,9 @@ def test_kinds_names_a_rule_from_all_its_runs_and_keeps_it_on_a_bad_reply() -> N
     ]  # fmt: skip
     named = _one_role("You say what several", '{"kind": "a broken street light"}')
     state, counts = asyncio.run(correcting.kinds(StepContext(caller=named), _state(lamps, ops)))
+    # The kind leads; the reflectors' words stay as its cases.
     assert [op.content for op in state.ops] == [
-        "When a broken street light, answer SR-305.",
+        "When a broken street light or lamp or flickers or light, answer SR-305.",
         "When pothole, answer SR-214.",  # one run: the reflector's words stay
     ]
     assert counts == {"named": 1, "kept": 0}
@@ -323,6 +324,18 @@ def test_kinds_names_a_rule_in_force_the_step_widens_from_the_inputs_remembered(
     named = _one_role("You say what several", '{"kind": "a broken street light"}')
     state, counts = asyncio.run(correcting.kinds(StepContext(caller=named), state))
     assert state.ops == [
-        Update(id="b1", content="When a broken street light, answer SR-305.", sources=["t1"])
+        Update(
+            id="b1",
+            content="When a broken street light or lamp or blinks, answer SR-305.",
+            sources=["t1"],
+        )
     ]
     assert counts == {"named": 1, "kept": 0}
+
+
+def test_a_kind_with_or_stays_one_alternative() -> None:
+    from langgraph_combee._algorithm.schemas import KindOut
+
+    assert KindOut(kind="a late or missing delivery").situation("answer X") == (
+        "a late/missing delivery"
+    )

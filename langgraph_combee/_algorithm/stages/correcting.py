@@ -19,7 +19,7 @@ from langgraph_combee._algorithm.stages.base import Counts, StepContext, StepSta
 from langgraph_combee._core import formats
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Playbook
-from langgraph_combee._core.situations import Rule, parse_rule
+from langgraph_combee._core.situations import Rule, alternatives, parse_rule
 from langgraph_combee._errors import LLMCallError
 from langgraph_combee._llm import prompts
 from langgraph_combee._rules import conventions as convention_rules
@@ -203,7 +203,8 @@ async def kinds(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
     the reflectors wrote one run at a time, in that run's words ("When light or
     lamp flicker or post, ..."): a new request of the same kind in other words
     matches none of them. The runs behind the rule are shown together and the
-    learner names what they have in common; that kind becomes the situation.
+    learner names what they have in common; that kind leads the situation, before
+    the reflectors' words (at most ``rules.MAX_ALTERNATIVES`` alternatives in all).
     The runs behind a rule are its sources in the batch and the inputs of
     earlier steps whose reflections gave its action, so a rule in force that
     the step widens is named again from all of them. A reply that fails or
@@ -250,7 +251,12 @@ async def kinds(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
         kind = reply.situation(rule.action) if reply is not None else None
         if kind is None:
             continue
-        ops[at] = ops[at].model_copy(update={"content": Rule(kind, rule.action).text()})
+        # The kind first, then the words the reflectors found (the cases seen): "When a
+        # noise disturbance or alarm or going off, ...", as an engineer lists a code's
+        # kind and its usual cases.
+        seen = [a for a in alternatives(rule.situation) if not rules.same_situation(a, kind)]
+        situation = " or ".join([kind, *seen[: rules.MAX_ALTERNATIVES - 1]])
+        ops[at] = ops[at].model_copy(update={"content": Rule(situation, rule.action).text()})
         named += 1
     return replace(state, ops=ops), {"named": named, "kept": len(jobs) - named}
 
