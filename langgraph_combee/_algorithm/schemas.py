@@ -433,9 +433,13 @@ class InstructionOut(BaseModel):
         instruction and no other: a rewrite may drop the one sentence the reply
         needed, or invent one. At most ``INSTRUCTION_WORDS`` words, on one line.
         """
-        text = " ".join(_unwrap(self.instruction).split()).rstrip(" .")
+        text = " ".join(_unwrap(self.instruction).split()).rstrip(" ")
+        if text.endswith(".") and not re.search(r"['\"\u2019\u201d]\.$", text):
+            text = text[:-1]  # the rule adds its own full stop; a quoted one stays quoted
         if not text or len(text.split()) > INSTRUCTION_WORDS or not _WORD.search(text):
             return None
+        if text[:1].isupper() and text[1:2].islower():
+            text = text[0].lower() + text[1:]  # it follows "When <situation>, "
 
         def folded(words: str) -> set[str]:
             return {v.casefold().strip(" .") for v in values(words)}

@@ -151,10 +151,10 @@ def _rewriting(rewrite: str) -> FunctionChatModel:
 
 
 def test_a_note_rewritten_as_an_instruction_is_the_action_when_it_keeps_its_values() -> None:
-    said = "Say the money arrives within 5-7 business days"
+    said = "say the money arrives within 5-7 business days"
     combee = Combee(
         prompt_id="notes-instruction",
-        model=_rewriting(said),
+        model=_rewriting(said.capitalize() + "."),
         batch_size=4,
         algorithm=AlgorithmSettings(roles="small"),
     )
