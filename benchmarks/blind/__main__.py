@@ -34,6 +34,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     run.add_argument(
         "--examples", type=int, default=0, help="AlgorithmSettings.examples (0: the default)"
     )
+    run.add_argument(
+        "--without",
+        default="",
+        help="comma-separated learning-step stages to leave out (an ablation)",
+    )
     args = parser.parse_args(args_list)
     if args.command == "list":
         for family in FAMILIES.values():
@@ -48,6 +53,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         learn_timeout=args.learn_timeout,
         argv=args_list,
         examples=args.examples,
+        without=[name.strip() for name in args.without.split(",") if name.strip()],
     )
     for arm, result in record["arms"].items():
         print(f"{arm:11s} score {result['score']}  {result['seconds']} s")

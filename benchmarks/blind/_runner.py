@@ -20,6 +20,7 @@ whose playbook stays empty): the arms differ by their system prompt alone.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -48,6 +49,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from benchmarks.blind._family import Call, Example, Family, Outcome
 from langgraph_combee import AlgorithmSettings, Combee, LearnerSettings, ServingSettings
+from langgraph_combee._algorithm import stages
 
 ARMS = ("no_rules", "hand_rules", "few_shot", "learned")
 FEW_SHOT_K = 4
@@ -131,9 +133,16 @@ class Setup:
     learner_calls: CallCounter
     examples: int = 0
     embedder: Any = None
+    without: tuple[str, ...] = ()
 
     def combee(self, prompt_id: str, *, learner: bool) -> Combee:
         """A Combee with the package defaults (faster pacing on the offline doubles)."""
+        combee = self._combee(prompt_id, learner=learner)
+        if self.without:
+            ablate(combee, self.without)
+        return combee
+
+    def _combee(self, prompt_id: str, *, learner: bool) -> Combee:
         model = self.learner_model if learner else None
         # Worked examples are the one setting a run may change (``--examples``); they are
         # served as the turns closest to the request by meaning, with the embedder the
@@ -156,6 +165,19 @@ class Setup:
     @property
     def refresh_seconds(self) -> float:
         return 0.1 if self.quick else ServingSettings().refresh_seconds
+
+
+def ablate(combee: Combee, names: Sequence[str]) -> None:
+    """Leave the stages ``names`` out of ``combee``'s learning steps (an ablation).
+
+    Combee has no public setting for the step's order: the ablations the
+    benchmarks measure (does a stage pay on a task it was not tuned on?) set
+    it on the engine's context, as ``learn()``'s strategies take it.
+    """
+    engine = combee._engine(None)
+    engine.context = dataclasses.replace(
+        engine.context, stages=stages.without(engine.context.stages, *names)
+    )
 
 
 def real_setup(*, threads: int | None, learn_timeout: float) -> Setup:
@@ -469,11 +491,17 @@ def run_family(
     argv: Sequence[str] = (),
     log: Callable[[str], None] = print,
     examples: int = 0,
+    without: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Score the arms of one family, writing ``out`` after each arm; return the record."""
+    """Score the arms of one family, writing ``out`` after each arm; return the record.
+
+    ``without`` names learning-step stages to leave out of the learned arm (an
+    ablation; ``stages.STEP_STAGES`` lists them).
+    """
     unknown = [arm for arm in arms if arm not in ARMS]
     if unknown:
         raise ValueError(f"unknown arms {unknown!r}; allowed: {', '.join(ARMS)}")
+    stages.without(stages.STEP_STAGES, *without)  # a misspelt stage fails here, not mid-run
     train = family.train[:QUICK_TRAIN] if quick else family.train
     heldout = family.heldout[:QUICK_HELDOUT] if quick else family.heldout
     record: dict[str, Any] = {
@@ -490,6 +518,7 @@ def run_family(
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "examples": examples,
+        "without": list(without),
         "arms": {},
         "fraction_of_gain": None,
     }
@@ -502,6 +531,7 @@ def run_family(
             else real_setup(threads=threads, learn_timeout=learn_timeout)
         )
         setup.examples = examples
+        setup.without = tuple(without)
     except Exception:  # kept in the record
         record["failure"] = {"stage": "setup", "traceback": traceback.format_exc()}
         write_json(out, record)

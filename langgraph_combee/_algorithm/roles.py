@@ -32,6 +32,7 @@ from langgraph_combee._algorithm.notes import NOTE_CHARS, reviewer_note
 from langgraph_combee._algorithm.schemas import (
     AggregateOut,
     CuratorOut,
+    InstructionOut,
     ReflectionOut,
     SmallAggregateOut,
     SmallCuratorOut,
@@ -389,6 +390,7 @@ class SmallRoles(RoleProfile):
 
     name = "small"
     reflect_tokens = 200
+    instruction_tokens = 80
     curate_tokens = 120
     aggregate_tokens = 120
 
@@ -421,13 +423,38 @@ class SmallRoles(RoleProfile):
         truth = trace.feedback.ground_truth if trace.feedback is not None else None
         if out is None:
             return None
+        note = note if note is not None and len(note) <= NOTE_CHARS else None
+        instruction = None
+        if note is not None and not truth:
+            instruction = await self._instruction(caller, note, stats)
         return out.to_reflection(
             trace.id,
             ground_truth=truth,
             source=trace.input,
             calls=trace.tool_calls,
-            note=note if note is not None and len(note) <= NOTE_CHARS else None,
+            note=note,
+            instruction=instruction,
         )
+
+    async def _instruction(self, caller: LLMCaller, note: str, stats: CallStats) -> str | None:
+        """The reviewer's ``note`` as one instruction to the agent, or None.
+
+        Measured on the 1.5B agent: served "do as the reviewer said: Noise
+        complaints always open with 'Noise report logged.' This one doesn't.",
+        it followed two of six such conventions. The rewrite must carry exactly
+        the note's quoted texts, numbers and codes (``InstructionOut.for_note``).
+        """
+        try:
+            out = await caller.call(
+                "combee.instruction",
+                prompts.instruction_messages(note),
+                InstructionOut,
+                stats,
+                max_tokens=self.instruction_tokens,
+            )
+        except LLMCallError:
+            return None
+        return out.for_note(note) if out is not None else None
 
     async def curate(
         self,

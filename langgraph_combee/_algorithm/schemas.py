@@ -14,10 +14,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
+from langgraph_combee._core import formats
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Update
 from langgraph_combee._core.situations import Rule, alternatives, input_words, situation_words
 from langgraph_combee._core.types import BulletTag, Reflection, ToolCall
-from langgraph_combee._core.values import FROM_INPUT, converted, holds
+from langgraph_combee._core.values import FROM_INPUT, converted, holds, values
 from langgraph_combee._guard import patterns as guard_rules
 from langgraph_combee._rules.rules import CALL_NAME, grounded_keywords, join_situations
 
@@ -273,6 +274,7 @@ class SmallReflectionOut(BaseModel):
         source: str = "",
         calls: Sequence[ToolCall] = (),
         note: str | None = None,
+        instruction: str | None = None,
     ) -> Reflection:
         """Convert to a Reflection whose insight reads ``"When <situation>, <action>."``.
 
@@ -281,7 +283,8 @@ class SmallReflectionOut(BaseModel):
         on the 1.5B, its action restated the agent's own wrong reply ("answer
         I'm sorry to hear that your lamp is late...") where the reviewer had said
         what the reply lacked. The model's situation and keywords still say
-        which inputs the note is about.
+        which inputs the note is about. The note rewritten as an ``instruction``
+        (``InstructionOut.for_note``), when there is one, is the action instead.
 
         Quotes and brackets a small model wraps around either part are dropped,
         commas in the situation become semicolons (the first comma ends it), an
@@ -321,7 +324,7 @@ class SmallReflectionOut(BaseModel):
             action = f"answer {truth}"
         taken: set[str] = set()
         if note and not truth:
-            action = f"do as the reviewer said: {_one_line(note)}"
+            action = instruction or f"do as the reviewer said: {_one_line(note)}"
         elif source:
             action, taken = _general_action(action, source)
         if source:
@@ -381,6 +384,92 @@ def _tool_words(calls: Sequence[ToolCall], truth: str) -> frozenset[str]:
     """The words of the tools the run called or its ground truth calls ("request_housekeeping")."""
     names = [c.name for c in calls if c.name] + CALL_NAME.findall(truth)
     return frozenset().union(*(situation_words(n.replace("_", " ")) for n in names))
+
+
+KIND_WORDS = (2, 10)
+"""Fewest and most words a named kind may have (the prompt asks for 3 to 8)."""
+
+
+class KindOut(BaseModel):
+    """The kind namer's reply: what the requests of one rule share, in general words."""
+
+    kind: LooseStr = Field("", description="The kind of request, in a few general words.")
+
+    def situation(self, action: str) -> str | None:
+        """The kind as a rule's situation, or None when it cannot be one.
+
+        Quotes and a leading "when" are dropped, commas become semicolons (the
+        first comma ends a situation) and "or" a slash (it would part the kind
+        into alternatives). None for a kind of too few or too many
+        words, one with no content word, and one that holds a digit or writes the
+        action's own answer: a kind names what is asked, never a value.
+        """
+        kind = _unwrap(self.kind).rstrip(" :.;,")
+        kind = re.sub(r"^(?:when|if|for)\s+", "", kind, flags=re.I).replace(",", ";")
+        # "or" parts a situation into alternatives: "a late or missing delivery" is one kind.
+        kind = re.sub(r"\s+or\s+", "/", kind, flags=re.I)
+        low, high = KIND_WORDS
+        if not low <= len(kind.split()) <= high or not situation_words(kind):
+            return None
+        answered = _answered(action)
+        if re.search(r"\d", kind) or (answered and _names(kind, answered)):
+            return None
+        return kind
+
+
+INSTRUCTION_WORDS = 40
+"""Most words of a reviewer's note rewritten as an instruction."""
+
+
+class InstructionOut(BaseModel):
+    """A reviewer's note rewritten as one instruction to the agent."""
+
+    instruction: LooseStr = Field("", description="What the note asks for, as an instruction.")
+
+    def for_note(self, note: str) -> str | None:
+        """The instruction, or None unless it names exactly the note's values.
+
+        Every quoted text, number and code of the note (``values``) must be in the
+        instruction and no other: a rewrite may drop the one sentence the reply
+        needed, or invent one. At most ``INSTRUCTION_WORDS`` words, on one line.
+        """
+        text = " ".join(_unwrap(self.instruction).split()).rstrip(" ")
+        if text.endswith(".") and not re.search(r"['\"\u2019\u201d]\.$", text):
+            text = text[:-1]  # the rule adds its own full stop; a quoted one stays quoted
+        if not text or len(text.split()) > INSTRUCTION_WORDS or not _WORD.search(text):
+            return None
+        if text[:1].isupper() and text[1:2].islower():
+            text = text[0].lower() + text[1:]  # it follows "When <situation>, "
+
+        def folded(words: str) -> set[str]:
+            return {v.casefold().strip(" .") for v in values(words)}
+
+        return text if folded(text) == folded(note) else None
+
+
+class FormatOut(BaseModel):
+    """The format finder's reply: one format with placeholders for the parts that change."""
+
+    format: LooseStr = Field("", description="The answers' format, its changing parts in <>.")
+
+    def format_for(self, answers: Sequence[str], requests: Sequence[str]) -> str | None:
+        """The format, or None unless it writes every answer, names no run's value and
+        describes its parts in a few words no single request wrote.
+
+        Quotes around it are dropped (``formats.fits``, ``formats.names_no_single_value``),
+        what the answers show of each changing part is added to its description
+        (``formats.described``), and its placeholders are written in square
+        brackets (``formats.bracketed``):
+        served, ``<first name>`` would read as a markup tag.
+        """
+        text = _unwrap(self.format).strip()
+        if not (
+            formats.fits(text, answers)
+            and formats.names_no_single_value(text, answers, requests)
+            and formats.plain_parts(text, answers, requests)
+        ):
+            return None
+        return formats.bracketed(formats.described(" ".join(text.split()), answers))
 
 
 class OpOut(BaseModel):

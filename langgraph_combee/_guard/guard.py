@@ -45,6 +45,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from langgraph_combee._core import formats
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import DEFAULT_SECTIONS, ApplyResult, Playbook, section_slug
 from langgraph_combee._core.quarantine import QuarantinedOp
@@ -605,8 +606,9 @@ class BulletGuard:
                 op.content, action=rule.action if rule is not None else None
             )
             # The end user's words may describe the situation; only the action needs a
-            # trusted field behind it.
-            acting = set(prov.tokens(rule.action)) if rule is not None else None
+            # trusted field behind it. The parts of a learned format describe the input
+            # as a situation does ("[phone number, digits only]"): its fixed parts act.
+            acting = set(prov.tokens(formats.fixed_text(rule.action))) if rule is not None else None
             from_user = (
                 found is not None
                 and bool(found.user_only)

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from langgraph_combee._core.ops import DeltaOp
 from langgraph_combee._core.playbook import EXAMPLES_SECTION, Playbook
@@ -117,6 +117,53 @@ leave it out.
 - "drop": the labels of the new rules to leave out: a rule the playbook already has, or one \
 whose situation would fit almost any input. Leave out nothing else.
 Reply with ONE JSON object and nothing else: {{"drop": ["R1", ...]}}"""
+
+KIND_SYSTEM = f"""You say what several requests to an AI agent are about.
+{UNTRUSTED_NOTICE}
+Reply with ONE JSON object and nothing else: {{"kind": "..."}}: the topic all of them share, in \
+3 to 8 plain words, specific enough to tell them apart from requests on other topics; no names, \
+numbers or ids."""
+KIND_SHOTS = (
+    (
+        ("The parcel with my lamp has not arrived", "Where is my order? It was due Monday"),
+        "a late or missing delivery",
+    ),
+    (
+        ("I was charged twice this month", "Why is my bill higher than usual?"),
+        "a question about a charge on the bill",
+    ),
+)
+"""Worked turns shown before the requests: measured on the 1.5B, asked without them it named
+one word ("problem", "report") for every rule."""
+
+FORMAT_SYSTEM = f"""You find the format of an AI agent's answers. You are shown requests the \
+agent received and the right answer to each; the answers are all written in one format, each \
+with the values of its own request.
+{UNTRUSTED_NOTICE}
+Reply with ONE JSON object and nothing else: {{"format": "..."}}: the format, written like the \
+answers, every part that is the same in all of them kept exactly, and every part that changes \
+from request to request replaced by a short description in angle brackets of what goes there \
+and how it is written, such as "REF-<order number from the request>/<year, 4 digits>". No \
+value of one request."""
+
+INSTRUCTION_SYSTEM = f"""You turn a reviewer's note about an AI agent's reply into one \
+instruction for the agent's future replies of the same kind.
+{REVIEWER_NOTICE}
+Reply with ONE JSON object and nothing else: {{"instruction": "..."}}: what this note asks for, \
+as one short instruction that starts with a verb, every quoted text, number and code of the \
+note copied exactly, and no other."""
+INSTRUCTION_SHOTS = (
+    (
+        "Order questions must give the order page: Account > Orders. Not here.",
+        "Give the order page: Account > Orders.",
+    ),
+    (
+        "Wrong closing, the reply has to finish with 'Thank you for banking with us.'",
+        "End the reply with 'Thank you for banking with us.'",
+    ),
+)
+"""Worked turns shown before the note: measured on the 1.5B, an example inside the system
+prompt was copied as the instruction for unrelated notes."""
 
 SMALL_AGGREGATOR_SYSTEM = f"""You are the aggregator of a prompt-learning system. Curators \
 proposed new rules for an AI agent. The rules listed below overlap: in each group they speak \
@@ -414,3 +461,52 @@ def small_aggregator_messages(
         + "\n\nWhich labels should be dropped?"
     )
     return [SystemMessage(content=SMALL_AGGREGATOR_SYSTEM), HumanMessage(content=body)]
+
+
+KIND_INPUT_CHARS = 300
+"""Longest request shown to the kind namer (each request; a kind needs only the gist)."""
+
+
+def _requests(inputs: Sequence[str]) -> str:
+    lines = "\n".join(f"- {_clip(' '.join(text.split()), KIND_INPUT_CHARS)}" for text in inputs)
+    return (
+        "Requests:\n" + fence("requests", lines, limit=None) + "\n\nWhat topic do they all share?"
+    )
+
+
+def kind_messages(inputs: Sequence[str]) -> list[BaseMessage]:
+    """Messages asking what kind of request ``inputs`` (all given one answer) share."""
+    messages: list[BaseMessage] = [SystemMessage(content=KIND_SYSTEM)]
+    for shown, kind in KIND_SHOTS:
+        messages.append(HumanMessage(content=_requests(shown)))
+        messages.append(AIMessage(content=json.dumps({"kind": kind})))
+    messages.append(HumanMessage(content=_requests(inputs)))
+    return messages
+
+
+def format_messages(pairs: Sequence[tuple[str, str]]) -> list[BaseMessage]:
+    """Messages asking in what one format the answers of ``pairs`` (request, answer) are written."""
+    lines = "\n".join(
+        f"- request: {_clip(' '.join(request.split()), KIND_INPUT_CHARS)}\n  right answer: {answer}"
+        for request, answer in pairs
+    )
+    body = (
+        f"Requests and their right answers ({len(pairs)}):\n"
+        + fence("runs", lines, limit=None)
+        + "\n\nIn what format are the answers written?"
+    )
+    return [SystemMessage(content=FORMAT_SYSTEM), HumanMessage(content=body)]
+
+
+def _note_request(note: str) -> str:
+    return "The reviewer's note:\n" + reviewer_block(note) + "\n\nWhat instruction does it give?"
+
+
+def instruction_messages(note: str) -> list[BaseMessage]:
+    """Messages asking for the reviewer's ``note`` as one instruction to the agent."""
+    messages: list[BaseMessage] = [SystemMessage(content=INSTRUCTION_SYSTEM)]
+    for shown, instruction in INSTRUCTION_SHOTS:
+        messages.append(HumanMessage(content=_note_request(shown)))
+        messages.append(AIMessage(content=json.dumps({"instruction": instruction})))
+    messages.append(HumanMessage(content=_note_request(note)))
+    return messages

@@ -134,3 +134,40 @@ def test_the_note_is_shown_as_the_reviewers_and_cannot_close_its_tags() -> None:
     untrusted = str(prompts.small_reflector_messages(trace)[-1].content)
     assert "<reviewer_note>" not in untrusted
     assert 'label="feedback_comment"' in untrusted
+
+
+def _rewriting(rewrite: str) -> FunctionChatModel:
+    """``_reflector_echoing_the_reply``, and ``rewrite`` for every note to rewrite."""
+    echo = _reflector_echoing_the_reply()
+
+    def reply(messages: list[BaseMessage]) -> str:
+        if str(messages[0].content).startswith("You turn a reviewer's note"):
+            return json.dumps({"instruction": rewrite})
+        result = echo.fn(messages)
+        assert isinstance(result, str)
+        return result
+
+    return FunctionChatModel(reply)
+
+
+def test_a_note_rewritten_as_an_instruction_is_the_action_when_it_keeps_its_values() -> None:
+    said = "say the money arrives within 5-7 business days"
+    combee = Combee(
+        prompt_id="notes-instruction",
+        model=_rewriting(said.capitalize() + "."),
+        batch_size=4,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
+    rules = [b.content for b in combee.learn(_runs("reviewer")).playbook.bullets]
+    assert any(r.startswith("When refund timing") and said in r for r in rules)
+    # The delivery note names no "5-7": the same rewrite invents a value there.
+    assert any(r.startswith("When late delivery") and DELIVERY.rstrip(".") in r for r in rules)
+    dropped = Combee(
+        prompt_id="notes-instruction-2",
+        model=_rewriting("Say the money arrives soon"),  # "5-7" lost
+        batch_size=4,
+        algorithm=AlgorithmSettings(roles="small"),
+    )
+    rules = [b.content for b in dropped.learn(_runs("reviewer")).playbook.bullets]
+    assert any(r.startswith("When refund timing") and REFUND.rstrip(".") in r for r in rules)
+    assert not any("arrives soon" in r and "refund" in r.lower() for r in rules)

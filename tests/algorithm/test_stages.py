@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from langgraph_combee import Combee
+from langgraph_combee import Combee, Feedback, Trace
 from langgraph_combee._algorithm.stages import (
     NO_CORRECTIONS,
     NO_MERGE,
@@ -45,6 +45,7 @@ ORDER = (
     "aggregate",
     "left_out",
     "conventions",
+    "formats",
     "widen",
     "sharpen",
     "remember",
@@ -53,6 +54,7 @@ ORDER = (
     "served",
     "reconcile",
     "collect",
+    "kinds",
     "fit",
     "screen",
     "examples",
@@ -189,3 +191,151 @@ def test_rebasing_runs_the_rebase_part_of_the_same_tuple() -> None:
 def test_a_replaced_context_keeps_its_stages() -> None:
     ctx = _context(NO_MERGE)
     assert dataclasses.replace(ctx, dedup=False).stages is NO_MERGE
+
+
+def _one_role(system_start: str, reply: str, asked: list[str] | None = None) -> LLMCaller:
+    """A learner that answers only the role whose system prompt starts so; "{}" otherwise.
+
+    Each prompt body it is sent goes into ``asked``.
+    """
+    from langchain_core.messages import BaseMessage
+
+    from langgraph_combee._algorithm.engine import call_settings
+    from langgraph_combee._settings import LearnerSettings
+    from langgraph_combee.testing import FunctionChatModel
+
+    def answer(messages: list[BaseMessage]) -> str:
+        if asked is not None:
+            asked.append(messages[-1].text)
+        return reply if messages and messages[0].text.startswith(system_start) else "{}"
+
+    return LLMCaller(FunctionChatModel(answer), call_settings(LearnerSettings()))
+
+
+def _labelled(i: int, text: str, truth: str) -> Trace:
+
+    return Trace(
+        id=f"t{i}",
+        input=text,
+        output="?",
+        feedback=Feedback(correct=False, ground_truth=truth, source="operator"),
+    )
+
+
+def _state(traces: list[Trace], ops: list[Add]) -> StepState:
+    return StepState(
+        playbook=Playbook(),
+        version=1,
+        report=StepReport(strategy="combee", batch_size=len(traces)),
+        batch=traces,
+        ops=ops,
+    )
+
+
+def test_kinds_names_a_rule_from_all_its_runs_and_keeps_it_on_a_bad_reply() -> None:
+    from langgraph_combee._algorithm.stages import correcting
+
+    lamps = [_labelled(1, "The lamp on Elm Road flickers", "SR-305"),
+             _labelled(2, "Street light out by the school", "SR-305"),
+             _labelled(3, "Pothole on the junction", "SR-214")]  # fmt: skip
+    ops = [
+        Add(section="others", content="When lamp or flickers or light, answer SR-305.",
+            sources=["t1", "t2"]),
+        Add(section="others", content="When pothole, answer SR-214.", sources=["t3"]),
+    ]  # fmt: skip
+    named = _one_role("You say what several", '{"kind": "a broken street light"}')
+    state, counts = asyncio.run(correcting.kinds(StepContext(caller=named), _state(lamps, ops)))
+    # The kind leads; the reflectors' words stay as its cases.
+    assert [op.content for op in state.ops] == [
+        "When a broken street light or lamp or flickers or light, answer SR-305.",
+        "When pothole, answer SR-214.",  # one run: the reflector's words stay
+    ]
+    assert counts == {"named": 1, "kept": 0}
+    for bad in ('{"kind": "SR-305 requests"}', '{"kind": "lamp 12"}', '{"kind": ""}', "nonsense"):
+        ctx = StepContext(caller=_one_role("You say what several", bad))
+        state, counts = asyncio.run(correcting.kinds(ctx, _state(lamps, ops)))
+        assert state.ops[0].content == ops[0].content and counts == {"named": 0, "kept": 1}
+
+
+def test_formats_replaces_each_runs_own_answer_by_the_format_they_share() -> None:
+    from langgraph_combee._algorithm.stages import correcting
+
+    calls = [
+        ("Maria here, call 0612-345-678 at 10am", "CB;Maria;0612345678;AM"),
+        ("Ring Peter on (020) 555 0199 after 2 pm", "CB;Peter;0205550199;PM"),
+        ("Tom, 07700 900123, 9:30 in the morning", "CB;Tom;07700900123;AM"),
+    ]
+    traces = [_labelled(i, text, truth) for i, (text, truth) in enumerate(calls)]
+    traces.append(_labelled(9, "A refund please", "refund"))
+    ops = [
+        Add(section="others", content=f"When callback request, answer {truth}.", sources=[f"t{i}"])
+        for i, (_, truth) in enumerate(calls)
+    ]
+    ops.append(Add(section="others", content="When refund, answer refund.", sources=["t9"]))
+    good = '{"format": "CB;<first name>;<phone, digits only>;<AM or PM>"}'
+    ctx = StepContext(caller=_one_role("You find the format", good))
+    state, counts = asyncio.run(correcting.formats_stage(ctx, _state(traces, ops)))
+    assert [op.content for op in state.ops] == [
+        "When callback request, answer in the format CB;[first name];[phone, digits only];"
+        "[AM or PM].",
+        "When refund, answer refund.",
+    ]
+    assert state.ops[0].sources == ["t0", "t1", "t2"]
+    assert counts == {"formats": 1, "rules": 3}
+    # A format whose fixed parts do not write every answer, or that names one run's
+    # value, changes nothing.
+    for bad in ('{"format": "CB;<name>;<phone>"}', '{"format": "CB;Maria;<phone>;<AM or PM>"}'):
+        ctx = StepContext(caller=_one_role("You find the format", bad))
+        state, counts = asyncio.run(correcting.formats_stage(ctx, _state(traces, ops)))
+        assert [op.content for op in state.ops] == [op.content for op in ops]
+        assert counts == {"formats": 0, "rules": 0}
+
+
+def test_formats_never_asks_about_answers_runs_share() -> None:
+    from langgraph_combee._algorithm.stages import correcting
+
+    asked: list[str] = []
+    traces = [_labelled(1, "My Lamp Light is out", "Lamp Light"),
+              _labelled(2, "lamp light flickers", "Lamp Light"),
+              _labelled(3, "Road Hole by the school", "Road Hole")]  # fmt: skip
+    ops = [
+        Add(section="others", content=f"When x, answer {t.feedback.ground_truth}.", sources=[t.id])
+        for t in traces
+        if t.feedback is not None
+    ]
+    caller = _one_role("You find the format", '{"format": "Lamp <b>"}', asked)
+    state, counts = asyncio.run(
+        correcting.formats_stage(StepContext(caller=caller), _state(traces, ops))
+    )
+    # "Lamp Light" is two runs' answer (a label), "Road Hole" one run's with no other alike.
+    assert counts == {"formats": 0, "rules": 0} and asked == []
+    assert [op.content for op in state.ops] == [op.content for op in ops]
+
+
+def test_kinds_names_a_rule_in_force_the_step_widens_from_the_inputs_remembered() -> None:
+    from langgraph_combee._algorithm.stages import correcting
+    from langgraph_combee._core.ops import Update
+    from langgraph_combee._rules.rules import Seen
+
+    earlier = Seen(id="t0", words=frozenset(), actions=("answer SR-305",), text="Lamp post dark")
+    runs = [_labelled(1, "The street light blinks all night", "SR-305")]
+    widened = Update(id="b1", content="When lamp or blinks, answer SR-305.", sources=["t1"])
+    state = dataclasses.replace(_state(runs, []), ops=[widened], remembered=[earlier])
+    named = _one_role("You say what several", '{"kind": "a broken street light"}')
+    state, counts = asyncio.run(correcting.kinds(StepContext(caller=named), state))
+    assert state.ops == [
+        Update(
+            id="b1",
+            content="When a broken street light or lamp or blinks, answer SR-305.",
+            sources=["t1"],
+        )
+    ]
+    assert counts == {"named": 1, "kept": 0}
+
+
+def test_a_kind_with_or_stays_one_alternative() -> None:
+    from langgraph_combee._algorithm.schemas import KindOut
+
+    assert KindOut(kind="a late or missing delivery").situation("answer X") == (
+        "a late/missing delivery"
+    )

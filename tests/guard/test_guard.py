@@ -1065,3 +1065,34 @@ def test_a_rule_already_waiting_for_a_person_is_not_held_again_in_a_new_candidat
     assert second.held_version == first.held_version
     waiting = [v for v in combee.history() if v.status == "candidate"]
     assert [v.version for v in waiting] == [first.held_version]
+
+
+def _callbacks(source: str | None) -> list[Trace]:
+    runs = [
+        ("Maria here, call 0612-345-678 at 10am", "CB;Maria;0612345678;AM"),
+        ("Ring Peter on (020) 555 0199 after 2 pm, my phone number", "CB;Peter;0205550199;PM"),
+    ]
+    return [
+        Trace(
+            id=f"t{i}",
+            input=text,
+            output="?",
+            feedback=Feedback(correct=False, ground_truth=truth, source=source),
+        )
+        for i, (text, truth) in enumerate(runs)
+    ]
+
+
+def test_a_learned_formats_parts_describe_the_input_its_fixed_parts_need_trust() -> None:
+    fmt = "answer in the format CB;[name];[phone number, digits only];[time: AM or PM]"
+    rule = Add(section="o", content=f"When a callback request, {fmt}.", sources=["t0", "t1"])
+    # The operator's answers write its fixed parts; "phone number" is the user's word,
+    # describing a part as a situation would.
+    assert BulletGuard().screen([rule], traces=_callbacks("operator")).accepted == [rule]
+    # Fixed parts no trusted field holds are the rule's own say: held for a person.
+    own = Add(
+        section="o",
+        content="When a callback request, answer in the format ring my phone number [name].",
+        sources=["t0", "t1"],
+    )
+    assert not BulletGuard().screen([own], traces=_callbacks("operator")).accepted

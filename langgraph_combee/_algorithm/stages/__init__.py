@@ -59,6 +59,7 @@ STEP_STAGES: tuple[Stage, ...] = (
     Stage(name="left_out", run=proposing.left_out, proposes=True),
     # Conventions and situations, then the corrections of the rules in force.
     Stage(name="conventions", run=correcting.conventions),
+    Stage(name="formats", run=correcting.formats_stage),
     Stage(name="widen", run=correcting.widen),
     Stage(name="sharpen", run=correcting.sharpen),
     Stage(name="remember", run=correcting.remember),
@@ -67,6 +68,7 @@ STEP_STAGES: tuple[Stage, ...] = (
     Stage(name="served", run=correcting.served),
     Stage(name="reconcile", run=correcting.reconcile),
     Stage(name="collect", run=correcting.collect),
+    Stage(name="kinds", run=correcting.kinds),
     # The guard, then the new playbook.
     Stage(name="fit", run=applying.fit),
     Stage(name="screen", run=applying.screen, rebase=True),

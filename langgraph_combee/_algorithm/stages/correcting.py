@@ -9,11 +9,19 @@ stages made in the order the guard screens it.
 
 from __future__ import annotations
 
+import asyncio
+import re
+from collections import Counter
 from dataclasses import replace
 
+from langgraph_combee._algorithm.schemas import FormatOut, KindOut
 from langgraph_combee._algorithm.stages.base import Counts, StepContext, StepState
-from langgraph_combee._core.ops import Add, Remove, Tag
+from langgraph_combee._core import formats
+from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.situations import Rule, alternatives, parse_rule
+from langgraph_combee._errors import LLMCallError
+from langgraph_combee._llm import prompts
 from langgraph_combee._rules import conventions as convention_rules
 from langgraph_combee._rules import examples, rules, telling
 
@@ -21,6 +29,8 @@ __all__ = [
     "adds_only",
     "collect",
     "conventions",
+    "formats",
+    "kinds",
     "narrow_live",
     "reconcile",
     "remember",
@@ -175,3 +185,165 @@ async def collect(ctx: StepContext, state: StepState) -> tuple[StepState, Counts
     new = examples.without_examples(state.ops, state.playbook)
     ops = [*state.owed, *state.served, *state.narrowed, *new]
     return replace(state, ops=ops, owed=[], served=[], narrowed=[]), {"ops": len(ops)}
+
+
+KIND_RUNS = 2
+"""Fewest distinct inputs behind a new rule for its situation to be named from them."""
+KIND_TOKENS = 60
+"""Longest reply of the kind namer."""
+KIND_SHOWN = 8
+"""Most inputs shown to the kind namer for one rule."""
+"""Longest reply of the kind namer."""
+
+
+async def kinds(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
+    """Name each new rule's situation by the kind of request all its runs share.
+
+    A rule folded from several runs gives one action to inputs whose situations
+    the reflectors wrote one run at a time, in that run's words ("When light or
+    lamp flicker or post, ..."): a new request of the same kind in other words
+    matches none of them. The runs behind the rule are shown together and the
+    learner names what they have in common; that kind leads the situation, before
+    the reflectors' words (at most ``rules.MAX_ALTERNATIVES`` alternatives in all).
+    The runs behind a rule are its sources in the batch and the inputs of
+    earlier steps whose reflections gave its action, so a rule in force that
+    the step widens is named again from all of them. A reply that fails or
+    cannot be a situation (``KindOut.situation``) leaves the rule as it was.
+    Rules backed by one input keep the reflector's words.
+    """
+    caller = ctx.caller
+    if caller is None:
+        return state, {"named": 0, "kept": 0}
+    inputs = {t.id: t.input for t in state.batch if t.input.strip()}
+    jobs: list[tuple[int, Rule, list[str]]] = []
+    for at, op in enumerate(state.ops):
+        rule = parse_rule(op.content) if isinstance(op, (Add, Update)) else None
+        if rule is None:
+            continue
+        # The runs behind it: its sources in the batch, and the inputs of earlier steps
+        # whose reflections gave its action (a rule in force widened by this step).
+        runs = [inputs[s] for s in op.sources if s in inputs]
+        runs += [
+            seen.text
+            for seen in state.remembered
+            if seen.text.strip() and any(rules.same_action(a, rule.action) for a in seen.actions)
+        ]
+        runs = list(dict.fromkeys(runs))
+        if len(runs) >= KIND_RUNS:
+            jobs.append((at, rule, runs[:KIND_SHOWN]))
+
+    async def one(runs: list[str]) -> KindOut | None:
+        try:
+            return await caller.call(
+                "combee.kind",
+                prompts.kind_messages(runs),
+                KindOut,
+                state.stats,
+                max_tokens=KIND_TOKENS,
+            )
+        except LLMCallError:
+            return None
+
+    replies = await asyncio.gather(*(one(runs) for _, _, runs in jobs))
+    ops: list[DeltaOp] = list(state.ops)
+    named = 0
+    for (at, rule, _), reply in zip(jobs, replies, strict=True):
+        kind = reply.situation(rule.action) if reply is not None else None
+        if kind is None:
+            continue
+        # The kind first, then the words the reflectors found (the cases seen): "When a
+        # noise disturbance or alarm or going off, ...", as an engineer lists a code's
+        # kind and its usual cases.
+        seen = [a for a in alternatives(rule.situation) if not rules.same_situation(a, kind)]
+        situation = " or ".join([kind, *seen[: rules.MAX_ALTERNATIVES - 1]])
+        ops[at] = ops[at].model_copy(update={"content": Rule(situation, rule.action).text()})
+        named += 1
+    return replace(state, ops=ops), {"named": named, "kept": len(jobs) - named}
+
+
+FORMAT_RUNS = 2
+"""Fewest runs whose answers, each its own, are shown together to find their format."""
+FORMAT_SHOWN = 6
+"""Most runs shown to the format finder (each run's request and right answer)."""
+FORMAT_TOKENS = 80
+"""Longest reply of the format finder."""
+_ANSWER = re.compile(r"^answer\s+", re.IGNORECASE)
+
+
+def _own_answers(ctx: StepContext, state: StepState) -> dict[str, tuple[int, str, str]]:
+    """Per new rule's position: its run's trusted answer, and the request, where the answer is
+    that run's own (no other run of the batch has it, and it holds a value of the request)."""
+    trust = ctx.guard.trust if ctx.guard is not None else None
+    truths: dict[str, tuple[str, str]] = {}
+    for trace in state.batch:
+        fb = trace.feedback
+        truth = (fb.ground_truth or "").strip() if fb is not None else ""
+        if truth and (trust is None or trust.truth(trace)):
+            truths[trace.id] = (truth, trace.input)
+    count = Counter(truth for truth, _ in truths.values())
+    found: dict[str, tuple[int, str, str]] = {}
+    for at, op in enumerate(state.ops):
+        rule = parse_rule(op.content) if isinstance(op, Add) else None
+        if rule is None or not _ANSWER.match(rule.action) or len(op.sources) != 1:
+            continue
+        truth, request = truths.get(op.sources[0], ("", ""))
+        own = truth and count[truth] == 1 and "\n" not in truth
+        if own and not rules.CALL_NAME.search(truth) and formats.carries_input(truth, request):
+            found[op.sources[0]] = (at, truth, request)
+    return found
+
+
+async def formats_stage(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
+    """Learn one format for new rules whose answers are each their own run's values.
+
+    Where every run's right answer is built from its request (a record line
+    with the caller's name and number), the reflectors write one rule per run
+    answering with that run's values: it fits no other request and carries
+    one customer's data. Such rules whose answers are written alike
+    (``formats.shape``) are shown to the learner together, request and
+    answer; the format it writes replaces them ("When ..., answer in the
+    format CB;<first name>;<phone number, digits only>;<AM or PM>.") when its
+    fixed parts write every one of those answers and it names no value of a
+    single run (``FormatOut.format_for``); otherwise they stay as they were.
+    """
+    caller = ctx.caller
+    if caller is None:
+        return state, {"formats": 0, "rules": 0}
+    groups: dict[str, list[tuple[int, str, str]]] = {}
+    for found in _own_answers(ctx, state).values():
+        groups.setdefault(formats.shape(found[1]), []).append(found)
+    asked = [g for g in groups.values() if len(g) >= FORMAT_RUNS]
+
+    async def one(group: list[tuple[int, str, str]]) -> FormatOut | None:
+        pairs = [(request, truth) for _, truth, request in group[:FORMAT_SHOWN]]
+        try:
+            return await caller.call(
+                "combee.format",
+                prompts.format_messages(pairs),
+                FormatOut,
+                state.stats,
+                max_tokens=FORMAT_TOKENS,
+            )
+        except LLMCallError:
+            return None
+
+    replies = await asyncio.gather(*(one(g) for g in asked))
+    ops: list[DeltaOp | None] = list(state.ops)
+    learned = replaced = 0
+    for group, reply in zip(asked, replies, strict=True):
+        answers = [truth for _, truth, _ in group]
+        written = reply.format_for(answers, [r for _, _, r in group]) if reply else None
+        if written is None:
+            continue
+        members = [op for at, _, _ in group if isinstance(op := state.ops[at], Add)]
+        situations = [r.situation for op in members if (r := parse_rule(op.content)) is not None]
+        first = members[0]
+        rule = Rule(rules.join_situations(*situations), f"answer in the format {written}")
+        sources = [s for op in members for s in op.sources]
+        ops[group[0][0]] = Add(section=first.section, content=rule.text(), sources=sources)
+        for at, _, _ in group[1:]:
+            ops[at] = None
+        learned += 1
+        replaced += len(group)
+    kept = [op for op in ops if op is not None]
+    return replace(state, ops=kept), {"formats": learned, "rules": replaced}

@@ -1,0 +1,211 @@
+"""House formats: answers built from each request's own values, learned as one format.
+
+Where the right answer is made of the request's values (a record line with the
+caller's name and number, a reference with the order's date), every run has
+its own answer. A rule per run ("answer CB;Maria;0612345678;AM") fits no
+other request, and carries one customer's data to every user. Runs whose
+answers are written alike (``shape``) and each hold a value of their own
+request (``carries_input``) are shown to the learner together; it writes the
+format with a placeholder for each part that changes, and the format is kept
+only if its fixed parts match every one of those answers and it names no
+value of a single run (``FormatOut.format_for``).
+
+Pure functions of text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from langgraph_combee._core.values import converted, holds
+
+__all__ = [
+    "FORMAT_CHARS",
+    "PLACEHOLDER",
+    "bracketed",
+    "carries_input",
+    "described",
+    "fits",
+    "fixed_text",
+    "names_no_single_value",
+    "plain_parts",
+    "shape",
+]
+
+FORMAT_CHARS = 200
+"""Longest format kept (a record line, a reference: never prose)."""
+PLACEHOLDER = re.compile(r"<([^<>\n]{1,60})>")
+"""A part of a format that changes from request to request, described in angle brackets."""
+_PIECE = re.compile(r"\d+|[^\W\d_]+|\s+|.", re.S)
+_TOKEN = re.compile(r"\d+|[^\W\d_]+")
+
+
+def shape(answer: str) -> str:
+    """How ``answer`` is written, its values left out.
+
+    Digits are ``9``, a word in capitals ``A``, in lower case ``a``, capitalised
+    ``Aa``, any other word ``x``; spaces are one space and punctuation stays:
+    ``"CB;Maria;0612345678;AM"`` and ``"CB;Tom;07700900123;PM"`` are both
+    ``"A;Aa;9;A"``.
+    """
+    out = []
+    for piece in _PIECE.findall(answer.strip()):
+        if piece.isdigit():
+            out.append("9")
+        elif piece.isspace():
+            out.append(" ")
+        elif _TOKEN.fullmatch(piece):
+            if piece.isupper():
+                out.append("A")
+            elif piece.islower():
+                out.append("a")
+            elif piece[:1].isupper() and piece[1:].islower():
+                out.append("Aa")
+            else:
+                out.append("x")
+        else:
+            out.append(piece)
+    return "".join(out)
+
+
+def carries_input(answer: str, request: str) -> bool:
+    """Whether ``answer`` holds a value of ``request``: a word of three letters or more, as
+    written or in another case, or a number, as written or with its separators left out."""
+    folded = request.casefold()
+    for token in _TOKEN.findall(answer):
+        if token.isdigit():
+            if len(token) >= 2 and (holds(token, request) or converted(token, request)):
+                return True
+        elif len(token) >= 3 and holds(token.casefold(), folded):
+            return True
+    return False
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    parts = PLACEHOLDER.split(template)
+    # split() alternates fixed text and placeholder descriptions: fixed, desc, fixed, ...
+    fixed = [re.sub(r"\s+", " ", p) for p in parts[0::2]]
+    # A part that changes holds none of the separators the fixed parts write: "CB;<name>"
+    # must not fit "CB;Maria;0612345678;AM" by taking the rest as the name.
+    separators = {c for p in fixed for c in p if not c.isalnum()}
+    excluded = "".join(r"\s" if c == " " else re.escape(c) for c in sorted(separators))
+    changing = f"([^{excluded}]+)" if excluded else "(.+?)"
+    body = changing.join(r"\s+".join(re.escape(w) for w in p.split(" ")) for p in fixed)
+    return re.compile(body)
+
+
+CLOSED_SET = 3
+"""Most distinct values a changing part may take, each in two answers or more, to be named."""
+
+
+def described(template: str, answers: Sequence[str]) -> str:
+    """``template`` with what its answers show of each changing part added to its description.
+
+    A part that is digits in every answer is "digits only"; a part that takes
+    at most ``CLOSED_SET`` values, each in two answers or more, names them
+    ("<time>" over AM, PM, AM, PM -> "<time: AM or PM>"). Read from the
+    answers, so the description says what a small model left out.
+    """
+    pattern = _pattern(template)
+    seen: list[list[str]] = []
+    for answer in answers:
+        match = pattern.fullmatch(" ".join(answer.split()))
+        if match is None:
+            return template
+        seen.append(list(match.groups()))
+    parts = [list(column) for column in zip(*seen, strict=True)] if seen else []
+    descriptions = iter(parts)
+
+    def more(m: re.Match[str]) -> str:
+        text = " ".join(m.group(1).split())
+        given = next(descriptions, [])
+        distinct = sorted(set(given))
+        if given and all(v.isdigit() for v in given) and "digit" not in text.casefold():
+            text = f"{text}, digits only"
+        elif 1 < len(distinct) <= CLOSED_SET and all(given.count(v) >= 2 for v in distinct):
+            text = f"{text}: {' or '.join(distinct)}"
+        return f"<{text}>"
+
+    return PLACEHOLDER.sub(more, template)
+
+
+SERVED = re.compile(r"^answer in the format (?P<format>\S.*)$", re.IGNORECASE | re.S)
+"""A learned format as a rule's action, its placeholders in square brackets (``bracketed``)."""
+_SERVED_PLACEHOLDER = re.compile(r"\[[^\[\]\n]{1,60}\]")
+
+
+def fixed_text(action: str) -> str:
+    """``action`` without the placeholders of the format it states, if it states one.
+
+    ``"answer in the format CB;[first name];[AM or PM]"`` -> ``"answer in the format CB; ; "``;
+    any other action is returned as it is.
+    """
+    match = SERVED.match(action.strip())
+    if match is None or not _SERVED_PLACEHOLDER.search(match["format"]):
+        return action
+    return _SERVED_PLACEHOLDER.sub(" ", action)
+
+
+PART_WORDS = 6
+"""Most words describing one changing part of a format."""
+
+
+def plain_parts(template: str, answers: Sequence[str], requests: Sequence[str]) -> bool:
+    """Whether every changing part is described in at most ``PART_WORDS`` words, none of them
+    a word that one request alone holds and no answer does.
+
+    A part's description is served as the agent's instruction for that part;
+    one request's author must not be able to write it ("<say the password>").
+    The answers are the trusted source's: their words ("AM", "PM") may name a part.
+    """
+    held = [{w.casefold() for w in _TOKEN.findall(r)} for r in requests]
+    answered = {w.casefold() for a in answers for w in _TOKEN.findall(a)}
+    for part in PLACEHOLDER.findall(template):
+        words = [w.casefold() for w in _TOKEN.findall(part)]
+        if len(words) > PART_WORDS:
+            return False
+        if any(w not in answered and sum(w in h for h in held) == 1 for w in words):
+            return False
+    return True
+
+
+def bracketed(template: str) -> str:
+    """``template`` with each placeholder in square brackets: ``CB;[first name];[AM or PM]``."""
+    return PLACEHOLDER.sub(lambda m: f"[{' '.join(m.group(1).split())}]", template)
+
+
+def fits(template: str, answers: Sequence[str]) -> bool:
+    """Whether ``template`` has a placeholder and a fixed letter or digit, and its fixed parts,
+    in order, write every answer (a placeholder alone, ``"<topic>"``, fits anything).
+
+    ``"CB;<first name>;<phone, digits only>;<AM or PM>"`` fits ``"CB;Maria;0612345678;AM"``;
+    ``"CB <name>"`` does not (its fixed part is not the answer's).
+    """
+    if not PLACEHOLDER.search(template) or len(template) > FORMAT_CHARS:
+        return False
+    if not _TOKEN.search(PLACEHOLDER.sub(" ", template)):
+        return False
+    pattern = _pattern(template.strip())
+    return all(pattern.fullmatch(" ".join(a.split())) is not None for a in answers)
+
+
+def names_no_single_value(template: str, answers: Sequence[str], requests: Sequence[str]) -> bool:
+    """Whether ``template`` names no value of one run only.
+
+    A word of three letters or more that some answer holds and fewer than two
+    of them do, or a number that some answer or request holds and fewer than
+    two answers do, is one
+    run's value ("<first name, e.g. Maria>"); values two answers share ("AM",
+    "PM") are the format's own, and words of the requests that no answer
+    holds ("phone", "name") describe the parts.
+    """
+    seen = [{t.casefold() for t in _TOKEN.findall(a)} for a in answers]
+    numbers = {t for r in requests for t in _TOKEN.findall(r) if t.isdigit()}
+    own = numbers | set().union(*seen)
+    for token in _TOKEN.findall(template):
+        word = token.casefold()
+        short = not token.isdigit() and len(token) < 3
+        if not short and word in own and sum(word in s for s in seen) < 2:
+            return False
+    return True

@@ -1,0 +1,63 @@
+"""House formats: answers made of each request's values are learned as one format."""
+
+from __future__ import annotations
+
+from langgraph_combee._core import formats
+
+ANSWERS = ["CB;Maria;0612345678;AM", "CB;Peter;0205550199;PM", "CB;Tom;07700900123;AM"]
+REQUESTS = [
+    "Hi, this is Maria Lopez, please call me at 0612-345-678 around 10am.",
+    "Call back Peter on (020) 555 0199 after 2 pm please.",
+    "Could someone ring Tom Baker, 07700 900123, at 9:30 in the morning?",
+]
+FORMAT = "CB;<first name>;<phone number, digits only>;<AM or PM>"
+
+
+def test_answers_written_alike_have_one_shape_and_labels_another() -> None:
+    assert {formats.shape(a) for a in ANSWERS} == {"A;Aa;9;A"}
+    assert formats.shape("RFD 1200.00 USD") == "A 9.9 A"
+    assert formats.shape("SR-305") != formats.shape("CB;Maria;0612345678;AM")
+
+
+def test_an_answer_carries_its_requests_values_a_house_code_does_not() -> None:
+    assert all(formats.carries_input(a, r) for a, r in zip(ANSWERS, REQUESTS, strict=True))
+    assert not formats.carries_input("SR-305", "the lamp post outside number 4 is out")
+
+
+def test_a_format_fits_when_its_fixed_parts_write_every_answer() -> None:
+    assert formats.fits(FORMAT, ANSWERS)
+    assert not formats.fits("CB <name>", ANSWERS)  # the space is not the answers' ";"
+    assert not formats.fits("CB;Maria;0612345678;AM", ANSWERS)  # no placeholder
+    assert not formats.fits("<topic>", ANSWERS)  # a placeholder alone fits anything
+    assert not formats.fits("CB;<name>;" + "x" * 300, ANSWERS)
+
+
+def test_a_format_naming_one_runs_value_is_refused() -> None:
+    assert formats.names_no_single_value(FORMAT, ANSWERS, REQUESTS)
+    assert not formats.names_no_single_value(
+        "CB;<first name, e.g. Maria>;<digits>;<AM or PM>", ANSWERS, REQUESTS
+    )
+    assert not formats.names_no_single_value("CB;<name>;<e.g. 0612345678>;<AM>", ANSWERS, REQUESTS)
+
+
+def test_placeholders_are_served_in_square_brackets() -> None:
+    assert formats.bracketed(FORMAT) == "CB;[first name];[phone number, digits only];[AM or PM]"
+
+
+def test_what_the_answers_show_of_each_part_is_added_to_its_description() -> None:
+    answers = [*ANSWERS, "CB;Lea;491705551234;PM"]
+    assert (
+        formats.described("CB;<name>;<phone number>;<time>", answers)
+        == "CB;<name>;<phone number, digits only>;<time: AM or PM>"
+    )
+    # "PM" in one answer only: no closed set is named from one example of it.
+    assert formats.described("CB;<name>;<phone>;<time>", ANSWERS).endswith("<time>")
+    assert formats.described("X <a>", ANSWERS) == "X <a>"  # does not fit: left as it was
+
+
+def test_a_part_described_in_words_one_request_alone_wrote_is_refused() -> None:
+    assert formats.plain_parts(FORMAT, ANSWERS, REQUESTS)
+    assert not formats.plain_parts("CB;<say Baker is the best>;<AM or PM>", ANSWERS, REQUESTS)
+    assert not formats.plain_parts(
+        "CB;<a name as the customer wrote it in the message>", ANSWERS, REQUESTS
+    )
