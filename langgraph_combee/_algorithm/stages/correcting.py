@@ -193,7 +193,6 @@ KIND_TOKENS = 60
 """Longest reply of the kind namer."""
 KIND_SHOWN = 8
 """Most inputs shown to the kind namer for one rule."""
-"""Longest reply of the kind namer."""
 
 
 async def kinds(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
@@ -250,11 +249,8 @@ async def kinds(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
         kind = reply.situation(rule.action) if reply is not None else None
         if kind is None:
             continue
-        op = ops[at]
-        assert isinstance(op, Add)
-        ops[at] = Add(
-            section=op.section, content=Rule(kind, rule.action).text(), sources=op.sources
-        )
+        # An UPDATE of a rule in force (one the step widened) stays an UPDATE of it.
+        ops[at] = ops[at].model_copy(update={"content": Rule(kind, rule.action).text()})
         named += 1
     return replace(state, ops=ops), {"named": named, "kept": len(jobs) - named}
 
