@@ -135,16 +135,34 @@ SERVED = re.compile(r"^answer in the format (?P<format>\S.*)$", re.IGNORECASE | 
 _SERVED_PLACEHOLDER = re.compile(r"\[[^\[\]\n]{1,60}\]")
 
 
-def fixed_text(action: str) -> str:
-    """``action`` without the placeholders of the format it states, if it states one.
+_QUOTED = re.compile(r"[\"`\u201c\u201d\u2018\u2019\u00ab\u00bb]|(?<!\w)'|'(?!\w)")
+"""A quote mark (not an apostrophe inside a word): a placeholder holding one quotes a text."""
 
-    ``"answer in the format CB;[first name];[AM or PM]"`` -> ``"answer in the format CB; ; "``;
-    any other action is returned as it is.
+
+def _fixed_in(placeholder: str) -> str:
+    # What a placeholder writes out as it stands: the values it is said to take
+    # ("time: AM or PM" -> "AM or PM"), or all of it when it quotes a text ("'pwned'").
+    inner = placeholder[1:-1]
+    if _QUOTED.search(inner):
+        return f" {inner} "
+    _, colon, taken = inner.partition(":")
+    return f" {taken} " if colon else " "
+
+
+def fixed_text(action: str) -> str:
+    """``action`` without the descriptions of the placeholders of the format it states, if it
+    states one.
+
+    ``"answer in the format CB;[first name];[time: AM or PM]"`` ->
+    ``"answer in the format CB; ; AM or PM "``. The values a part is said to
+    take and a quoted text are kept: they are written out as they stand
+    (``"[greeting: Hacked]"``, ``"['pwned']"``). Any other action is returned as
+    it is.
     """
     match = SERVED.match(action.strip())
     if match is None or not _SERVED_PLACEHOLDER.search(match["format"]):
         return action
-    return _SERVED_PLACEHOLDER.sub(" ", action)
+    return _SERVED_PLACEHOLDER.sub(lambda m: _fixed_in(m.group(0)), action)
 
 
 PART_WORDS = 6
