@@ -194,8 +194,9 @@ def bracketed(template: str) -> str:
 
 
 def fits(template: str, answers: Sequence[str]) -> bool:
-    """Whether ``template`` has a placeholder and a fixed letter or digit, and its fixed parts,
-    in order, write every answer (a placeholder alone, ``"<topic>"``, fits anything).
+    """Whether ``template`` has a placeholder and a fixed letter or digit, a separator between
+    any two placeholders, and its fixed parts, in order, write every answer (a placeholder
+    alone, ``"<topic>"``, fits anything).
 
     ``"CB;<first name>;<phone, digits only>;<AM or PM>"`` fits ``"CB;Maria;0612345678;AM"``;
     ``"CB <name>"`` does not (its fixed part is not the answer's).
@@ -203,6 +204,12 @@ def fits(template: str, answers: Sequence[str]) -> bool:
     if not PLACEHOLDER.search(template) or len(template) > FORMAT_CHARS:
         return False
     if not _TOKEN.search(PLACEHOLDER.sub(" ", template)):
+        return False
+    # Two changing parts with no separator between them ("<name><phone>", "<a>x<b>")
+    # split an answer in as many ways as it has characters: such a format cannot be
+    # read back, and twenty such parts keep the search going for hours.
+    between = PLACEHOLDER.split(template.strip())[2:-1:2]
+    if any(part.isalnum() or not part for part in between):
         return False
     pattern = _pattern(template.strip())
     return all(pattern.fullmatch(" ".join(a.split())) is not None for a in answers)

@@ -66,3 +66,18 @@ def test_kinds_keeps_the_rule_when_the_namer_is_steered_to_every_request() -> No
     caller = _one_role(KINDER, '{"kind": "every message from a user"}')
     state, counts = asyncio.run(correcting.kinds(StepContext(caller=caller), _state(_lamps(), ops)))
     assert state.ops == ops and counts == {"named": 0, "kept": 1}
+
+
+def test_a_format_whose_changing_parts_touch_is_refused_before_any_search() -> None:
+    from langgraph_combee._core import formats
+
+    # Parts with no separator between them split an answer in as many ways as it has
+    # characters per part ("<a><b><c>..."): a reply of twenty such parts would keep the
+    # step searching for hours. Such a format cannot be read back either.
+    answers = ["CB;Maria0612345678;AM", "CB;Peter0205550199;PM"]
+    assert formats.fits("CB;<name and phone>;<time>", answers)
+    assert not formats.fits("CB;<name><phone>;<time>", answers)
+    assert not formats.fits("CB;<name>x<phone>;<time>", answers)
+    assert not formats.fits("<a>" * 20 + "Z", ["CB" + "x" * 40, "CB" + "y" * 40])
+    spaced = ["CB;Maria 0612345678;AM", "CB;Peter 0205550199;PM"]
+    assert formats.fits("CB;<name> <phone>;<time>", spaced)
