@@ -452,17 +452,20 @@ class InstructionOut(BaseModel):
         """The instruction, or None unless it names exactly the note's values.
 
         Every quoted text, number and code of the note (``values``) must be in the
-        instruction and no other: a rewrite may drop the one sentence the reply
-        needed, or invent one. At most ``INSTRUCTION_WORDS`` words, on one line.
+        instruction as written (in the same case) and no other: a rewrite may drop
+        the one sentence the reply needed, or invent one. At most ``INSTRUCTION_WORDS``
+        words, on one line.
         """
         text = " ".join(_unwrap(self.instruction).split()).rstrip(" .")
         if not text or len(text.split()) > INSTRUCTION_WORDS or not _WORD.search(text):
             return None
 
-        def folded(words: str) -> set[str]:
-            return {v.casefold().strip(" .") for v in values(words)}
+        # As written: a quoted text is served as the reply's own words, and "NOISE
+        # REPORT LOGGED." is another text than the reviewer's.
+        def held(words: str) -> set[str]:
+            return {v.strip(" .") for v in values(words)}
 
-        return text if folded(text) == folded(note) else None
+        return text if held(text) == held(note) else None
 
 
 class FormatOut(BaseModel):
