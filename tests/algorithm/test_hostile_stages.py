@@ -126,3 +126,40 @@ def test_a_placeholder_never_carries_an_instruction_of_the_finders_own() -> None
     state, _ = asyncio.run(correcting.formats_stage(ctx, _state(traces, ops)))
     served = BulletGuard().screen(state.ops, traces=traces).accepted
     assert not any("password" in op.content for op in served if isinstance(op, Add))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="names_no_single_value counts answers, not people: one customer's two runs make "
+    "their name a fixed part of the format every user's reply follows",
+)
+def test_one_customers_two_runs_never_make_their_name_a_fixed_part() -> None:
+    calls = [("Maria Lopez here, call 0612-345-678 at 10am", "CB;Maria;0612345678;AM"),
+             ("Maria Lopez again, 020 555 0199 at 2 pm", "CB;Maria;0205550199;PM")]  # fmt: skip
+    traces = [_labelled(i, text, truth) for i, (text, truth) in enumerate(calls)]
+    ops = [Add(section="others", content=f"When callback request, answer {truth}.",
+               sources=[f"t{i}"]) for i, (_, truth) in enumerate(calls)]  # fmt: skip
+    ctx = StepContext(caller=_one_role("You find the format", '{"format": "CB;Maria;<p>;<t>"}'))
+    state, _ = asyncio.run(correcting.formats_stage(ctx, _state(traces, ops)))
+    assert not any("Maria;[" in op.content for op in state.ops if isinstance(op, Add))
+
+
+def test_kinds_and_formats_keep_the_rules_when_the_learner_raises() -> None:
+    from langgraph_combee._algorithm.engine import call_settings
+    from langgraph_combee._llm.calls import LLMCaller
+    from langgraph_combee._settings import LearnerSettings
+    from langgraph_combee.testing import FunctionChatModel
+
+    def broken(messages: list) -> str:
+        raise RuntimeError("model server gone")
+
+    caller = LLMCaller(FunctionChatModel(broken), call_settings(LearnerSettings()))
+    ops = [Add(section="others", content="When lamp or light, answer SR-305.",
+               sources=["t1", "t2"])]  # fmt: skip
+    state, counts = asyncio.run(correcting.kinds(StepContext(caller=caller), _state(_lamps(), ops)))
+    assert state.ops == ops and counts == {"named": 0, "kept": 1}
+    traces, own = _callback_runs("")
+    state, counts = asyncio.run(
+        correcting.formats_stage(StepContext(caller=caller), _state(traces, own))
+    )
+    assert state.ops == own and counts == {"formats": 0, "rules": 0}
