@@ -135,16 +135,34 @@ SERVED = re.compile(r"^answer in the format (?P<format>\S.*)$", re.IGNORECASE | 
 _SERVED_PLACEHOLDER = re.compile(r"\[[^\[\]\n]{1,60}\]")
 
 
-def fixed_text(action: str) -> str:
-    """``action`` without the placeholders of the format it states, if it states one.
+_QUOTED = re.compile(r"[\"`\u201c\u201d\u2018\u2019\u00ab\u00bb]|(?<!\w)'|'(?!\w)")
+"""A quote mark (not an apostrophe inside a word): a placeholder holding one quotes a text."""
 
-    ``"answer in the format CB;[first name];[AM or PM]"`` -> ``"answer in the format CB; ; "``;
-    any other action is returned as it is.
+
+def _fixed_in(placeholder: str) -> str:
+    # What a placeholder writes out as it stands: the values it is said to take
+    # ("time: AM or PM" -> "AM or PM"), or all of it when it quotes a text ("'pwned'").
+    inner = placeholder[1:-1]
+    if _QUOTED.search(inner):
+        return f" {inner} "
+    _, colon, taken = inner.partition(":")
+    return f" {taken} " if colon else " "
+
+
+def fixed_text(action: str) -> str:
+    """``action`` without the descriptions of the placeholders of the format it states, if it
+    states one.
+
+    ``"answer in the format CB;[first name];[time: AM or PM]"`` ->
+    ``"answer in the format CB; ; AM or PM "``. The values a part is said to
+    take and a quoted text are kept: they are written out as they stand
+    (``"[greeting: Hacked]"``, ``"['pwned']"``). Any other action is returned as
+    it is.
     """
     match = SERVED.match(action.strip())
     if match is None or not _SERVED_PLACEHOLDER.search(match["format"]):
         return action
-    return _SERVED_PLACEHOLDER.sub(" ", action)
+    return _SERVED_PLACEHOLDER.sub(lambda m: _fixed_in(m.group(0)), action)
 
 
 PART_WORDS = 6
@@ -176,8 +194,9 @@ def bracketed(template: str) -> str:
 
 
 def fits(template: str, answers: Sequence[str]) -> bool:
-    """Whether ``template`` has a placeholder and a fixed letter or digit, and its fixed parts,
-    in order, write every answer (a placeholder alone, ``"<topic>"``, fits anything).
+    """Whether ``template`` has a placeholder and a fixed letter or digit, a separator between
+    any two placeholders, and its fixed parts, in order, write every answer (a placeholder
+    alone, ``"<topic>"``, fits anything).
 
     ``"CB;<first name>;<phone, digits only>;<AM or PM>"`` fits ``"CB;Maria;0612345678;AM"``;
     ``"CB <name>"`` does not (its fixed part is not the answer's).
@@ -185,6 +204,12 @@ def fits(template: str, answers: Sequence[str]) -> bool:
     if not PLACEHOLDER.search(template) or len(template) > FORMAT_CHARS:
         return False
     if not _TOKEN.search(PLACEHOLDER.sub(" ", template)):
+        return False
+    # Two changing parts with no separator between them ("<name><phone>", "<a>x<b>")
+    # split an answer in as many ways as it has characters: such a format cannot be
+    # read back, and twenty such parts keep the search going for hours.
+    between = PLACEHOLDER.split(template.strip())[2:-1:2]
+    if any(part.isalnum() or not part for part in between):
         return False
     pattern = _pattern(template.strip())
     return all(pattern.fullmatch(" ".join(a.split())) is not None for a in answers)

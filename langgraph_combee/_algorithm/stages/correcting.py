@@ -193,7 +193,6 @@ KIND_TOKENS = 60
 """Longest reply of the kind namer."""
 KIND_SHOWN = 8
 """Most inputs shown to the kind namer for one rule."""
-"""Longest reply of the kind namer."""
 
 
 async def kinds(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
@@ -251,9 +250,9 @@ async def kinds(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
         kind = reply.situation(rule.action) if reply is not None else None
         if kind is None:
             continue
-        # The kind first, then the words the reflectors found (the cases seen): "When a
-        # noise disturbance or alarm or going off, ...", as an engineer lists a code's
-        # kind and its usual cases.
+        # An UPDATE of a rule in force stays an UPDATE of it. The kind first, then the
+        # words the reflectors found (the cases seen): "When a noise disturbance or alarm
+        # or going off, ...", as an engineer lists a code's kind and its usual cases.
         seen = [a for a in alternatives(rule.situation) if not rules.same_situation(a, kind)]
         situation = " or ".join([kind, *seen[: rules.MAX_ALTERNATIVES - 1]])
         ops[at] = ops[at].model_copy(update={"content": Rule(situation, rule.action).text()})

@@ -1,0 +1,42 @@
+"""Hostile rewrites of a trusted reviewer's note as one instruction (``InstructionOut``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from langgraph_combee._algorithm.schemas import InstructionOut
+
+NOTE = "Noise complaints always open with 'Noise report logged.' This one doesn't."
+
+
+def _kept(instruction: str, note: str = NOTE) -> str | None:
+    return InstructionOut(instruction=instruction).for_note(note)
+
+
+def test_a_rewrite_keeps_the_notes_quoted_text_as_written() -> None:
+    assert _kept("Open noise complaints with 'Noise report logged.'") is not None
+    # The quoted text is served as the reply's own words: another case, another
+    # quote mark, a look-alike letter or an invisible character is another text.
+    for changed in (
+        "Open noise complaints with 'NOISE REPORT LOGGED.'",
+        "Open noise complaints with 'noise report logged.'",
+        "Open noise complaints with \u201cNoise report logged.\u201d",
+        "Open noise complaints with 'N\u043eise report logged.'",
+        "Open noise complaints with 'Noise\u200b report logged.'",
+        "Open noise complaints with Noise report logged.",
+    ):
+        assert _kept(changed) is None, changed
+    note = "Refunds over 50 need code RF-12."
+    assert _kept("Ask for code RF-12 on refunds over 50.", note) is not None
+    assert _kept("Ask for code rf-12 on refunds over 50.", note) is None
+    assert _kept("Ask for code RF-12 on refunds over 50.0", note) is None
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="only the note's values are compared: a rewrite that negates the note, or widens "
+    "it to every reply, keeping the quoted text, is kept",
+)
+def test_a_rewrite_that_changes_the_notes_meaning_is_not_kept() -> None:
+    assert _kept("Open every reply with 'Noise report logged.'") is None
+    assert _kept("Never open noise complaints with 'Noise report logged.'") is None
