@@ -396,6 +396,10 @@ _EVERY_KIND = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"[.!?]\s+\S")
+_NEGATES = re.compile(
+    r"(?<!\w)(?:not|never|no|don'?t|doesn'?t|cannot|can'?t|avoid|without|instead)(?!\w)",
+    re.IGNORECASE,
+)
 
 
 def _instructs(kind: str) -> bool:
@@ -456,8 +460,9 @@ class InstructionOut(BaseModel):
 
         Every quoted text, number and code of the note (``values``) must be in the
         instruction as written (in the same case) and no other: a rewrite may drop
-        the one sentence the reply needed, or invent one. At most ``INSTRUCTION_WORDS``
-        words, on one line.
+        the one sentence the reply needed, or invent one. Nor may it add a negation
+        or a scope over every reply the note does not have. At most
+        ``INSTRUCTION_WORDS`` words, on one line.
         """
         text = " ".join(_unwrap(self.instruction).split()).rstrip(" ")
         if text.endswith(".") and not re.search(r"['\"\u2019\u201d]\.$", text):
@@ -472,7 +477,14 @@ class InstructionOut(BaseModel):
         def held(words: str) -> set[str]:
             return {v.strip(" .") for v in values(words)}
 
-        return text if held(text) == held(note) else None
+        if held(text) != held(note):
+            return None
+        # Nor may it turn the note around or widen it: a negation ("never open with
+        # ...") or a scope over every reply that the note does not have.
+        for added in (_NEGATES, _EVERY_KIND):
+            if added.search(text) and not added.search(note):
+                return None
+        return text
 
 
 class FormatOut(BaseModel):

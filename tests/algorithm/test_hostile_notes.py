@@ -32,10 +32,17 @@ def test_a_rewrite_keeps_the_notes_quoted_text_as_written() -> None:
     assert _kept("Ask for code RF-12 on refunds over 50.0", note) is None
 
 
+def test_a_rewrite_adding_a_negation_or_a_scope_the_note_lacks_is_not_kept() -> None:
+    note = "Visitor parking replies finish with 'Reply CONFIRM to book.'"
+    assert _kept("End the reply with 'Reply CONFIRM to book.'", note) is not None
+    assert _kept("Never end the reply with 'Reply CONFIRM to book.'", note) is None
+    assert _kept("End every reply with 'Reply CONFIRM to book.'", note) is None
+
+
 @pytest.mark.xfail(
     strict=True,
-    reason="only the note's values are compared: a rewrite that negates the note, or widens "
-    "it to every reply, keeping the quoted text, is kept",
+    reason="a note that itself holds a negation and a scope word ('always', 'doesn't') lets "
+    "a rewrite negate or widen it: only added words of those kinds are caught",
 )
 def test_a_rewrite_that_changes_the_notes_meaning_is_not_kept() -> None:
     assert _kept("Open every reply with 'Noise report logged.'") is None
