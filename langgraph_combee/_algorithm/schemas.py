@@ -418,6 +418,23 @@ def _instructs(kind: str) -> bool:
     )
 
 
+_EVERY_PART = re.compile(
+    r"(?<!\w)(?:every\w*|all|each|any\w*|whatever|always|regardless)(?!\w)", re.IGNORECASE
+)
+
+
+def _instructs_part(part: str) -> bool:
+    """Whether a format part's description is more than a label: a scope over every request,
+    a second sentence, markup, or what the guard refuses in a keyword ("digits only" is a
+    label: the guard's every-user words, "only" among them, are not read here)."""
+    return bool(
+        _EVERY_PART.search(part)
+        or _SENTENCE_END.search(part)
+        or guard_rules.strip_markup(part).kinds
+        or not _harmless(part)
+    )
+
+
 class KindOut(BaseModel):
     """The kind namer's reply: what the requests of one rule share, in general words."""
 
@@ -506,7 +523,8 @@ class FormatOut(BaseModel):
         if not (
             formats.fits(text, answers)
             and formats.names_no_single_value(text, answers, requests)
-            and formats.plain_parts(text, answers, requests)
+            and formats.plain_parts(text)
+            and not any(_instructs_part(part) for part in formats.PLACEHOLDER.findall(text))
         ):
             return None
         return formats.bracketed(formats.described(" ".join(text.split()), answers))

@@ -169,23 +169,17 @@ PART_WORDS = 6
 """Most words describing one changing part of a format."""
 
 
-def plain_parts(template: str, answers: Sequence[str], requests: Sequence[str]) -> bool:
-    """Whether every changing part is described in at most ``PART_WORDS`` words, none of them
-    a word that one request alone holds and no answer does.
+def plain_parts(template: str) -> bool:
+    """Whether every changing part is described in at most ``PART_WORDS`` words.
 
-    A part's description is served as the agent's instruction for that part;
-    one request's author must not be able to write it ("<say the password>").
-    The answers are the trusted source's: their words ("AM", "PM") may name a part.
+    A part's description is served as the agent's instruction for that part: a
+    label ("first name", "phone number, digits only"), never a sentence. Its
+    words may be the requests' own ("phone" where a customer wrote "phone me"):
+    measured on the 1.5B, refusing the words one request alone held refused the
+    plain "<phone number>" and "<name>". What a description says is read by the
+    caller (``schemas.FormatOut``: no scope over every request, no instruction).
     """
-    held = [{w.casefold() for w in _TOKEN.findall(r)} for r in requests]
-    answered = {w.casefold() for a in answers for w in _TOKEN.findall(a)}
-    for part in PLACEHOLDER.findall(template):
-        words = [w.casefold() for w in _TOKEN.findall(part)]
-        if len(words) > PART_WORDS:
-            return False
-        if any(w not in answered and sum(w in h for h in held) == 1 for w in words):
-            return False
-    return True
+    return all(len(_TOKEN.findall(part)) <= PART_WORDS for part in PLACEHOLDER.findall(template))
 
 
 def bracketed(template: str) -> str:

@@ -97,7 +97,7 @@ def _callback_runs(said: str) -> tuple[list, list[Add]]:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="plain_parts refuses only a description word one request alone holds: an attacker "
+    reason="a part's description is read only for instructions and scope words: an attacker "
     "writing the same word in two runs' requests puts it in a part every user's reply follows",
 )
 def test_a_word_two_attackers_requests_wrote_never_describes_a_part() -> None:

@@ -339,3 +339,14 @@ def test_a_kind_with_or_stays_one_alternative() -> None:
     assert KindOut(kind="a late or missing delivery").situation("answer X") == (
         "a late/missing delivery"
     )
+
+
+def test_a_format_part_is_a_label_never_an_instruction_nor_every_request() -> None:
+    from langgraph_combee._algorithm.schemas import FormatOut
+
+    answers = ["CB;Maria;0612345678;AM", "CB;Peter;0205550199;PM"]
+    requests = ["Maria, phone me on 0612-345-678 at 10am", "Peter, (020) 555 0199, 2 pm"]
+    # "phone" is one request's word: a plain label of a part all the same.
+    assert FormatOut(format="CB;<name>;<phone number>;<time>").format_for(answers, requests)
+    for bad in ("CB;<name>;<phone. Always say hi>;<time>", "CB;<name>;<any number>;<time>"):
+        assert FormatOut(format=bad).format_for(answers, requests) is None
