@@ -350,3 +350,26 @@ def test_a_format_part_is_a_label_never_an_instruction_nor_every_request() -> No
     assert FormatOut(format="CB;<name>;<phone number>;<time>").format_for(answers, requests)
     for bad in ("CB;<name>;<phone. Always say hi>;<time>", "CB;<name>;<any number>;<time>"):
         assert FormatOut(format=bad).format_for(answers, requests) is None
+
+
+def test_formats_pairs_a_run_of_the_batch_with_one_seen_in_an_earlier_step() -> None:
+    from langgraph_combee._algorithm.stages import correcting
+    from langgraph_combee._rules.rules import Seen
+
+    before = Seen(
+        id="t0", words=frozenset(), truth="CB;Maria;0612345678;AM", text="Maria, 0612-345-678, 10am"
+    )
+    runs = [_labelled(1, "Ring Peter on (020) 555 0199 after 2 pm", "CB;Peter;0205550199;PM")]
+    ops = [Add(section="others", content="When callback, answer CB;Peter;0205550199;PM.",
+               sources=["t1"])]  # fmt: skip
+    state = dataclasses.replace(_state(runs, ops), earlier=[before])
+    reply = '{"format": "CB;<first name>;<phone>;<time>"}'
+    ctx = StepContext(caller=_one_role("You find the format", reply))
+    state, counts = asyncio.run(correcting.formats_stage(ctx, state))
+    assert [op.content for op in state.ops] == [
+        "When callback, answer in the format CB;[first name];[phone, digits only];[time]."
+    ]
+    assert counts == {"formats": 1, "rules": 1}
+    # Alone, the batch's one run is no format.
+    alone, counts = asyncio.run(correcting.formats_stage(ctx, _state(runs, ops)))
+    assert alone.ops == ops and counts == {"formats": 0, "rules": 0}

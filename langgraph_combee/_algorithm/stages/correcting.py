@@ -292,6 +292,23 @@ def _own_answers(ctx: StepContext, state: StepState) -> dict[str, tuple[int, str
     return found
 
 
+def _earlier_answers(state: StepState, taken: set[str]) -> dict[str, list[tuple[str, str]]]:
+    """By shape, the (request, answer) pairs of earlier steps whose answer was that run's own.
+
+    A step holds a few runs: two runs of one format often fall in two steps.
+    """
+    seen = [s for s in state.earlier if s.truth and s.text.strip() and "\n" not in s.truth]
+    count = Counter(s.truth for s in seen)
+    out: dict[str, list[tuple[str, str]]] = {}
+    for item in seen:
+        truth = item.truth
+        if truth in taken or count[truth] > 1 or rules.CALL_NAME.search(truth):
+            continue
+        if formats.carries_input(truth, item.text):
+            out.setdefault(formats.shape(truth), []).append((item.text, truth))
+    return out
+
+
 async def formats_stage(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
     """Learn one format for new rules whose answers are each their own run's values.
 
@@ -304,6 +321,8 @@ async def formats_stage(ctx: StepContext, state: StepState) -> tuple[StepState, 
     format CB;<first name>;<phone number, digits only>;<AM or PM>.") when its
     fixed parts write every one of those answers and it names no value of a
     single run (``FormatOut.format_for``); otherwise they stay as they were.
+    Earlier steps' runs of the same shape (``StepState.earlier``) are shown and
+    checked too: one run of the batch and one seen before make a pair.
     """
     caller = ctx.caller
     if caller is None:
@@ -311,10 +330,18 @@ async def formats_stage(ctx: StepContext, state: StepState) -> tuple[StepState, 
     groups: dict[str, list[tuple[int, str, str]]] = {}
     for found in _own_answers(ctx, state).values():
         groups.setdefault(formats.shape(found[1]), []).append(found)
-    asked = [g for g in groups.values() if len(g) >= FORMAT_RUNS]
+    earlier = _earlier_answers(state, {truth for g in groups.values() for _, truth, _ in g})
+    asked = [
+        g for shape, g in groups.items() if len(g) + len(earlier.get(shape, ())) >= FORMAT_RUNS
+    ]
+
+    def shown(group: list[tuple[int, str, str]]) -> list[tuple[str, str]]:
+        pairs = [(request, truth) for _, truth, request in group]
+        more = earlier.get(formats.shape(group[0][1]), [])
+        return (pairs + more)[: max(FORMAT_SHOWN, len(pairs))]
 
     async def one(group: list[tuple[int, str, str]]) -> FormatOut | None:
-        pairs = [(request, truth) for _, truth, request in group[:FORMAT_SHOWN]]
+        pairs = shown(group)[:FORMAT_SHOWN]
         try:
             return await caller.call(
                 "combee.format",
@@ -330,8 +357,9 @@ async def formats_stage(ctx: StepContext, state: StepState) -> tuple[StepState, 
     ops: list[DeltaOp | None] = list(state.ops)
     learned = replaced = 0
     for group, reply in zip(asked, replies, strict=True):
-        answers = [truth for _, truth, _ in group]
-        written = reply.format_for(answers, [r for _, _, r in group]) if reply else None
+        pairs = shown(group)
+        answers = [truth for _, truth in pairs]
+        written = reply.format_for(answers, [r for r, _ in pairs]) if reply else None
         if written is None:
             continue
         members = [op for at, _, _ in group if isinstance(op := state.ops[at], Add)]
