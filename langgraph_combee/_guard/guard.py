@@ -515,6 +515,20 @@ class BulletGuard:
             return max(1, verdict.user_words)
         return None
 
+    def _from_a_person(self, op: Add | Update, cited: Sequence[Trace]) -> bool:
+        """Whether every phone number of ``op`` is one an operator's or reviewer's comment or
+        ground truth of its runs wrote (``prov.PERSON_SOURCES``, trusted by this guard)."""
+        numbers = rules.phone_numbers(op.content)
+        given: set[str] = set()
+        for trace in cited:
+            fb = trace.feedback
+            source = (fb.source or "").lower() if fb is not None else ""
+            if fb is None or source not in prov.PERSON_SOURCES or not self.trust.comment(trace):
+                continue
+            for text in (fb.comment or "", fb.ground_truth or ""):
+                given.update(rules.phone_numbers(text))
+        return bool(numbers) and all(n in given for n in numbers)
+
     def _verdict(
         self,
         op: Add | Update,
@@ -532,6 +546,15 @@ class BulletGuard:
             if key not in cache:
                 cache[key] = prov.gather(cited, self.trust)
             evidence = cache[key]
+        if "personal data: phone number" in verdict.refuse and self._from_a_person(op, cited):
+            # The app's own contact (a helpline a reviewer told the agent to give), not a
+            # user's: a contact served to users is held for a person, as the policy says.
+            verdict.refuse.remove("personal data: phone number")
+            if self.hold_policy_changes:
+                verdict.hold.append(
+                    "contact: a phone number an operator or reviewer gave; a person approves "
+                    "a contact served to users"
+                )
         if evidence is not None and self.provenance:
             known = ""
             if isinstance(op, Update) and playbook is not None:
@@ -574,7 +597,7 @@ class BulletGuard:
                 self._action_findings(op.content, evidence, known, verdict.labels)
             )
         if not verdict.refuse and self.hold_policy_changes:
-            verdict.hold = self.policy(op.content, evidence)
+            verdict.hold = [*verdict.hold, *self.policy(op.content, evidence)]
             echoed = found is not None and found.echoed and bool(found.user_only)
             if echoed and found is not None and evidence is not None:
                 echoed = not _operator_answer(op.content, found, evidence)

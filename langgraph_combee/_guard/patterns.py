@@ -262,6 +262,16 @@ def find_personal_data(texts: Sequence[str]) -> str | None:
     return None
 
 
+def phone_numbers(text: str) -> list[str]:
+    """The digits of each phone number ``find_personal_data`` would find in ``text``."""
+    found = []
+    for match in _PHONE.finditer(text):
+        digits = re.sub(r"\D", "", match.group(0))
+        if 9 <= len(digits) <= 15 and not (len(digits) >= 13 and _luhn(digits)):
+            found.append(digits)
+    return found
+
+
 def find_urls(texts: Sequence[str]) -> Iterator[str]:
     """Every URL or bare domain in the plain and de-obfuscated variants."""
     seen: set[str] = set()
