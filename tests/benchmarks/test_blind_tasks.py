@@ -205,3 +205,17 @@ def test_the_command_line_writes_the_record(
     assert "fraction of gain" in capsys.readouterr().out
     with pytest.raises(ValueError, match="unknown arms"):
         main(["run", "mixed", "--quick", "--arms", "nope", "--out", str(out)])
+
+
+def test_an_ablation_leaves_the_named_stages_out_of_the_learned_arm(tmp_path: Path) -> None:
+    from langgraph_combee.errors import ConfigurationError
+
+    out = tmp_path / "ablated.json"
+    record = run_family(
+        FAMILIES["labels"], out=out, quick=True, arms=["learned"], without=["kinds"],
+        log=lambda _: None,
+    )  # fmt: skip
+    assert record["without"] == ["kinds"]
+    assert "failure" not in record["arms"]["learned"]
+    with pytest.raises(ConfigurationError, match="'kindz'"):
+        run_family(FAMILIES["labels"], out=out, quick=True, without=["kindz"], log=lambda _: None)
