@@ -106,6 +106,27 @@ def bare(text: str) -> str:
     return _EDGE.sub("", normalise(text))
 
 
+_REPLY_EDGE = "\"'`*#> "
+
+
+def keeps_convention(how: str, phrase: str, reply: str, value: str | None = None) -> float:
+    """1 when ``reply`` keeps a house convention, case and spacing aside, else 0.
+
+    ``how``: ``"value"`` (``value`` quoted back as a whole word), ``"starts"``
+    (it opens with ``phrase``), ``"ends"`` (``phrase`` closes it, final punctuation
+    or a few characters after it allowed), anything else (``phrase`` is in it).
+    """
+    text = normalise(reply).strip(_REPLY_EDGE)
+    if how == "value":
+        wanted = re.escape(normalise(value or ""))
+        return 1.0 if re.search(rf"(?<![\w-]){wanted}(?![\w-])", text) else 0.0
+    if how == "starts":
+        return 1.0 if text.startswith(phrase) else 0.0
+    if how == "ends":
+        return 1.0 if phrase in text[-len(phrase) - 20 :] else 0.0
+    return 1.0 if phrase in text else 0.0
+
+
 def label_score(example: Example, outcome: Outcome) -> float:
     """1 when the reply is the label alone (case, spaces, quotes and final stop aside)."""
     return 1.0 if bare(outcome.text) == bare(example.answer) else 0.0

@@ -18,10 +18,9 @@ being developed, so that it measures later changes on tasks nobody tuned for.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from benchmarks.blind._family import Example, Family, Outcome, normalise
+from benchmarks.blind._family import Example, Family, Outcome, keeps_convention
 
 SYSTEM_PROMPT = (
     "You are the resident services assistant of Larchmont Property Services, which manages "
@@ -166,22 +165,11 @@ HELDOUT = (
     _ex("parking", "A relative is driving down next weekend, please reserve a guest space."),
 )
 
-_EDGE = "\"'`*#> "
-
 
 def score(example: Example, outcome: Outcome) -> float:
     """1 when the reply keeps its kind's convention."""
     how, phrase = CHECKS[example.kind]
-    text = normalise(outcome.text).strip(_EDGE)
-    if how == "value":
-        flat = re.escape(normalise(_FLAT[example.input]))
-        return 1.0 if re.search(rf"(?<![\w-]){flat}(?![\w-])", text) else 0.0
-    if how == "starts":
-        return 1.0 if text.startswith(phrase) else 0.0
-    if how == "ends":
-        # The closing line may carry final punctuation or a few characters after it.
-        return 1.0 if phrase in text[-len(phrase) - 20 :] else 0.0
-    return 1.0 if phrase in text else 0.0
+    return keeps_convention(how, phrase, outcome.text, _FLAT.get(example.input))
 
 
 def feedback(example: Example, outcome: Outcome) -> dict[str, Any]:

@@ -21,10 +21,9 @@ being developed, so that it measures later changes on tasks nobody tuned for.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from benchmarks.blind._family import Example, Family, Outcome, normalise
+from benchmarks.blind._family import Example, Family, Outcome, keeps_convention
 
 SYSTEM_PROMPT = (
     "You are the customer assistant of Brightwater Energy, a gas and electricity supplier. "
@@ -174,22 +173,11 @@ HELDOUT = (
     _ex("hardship", "We're a month in arrears and I'm scared you'll disconnect us."),
 )
 
-_EDGE = "\"'`*#> "
-
 
 def score(example: Example, outcome: Outcome) -> float:
     """1 when the reply keeps its kind's convention."""
     how, phrase = CHECKS[example.kind]
-    text = normalise(outcome.text).strip(_EDGE)
-    if how == "value":
-        account = re.escape(normalise(_ACCOUNT[example.input]))
-        return 1.0 if re.search(rf"(?<![\w-]){account}(?![\w-])", text) else 0.0
-    if how == "starts":
-        return 1.0 if text.startswith(phrase) else 0.0
-    if how == "ends":
-        # The closing line may carry final punctuation or a few characters after it.
-        return 1.0 if phrase in text[-len(phrase) - 20 :] else 0.0
-    return 1.0 if phrase in text else 0.0
+    return keeps_convention(how, phrase, outcome.text, _ACCOUNT.get(example.input))
 
 
 def feedback(example: Example, outcome: Outcome) -> dict[str, Any]:
