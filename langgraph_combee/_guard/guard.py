@@ -517,17 +517,23 @@ class BulletGuard:
 
     def _from_a_person(self, op: Add | Update, cited: Sequence[Trace]) -> bool:
         """Whether every phone number of ``op`` is one an operator's or reviewer's comment or
-        ground truth of its runs wrote (``prov.PERSON_SOURCES``, trusted by this guard)."""
+        ground truth of its runs wrote (``prov.PERSON_SOURCES``, trusted by this guard) and no
+        untrusted text of those runs holds (the agent's reply aside): the app's own contact,
+        not a customer's."""
         numbers = rules.phone_numbers(op.content)
         given: set[str] = set()
+        asked: set[str] = set()
         for trace in cited:
+            for label, text in prov.untrusted_fields(trace, self.trust):
+                if label != "output":
+                    asked.update(rules.phone_numbers(text))
             fb = trace.feedback
             source = (fb.source or "").lower() if fb is not None else ""
             if fb is None or source not in prov.PERSON_SOURCES or not self.trust.comment(trace):
                 continue
             for text in (fb.comment or "", fb.ground_truth or ""):
                 given.update(rules.phone_numbers(text))
-        return bool(numbers) and all(n in given for n in numbers)
+        return bool(numbers) and all(n in given and n not in asked for n in numbers)
 
     def _verdict(
         self,
@@ -548,13 +554,8 @@ class BulletGuard:
             evidence = cache[key]
         if "personal data: phone number" in verdict.refuse and self._from_a_person(op, cited):
             # The app's own contact (a helpline a reviewer told the agent to give), not a
-            # user's: a contact served to users is held for a person, as the policy says.
+            # user's: like a figure a trusted field states, it is the operator's own say.
             verdict.refuse.remove("personal data: phone number")
-            if self.hold_policy_changes:
-                verdict.hold.append(
-                    "contact: a phone number an operator or reviewer gave; a person approves "
-                    "a contact served to users"
-                )
         if evidence is not None and self.provenance:
             known = ""
             if isinstance(op, Update) and playbook is not None:

@@ -1098,7 +1098,7 @@ def test_a_learned_formats_parts_describe_the_input_its_fixed_parts_need_trust()
     assert not BulletGuard().screen([own], traces=_callbacks("operator")).accepted
 
 
-def test_a_helpline_a_reviewer_gave_is_held_for_a_person_a_users_number_refused() -> None:
+def test_a_helpline_a_reviewer_gave_goes_through_a_users_number_is_refused() -> None:
     note = "Hardship replies must give our Help Fund line, 0800 316 2020."
     rule = Add(
         section="o",
@@ -1106,18 +1106,20 @@ def test_a_helpline_a_reviewer_gave_is_held_for_a_person_a_users_number_refused(
         sources=["t1"],
     )
 
-    def run(source: str, comment: str) -> Trace:
+    def run(source: str, comment: str, said: str = "I can't pay my bill this month") -> Trace:
         return Trace(
             id="t1",
-            input="I can't pay my bill this month",
+            input=said,
             output="Sorry to hear that.",
             feedback=Feedback(correct=False, comment=comment, source=source),
         )
 
-    by_reviewer = BulletGuard().screen([rule], traces=[run("reviewer", note)])
-    assert not by_reviewer.accepted and not by_reviewer.quarantined
-    assert "contact" in by_reviewer.held[0].reasons[0]
+    # The app's own number, stated by a trusted person: the operator's say, like a figure.
+    assert BulletGuard().screen([rule], traces=[run("reviewer", note)]).accepted == [rule]
     # The same number from the end user, or one the reviewer did not write: refused.
     assert BulletGuard().screen([rule], traces=[run("user", note)]).quarantined
     other = run("reviewer", "Hardship replies must give our Help Fund line.")
     assert BulletGuard().screen([rule], traces=[other]).quarantined
+    # A reviewer's comment copying the customer's own number: still the customer's.
+    theirs = run("reviewer", note, said="I can't pay, call me on 0800 316 2020")
+    assert BulletGuard().screen([rule], traces=[theirs]).quarantined
