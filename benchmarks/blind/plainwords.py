@@ -72,13 +72,13 @@ HELDOUT = (
         "refund",
         "Half the vegetables in yesterday's delivery were mouldy, I'd like my money back for them.",
     ),
-    _ex("refund", "The yoghurt pots burst and ruined the whole bag, please put the cost back."),
+    _ex("refund", "The yoghurt pots burst and ruined the whole bag, I expect to be reimbursed."),
     _ex(
         "skip",
         "We're at a wedding the week of the 22nd, so don't send anything that one week; carry "
         "on as normal after.",
     ),
-    _ex("skip", "Leave out the coming Monday's order, every other week as usual."),
+    _ex("skip", "Leave out the coming Monday's order; the weeks after that as usual."),
     _ex(
         "pause",
         "I'm going into hospital for about two months; stop the boxes for now and start them "
