@@ -1,4 +1,4 @@
-"""Blind benchmark: thirteen task families written by an outside user, from the docs alone.
+"""Blind benchmark: sixteen task families written by an outside user, from the docs alone.
 
 Each family (a module here) is inputs, right answers, the feedback a production
 app would give, a held-out set in other words, and the rules a competent
@@ -8,9 +8,9 @@ hand-written rules, few-shot retrieval of the training runs, and the prompt
 Combee learned from the training runs in one pass.
 
 Families 1-4 (``replies``, ``workflow``, ``mixed``, ``router``) are the dev set;
-5-13 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``,
-``intents``, ``formats``, ``remarks``) are sealed: kept to measure later changes and not
-run during development.
+5-16 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``,
+``intents``, ``formats``, ``remarks``, ``plainwords``, ``mixedsignals``, ``toolconv``) are
+sealed: kept to measure later changes and not run during development.
 """
 
 from __future__ import annotations
@@ -23,11 +23,14 @@ from benchmarks.blind import (
     intents,
     labels,
     mixed,
+    mixedsignals,
     notes,
+    plainwords,
     remarks,
     replies,
     router,
     thumbs,
+    toolconv,
     workflow,
 )
 from benchmarks.blind._family import Family
@@ -48,6 +51,9 @@ FAMILIES: dict[str, Family] = {
         intents,
         formats,
         remarks,
+        plainwords,
+        mixedsignals,
+        toolconv,
     )
 }
 """Every family by name: the dev ones first, then the sealed ones."""

@@ -72,7 +72,8 @@ class Family:
         train: The labelled training runs.
         heldout: Held-out inputs, in other words than the training ones.
         score: How right an outcome is (0 to 1).
-        feedback: The ``combee.feedback`` keyword arguments for a training run.
+        feedback: The ``combee.feedback`` keyword arguments for a training run; an empty
+            dict for a run that gets no feedback (nothing is sent).
         tools: Plain Python functions the agent may call (none for text tasks).
         feedback_kind: How feedback is given, in a few words (for the record).
     """

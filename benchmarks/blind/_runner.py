@@ -394,7 +394,11 @@ def arm_learned(
             outcome = run_one(agent, example.input, run_id=run_id)
             record = _record(family, example, outcome)
             record["feedback"] = family.feedback(example, outcome)
-            record["feedback_taken"] = combee.feedback(run_id, **record["feedback"])
+            # An empty dict is a run nobody gave feedback on, as in production: nothing is
+            # sent and the learner takes the run as it is.
+            record["feedback_taken"] = (
+                combee.feedback(run_id, **record["feedback"]) if record["feedback"] else None
+            )
             return record
 
         with ThreadPoolExecutor(max_workers=setup.parallel) as pool:

@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.blind import FAMILIES
 from benchmarks.blind.__main__ import main
-from benchmarks.blind._family import Example, Outcome
+from benchmarks.blind._family import Call, Example, Outcome
 from benchmarks.blind._runner import ARMS, fraction_of_gain, run_family
 
 
@@ -30,7 +30,9 @@ def test_every_family_runs_every_arm_in_quick_mode(name: str, tmp_path: Path) ->
     assert isinstance(learned["rules"], str)
     assert learned["versions"] >= 0
     assert learned["learner_calls"]["calls"] > 0
-    assert all(run["feedback_taken"] for run in learned["training"])
+    # Every feedback sent found its run; a run given none sent nothing.
+    assert all(run["feedback_taken"] for run in learned["training"] if run["feedback"])
+    assert all(run["feedback_taken"] is None for run in learned["training"] if not run["feedback"])
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
@@ -44,8 +46,11 @@ def test_every_right_answer_scores_one_and_heldout_inputs_are_new(name: str) -> 
         right = Outcome(text=example.answer, calls=example.calls)
         assert family.score(example, right) == 1.0, example.input
         assert family.score(example, Outcome(text="")) == 0.0, example.input
-        assert family.feedback(example, right)["correct"] is True
-        assert family.feedback(example, Outcome(text=""))["correct"] is False
+        # A run given no feedback at all is an empty dict, right or wrong.
+        given = family.feedback(example, right)
+        assert given == {} or given["correct"] is True
+        given = family.feedback(example, Outcome(text=""))
+        assert given == {} or given["correct"] is False
 
 
 def test_sealed_families_say_so_and_dev_families_are_the_first_four() -> None:
@@ -61,6 +66,9 @@ def test_sealed_families_say_so_and_dev_families_are_the_first_four() -> None:
         "intents",
         "formats",
         "remarks",
+        "plainwords",
+        "mixedsignals",
+        "toolconv",
     ]
     for name, family in FAMILIES.items():
         assert family.sealed is (name not in names[:4])
@@ -186,6 +194,84 @@ def test_remarks_scores_the_convention_case_spaces_and_markup_aside() -> None:
     assert scored("reading", "Reading saved for BW-2048170.") == 0.0
     assert scored("hardship", "Our help  fund team can help.") == 1.0
     assert scored("bill", "We will check it within 10 working days.") == 1.0
+
+
+def test_plainwords_training_uses_the_action_words_and_heldout_never_does() -> None:
+    family = FAMILIES["plainwords"]
+    actions = [example.answer for example in family.train]
+    assert len(set(actions)) == 6
+    assert all(2 <= actions.count(action) <= 3 for action in actions)
+    heldout = [example.answer for example in family.heldout]
+    assert set(heldout) == set(actions) and all(heldout.count(a) == 2 for a in heldout)
+    stems = {"reschedule": "reschedul"}
+    with_word = [ex for ex in family.train if stems.get(ex.answer, ex.answer) in ex.input.lower()]
+    assert len(with_word) >= len(family.train) * 2 // 3
+    # No held-out message holds any action's word, its own or another's.
+    for example in family.heldout:
+        words = example.input.lower()
+        assert not [a for a in actions if stems.get(a, a) in words], example.input
+    assert family.score(family.train[0], Outcome(text=" Refund. ")) == 1.0
+    wrong = family.feedback(family.train[0], Outcome(text="cancel"))
+    assert wrong == {"correct": False, "ground_truth": "refund", "source": "operator"}
+
+
+def test_mixedsignals_feedback_is_a_label_a_comment_a_thumbs_or_nothing() -> None:
+    family = FAMILIES["mixedsignals"]
+    wrong = Outcome(text="Thanks for your message.")
+    shapes: dict[str, list[str]] = {}
+    order: list[str] = []
+    for example in family.train:
+        sent = family.feedback(example, wrong)
+        if not sent:
+            shape = "none"
+        elif "ground_truth" in sent:
+            assert sent == {
+                "correct": False, "ground_truth": example.answer, "source": "operator"
+            }  # fmt: skip
+            shape = "label"
+        elif "comment" in sent:
+            assert sent["correct"] is False and sent["source"] == "reviewer"
+            shape = "comment"
+        else:
+            assert sent == {"correct": False}  # an end user's thumbs: the default source
+            shape = "bare"
+        shapes.setdefault(shape, []).append(example.kind)
+        order.append(shape)
+    assert {shape: len(kinds) for shape, kinds in shapes.items()} == {
+        "label": 4, "comment": 4, "bare": 3, "none": 3
+    }  # fmt: skip
+    # Every kind has a run that says what the right reply is.
+    assert set(shapes["label"]) | set(shapes["comment"]) == {ex.kind for ex in family.train}
+    # The quick run's four training runs hold every shape, the silent one included.
+    assert sorted(order[:4]) == ["bare", "comment", "label", "none"]
+    right = family.train[0]
+    assert family.feedback(right, Outcome(text=right.answer))["correct"] is True
+    assert family.score(right, Outcome(text="Renewed on al-30418.")) == 1.0
+    assert family.score(right, Outcome(text="Renewed on AL-304181.")) == 0.0
+
+
+def test_toolconv_scores_team_and_template_and_comments_vary_without_a_right_call() -> None:
+    family = FAMILIES["toolconv"]
+    comments = set()
+    for example in family.train:
+        sent = family.feedback(example, Outcome(text="Done."))
+        assert sent["correct"] is False and sent["source"] == "reviewer"
+        assert "ground_truth" not in sent
+        comments.add(sent["comment"])
+    assert len(comments) == len(family.train)  # every reviewer words it their own way
+    assert len({ex.kind for ex in family.train}) == 5
+    first = family.train[0]
+
+    def scored(*calls: Call) -> float:
+        return family.score(first, Outcome(text="", calls=calls))
+
+    right = {"team": "hk-02", "template": " Amenity-Drop", "details": "anything"}
+    assert scored(Call("log_request", right)) == 1.0
+    assert scored(Call("log_request", {**right, "team": "HK-2"})) == 0.0
+    assert scored(Call("log_request", right), Call("log_request", {**right, "details": "x"})) == 0.0
+    assert family.feedback(first, Outcome(text="", calls=(Call("log_request", right),))) == {
+        "correct": True, "source": "reviewer"
+    }  # fmt: skip
 
 
 def test_fraction_of_gain_is_none_without_a_gain_on_offer() -> None:
