@@ -328,6 +328,22 @@ class Trust:
         fb = trace.feedback
         return bool(fb and fb.comment and (fb.source or "").lower() in self.comment_sources)
 
+    def approved(self, trace: Trace) -> bool:
+        """Whether a person of the app marked the run right (``correct=True`` from a source of
+        ``PERSON_SOURCES`` this guard trusts): the agent's reply and calls are then theirs too.
+
+        An evaluator's verdict does not vouch so: an LLM judge that read an injected message
+        may pass a reply that repeats it.
+        """
+        fb = trace.feedback
+        source = (fb.source or "").lower() if fb is not None else ""
+        return (
+            fb is not None
+            and fb.correct is True
+            and source in PERSON_SOURCES
+            and source in self.comment_sources
+        )
+
     def tool(self, name: str) -> bool:
         """Whether results of the tool ``name`` are trusted (it is listed in ``tools``)."""
         return name in self.tools
@@ -351,10 +367,25 @@ def untrusted_fields(trace: Trace, trust: Trust) -> list[tuple[str, str]]:
     ``comment:<source>`` and ``ground_truth:<source>`` (feedback from a source the
     guard does not trust).
     """
-    out = [("input", trace.input), ("output", trace.output)]
-    out.extend(("message", m.content) for m in trace.messages if m.role != "tool")
-    out.extend(("tool_args", str(c.args)) for c in trace.tool_calls)
-    out.extend(("tool_args", str(m.tool_calls)) for m in trace.messages if m.tool_calls)
+    # The reply and calls a person approved are theirs (``Trust.approved``); a message or
+    # call the caller sent in the run's input stays the caller's.
+    approved = trust.approved(trace)
+    out = [("input", trace.input)]
+    if not approved:
+        out.append(("output", trace.output))
+    out.extend(
+        ("message", m.content)
+        for m in trace.messages
+        if m.role != "tool" and not (approved and m.role == "ai" and m.attested)
+    )
+    out.extend(
+        ("tool_args", str(c.args)) for c in trace.tool_calls if not approved or not c.attested
+    )
+    out.extend(
+        ("tool_args", str(m.tool_calls))
+        for m in trace.messages
+        if m.tool_calls and not (approved and m.attested)
+    )
     out.extend(
         (f"{'tool' if c.attested else 'sent'}_result:{c.name}", c.result or "")
         for c in trace.tool_calls
@@ -426,6 +457,8 @@ def trust_step(label: str) -> str | None:
         return "no setting trusts it: only a call the model made during the run counts"
     if kind in ("comment", "ground_truth"):
         return "pass source='operator' to feedback() if an operator or reviewer gave it"
+    if kind == "output":
+        return "a reviewer's feedback(run_id, correct=True, source='reviewer') vouches for it"
     return None
 
 
@@ -465,6 +498,11 @@ def trusted_fields(trace: Trace, trust: Trust) -> dict[str, str]:
     )
     if results:
         out[f"tool_result:{trace.id}"] = "\n".join(results)
+    if trust.approved(trace):
+        calls = [str(c.args) for c in trace.tool_calls if c.attested and c.args]
+        calls.extend(str(m.tool_calls) for m in trace.messages if m.tool_calls and m.attested)
+        if reply := "\n".join(t for t in (trace.output, *calls) if t):
+            out[f"approved_reply:{trace.id}"] = reply
     # Names and errors of calls the model made during the run: a call the caller
     # sent in the run's input can name any tool and carry any error text.
     names = sorted({c.name for c in trace.tool_calls if c.name and c.attested})
@@ -542,6 +580,11 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
                 # field 'sku' is deprecated; pass 'item_id'"), and the policy families
                 # read what an error says.
                 tool_runs.update(_runs(words, QUOTE))
+            if label.startswith("approved_reply:"):
+                # A person's thumbs-up vouches for the agent's own words, not for the ones
+                # it repeats from the run's untrusted text, however short the copy.
+                mine = {w for run in said for w in run}
+                words = [w for w in words if w not in mine]
             if label.startswith(("tool_result:", "error:", "evaluator_comment:")):
                 # Trust follows the words: what an evaluator's comment or a tool copies
                 # from the user (or from an untrusted tool) stays the user's.
