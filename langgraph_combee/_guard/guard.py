@@ -129,6 +129,17 @@ class _Verdict:
         return list(dict.fromkeys([*prov.trust_steps(self.labels), *self.steps]))
 
 
+def _readings(text: str) -> list[str]:
+    """``text`` as the deterministic checks read it: de-obfuscated, and what markup hides."""
+    marked = rules.strip_markup(text)
+    return list(
+        dict.fromkeys(
+            [*rules.variants(text), marked.visible, *marked.hidden]
+            + [v for hidden in marked.hidden for v in rules.variants(hidden)]
+        )
+    )
+
+
 def _trust_hint(cited: Sequence[Trace], trust: prov.Trust, verdict: _Verdict) -> str:
     """How a rule held for an answer the user also wrote could rest on the operator's word.
 
@@ -413,12 +424,7 @@ class BulletGuard:
         marked = rules.strip_markup(text)
         if self.markup and marked.kinds:
             reasons.append(f"markup: {', '.join(marked.kinds)}")
-        texts = list(
-            dict.fromkeys(
-                [*rules.variants(text), marked.visible, *marked.hidden]
-                + [v for hidden in marked.hidden for v in rules.variants(hidden)]
-            )
-        )
+        texts = _readings(text)
         if self.instruction_override and (found := rules.find_override(texts)):
             reasons.append(f"instruction override: {found!r}")
         if self.exfiltration and (found := rules.find_exfiltration(texts)):
@@ -535,6 +541,30 @@ class BulletGuard:
                 given.update(rules.phone_numbers(text))
         return bool(numbers) and all(n in given and n not in asked for n in numbers)
 
+    def _asked_by_a_person(self, found: str, cited: Sequence[Trace]) -> bool:
+        """Whether the request to send or reveal data that ``found`` is (an exfiltration
+        finding of a rule) is one an operator's or reviewer's comment of its runs makes in
+        its own words, and no untrusted text of those runs holds: the house's convention
+        ("repeat the card number so they know which account it was"), not the user's ask."""
+        wanted = set(prov.tokens(found))
+        if not wanted:
+            return False
+        for trace in cited:
+            untrusted = {
+                w for _, t in prov.untrusted_fields(trace, self.trust) for w in prov.tokens(t)
+            }
+            if wanted <= untrusted:
+                return False
+        for trace in cited:
+            fb = trace.feedback
+            source = (fb.source or "").lower() if fb is not None else ""
+            if fb is None or source not in prov.PERSON_SOURCES or not self.trust.comment(trace):
+                continue
+            said = fb.comment or ""
+            if rules.find_exfiltration(rules.variants(said)) and wanted <= set(prov.tokens(said)):
+                return True
+        return False
+
     def _verdict(
         self,
         op: Add | Update,
@@ -556,6 +586,9 @@ class BulletGuard:
             # The app's own contact (a helpline a reviewer told the agent to give), not a
             # user's: like a figure a trusted field states, it is the operator's own say.
             verdict.refuse.remove("personal data: phone number")
+        asks = [f for t in _readings(op.content) if (f := rules.find_exfiltration([t]))]
+        if self.exfiltration and asks and all(self._asked_by_a_person(f, cited) for f in asks):
+            verdict.refuse = [r for r in verdict.refuse if not r.startswith("exfiltration:")]
         if evidence is not None and self.provenance:
             known = ""
             if isinstance(op, Update) and playbook is not None:
