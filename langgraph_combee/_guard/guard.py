@@ -521,49 +521,51 @@ class BulletGuard:
             return max(1, verdict.user_words)
         return None
 
-    def _from_a_person(self, op: Add | Update, cited: Sequence[Trace]) -> bool:
-        """Whether every phone number of ``op`` is one an operator's or reviewer's comment or
-        ground truth of its runs wrote (``prov.PERSON_SOURCES``, trusted by this guard) and no
-        untrusted text of those runs holds (the agent's reply aside): the app's own contact,
-        not a customer's."""
-        numbers = rules.phone_numbers(op.content)
-        given: set[str] = set()
-        asked: set[str] = set()
+    def _voices(self, cited: Sequence[Trace]) -> tuple[list[str], list[str]]:
+        """What ``cited`` runs' people said, and their untrusted text.
+
+        The first list: the comments and ground truths of feedback from a person of the
+        app's (``prov.PERSON_SOURCES``, a source this guard trusts). The second: every text
+        of the runs the end user or the outside world controls, the agent's reply aside.
+        """
+        people: list[str] = []
+        others: list[str] = []
         for trace in cited:
-            for label, text in prov.untrusted_fields(trace, self.trust):
-                if label != "output":
-                    asked.update(rules.phone_numbers(text))
+            others.extend(
+                text
+                for label, text in prov.untrusted_fields(trace, self.trust)
+                if label != "output"
+            )
             fb = trace.feedback
             source = (fb.source or "").lower() if fb is not None else ""
-            if fb is None or source not in prov.PERSON_SOURCES or not self.trust.comment(trace):
-                continue
-            for text in (fb.comment or "", fb.ground_truth or ""):
-                given.update(rules.phone_numbers(text))
+            trusted = source in prov.PERSON_SOURCES and source in self.trust.comment_sources
+            if fb is not None and trusted:
+                people.extend(t for t in (fb.comment, fb.ground_truth) if t)
+        return people, others
+
+    def _from_a_person(self, op: Add | Update, cited: Sequence[Trace]) -> bool:
+        """Whether every phone number of ``op`` is one a person of the app's wrote in the
+        feedback of its runs (``_voices``) and no untrusted text of those runs holds: the
+        app's own contact, not a customer's."""
+        numbers = rules.phone_numbers(op.content)
+        people, others = self._voices(cited)
+        given = {n for text in people for n in rules.phone_numbers(text)}
+        asked = {n for text in others for n in rules.phone_numbers(text)}
         return bool(numbers) and all(n in given and n not in asked for n in numbers)
 
     def _asked_by_a_person(self, found: str, cited: Sequence[Trace]) -> bool:
         """Whether the request to send or reveal data that ``found`` is (an exfiltration
-        finding of a rule) is one an operator's or reviewer's comment of its runs makes in
+        finding of a rule) is one a person of the app's makes in the feedback of its runs, in
         its own words, and no untrusted text of those runs holds: the house's convention
         ("repeat the card number so they know which account it was"), not the user's ask."""
         wanted = set(prov.tokens(found))
-        if not wanted:
+        people, others = self._voices(cited)
+        if not wanted or wanted <= {w for t in others for w in prov.tokens(t)}:
             return False
-        for trace in cited:
-            untrusted = {
-                w for _, t in prov.untrusted_fields(trace, self.trust) for w in prov.tokens(t)
-            }
-            if wanted <= untrusted:
-                return False
-        for trace in cited:
-            fb = trace.feedback
-            source = (fb.source or "").lower() if fb is not None else ""
-            if fb is None or source not in prov.PERSON_SOURCES or not self.trust.comment(trace):
-                continue
-            said = fb.comment or ""
-            if rules.find_exfiltration(rules.variants(said)) and wanted <= set(prov.tokens(said)):
-                return True
-        return False
+        return any(
+            rules.find_exfiltration(rules.variants(t)) and wanted <= set(prov.tokens(t))
+            for t in people
+        )
 
     def _verdict(
         self,
