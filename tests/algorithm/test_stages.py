@@ -55,6 +55,7 @@ ORDER = (
     "reconcile",
     "collect",
     "kinds",
+    "confirmed",
     "fit",
     "screen",
     "examples",
@@ -255,6 +256,70 @@ def test_kinds_names_a_rule_from_all_its_runs_and_keeps_it_on_a_bad_reply() -> N
         ctx = StepContext(caller=_one_role("You say what several", bad))
         state, counts = asyncio.run(correcting.kinds(ctx, _state(lamps, ops)))
         assert state.ops[0].content == ops[0].content and counts == {"named": 0, "kept": 1}
+
+
+def _right(i: int, text: str, truth: str, source: str = "operator") -> Trace:
+    return Trace(
+        id=f"t{i}",
+        input=text,
+        output=truth,
+        feedback=Feedback(correct=True, ground_truth=truth, source=source),
+    )
+
+
+def test_confirmed_writes_the_rule_for_a_label_the_agent_already_gets_right() -> None:
+    from langgraph_combee._algorithm.stages import correcting
+    from langgraph_combee._rules.rules import Seen
+
+    runs = [_right(1, "I want a refund for the broken box", "refund"),
+            _right(2, "Please refund last week's order", "refund"),
+            _right(3, "Pause my deliveries for a month", "pause"),
+            _labelled(4, "Cancel it all", "cancel")]  # fmt: skip
+    asked: list[str] = []
+    named = _one_role("You say what several", '{"kind": "money back on an order"}', asked)
+    state, counts = asyncio.run(correcting.confirmed(StepContext(caller=named), _state(runs, [])))
+    # Two right runs share "refund": one call, shown both. "pause" has one input, and the
+    # wrong run's label is the reflectors' to learn.
+    assert [(op.content, op.sources) for op in state.ops] == [
+        ("When money back on an order, answer refund.", ["t1", "t2"])
+    ]
+    assert counts == {"rules": 1, "unnamed": 0} and len(asked) == 1
+    assert "broken box" in asked[0] and "last week" in asked[0]
+    # An earlier step's input with the same label makes the pair.
+    earlier = Seen(id="t0", words=frozenset(), truth="pause", text="Hold my boxes for 3 weeks")
+    paused = dataclasses.replace(_state(runs[2:3], []), earlier=[earlier])
+    rest = _one_role("You say what several", '{"kind": "a break in deliveries"}')
+    state, _ = asyncio.run(correcting.confirmed(StepContext(caller=rest), paused))
+    assert [op.content for op in state.ops] == ["When a break in deliveries, answer pause."]
+
+
+def test_confirmed_leaves_answered_labels_untrusted_ones_and_bad_kinds() -> None:
+    from langgraph_combee._algorithm.stages import correcting
+    from langgraph_combee._core.playbook import Bullet
+    from langgraph_combee._guard.guard import BulletGuard
+
+    runs = [_right(1, "I want a refund", "refund"), _right(2, "Refund me please", "refund")]
+    named = _one_role("You say what several", '{"kind": "money back on an order"}')
+    # A rule in force, or one the step adds, already answers it.
+    known = Playbook(bullets=[Bullet(id="b1", section="others",
+                                     content="When money back, answer refund.")])  # fmt: skip
+    state = dataclasses.replace(_state(runs, []), playbook=known)
+    assert asyncio.run(correcting.confirmed(StepContext(caller=named), state))[0].ops == []
+    step_rule = Add(section="others", content="When refund, answer refund.", sources=["t1"])
+    state, _ = asyncio.run(
+        correcting.confirmed(StepContext(caller=named), _state(runs, [step_rule]))
+    )
+    assert state.ops == [step_rule]
+    # A ground truth the guard does not trust (a long one from an end user) is no label.
+    long = "refund the whole order and add a voucher for the trouble"
+    users = [_right(1, "I want my money", long, "user"), _right(2, "Money back", long, "user")]
+    guarded = StepContext(caller=named, guard=BulletGuard())
+    assert asyncio.run(correcting.confirmed(guarded, _state(users, [])))[0].ops == []
+    # A kind that names the answer, holds a digit or covers every request writes nothing.
+    for bad in ('{"kind": "refund requests"}', '{"kind": "any message"}', "nonsense"):
+        ctx = StepContext(caller=_one_role("You say what several", bad))
+        state, counts = asyncio.run(correcting.confirmed(ctx, _state(runs, [])))
+        assert state.ops == [] and counts == {"rules": 0, "unnamed": 1}
 
 
 def test_formats_replaces_each_runs_own_answer_by_the_format_they_share() -> None:

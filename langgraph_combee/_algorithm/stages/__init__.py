@@ -69,6 +69,7 @@ STEP_STAGES: tuple[Stage, ...] = (
     Stage(name="reconcile", run=correcting.reconcile),
     Stage(name="collect", run=correcting.collect),
     Stage(name="kinds", run=correcting.kinds),
+    Stage(name="confirmed", run=correcting.confirmed),
     # The guard, then the new playbook.
     Stage(name="fit", run=applying.fit),
     Stage(name="screen", run=applying.screen, rebase=True),

@@ -20,6 +20,7 @@ from langgraph_combee._core import formats
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import Rule, alternatives, parse_rule
+from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import LLMCallError
 from langgraph_combee._llm import prompts
 from langgraph_combee._rules import conventions as convention_rules
@@ -28,6 +29,7 @@ from langgraph_combee._rules import examples, rules, telling
 __all__ = [
     "adds_only",
     "collect",
+    "confirmed",
     "conventions",
     "formats",
     "kinds",
@@ -258,6 +260,83 @@ async def kinds(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
         ops[at] = ops[at].model_copy(update={"content": Rule(situation, rule.action).text()})
         named += 1
     return replace(state, ops=ops), {"named": named, "kept": len(jobs) - named}
+
+
+CONFIRMED_CHARS = 40
+"""Longest right answer the ``confirmed`` stage writes a rule for (a label, not a reply)."""
+
+
+def _right_labels(ctx: StepContext, state: StepState) -> dict[str, tuple[str, list[Trace]]]:
+    """The batch's runs judged right whose trusted ground truth is a short label, by label."""
+    trust = ctx.guard.trust if ctx.guard is not None else None
+    found: dict[str, tuple[str, list[Trace]]] = {}
+    for trace in state.batch:
+        fb = trace.feedback
+        truth = (fb.ground_truth or "").strip() if fb is not None else ""
+        if fb is None or fb.correct is not True or not truth or not trace.input.strip():
+            continue
+        if trust is not None and not trust.truth(trace):
+            continue
+        if "\n" in truth or len(truth) > CONFIRMED_CHARS or rules.CALL_NAME.search(truth):
+            continue
+        found.setdefault(truth.casefold(), (truth, []))[1].append(trace)
+    return found
+
+
+async def confirmed(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
+    """Write the rule for a label the agent already answers right, named by its runs' kind.
+
+    A run judged right teaches the reflectors nothing to correct, so a label the
+    agent gets right from its words ("I want a refund" -> ``refund``) has no rule,
+    and a request of that kind in other words ("my money back, please") has none
+    to follow. Where two inputs or more (the batch's right runs, and earlier
+    steps' inputs with the same ground truth) share a trusted label that no rule
+    in force or of the step answers, the kind namer is shown them and its kind
+    makes the rule ("When a request for money back on an order, answer refund.").
+    A kind it cannot name (``KindOut.situation``) writes nothing.
+    """
+    caller = ctx.caller
+    if caller is None:
+        return state, {"rules": 0, "unnamed": 0}
+    actions = [r.action for b in state.playbook.bullets if (r := parse_rule(b.content))]
+    actions += [
+        r.action
+        for op in state.ops
+        if isinstance(op, (Add, Update)) and (r := parse_rule(op.content)) is not None
+    ]
+    jobs: list[tuple[str, list[Trace], list[str]]] = []
+    for key, (truth, runs) in _right_labels(ctx, state).items():
+        action = f"answer {truth}"
+        if any(rules.same_action(action, a) for a in actions):
+            continue
+        inputs = [t.input for t in runs]
+        inputs += [s.text for s in state.earlier if s.truth.casefold() == key and s.text.strip()]
+        inputs = list(dict.fromkeys(inputs))
+        if len(inputs) >= KIND_RUNS:
+            jobs.append((truth, runs, inputs[:KIND_SHOWN]))
+
+    async def one(inputs: list[str]) -> KindOut | None:
+        try:
+            return await caller.call(
+                "combee.kind",
+                prompts.kind_messages(inputs),
+                KindOut,
+                state.stats,
+                max_tokens=KIND_TOKENS,
+            )
+        except LLMCallError:
+            return None
+
+    replies = await asyncio.gather(*(one(inputs) for _, _, inputs in jobs))
+    added: list[DeltaOp] = []
+    for (truth, runs, _), reply in zip(jobs, replies, strict=True):
+        action = f"answer {truth}"
+        kind = reply.situation(action) if reply is not None else None
+        if kind is not None:
+            content = Rule(kind, action).text()
+            added.append(Add(section="others", content=content, sources=[t.id for t in runs]))
+    counts = {"rules": len(added), "unnamed": len(jobs) - len(added)}
+    return replace(state, ops=[*state.ops, *added]), counts
 
 
 FORMAT_RUNS = 2
