@@ -515,25 +515,37 @@ class BulletGuard:
             return max(1, verdict.user_words)
         return None
 
-    def _from_a_person(self, op: Add | Update, cited: Sequence[Trace]) -> bool:
-        """Whether every phone number of ``op`` is one an operator's or reviewer's comment or
+    def _from_a_person(
+        self, op: Add | Update, cited: Sequence[Trace], batch: Sequence[Trace]
+    ) -> list[str]:
+        """The phone numbers of ``op`` if every one is one an operator's or reviewer's comment or
         ground truth of its runs wrote (``prov.PERSON_SOURCES``, trusted by this guard) and no
-        untrusted text of those runs holds (the agent's reply aside): the app's own contact,
-        not a customer's."""
+        untrusted text of the batch holds (the agent's reply aside), however either writes it
+        (a country code, a trunk zero, digits in words): the app's own contact, not a
+        customer's. Otherwise none."""
         numbers = rules.phone_numbers(op.content)
-        given: set[str] = set()
-        asked: set[str] = set()
-        for trace in cited:
+        given: list[str] = []
+        asked: list[str] = []
+        for trace in batch:
             for label, text in prov.untrusted_fields(trace, self.trust):
                 if label != "output":
-                    asked.update(rules.phone_numbers(text))
+                    asked.extend(rules.phone_numbers(rules.spoken_digits(text)))
+        for trace in cited:
             fb = trace.feedback
             source = (fb.source or "").lower() if fb is not None else ""
-            if fb is None or source not in prov.PERSON_SOURCES or not self.trust.comment(trace):
+            if fb is None or source not in prov.PERSON_SOURCES:
                 continue
-            for text in (fb.comment or "", fb.ground_truth or ""):
-                given.update(rules.phone_numbers(text))
-        return bool(numbers) and all(n in given and n not in asked for n in numbers)
+            # Each field on its own trust: an operator's ground truth needs no comment beside it.
+            if self.trust.comment(trace):
+                given.extend(rules.phone_numbers(fb.comment or ""))
+            if self.trust.operator_truth(trace):
+                given.extend(rules.phone_numbers(fb.ground_truth or ""))
+        ours = all(
+            any(rules.same_number(n, g) for g in given)
+            and not any(rules.same_number(n, a) for a in asked)
+            for n in numbers
+        )
+        return numbers if numbers and ours else []
 
     def _verdict(
         self,
@@ -552,10 +564,18 @@ class BulletGuard:
             if key not in cache:
                 cache[key] = prov.gather(cited, self.trust)
             evidence = cache[key]
-        if "personal data: phone number" in verdict.refuse and self._from_a_person(op, cited):
+        phone = "personal data: phone number"
+        if phone in verdict.refuse and (ours := self._from_a_person(op, cited, traces or ())):
             # The app's own contact (a helpline a reviewer told the agent to give), not a
             # user's: like a figure a trusted field states, it is the operator's own say.
-            verdict.refuse.remove("personal data: phone number")
+            # The check names only the first datum it finds: the rest of the text is read
+            # again without the app's numbers (a card number beside a helpline).
+            rest = rules.find_personal_data(rules.variants(rules.without_numbers(op.content, ours)))
+            at = verdict.refuse.index(phone)
+            if rest:
+                verdict.refuse[at] = f"personal data: {rest}"
+            else:
+                del verdict.refuse[at]
         if evidence is not None and self.provenance:
             known = ""
             if isinstance(op, Update) and playbook is not None:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from langgraph_combee._core.situations import parse_rule
 from langgraph_combee._core.types import Trace
 from langgraph_combee._core.values import described_in, descriptions, undescribed
+from langgraph_combee._guard import lexicon
 from langgraph_combee._guard import patterns as rules
 
 TRUSTED_FEEDBACK_SOURCES: tuple[str, ...] = ("evaluator", "operator", "reviewer", "ground_truth")
@@ -190,6 +191,33 @@ def _unechoed(words: list[str], user: set[tuple[str, ...]]) -> list[str]:
                     for j in at:
                         echoed[j] = True
     return [w for w, e in zip(words, echoed, strict=True) if not e]
+
+
+_LEET = str.maketrans(lexicon.mapping("leet"))
+_JOINED = 3
+"""Most of the user's consecutive words a reply may join into one ("TeamPwned") and still be
+read as repeating them."""
+
+
+def _respelled(words: Sequence[str], said: Sequence[Sequence[str]]) -> set[str]:
+    """The words of an approved reply that spell the run's untrusted words another way.
+
+    "T3am Pwn3d" (digits for letters) or "TeamPwned" (two or three of them joined) is a
+    repeat of the user's "Team Pwned" as much as a copy is, and no more the agent's own.
+    """
+    mine = {w for run in said for w in run}
+    joined = {
+        "".join(run[i : i + n])
+        for run in said
+        for n in range(2, _JOINED + 1)
+        for i in range(len(run) - n + 1)
+    }
+    out: set[str] = set()
+    for word in words:
+        plain = _stem(word.translate(_LEET)) if any(c.isdigit() for c in word) else word
+        if word not in mine and (plain in mine or plain in joined):
+            out.add(word)
+    return out
 
 
 @dataclass(frozen=True)
@@ -424,6 +452,7 @@ _FIELDS = {
     "message": "a message of the conversation",
     "output": "the agent's reply",
     "tool_args": "the arguments of a tool call",
+    "respelled": "the agent's reply, where it spells the user's words another way",
 }
 
 
@@ -582,9 +611,13 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
                 tool_runs.update(_runs(words, QUOTE))
             if label.startswith("approved_reply:"):
                 # A person's thumbs-up vouches for the agent's own words, not for the ones
-                # it repeats from the run's untrusted text, however short the copy.
+                # it repeats from the run's untrusted text, however short the copy or
+                # however respelled: those stay the user's words.
                 mine = {w for run in said for w in run}
-                words = [w for w in words if w not in mine]
+                respelled = _respelled(words, said)
+                user.update(respelled)
+                origins.setdefault("respelled", set()).update(respelled)
+                words = [w for w in words if w not in mine and w not in respelled]
             if label.startswith(("tool_result:", "error:", "evaluator_comment:")):
                 # Trust follows the words: what an evaluator's comment or a tool copies
                 # from the user (or from an untrusted tool) stays the user's.
