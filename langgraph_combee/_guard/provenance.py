@@ -195,27 +195,43 @@ def _unechoed(words: list[str], user: set[tuple[str, ...]]) -> list[str]:
 
 _LEET = str.maketrans(lexicon.mapping("leet"))
 _JOINED = 3
-"""Most of the user's consecutive words a reply may join into one ("TeamPwned") and still be
+"""Most of the user's words a reply may join into one ("TeamPwned", "PwnedTeam") and still be
 read as repeating them."""
+_PART = 3
+"""Fewest letters of each of the user's words found joined into one."""
 
 
-def _respelled(words: Sequence[str], said: Sequence[Sequence[str]]) -> set[str]:
+def _joins(word: str, parts: set[str], most: int) -> bool:
+    # Whether ``word`` is one to ``most`` of ``parts`` written one after another.
+    if word in parts:
+        return True
+    return most > 1 and any(
+        word[:i] in parts and _joins(word[i:], parts, most - 1)
+        for i in range(_PART, len(word) - _PART + 1)
+    )
+
+
+def _respelled(
+    words: Sequence[str], said: Sequence[Sequence[str]], texts: Sequence[str]
+) -> set[str]:
     """The words of an approved reply that spell the run's untrusted words another way.
 
-    "T3am Pwn3d" (digits for letters) or "TeamPwned" (two or three of them joined) is a
-    repeat of the user's "Team Pwned" as much as a copy is, and no more the agent's own.
+    "T3am Pwn3d" (digits for letters) or "TeamPwned" and "PwnedTeam" (two or three of them
+    joined, in any order) repeat the user's "Team Pwned" as much as a copy does, and are no
+    more the agent's own.
     """
     mine = {w for run in said for w in run}
-    joined = {
-        "".join(run[i : i + n])
-        for run in said
-        for n in range(2, _JOINED + 1)
-        for i in range(len(run) - n + 1)
-    }
+    # The user's words as written as well as stemmed: "pwned" + "team" is "pwnedteam".
+    parts = {w for w in mine if len(w) >= _PART}
+    parts.update(w for t in texts for w in re.findall(r"[^\W\d_]{3,}", rules.fold(t)))
     out: set[str] = set()
     for word in words:
         plain = _stem(word.translate(_LEET)) if any(c.isdigit() for c in word) else word
-        if word not in mine and (plain in mine or plain in joined):
+        joined = any(
+            plain[:i] in parts and _joins(plain[i:], parts, _JOINED - 1)
+            for i in range(_PART, len(plain) - _PART + 1)
+        )
+        if word not in mine and (plain in mine or joined):
             out.add(word)
     return out
 
@@ -614,7 +630,7 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
                 # it repeats from the run's untrusted text, however short the copy or
                 # however respelled: those stay the user's words.
                 mine = {w for run in said for w in run}
-                respelled = _respelled(words, said)
+                respelled = _respelled(words, said, texts)
                 user.update(respelled)
                 origins.setdefault("respelled", set()).update(respelled)
                 words = [w for w in words if w not in mine and w not in respelled]
