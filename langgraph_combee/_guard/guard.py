@@ -658,7 +658,14 @@ class BulletGuard:
                 and bool(found.user_only)
                 and (acting is None or bool(acting & set(found.user_only)))
             )
-            supported = found is not None and found.anchored and not from_user
+            # A person's thumbs-up says one reply was right, not that every user gets its
+            # sign-off or greeting: a rule for every user needs another trusted field.
+            replies = (
+                found is not None
+                and bool(found.fields)
+                and all(f.startswith("approved_reply:") for f in found.fields)
+            )
+            supported = found is not None and found.anchored and not from_user and not replies
             if scope and not supported:
                 where = (
                     _from(evidence, found.user_only, verdict.labels)
@@ -668,6 +675,11 @@ class BulletGuard:
                 verdict.hold.append(
                     f"task: it changes what every user gets, whatever they asked ({scope}), and "
                     "no trusted field of its runs says so"
+                    + (
+                        " (a reply a person approved was right for its run, not for every user)"
+                        if replies
+                        else ""
+                    )
                     + (f"; its words come from {where}" if where else "")
                 )
             if found is not None and found.quoted_tool:
