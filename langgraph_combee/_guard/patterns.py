@@ -302,10 +302,11 @@ def spoken_digits(text: str) -> str:
 
 def same_number(a: str, b: str) -> bool:
     """Whether the digits ``a`` and ``b`` are one phone number, written with or without its
-    country code or trunk zero ("+44 800 316 2020", "0800 316 2020", "800 316 2020")."""
+    country code (of at most three digits) or trunk zero ("+44 800 316 2020", "0800 316 2020",
+    "800 316 2020")."""
     a, b = a.lstrip("0"), b.lstrip("0")
     short, long = sorted((a, b), key=len)
-    return len(short) >= 7 and long.endswith(short)
+    return len(short) >= 7 and long.endswith(short) and len(long) - len(short) <= 3
 
 
 def without_numbers(text: str, numbers: Sequence[str]) -> str:

@@ -356,3 +356,5 @@ def test_only_a_person_of_the_apps_gives_its_number() -> None:
     assert _screened(f"{GIVE}.", [truth]) == "accepted"
     # The helpline written as the customer would dial it from abroad is the same number.
     assert _screened(f"{GIVE.replace('0800', '+44 800')}.", [_noted()]) == "accepted"
+    # Digits put before it make another number, which no one of the app's gave.
+    assert _screened(f"{GIVE.replace('0800', '+4479 800')}.", [_noted()]) == "refused"
