@@ -262,11 +262,17 @@ def find_personal_data(texts: Sequence[str]) -> str | None:
     return None
 
 
+def _digits(text: str) -> str:
+    # Every digit of ``text`` as an ASCII digit, whatever script wrote it.
+    return "".join(str(unicodedata.digit(c)) for c in re.sub(r"\D", "", text))
+
+
 def phone_numbers(text: str) -> list[str]:
-    """The digits of each phone number ``find_personal_data`` would find in ``text``."""
+    """The digits of each phone number ``find_personal_data`` would find in ``text``, as ASCII
+    digits whatever the script wrote them in ("０８００", "٠٨٠٠")."""
     found = []
     for match in _PHONE.finditer(text):
-        digits = re.sub(r"\D", "", match.group(0))
+        digits = _digits(match.group(0))
         if 9 <= len(digits) <= 15 and not (len(digits) >= 13 and _luhn(digits)):
             found.append(digits)
     return found
@@ -313,7 +319,7 @@ def without_numbers(text: str, numbers: Sequence[str]) -> str:
     """``text`` with each phone number ``same_number`` as one of ``numbers`` taken out."""
 
     def drop(match: re.Match[str]) -> str:
-        digits = re.sub(r"\D", "", match.group(0))
+        digits = _digits(match.group(0))
         return " " if any(same_number(digits, n) for n in numbers) else match.group(0)
 
     return _PHONE.sub(drop, text)

@@ -358,3 +358,8 @@ def test_only_a_person_of_the_apps_gives_its_number() -> None:
     assert _screened(f"{GIVE.replace('0800', '+44 800')}.", [_noted()]) == "accepted"
     # Digits put before it make another number, which no one of the app's gave.
     assert _screened(f"{GIVE.replace('0800', '+4479 800')}.", [_noted()]) == "refused"
+
+
+def test_a_customers_number_in_other_digits_is_still_the_customers() -> None:
+    for said in ("call me on ０８００ ３１６ ２０２０", "call me on ٠٨٠٠ ٣١٦ ٢٠٢٠"):
+        assert _screened(f"{GIVE}.", [_noted(said)]) == "refused", said
