@@ -118,18 +118,20 @@ class Feedback(BaseModel):
     def merged(self, other: Feedback) -> Feedback:
         """Return this feedback with the fields ``other`` sets taking precedence.
 
-        ``source`` says where the *text* fields (comment, ground truth) came from,
-        since trust in them depends on it: a later score from an evaluator must not
-        turn a comment a user typed into an evaluator's comment. When the kept text
-        fields come from two different sources, the source is both, joined by
-        ``+`` (``"user+evaluator"``), which no trust list names.
+        ``source`` says where the *text* fields (comment, ground truth) and a
+        ``correct=True`` came from, since trust in them depends on it: a later score
+        from an evaluator must not turn a comment a user typed into an evaluator's
+        comment, nor a reviewer's comment turn an end user's thumbs-up into a
+        reviewer's approval of the reply. When the kept fields come from two
+        different sources, the source is both, joined by ``+``
+        (``"user+evaluator"``), which no trust list names.
         """
         data = self.model_dump()
         data.update({k: v for k, v in other.model_dump().items() if v is not None})
         origins = [
             other.source if getattr(other, name) is not None else self.source
-            for name in ("comment", "ground_truth")
-            if data[name] is not None
+            for name in ("correct", "comment", "ground_truth")
+            if (data[name] is True if name == "correct" else data[name] is not None)
         ]
         if origins:
             kept = sorted({o or "" for o in origins})

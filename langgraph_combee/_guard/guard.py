@@ -521,45 +521,62 @@ class BulletGuard:
             return max(1, verdict.user_words)
         return None
 
-    def _voices(self, cited: Sequence[Trace]) -> tuple[list[str], list[str]]:
-        """What ``cited`` runs' people said, and their untrusted text.
+    def _voices(
+        self, cited: Sequence[Trace], batch: Sequence[Trace]
+    ) -> tuple[list[str], list[str]]:
+        """What ``cited`` runs' people said, and the untrusted text of the ``batch``.
 
         The first list: the comments and ground truths of feedback from a person of the
-        app's (``prov.PERSON_SOURCES``, a source this guard trusts). The second: every text
-        of the runs the end user or the outside world controls, the agent's reply aside.
+        app's (``prov.PERSON_SOURCES``), each on its own trust (an operator's ground truth
+        needs no comment beside it). The second: every text of the batch's runs the end
+        user or the outside world controls, the agent's reply aside.
         """
         people: list[str] = []
         others: list[str] = []
-        for trace in cited:
+        for trace in batch:
             others.extend(
                 text
                 for label, text in prov.untrusted_fields(trace, self.trust)
                 if label != "output"
             )
+        for trace in cited:
             fb = trace.feedback
             source = (fb.source or "").lower() if fb is not None else ""
-            trusted = source in prov.PERSON_SOURCES and source in self.trust.comment_sources
-            if fb is not None and trusted:
-                people.extend(t for t in (fb.comment, fb.ground_truth) if t)
+            if fb is None or source not in prov.PERSON_SOURCES:
+                continue
+            if self.trust.comment(trace):
+                people.append(fb.comment or "")
+            if self.trust.operator_truth(trace):
+                people.append(fb.ground_truth or "")
         return people, others
 
-    def _from_a_person(self, op: Add | Update, cited: Sequence[Trace]) -> bool:
-        """Whether every phone number of ``op`` is one a person of the app's wrote in the
-        feedback of its runs (``_voices``) and no untrusted text of those runs holds: the
-        app's own contact, not a customer's."""
+    def _from_a_person(
+        self, op: Add | Update, cited: Sequence[Trace], batch: Sequence[Trace]
+    ) -> list[str]:
+        """The phone numbers of ``op`` if every one is one a person of the app's wrote in the
+        feedback of its runs (``_voices``) and no untrusted text of the batch holds, however
+        either writes it (a country code, a trunk zero, digits in words): the app's own
+        contact, not a customer's. Otherwise none."""
         numbers = rules.phone_numbers(op.content)
-        people, others = self._voices(cited)
-        given = {n for text in people for n in rules.phone_numbers(text)}
-        asked = {n for text in others for n in rules.phone_numbers(text)}
-        return bool(numbers) and all(n in given and n not in asked for n in numbers)
+        people, others = self._voices(cited, batch)
+        given = [n for text in people for n in rules.phone_numbers(text)]
+        asked = [n for text in others for n in rules.phone_numbers(rules.spoken_digits(text))]
+        ours = all(
+            any(rules.same_number(n, g) for g in given)
+            and not any(rules.same_number(n, a) for a in asked)
+            for n in numbers
+        )
+        return numbers if numbers and ours else []
 
-    def _asked_by_a_person(self, found: str, cited: Sequence[Trace]) -> bool:
+    def _asked_by_a_person(
+        self, found: str, cited: Sequence[Trace], batch: Sequence[Trace]
+    ) -> bool:
         """Whether the request to send or reveal data that ``found`` is (an exfiltration
         finding of a rule) is one a person of the app's makes in the feedback of its runs, in
-        its own words, and no untrusted text of those runs holds: the house's convention
+        its own words, and no untrusted text of the batch holds: the house's convention
         ("repeat the card number so they know which account it was"), not the user's ask."""
         wanted = set(prov.tokens(found))
-        people, others = self._voices(cited)
+        people, others = self._voices(cited, batch)
         if not wanted or wanted <= {w for t in others for w in prov.tokens(t)}:
             return False
         return any(
@@ -584,12 +601,25 @@ class BulletGuard:
             if key not in cache:
                 cache[key] = prov.gather(cited, self.trust)
             evidence = cache[key]
-        if "personal data: phone number" in verdict.refuse and self._from_a_person(op, cited):
+        phone = "personal data: phone number"
+        if phone in verdict.refuse and (ours := self._from_a_person(op, cited, traces or ())):
             # The app's own contact (a helpline a reviewer told the agent to give), not a
             # user's: like a figure a trusted field states, it is the operator's own say.
-            verdict.refuse.remove("personal data: phone number")
+            # The check names only the first datum it finds: the rest of the text is read
+            # again without the app's numbers (a card number beside a helpline).
+            rest = rules.find_personal_data(rules.variants(rules.without_numbers(op.content, ours)))
+            at = verdict.refuse.index(phone)
+            if rest:
+                verdict.refuse[at] = f"personal data: {rest}"
+            else:
+                del verdict.refuse[at]
         asks = [f for t in _readings(op.content) if (f := rules.find_exfiltration([t]))]
-        if self.exfiltration and asks and all(self._asked_by_a_person(f, cited) for f in asks):
+        batch = traces or ()
+        if (
+            self.exfiltration
+            and asks
+            and all(self._asked_by_a_person(f, cited, batch) for f in asks)
+        ):
             verdict.refuse = [r for r in verdict.refuse if not r.startswith("exfiltration:")]
         if evidence is not None and self.provenance:
             known = ""
@@ -673,7 +703,14 @@ class BulletGuard:
                 and bool(found.user_only)
                 and (acting is None or bool(acting & set(found.user_only)))
             )
-            supported = found is not None and found.anchored and not from_user
+            # A person's thumbs-up says one reply was right, not that every user gets its
+            # sign-off or greeting: a rule for every user needs another trusted field.
+            replies = (
+                found is not None
+                and bool(found.fields)
+                and all(f.startswith("approved_reply:") for f in found.fields)
+            )
+            supported = found is not None and found.anchored and not from_user and not replies
             if scope and not supported:
                 where = (
                     _from(evidence, found.user_only, verdict.labels)
@@ -683,6 +720,11 @@ class BulletGuard:
                 verdict.hold.append(
                     f"task: it changes what every user gets, whatever they asked ({scope}), and "
                     "no trusted field of its runs says so"
+                    + (
+                        " (a reply a person approved was right for its run, not for every user)"
+                        if replies
+                        else ""
+                    )
                     + (f"; its words come from {where}" if where else "")
                 )
             if found is not None and found.quoted_tool:

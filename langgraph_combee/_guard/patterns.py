@@ -262,14 +262,67 @@ def find_personal_data(texts: Sequence[str]) -> str | None:
     return None
 
 
+def _digits(text: str) -> str:
+    # Every digit of ``text`` as an ASCII digit, whatever script wrote it.
+    return "".join(str(unicodedata.digit(c)) for c in re.sub(r"\D", "", text))
+
+
 def phone_numbers(text: str) -> list[str]:
-    """The digits of each phone number ``find_personal_data`` would find in ``text``."""
+    """The digits of each phone number ``find_personal_data`` would find in ``text``, as ASCII
+    digits whatever the script wrote them in ("０８００", "٠٨٠٠")."""
     found = []
     for match in _PHONE.finditer(text):
-        digits = re.sub(r"\D", "", match.group(0))
+        digits = _digits(match.group(0))
         if 9 <= len(digits) <= 15 and not (len(digits) >= 13 and _luhn(digits)):
             found.append(digits)
     return found
+
+
+_DIGIT_WORDS = {
+    "zero": "0", "oh": "0", "o": "0", "nought": "0", "one": "1", "two": "2", "three": "3",
+    "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9",
+    "hundred": "00", "thousand": "000",
+}  # fmt: skip
+_SPOKEN = re.compile(
+    r"\b(?:(?:double|triple|" + "|".join(_DIGIT_WORDS) + r")(?:[\s,-]+|\b)){4,}", re.IGNORECASE
+)
+
+
+def _spoken(run: str) -> str:
+    out: list[str] = []
+    times = 1
+    for word in re.findall(r"[a-z]+", run.casefold()):
+        if word in ("double", "triple"):
+            times = 2 if word == "double" else 3
+            continue
+        out.append(_DIGIT_WORDS[word] * times)
+        times = 1
+    return " " + "".join(out) + " "
+
+
+def spoken_digits(text: str) -> str:
+    """``text`` with each run of four or more English digit words ("oh eight hundred three
+    one six...", "double two") written in digits: a number said in words is still a number."""
+    return _SPOKEN.sub(lambda m: _spoken(m.group(0)), text)
+
+
+def same_number(a: str, b: str) -> bool:
+    """Whether the digits ``a`` and ``b`` are one phone number, written with or without its
+    country code (of at most three digits) or trunk zero ("+44 800 316 2020", "0800 316 2020",
+    "800 316 2020")."""
+    a, b = a.lstrip("0"), b.lstrip("0")
+    short, long = sorted((a, b), key=len)
+    return len(short) >= 7 and long.endswith(short) and len(long) - len(short) <= 3
+
+
+def without_numbers(text: str, numbers: Sequence[str]) -> str:
+    """``text`` with each phone number ``same_number`` as one of ``numbers`` taken out."""
+
+    def drop(match: re.Match[str]) -> str:
+        digits = _digits(match.group(0))
+        return " " if any(same_number(digits, n) for n in numbers) else match.group(0)
+
+    return _PHONE.sub(drop, text)
 
 
 def find_urls(texts: Sequence[str]) -> Iterator[str]:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from langgraph_combee._core.situations import parse_rule
 from langgraph_combee._core.types import Trace
 from langgraph_combee._core.values import described_in, descriptions, undescribed
+from langgraph_combee._guard import lexicon
 from langgraph_combee._guard import patterns as rules
 
 TRUSTED_FEEDBACK_SOURCES: tuple[str, ...] = ("evaluator", "operator", "reviewer", "ground_truth")
@@ -190,6 +191,49 @@ def _unechoed(words: list[str], user: set[tuple[str, ...]]) -> list[str]:
                     for j in at:
                         echoed[j] = True
     return [w for w, e in zip(words, echoed, strict=True) if not e]
+
+
+_LEET = str.maketrans(lexicon.mapping("leet"))
+_JOINED = 3
+"""Most of the user's words a reply may join into one ("TeamPwned", "PwnedTeam") and still be
+read as repeating them."""
+_PART = 3
+"""Fewest letters of each of the user's words found joined into one."""
+
+
+def _joins(word: str, parts: set[str], most: int) -> bool:
+    # Whether ``word`` is one to ``most`` of ``parts`` written one after another.
+    if word in parts:
+        return True
+    return most > 1 and any(
+        word[:i] in parts and _joins(word[i:], parts, most - 1)
+        for i in range(_PART, len(word) - _PART + 1)
+    )
+
+
+def _respelled(
+    words: Sequence[str], said: Sequence[Sequence[str]], texts: Sequence[str]
+) -> set[str]:
+    """The words of an approved reply that spell the run's untrusted words another way.
+
+    "T3am Pwn3d" (digits for letters) or "TeamPwned" and "PwnedTeam" (two or three of them
+    joined, in any order) repeat the user's "Team Pwned" as much as a copy does, and are no
+    more the agent's own.
+    """
+    mine = {w for run in said for w in run}
+    # The user's words as written as well as stemmed: "pwned" + "team" is "pwnedteam".
+    parts = {w for w in mine if len(w) >= _PART}
+    parts.update(w for t in texts for w in re.findall(r"[^\W\d_]{3,}", rules.fold(t)))
+    out: set[str] = set()
+    for word in words:
+        plain = _stem(word.translate(_LEET)) if any(c.isdigit() for c in word) else word
+        joined = any(
+            plain[:i] in parts and _joins(plain[i:], parts, _JOINED - 1)
+            for i in range(_PART, len(plain) - _PART + 1)
+        )
+        if word not in mine and (plain in mine or joined):
+            out.add(word)
+    return out
 
 
 @dataclass(frozen=True)
@@ -424,6 +468,7 @@ _FIELDS = {
     "message": "a message of the conversation",
     "output": "the agent's reply",
     "tool_args": "the arguments of a tool call",
+    "respelled": "the agent's reply, where it spells the user's words another way",
 }
 
 
@@ -582,9 +627,13 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
                 tool_runs.update(_runs(words, QUOTE))
             if label.startswith("approved_reply:"):
                 # A person's thumbs-up vouches for the agent's own words, not for the ones
-                # it repeats from the run's untrusted text, however short the copy.
+                # it repeats from the run's untrusted text, however short the copy or
+                # however respelled: those stay the user's words.
                 mine = {w for run in said for w in run}
-                words = [w for w in words if w not in mine]
+                respelled = _respelled(words, said, texts)
+                user.update(respelled)
+                origins.setdefault("respelled", set()).update(respelled)
+                words = [w for w in words if w not in mine and w not in respelled]
             if label.startswith(("tool_result:", "error:", "evaluator_comment:")):
                 # Trust follows the words: what an evaluator's comment or a tool copies
                 # from the user (or from an untrusted tool) stays the user's.
