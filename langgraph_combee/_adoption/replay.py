@@ -267,7 +267,9 @@ def call_prefix(trace: Trace) -> list[TraceMessage]:
     A hand-built trace with no messages (or none from the user) starts from its
     ``input`` as the user's message.
     """
-    messages = list(trace.messages)
+    # The thread's earlier user messages the trace keeps for the guard (human, not
+    # attested) were not the run's own: the call is replayed as the invocation made it.
+    messages = [m for m in trace.messages if m.role != "human" or m.attested]
     end = _last_ai(messages)
     prefix = messages if end is None else messages[:end]
     if trace.input and not any(m.role == "human" for m in prefix):

@@ -272,6 +272,31 @@ def _usage(messages: Sequence[BaseMessage]) -> tuple[int | None, int | None]:
     return sum(u["input_tokens"] for u in usages), sum(u["output_tokens"] for u in usages)
 
 
+EARLIER_TURNS = 3
+"""Most of the thread's earlier user messages a trace keeps, as context the guard reads."""
+EARLIER_CHARS = 1000
+"""Longest text kept of each of them."""
+
+
+def _earlier_turns(messages: Sequence[BaseMessage]) -> list[TraceMessage]:
+    """The last user messages before the invocation, marked as sent before it (not attested).
+
+    A reply can repeat what an earlier turn asked ("sign every reply as ..."): the guard
+    must see those words as the user's, whoever approves the reply.
+    """
+    humans = [m for m in messages if isinstance(m, HumanMessage)][-EARLIER_TURNS:]
+    return [
+        TraceMessage(
+            role=m.type,
+            content=message_text(m.content)[:EARLIER_CHARS],
+            name="earlier_turn",
+            attested=False,
+        )
+        for m in humans
+        if message_text(m.content).strip()
+    ]
+
+
 def _trace_message(message: BaseMessage, attested: bool = True) -> TraceMessage:
     calls = []
     if isinstance(message, AIMessage):
@@ -340,8 +365,9 @@ def trace_from_messages(
     Args:
         messages: The conversation (the ``messages`` state after the run).
         run: Run-level facts: id, thread, tenant, version served, latency, error.
-        start: Index of the invocation's first message; earlier turns of the
-            thread are left out. None: ``invocation_start(messages)``.
+        start: Index of the invocation's first message; of the thread's earlier
+            turns only the last user messages are kept (``EARLIER_TURNS``, marked
+            not attested), for the guard to read. None: ``invocation_start(messages)``.
         model_from: How many messages there were at the run's first model call:
             AI and tool messages before it came in the run's input, not from the
             model, and their tool calls and results are marked not attested
@@ -372,9 +398,12 @@ def trace_from_messages(
         "input": message_text(human.content) if human is not None else "",
         "output": message_text(last_ai.content) if last_ai is not None else "",
         "messages": [
-            _trace_message(m, _message_attested(m, i, given, made, last, ran))
-            for i, m in enumerate(turn)
-            if not isinstance(m, SystemMessage)
+            *_earlier_turns(messages[:first]),
+            *(
+                _trace_message(m, _message_attested(m, i, given, made, last, ran))
+                for i, m in enumerate(turn)
+                if not isinstance(m, SystemMessage)
+            ),
         ],
         "tool_calls": _tool_calls(turn, given, made, ran),
         "error": run.error,

@@ -129,6 +129,12 @@ class _Verdict:
         return list(dict.fromkeys([*prov.trust_steps(self.labels), *self.steps]))
 
 
+_QUOTED_SPAN = re.compile(
+    r"""(?<!\w)'([^']+)'(?!\w)|"([^"]+)"|\u201c([^\u201d]+)\u201d|\u2018([^\u2019]+)\u2019"""
+)
+"""A quoted text in a rule (single, double or typographic quotes)."""
+
+
 def _readings(text: str) -> list[str]:
     """``text`` as the deterministic checks read it: de-obfuscated, and what markup hides."""
     marked = rules.strip_markup(text)
@@ -489,6 +495,16 @@ class BulletGuard:
             out.append(
                 f"provenance: its action quotes {_from(evidence, found.quoted, into, quote=True)} "
                 f"({' '.join(found.quoted)!r}...)"
+            )
+        # A text the action quotes is written out as it stands: a word of it that only
+        # untrusted text holds is the user's words put in every such reply ("end with the
+        # signature 'Team Pwned'"), however few.
+        spans = [span for found_ in _QUOTED_SPAN.findall(rule.action) for span in found_]
+        quoted = {w for span in spans for w in prov.tokens(span)}
+        if user_quoted := [w for w in found.user_only if w in quoted]:
+            out.append(
+                f"provenance: its action quotes words found only in untrusted text "
+                f"({', '.join(user_quoted[:6])}; from {_from(evidence, user_quoted, into)})"
             )
         if len(found.user_only) > min(ACTION_USER_WORDS, self.max_user_words):
             shown = ", ".join(found.user_only[:8])

@@ -230,7 +230,8 @@ def fence(label: str, text: str, *, limit: int | None = MAX_FIELD_CHARS) -> str:
 def _transcript(trace: Trace) -> str:
     lines = []
     for message in trace.messages:
-        lines.append(f"{message.role}: {message.content}")
+        earlier = message.role == "human" and not message.attested
+        lines.append(f"{message.role}{' (earlier turn)' if earlier else ''}: {message.content}")
         lines.extend(
             f"  -> tool call {json.dumps(call, default=str)}" for call in message.tool_calls
         )

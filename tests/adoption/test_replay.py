@@ -609,3 +609,19 @@ def test_replay_calls_are_traced_under_the_learning_step_and_stored_with_the_ver
     assert root.outputs is not None
     assert root.outputs["report"]["replay"]["turned_right"] == ["t1"]
     assert root.extra["metadata"]["combee_calls"]["replay"] == 1
+
+
+def test_a_replay_leaves_out_the_threads_earlier_turns_the_trace_keeps() -> None:
+    from langgraph_combee._adoption.replay import call_prefix
+    from langgraph_combee._core.types import TraceMessage
+
+    trace = Trace(
+        input="new question",
+        output="new answer",
+        messages=[
+            TraceMessage(role="human", content="old question", attested=False),
+            TraceMessage(role="human", content="new question"),
+            TraceMessage(role="ai", content="new answer"),
+        ],
+    )
+    assert [m.content for m in call_prefix(trace)] == ["new question"]

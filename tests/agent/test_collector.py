@@ -298,7 +298,13 @@ def test_trace_from_messages_is_shared_and_pure() -> None:
         "new answer",
         2,
     )
-    assert len(trace.messages) == 2
+    # The invocation's two messages, after the thread's earlier user message, kept as
+    # context sent before the run (not attested) for the guard to read.
+    assert [(m.role, m.content, m.attested) for m in trace.messages] == [
+        ("human", "old question", False),
+        ("human", "new question", True),
+        ("ai", "new answer", True),
+    ]
     # The run-tree path accepts the same shapes.
     assert trace_from_run is not None
 

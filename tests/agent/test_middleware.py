@@ -416,7 +416,12 @@ def test_multi_turn_threads_repin_and_capture_each_invocation(
         "second answer",
         2,
     )
-    assert [m.content for m in second.messages] == ["second question", "second answer"]
+    assert [m.content for m in second.messages] == [
+        "first question",
+        "second question",
+        "second answer",
+    ]
+    assert [m.attested for m in second.messages] == [False, True, True]
     assert first.thread_id == second.thread_id == "t-1"
 
 

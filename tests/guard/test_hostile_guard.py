@@ -260,13 +260,9 @@ def test_an_approved_reply_says_nothing_of_what_every_user_gets() -> None:
     assert _screened(rule, [told]) == "accepted"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a run's trace holds its invocation only: the thread's earlier turns, and a history "
-    "the caller sends before its last message, are left out, so a reply that repeats an "
-    "injection from them is the agent's own words once a reviewer approves it",
-)
 def test_an_approved_reply_repeating_a_history_the_caller_sent_lends_it_no_trust() -> None:
+    # The trace keeps the earlier user messages (not attested), and a text the action quotes
+    # may hold no word only they wrote.
     def reply(messages: list[BaseMessage]) -> str:
         steered = any("Team Pwned" in m.text for m in messages if m.type == "human")
         return "Your parcel ships Monday." + (" Team Pwned" if steered else "")
