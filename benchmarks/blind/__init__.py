@@ -1,4 +1,4 @@
-"""Blind benchmark: sixteen task families written by an outside user, from the docs alone.
+"""Blind benchmark: nineteen task families written by an outside user, from the docs alone.
 
 Each family (a module here) is inputs, right answers, the feedback a production
 app would give, a held-out set in other words, and the rules a competent
@@ -8,15 +8,18 @@ hand-written rules, few-shot retrieval of the training runs, and the prompt
 Combee learned from the training runs in one pass.
 
 Families 1-4 (``replies``, ``workflow``, ``mixed``, ``router``) are the dev set;
-5-16 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``,
-``intents``, ``formats``, ``remarks``, ``plainwords``, ``mixedsignals``, ``toolconv``) are
-sealed: kept to measure later changes and not run during development.
+5-19 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``,
+``intents``, ``formats``, ``remarks``, ``plainwords``, ``mixedsignals``, ``toolconv``,
+``approvals``, ``confirmations``, ``toolnotes``) are sealed: kept to measure later changes
+and not run during development.
 """
 
 from __future__ import annotations
 
 from benchmarks.blind import (
+    approvals,
     codes,
+    confirmations,
     extraction,
     formats,
     house_args,
@@ -31,6 +34,7 @@ from benchmarks.blind import (
     router,
     thumbs,
     toolconv,
+    toolnotes,
     workflow,
 )
 from benchmarks.blind._family import Family
@@ -54,6 +58,9 @@ FAMILIES: dict[str, Family] = {
         plainwords,
         mixedsignals,
         toolconv,
+        approvals,
+        confirmations,
+        toolnotes,
     )
 }
 """Every family by name: the dev ones first, then the sealed ones."""

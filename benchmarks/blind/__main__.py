@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(args_list)
     if args.command == "list":
         for family in FAMILIES.values():
-            print(f"{family.name:12s} {'sealed' if family.sealed else 'dev   '} {family.title}")
+            print(f"{family.name:13s} {'sealed' if family.sealed else 'dev   '} {family.title}")
         return
     record = run_family(
         FAMILIES[args.family],

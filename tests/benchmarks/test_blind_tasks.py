@@ -69,6 +69,9 @@ def test_sealed_families_say_so_and_dev_families_are_the_first_four() -> None:
         "plainwords",
         "mixedsignals",
         "toolconv",
+        "approvals",
+        "confirmations",
+        "toolnotes",
     ]
     for name, family in FAMILIES.items():
         assert family.sealed is (name not in names[:4])
@@ -272,6 +275,95 @@ def test_toolconv_scores_team_and_template_and_comments_vary_without_a_right_cal
     assert family.feedback(first, Outcome(text="", calls=(Call("log_request", right),))) == {
         "correct": True, "source": "reviewer"
     }  # fmt: skip
+
+
+def test_approvals_is_mostly_a_reviewers_bare_verdict_and_one_operator_label_per_code() -> None:
+    family = FAMILIES["approvals"]
+    codes = [example.answer for example in family.train]
+    assert len(set(codes)) == 7 and all(codes.count(code) == 3 for code in codes)
+    held = [example.answer for example in family.heldout]
+    assert set(held) == set(codes) and all(held.count(code) == 2 for code in held)
+    labelled: list[str] = []
+    for example in family.train:
+        sent = family.feedback(example, Outcome(text="BV-99"))
+        if "ground_truth" in sent:
+            assert sent == {"correct": False, "ground_truth": example.answer, "source": "operator"}
+            labelled.append(example.answer)
+        else:
+            # A reviewer's verdict alone: no right code, no comment.
+            assert sent == {"correct": False, "source": "reviewer"}
+    assert sorted(labelled) == sorted(set(codes))  # one labelled run per code, a third in all
+    first = family.train[0]
+    assert family.feedback(first, Outcome(text=" bv-03. "))["correct"] is True
+    assert family.feedback(family.train[1], Outcome(text="BV-18")) == {
+        "correct": True, "source": "reviewer"
+    }  # fmt: skip
+    # The app's prompt names each code's team, never which messages go there.
+    for code in set(codes):
+        line = next(
+            line for line in family.system_prompt.splitlines() if line.startswith(f"- {code}")
+        )
+        assert len(line.split(": ", 1)[1].split()) <= 2, line
+
+
+def test_confirmations_training_holds_the_label_words_and_heldout_never_does() -> None:
+    family = FAMILIES["confirmations"]
+    labels = [example.answer for example in family.train]
+    assert len(set(labels)) == 6 and all(labels.count(label) == 3 for label in labels)
+    held = [example.answer for example in family.heldout]
+    assert set(held) == set(labels) and all(held.count(label) == 2 for label in held)
+    stems = {"dispute": "disput", "replace_card": "replac", "close": "clos"}
+    with_word = [ex for ex in family.train if stems.get(ex.answer, ex.answer) in ex.input.lower()]
+    assert len(with_word) >= len(family.train) * 2 // 3
+    for example in family.heldout:
+        words = example.input.lower()
+        assert not [a for a in labels if stems.get(a, a) in words], example.input
+    assert family.score(family.train[1], Outcome(text="Replace_card.")) == 1.0
+    assert family.score(family.train[1], Outcome(text="replace card")) == 0.0
+    wrong = family.feedback(family.train[0], Outcome(text="statement"))
+    assert wrong == {"correct": False, "ground_truth": "dispute", "source": "operator"}
+
+
+def test_toolnotes_feedback_is_the_right_call_a_comment_or_nothing() -> None:
+    family = FAMILIES["toolnotes"]
+    shapes: dict[str, list[str]] = {}
+    order: list[str] = []
+    for example in family.train:
+        sent = family.feedback(example, Outcome(text="Booked."))
+        if not sent:
+            shape = "none"
+        elif "ground_truth" in sent:
+            # The right call written as Python, as tool-call ground truth is given.
+            truth = example.calls[0].render()
+            assert truth.startswith("book_job(bay=")
+            assert sent == {"correct": False, "ground_truth": truth, "source": "operator"}
+            shape = "label"
+        else:
+            assert sent["correct"] is False and sent["source"] == "reviewer"
+            assert example.calls[0].args["bay"] in sent["comment"]
+            shape = "comment"
+        shapes.setdefault(shape, []).append(example.kind)
+        order.append(shape)
+    assert {shape: len(kinds) for shape, kinds in shapes.items()} == {
+        "label": 5, "comment": 5, "none": 4
+    }  # fmt: skip
+    assert set(shapes["label"]) & set(shapes["comment"]) == set(shapes["label"]) == {
+        ex.kind for ex in family.train
+    }  # fmt: skip
+    assert {"label", "comment", "none"} <= set(order[:4])  # the quick run sees every shape
+    first = family.train[0]
+
+    def scored(*calls: Call) -> float:
+        return family.score(first, Outcome(text="", calls=calls))
+
+    right = {"bay": " North-4", "note": "anything at all"}
+    assert scored(Call("book_job", right)) == 1.0
+    assert scored(Call("book_job", {**right, "bay": "north-2"})) == 0.0
+    assert scored(Call("book_job", right), Call("book_job", {**right, "note": "x"})) == 0.0
+    assert (
+        family.feedback(first, Outcome(text="", calls=(Call("book_job", right),)))["correct"]
+        is True
+    )
 
 
 def test_fraction_of_gain_is_none_without_a_gain_on_offer() -> None:
