@@ -29,6 +29,7 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 import time
 import traceback
 import uuid
@@ -45,6 +46,8 @@ from langchain_core.example_selectors import SemanticSimilarityExampleSelector
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.tools import BaseTool
+from langchain_core.tools import tool as as_tool
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from benchmarks.blind._family import Call, Example, Family, Outcome
@@ -289,9 +292,23 @@ def _record(family: Family, example: Example, outcome: Outcome) -> dict[str, Any
     }
 
 
+_TOOLS: dict[str, list[BaseTool]] = {}
+_TOOLS_LOCK = threading.Lock()
+
+
+def _tools(family: Family) -> list[BaseTool]:
+    """The family's tools, built once: building a tool's schema from a function goes through
+    a ``warnings.catch_warnings`` block, which is not thread-safe, and the arms build their
+    agents in worker threads."""
+    with _TOOLS_LOCK:
+        if family.name not in _TOOLS:
+            _TOOLS[family.name] = [as_tool(f) for f in family.tools]
+        return _TOOLS[family.name]
+
+
 def _agent(setup: Setup, family: Family, prompt: str, middleware: Any) -> Any:
     return create_agent(
-        setup.agent_model, list(family.tools), system_prompt=prompt, middleware=[middleware]
+        setup.agent_model, _tools(family), system_prompt=prompt, middleware=[middleware]
     )
 
 
