@@ -438,3 +438,26 @@ def test_formats_pairs_a_run_of_the_batch_with_one_seen_in_an_earlier_step() -> 
     # Alone, the batch's one run is no format.
     alone, counts = asyncio.run(correcting.formats_stage(ctx, _state(runs, ops)))
     assert alone.ops == ops and counts == {"formats": 0, "rules": 0}
+
+
+def test_confirmed_takes_a_reply_a_reviewer_approved_as_its_label() -> None:
+    from langgraph_combee._algorithm.stages import correcting
+
+    def approved(i: int, text: str, reply: str, source: str) -> Trace:
+        return Trace(
+            id=f"t{i}", input=text, output=reply, feedback=Feedback(correct=True, source=source)
+        )
+
+    named = _one_role("You say what several", '{"kind": "stitches after surgery"}')
+    runs = [approved(1, "The wound is weeping", "BV-12", "reviewer"),
+            approved(2, "When do the stitches come out?", "BV-12", "reviewer")]  # fmt: skip
+    state, _ = asyncio.run(correcting.confirmed(StepContext(caller=named), _state(runs, [])))
+    assert [(op.content, op.sources) for op in state.ops] == [
+        ("When stitches after surgery, answer BV-12.", ["t1", "t2"])
+    ]
+    # An end user's or an evaluator's thumbs-up vouches for no reply.
+    for source in ("user", "evaluator"):
+        runs = [approved(1, "The wound is weeping", "BV-12", source),
+                approved(2, "When do the stitches come out?", "BV-12", source)]  # fmt: skip
+        state, _ = asyncio.run(correcting.confirmed(StepContext(caller=named), _state(runs, [])))
+        assert state.ops == []

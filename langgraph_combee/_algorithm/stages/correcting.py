@@ -22,6 +22,7 @@ from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import Rule, alternatives, parse_rule
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import LLMCallError
+from langgraph_combee._guard.provenance import Trust
 from langgraph_combee._llm import prompts
 from langgraph_combee._rules import conventions as convention_rules
 from langgraph_combee._rules import examples, rules, telling
@@ -267,15 +268,23 @@ CONFIRMED_CHARS = 40
 
 
 def _right_labels(ctx: StepContext, state: StepState) -> dict[str, tuple[str, list[Trace]]]:
-    """The batch's runs judged right whose trusted ground truth is a short label, by label."""
-    trust = ctx.guard.trust if ctx.guard is not None else None
+    """The batch's runs judged right whose trusted label is short, by label.
+
+    The label is the run's trusted ground truth, or, where a person of the app's marked
+    the run right with none (``Trust.approved``: a reviewer's thumbs-up), the reply they
+    approved.
+    """
+    trust = ctx.guard.trust if ctx.guard is not None else Trust()
     found: dict[str, tuple[str, list[Trace]]] = {}
     for trace in state.batch:
         fb = trace.feedback
-        truth = (fb.ground_truth or "").strip() if fb is not None else ""
-        if fb is None or fb.correct is not True or not truth or not trace.input.strip():
+        if fb is None or fb.correct is not True or not trace.input.strip():
             continue
-        if trust is not None and not trust.truth(trace):
+        if fb.ground_truth:
+            truth = fb.ground_truth.strip() if trust.truth(trace) else ""
+        else:
+            truth = trace.output.strip() if trust.approved(trace) else ""
+        if not truth:
             continue
         if "\n" in truth or len(truth) > CONFIRMED_CHARS or rules.CALL_NAME.search(truth):
             continue
@@ -289,7 +298,8 @@ async def confirmed(ctx: StepContext, state: StepState) -> tuple[StepState, Coun
     A run judged right teaches the reflectors nothing to correct, so a label the
     agent gets right from its words ("I want a refund" -> ``refund``) has no rule,
     and a request of that kind in other words ("my money back, please") has none
-    to follow. Where two inputs or more (the batch's right runs, and earlier
+    to follow. The label is a trusted ground truth, or a reply a reviewer approved.
+    Where two inputs or more (the batch's right runs, and earlier
     steps' inputs with the same ground truth) share a trusted label that no rule
     in force or of the step answers, the kind namer is shown them and its kind
     makes the rule ("When a request for money back on an order, answer refund.").
