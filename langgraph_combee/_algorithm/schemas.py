@@ -326,7 +326,9 @@ class SmallReflectionOut(BaseModel):
         taken: set[str] = set()
         if note and not truth:
             action = instruction or f"do as the reviewer said: {_one_line(note)}"
-        elif source:
+        if source:
+            # A reviewer's note names the run's own values too ("repeat the card number
+            # (AL-77102)"): the rule every member's reply follows names none of them.
             action, taken = _general_action(action, source)
         if source:
             taken |= _identity_values(calls, source)

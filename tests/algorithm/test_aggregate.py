@@ -371,3 +371,17 @@ def test_the_small_aggregator_is_asked_only_about_proposals_with_different_actio
         "When money back, answer FIN-7Q.",
         "When refund, answer PAY-2D.",
     ]
+
+
+def test_a_reviewers_note_names_no_value_of_its_own_run_in_the_rule() -> None:
+    note = "When renewing, repeat the card number (AL-77102) so they know which account."
+    out = SmallReflectionOut(situation="loan renewal", action="renew")
+    said = "Please renew my books, card AL-77102."
+    rewritten = "repeat the card number (AL-77102) so they know which account"
+    for instruction in (rewritten, None):
+        rule = out.to_reflection("t1", source=said, note=note, instruction=instruction)
+        assert "AL-77102" not in rule.key_insight and "the value in the input" in rule.key_insight
+    # A value the request does not hold is the house's and stays.
+    house = "Lost items: open with 'Please fill in form LD-7.'"
+    rule = out.to_reflection("t1", source="I lost a book", note=house)
+    assert "LD-7" in rule.key_insight
