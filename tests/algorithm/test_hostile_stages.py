@@ -181,7 +181,7 @@ def test_confirmed_takes_one_label_however_it_is_spaced_or_cased() -> None:
     runs = [_approved(1, "The wound is weeping", "BV 12"),
             _approved(2, "When do the stitches come out?", "bv  12")]  # fmt: skip
     caller = _one_role(KINDER, '{"kind": "stitches after surgery"}')
-    state, counts = asyncio.run(correcting.confirmed(StepContext(caller=caller), _state(runs, [])))
+    state, _ = asyncio.run(correcting.confirmed(StepContext(caller=caller), _state(runs, [])))
     assert [(op.content, op.sources) for op in state.ops] == [
         ("When stitches after surgery, answer BV 12.", ["t1", "t2"])
     ]
@@ -295,3 +295,57 @@ def test_confirmed_asks_a_bounded_number_of_labels_per_step() -> None:
     caller = _one_role(KINDER, '{"kind": "any message"}', asked)
     asyncio.run(correcting.confirmed(StepContext(caller=caller), _state(runs, [])))
     assert len(asked) <= correcting.KIND_SHOWN
+
+
+def _note_rule(note: str, request: str) -> str:
+    from langgraph_combee._algorithm.schemas import SmallReflectionOut
+
+    out = SmallReflectionOut(situation="a card question", action="whatever")
+    return out.to_reflection("t1", source=request, note=note).key_insight
+
+
+def test_a_note_names_the_customers_value_it_quotes_as_the_inputs() -> None:
+    assert _note_rule("Repeat the card number (AL-77102)", "my card AL-77102 is blocked") == (
+        "When a card question, do as the reviewer said: Repeat the card number "
+        "(the value in the input)."
+    )
+    # A house value the request does not hold stays.
+    assert "0800-123-456" in _note_rule("Always give our hotline 0800-123-456", "card lost")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a house value the user happened to type is taken for the request's own: 'Always "
+    "give our hotline 0800-123-456' for 'Is 0800-123-456 your hotline?' becomes 'give our "
+    "hotline the value in the input' (the convention is lost, and the agent is told to give "
+    "whatever number a request names as the hotline)",
+)
+def test_a_notes_house_value_the_user_also_typed_stays_in_the_rule() -> None:
+    for note, request in (
+        ("Always give our hotline 0800-123-456", "Is 0800-123-456 your hotline? card lost"),
+        ("Use form BV-12 for claims", "Where is form BV-12?"),
+        ("Mention the fee is 5 EUR", "is the fee 5 EUR?"),
+    ):
+        rule = _note_rule(note, request)
+        assert "the value in the input" not in rule, rule
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a customer's value the request writes in another case or spacing ('al-77102', "
+    "'AL 77102') is not taken for the request's: the rule keeps one customer's card number",
+)
+def test_a_notes_customer_value_written_otherwise_in_the_request_is_made_general() -> None:
+    for request in ("my card al-77102 is blocked", "my card AL 77102 is blocked"):
+        rule = _note_rule("Repeat the card number (AL-77102)", request)
+        assert "77102" not in rule, rule
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a time the request names in part is cut up: 'Open hours are 09:00-17:00' for "
+    "'open at 09:00?' becomes 'the value in the input:00-17:the value in the input'",
+)
+def test_a_notes_time_range_is_never_cut_up() -> None:
+    rule = _note_rule("Open hours are 09:00-17:00", "are you open at 09:00?")
+    assert "09:00-17:00" in rule or "input:00" not in rule, rule
