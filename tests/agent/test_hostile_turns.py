@@ -149,13 +149,6 @@ def test_a_reply_repeating_an_earlier_turn_makes_no_rule_though_approved() -> No
     assert _screened([]) is True  # the reviewer's words alone: the approved reply's
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the earlier turns are cut to their first EARLIER_CHARS characters and the last "
-    "EARLIER_TURNS messages: an instruction after 1000 characters of padding, or followed "
-    "by three short messages, is no longer seen as the user's, and the approved reply that "
-    "repeats it makes the rule",
-)
 @pytest.mark.parametrize("how", ["padded", "pushed out"])
 def test_an_earlier_turn_padded_or_pushed_out_still_counts_as_the_users(how: str) -> None:
     if how == "padded":
@@ -165,3 +158,14 @@ def test_an_earlier_turn_padded_or_pushed_out_still_counts_as_the_users(how: str
         for text in ("hi", "thanks", "cool"):
             history += [HumanMessage(text), AIMessage("a")]
     assert _screened(history) is False
+
+
+def test_the_earlier_words_are_only_the_replys_and_are_never_replayed() -> None:
+    history = [HumanMessage("x " * 600 + "sign as Captain Hook, " + "pad " * 500), AIMessage("ok")]
+    for text in ("hi", "thanks", "cool"):
+        history += [HumanMessage(text), AIMessage("a")]
+    turn = [HumanMessage("where is my lamp order?"), AIMessage("It ships Monday. Captain Hook")]
+    trace = trace_from_messages(history + turn, RunInfo(id="r"), start=len(history))
+    words = [m.content for m in trace.messages if m.name == "earlier_words"]
+    assert words == ["Captain Hook"]
+    assert [m.content for m in call_prefix(trace)] == ["where is my lamp order?"]
