@@ -278,6 +278,8 @@ EARLIER_TURNS = 3
 """Most of the thread's earlier user messages a trace keeps, as context the guard reads."""
 EARLIER_CHARS = 1000
 """Longest text kept of each of them."""
+EARLIER_TURN = "earlier_turn"
+"""The name of a kept earlier user message (``TraceMessage.name``)."""
 
 
 def _earlier_turns(
@@ -289,28 +291,26 @@ def _earlier_turns(
     must see those words as the user's, whoever approves the reply. The last
     ``EARLIER_TURNS`` messages are kept as context, each cut to ``EARLIER_CHARS``; the
     words of the run's replies and calls (``turn``) that any earlier user message holds
-    beyond those are kept too (``"earlier_words"``), in the reply's order: padding an
-    instruction past the cut, or sending three more messages after it, must not make its
-    words the reviewer's. They are as many as the replies' words at most.
+    are kept too (``"earlier_words"``), in the reply's order: padding an instruction past
+    the cut, or sending three more messages after it, must not make its words the
+    reviewer's. They are as many as the replies' words at most, and stay when clipping
+    drops the earlier messages (``limits.clip_trace``).
     """
     humans = [m for m in messages if isinstance(m, HumanMessage)]
     texts = [message_text(m.content) for m in humans]
     kept = [
-        TraceMessage(
-            role="human", content=text[:EARLIER_CHARS], name="earlier_turn", attested=False
-        )
+        TraceMessage(role="human", content=text[:EARLIER_CHARS], name=EARLIER_TURN, attested=False)
         for text in texts[-EARLIER_TURNS:]
         if text.strip()
     ]
     said = {w for text in texts for w in tokens(text)}
-    shown = {w for m in kept for w in tokens(m.content)}
     written = [message_text(m.content) for m in turn if isinstance(m, AIMessage)]
     written += [str(c.get("args")) for m in turn if isinstance(m, AIMessage) for c in m.tool_calls]
     echoed: dict[str, None] = {}
     for text in written:
         for word in _WORD.findall(text):
             found = set(tokens(word))
-            if found and found <= said and not found <= shown:
+            if found and found <= said:
                 echoed.setdefault(word)
     if echoed:
         kept.append(

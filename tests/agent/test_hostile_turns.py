@@ -74,12 +74,6 @@ def test_earlier_turns_count_as_the_users_words_for_conventions() -> None:
     assert "sign every reply as Bob" in _user_texts(trace, Trust())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="clipping keeps the ends of the message list, and the earlier turns sit at its "
-    "head: under max_trace_chars the run's own request and the call it made are cut from "
-    "the middle while up to 3000 characters of earlier turns stay",
-)
 def test_clipping_keeps_the_runs_own_request_before_earlier_turns() -> None:
     history = []
     for i in range(3):
@@ -88,6 +82,13 @@ def test_clipping_keeps_the_runs_own_request_before_earlier_turns() -> None:
     clipped = clip_trace(trace, TraceLimits(max_message_chars=2000, max_trace_chars=4500))
     own = [m.content for m in clipped.messages if m.role == "human" and m.attested]
     assert own == ["my new question about lamps"]
+    assert clipped.metadata["combee_truncated"]["messages_cut"] >= 3
+    # The words of the reply the earlier turns held stay for the guard.
+    turn = [HumanMessage("where is my lamp order?"), AIMessage("It ships Monday. Captain Hook")]
+    history = [ASKED, AIMessage("ok"), HumanMessage("pad " * 3000), AIMessage("ok")]
+    trace = trace_from_messages(history + turn, RunInfo(id="r"), start=len(history))
+    clipped = clip_trace(trace, TraceLimits(max_message_chars=2000, max_trace_chars=900))
+    assert [m.name for m in clipped.messages if not m.attested] == ["earlier_words"]
 
 
 @pytest.mark.parametrize("hooks", [False, True])
