@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langgraph_combee._agent.metadata_limits import clip_metadata, drop_entries, value_size
+from langgraph_combee._agent.traces import EARLIER_TURN
 from langgraph_combee._core.types import Feedback, ToolCall, Trace, TraceMessage
 from langgraph_combee._errors import ConfigurationError
 
@@ -247,16 +248,27 @@ def clip_trace(trace: Trace, limits: TraceLimits) -> Trace:
         if dropped_entries:
             cut.chars += chars
             clipped = clipped.model_copy(update={"metadata": metadata})
+        if trace_size(clipped) > total:
+            # The thread's earlier user messages are context: they go before any of the
+            # run's own (the words of its replies they hold stay, as "earlier_words").
+            own = [m for m in clipped.messages if m.attested or m.name != EARLIER_TURN]
+            dropped_messages = len(clipped.messages) - len(own)
+            cut.chars += sum(_message_size(m) for m in clipped.messages) - sum(
+                _message_size(m) for m in own
+            )
+            messages = own
+            clipped = clipped.model_copy(update={"messages": own})
         fixed = trace_size(clipped.model_copy(update={"messages": [], "tool_calls": []}))
         room = max(0, total - fixed - _MARKER_ROOM)
         sizes = [_message_size(m) for m in clipped.messages]
         head, tail = _keep_ends(sizes, room)
         if head + tail < len(messages):
-            dropped_messages = len(messages) - head - tail
+            dropped_messages += len(messages) - head - tail
             cut.chars += sum(sizes[head : len(sizes) - tail])
             marker = TraceMessage(
                 role=MARKER_ROLE,
-                content=f"[combee: {dropped_messages} messages cut from the middle of this run]",
+                content=f"[combee: {len(messages) - head - tail} messages cut from the middle "
+                "of this run]",
             )
             kept = [*clipped.messages[:head], marker, *clipped.messages[len(sizes) - tail :]]
             clipped = clipped.model_copy(update={"messages": kept})

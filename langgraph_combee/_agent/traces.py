@@ -11,6 +11,7 @@ a malformed item: it skips it.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from langchain_core.messages import (
 
 from langgraph_combee._core.text import message_text
 from langgraph_combee._core.types import ToolCall, Trace, TraceMessage
+from langgraph_combee._guard.provenance import tokens
 
 __all__ = [
     "RunInfo",
@@ -276,25 +278,50 @@ EARLIER_TURNS = 3
 """Most of the thread's earlier user messages a trace keeps, as context the guard reads."""
 EARLIER_CHARS = 1000
 """Longest text kept of each of them."""
+EARLIER_TURN = "earlier_turn"
+"""The name of a kept earlier user message (``TraceMessage.name``)."""
 
 
-def _earlier_turns(messages: Sequence[BaseMessage]) -> list[TraceMessage]:
+def _earlier_turns(
+    messages: Sequence[BaseMessage], turn: Sequence[BaseMessage] = ()
+) -> list[TraceMessage]:
     """The last user messages before the invocation, marked as sent before it (not attested).
 
     A reply can repeat what an earlier turn asked ("sign every reply as ..."): the guard
-    must see those words as the user's, whoever approves the reply.
+    must see those words as the user's, whoever approves the reply. The last
+    ``EARLIER_TURNS`` messages are kept as context, each cut to ``EARLIER_CHARS``; the
+    words of the run's replies and calls (``turn``) that any earlier user message holds
+    are kept too (``"earlier_words"``), in the reply's order: padding an instruction past
+    the cut, or sending three more messages after it, must not make its words the
+    reviewer's. They are as many as the replies' words at most, and stay when clipping
+    drops the earlier messages (``limits.clip_trace``).
     """
-    humans = [m for m in messages if isinstance(m, HumanMessage)][-EARLIER_TURNS:]
-    return [
-        TraceMessage(
-            role=m.type,
-            content=message_text(m.content)[:EARLIER_CHARS],
-            name="earlier_turn",
-            attested=False,
-        )
-        for m in humans
-        if message_text(m.content).strip()
+    humans = [m for m in messages if isinstance(m, HumanMessage)]
+    texts = [message_text(m.content) for m in humans]
+    kept = [
+        TraceMessage(role="human", content=text[:EARLIER_CHARS], name=EARLIER_TURN, attested=False)
+        for text in texts[-EARLIER_TURNS:]
+        if text.strip()
     ]
+    said = {w for text in texts for w in tokens(text)}
+    written = [message_text(m.content) for m in turn if isinstance(m, AIMessage)]
+    written += [str(c.get("args")) for m in turn if isinstance(m, AIMessage) for c in m.tool_calls]
+    echoed: dict[str, None] = {}
+    for text in written:
+        for word in _WORD.findall(text):
+            found = set(tokens(word))
+            if found and found <= said:
+                echoed.setdefault(word)
+    if echoed:
+        kept.append(
+            TraceMessage(
+                role="human", content=" ".join(echoed), name="earlier_words", attested=False
+            )
+        )
+    return kept
+
+
+_WORD = re.compile(r"\w+(?:[-_./:']\w+)*")
 
 
 def _trace_message(message: BaseMessage, attested: bool = True) -> TraceMessage:
@@ -367,7 +394,8 @@ def trace_from_messages(
         run: Run-level facts: id, thread, tenant, version served, latency, error.
         start: Index of the invocation's first message; of the thread's earlier
             turns only the last user messages are kept (``EARLIER_TURNS``, marked
-            not attested), for the guard to read. None: ``invocation_start(messages)``.
+            not attested), with the words of the run's replies any earlier user
+            message holds, for the guard to read. None: ``invocation_start(messages)``.
         model_from: How many messages there were at the run's first model call:
             AI and tool messages before it came in the run's input, not from the
             model, and their tool calls and results are marked not attested
@@ -398,7 +426,7 @@ def trace_from_messages(
         "input": message_text(human.content) if human is not None else "",
         "output": message_text(last_ai.content) if last_ai is not None else "",
         "messages": [
-            *_earlier_turns(messages[:first]),
+            *_earlier_turns(messages[:first], turn),
             *(
                 _trace_message(m, _message_attested(m, i, given, made, last, ran))
                 for i, m in enumerate(turn)

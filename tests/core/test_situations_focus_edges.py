@@ -235,9 +235,10 @@ def sent_and_replayed(
     )
     traces = captured(combee)
     for turn in turns:
-        # By the start of its text: a trace may keep only the head of a long message.
+        # By the start of its text: a trace may keep only the head of a long message. Its
+        # input, not its first message: a trace keeps the thread's earlier turns first.
         text = str(turn[0].text)
-        trace = next(t for t in traces if text.startswith(t.messages[0].content[:40]))
+        trace = next(t for t in traces if text.startswith(t.input[:40]))
         asyncio.run(run.replay(trace, version.playbook))
     return sent, replayed
 

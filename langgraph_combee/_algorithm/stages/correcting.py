@@ -286,10 +286,17 @@ def _right_labels(ctx: StepContext, state: StepState) -> dict[str, tuple[str, li
             truth = trace.output.strip() if trust.approved(trace) else ""
         if not truth:
             continue
-        if "\n" in truth or len(truth) > CONFIRMED_CHARS or rules.CALL_NAME.search(truth):
+        # Any line break (a carriage return, U+2028 too) makes it a reply, not a label.
+        multiline = len(truth.splitlines()) > 1
+        if multiline or len(truth) > CONFIRMED_CHARS or rules.CALL_NAME.search(truth):
             continue
-        found.setdefault(truth.casefold(), (truth, []))[1].append(trace)
+        found.setdefault(_label_key(truth), (truth, []))[1].append(trace)
     return found
+
+
+def _label_key(text: str) -> str:
+    """One key for a label or request however it is cased and spaced ("BV  12" is "bv 12")."""
+    return " ".join(text.split()).casefold()
 
 
 async def confirmed(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
@@ -320,8 +327,13 @@ async def confirmed(ctx: StepContext, state: StepState) -> tuple[StepState, Coun
         if any(rules.same_action(action, a) for a in actions):
             continue
         inputs = [t.input for t in runs]
-        inputs += [s.text for s in state.earlier if s.truth.casefold() == key and s.text.strip()]
-        inputs = list(dict.fromkeys(inputs))
+        inputs += [s.text for s in state.earlier if _label_key(s.truth) == key and s.text.strip()]
+        # One request sent twice, spaced or cased another way, is one input: it takes
+        # two different requests to show a kind.
+        unique: dict[str, str] = {}
+        for text in inputs:
+            unique.setdefault(_label_key(text), text)
+        inputs = list(unique.values())
         if len(inputs) >= KIND_RUNS:
             jobs.append((truth, runs, inputs[:KIND_SHOWN]))
 
