@@ -247,12 +247,6 @@ def test_confirmed_rules_from_approved_replies_meet_the_guard_end_to_end() -> No
     assert _learn_confirmed(same, guard=BulletGuard(min_support=2)) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a label every one of its runs' requests holds (one customer's order number the "
-    "agent echoed, a reviewer passed) becomes a rule answering that number to every request "
-    "of the kind; it is the requests' value, not a label",
-)
 def test_confirmed_writes_no_rule_answering_a_value_each_request_holds() -> None:
     runs = [_approved(1, "Is my order NW-45858 shipped?", "NW-45858"),
             _approved(2, "Where is NW-45858", "NW-45858")]  # fmt: skip

@@ -21,6 +21,7 @@ from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import Rule, alternatives, parse_rule
 from langgraph_combee._core.types import Trace
+from langgraph_combee._core.values import holds, values
 from langgraph_combee._errors import LLMCallError
 from langgraph_combee._guard.provenance import Trust
 from langgraph_combee._llm import prompts
@@ -334,6 +335,11 @@ async def confirmed(ctx: StepContext, state: StepState) -> tuple[StepState, Coun
         for text in inputs:
             unique.setdefault(_label_key(text), text)
         inputs = list(unique.values())
+        # A label holding a number every request names (one order's id the agent echoed)
+        # is the requests' value, not an answer for their kind.
+        numbered = [v for v in values(truth) if any(c.isdigit() for c in v)]
+        if any(all(holds(v, text) for text in inputs) for v in numbered):
+            continue
         if len(inputs) >= KIND_RUNS:
             jobs.append((truth, runs, inputs[:KIND_SHOWN]))
 
