@@ -1,4 +1,4 @@
-"""Blind benchmark: nineteen task families written by an outside user, from the docs alone.
+"""Blind benchmark: twenty-two task families written by an outside user, from the docs alone.
 
 Each family (a module here) is inputs, right answers, the feedback a production
 app would give, a held-out set in other words, and the rules a competent
@@ -8,9 +8,10 @@ hand-written rules, few-shot retrieval of the training runs, and the prompt
 Combee learned from the training runs in one pass.
 
 Families 1-4 (``replies``, ``workflow``, ``mixed``, ``router``) are the dev set;
-5-19 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``,
+5-22 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``,
 ``intents``, ``formats``, ``remarks``, ``plainwords``, ``mixedsignals``, ``toolconv``,
-``approvals``, ``confirmations``, ``toolnotes``) are sealed: kept to measure later changes
+``approvals``, ``confirmations``, ``toolnotes``, ``sorting``, ``housestyle``,
+``toolerrors``) are sealed: kept to measure later changes
 and not run during development.
 """
 
@@ -23,6 +24,7 @@ from benchmarks.blind import (
     extraction,
     formats,
     house_args,
+    housestyle,
     intents,
     labels,
     mixed,
@@ -32,8 +34,10 @@ from benchmarks.blind import (
     remarks,
     replies,
     router,
+    sorting,
     thumbs,
     toolconv,
+    toolerrors,
     toolnotes,
     workflow,
 )
@@ -61,6 +65,9 @@ FAMILIES: dict[str, Family] = {
         approvals,
         confirmations,
         toolnotes,
+        sorting,
+        housestyle,
+        toolerrors,
     )
 }
 """Every family by name: the dev ones first, then the sealed ones."""

@@ -299,10 +299,17 @@ _TOOLS_LOCK = threading.Lock()
 def _tools(family: Family) -> list[BaseTool]:
     """The family's tools, built once: building a tool's schema from a function goes through
     a ``warnings.catch_warnings`` block, which is not thread-safe, and the arms build their
-    agents in worker threads."""
+    agents in worker threads.
+
+    A tool that refuses a call raises LangChain's ``ToolException``; as an app does with
+    ``handle_tool_error=True``, its message goes back to the model as an error result
+    (``status="error"``, the trace's tool error) instead of ending the run."""
     with _TOOLS_LOCK:
         if family.name not in _TOOLS:
-            _TOOLS[family.name] = [as_tool(f) for f in family.tools]
+            built = [as_tool(f) for f in family.tools]
+            for tool in built:
+                tool.handle_tool_error = True
+            _TOOLS[family.name] = built
         return _TOOLS[family.name]
 
 
