@@ -72,6 +72,9 @@ def test_sealed_families_say_so_and_dev_families_are_the_first_four() -> None:
         "approvals",
         "confirmations",
         "toolnotes",
+        "sorting",
+        "housestyle",
+        "toolerrors",
     ]
     for name, family in FAMILIES.items():
         assert family.sealed is (name not in names[:4])
@@ -364,6 +367,133 @@ def test_toolnotes_feedback_is_the_right_call_a_comment_or_nothing() -> None:
         family.feedback(first, Outcome(text="", calls=(Call("book_job", right),)))["correct"]
         is True
     )
+
+
+def test_sorting_has_two_runs_per_code_a_neutral_prompt_and_heldout_in_new_words() -> None:
+    family = FAMILIES["sorting"]
+    codes = [example.answer for example in family.train]
+    assert len(set(codes)) == 8 and all(codes.count(code) == 2 for code in codes)
+    held = [example.answer for example in family.heldout]
+    assert sorted(held) == sorted(codes)
+    # The app's prompt gives each code a desk's place, never a topic the rules route by.
+    topics = ("transcript", "fee", "visa", "course", "hall", "disab", "graduat", "exam")
+    for code in set(codes):
+        line = next(
+            line for line in family.system_prompt.splitlines() if line.startswith(f"- {code}")
+        )
+        assert not [word for word in topics if word in line.lower()], line
+    # The key nouns of a code's training messages stay out of its held-out ones.
+    key_nouns = {
+        "R4K": ("transcript", "grades", "employer", "certificate", "copy"),
+        "Z9M": ("grandmother", "time", "essay", "flu", "exam"),
+        "B2T": ("tuition", "instalment", "fee", "student"),
+        "H6W": ("letter", "enrolment", "visa", "cas"),
+        "P3D": ("chemistry", "switch", "module", "change"),
+        "V8N": ("heating", "room", "hall", "mould", "bathroom", "flat"),
+        "C5J": ("dyslexia", "extra time", "exams", "wheelchair", "lecture"),
+        "L7F": ("ticket", "graduation", "ceremony", "gown"),
+    }
+    for example in family.heldout:
+        words = example.input.lower()
+        assert not [w for w in key_nouns[example.answer] if w in words], example.input
+    wrong = family.feedback(family.train[0], Outcome(text="Records"))
+    assert wrong == {"correct": False, "ground_truth": "R4K", "source": "operator"}
+    assert family.score(family.train[0], Outcome(text=' "r4k." ')) == 1.0
+
+
+def test_housestyle_gives_reviewer_notes_or_bare_approvals_and_never_a_reply() -> None:
+    family = FAMILIES["housestyle"]
+    comments: dict[str, list[str]] = {}
+    silent = 0
+    # Wrong for every kind: no reference, number, page or sign-off, and over 20 words.
+    wrong = Outcome(text=" ".join(["Thanks for getting in touch, we will look into it."] * 3))
+    for example in family.train:
+        sent = family.feedback(example, wrong)
+        if not sent:
+            silent += 1
+            continue
+        assert sent["correct"] is False and sent["source"] == "reviewer"
+        assert "ground_truth" not in sent
+        comments.setdefault(example.kind, []).append(sent["comment"])
+        right = family.feedback(example, Outcome(text=example.answer))
+        assert right == {"correct": True, "source": "reviewer"}
+    assert silent == 3
+    assert len(comments) == 5  # every kind has a reviewer's note
+    flat = [comment for wordings in comments.values() for comment in wordings]
+    assert len(set(flat)) == len(flat)
+    assert "MP-51907" in " ".join(flat)  # the note names that run's own reference
+    assert len(family.train) == 15 and len(family.heldout) == 12
+
+
+def test_housestyle_scores_each_kinds_convention() -> None:
+    family = FAMILIES["housestyle"]
+    by_kind: dict[str, Example] = {}
+    for example in family.train:
+        by_kind.setdefault(example.kind, example)
+
+    def scored(kind: str, text: str) -> float:
+        return family.score(by_kind[kind], Outcome(text=text))
+
+    assert scored("exchange", "Booking mp-48213 is moved.") == 1.0
+    assert scored("exchange", "Booking MP-482130 is moved.") == 0.0
+    assert scored("access", "Call the access line on 0161  496 0732.") == 1.0
+    assert scored("access", "Call the access line on 01614960732.") == 0.0
+    assert scored("lost", "See Marlowe.org.uk/lost for found items.") == 1.0
+    assert scored("groups", "We can hold the seats.\n\n**Group Sales, The Marlowe**") == 1.0
+    assert scored("groups", "Group Sales, The Marlowe. We can hold the seats for two weeks.") == 0.0
+    assert scored("times", "It starts at 7.30pm.") == 1.0
+    assert scored("times", " ".join(["word"] * 21)) == 0.0
+
+
+def test_toolerrors_tool_refuses_a_wrong_vehicle_with_its_own_error_as_a_tool_error() -> None:
+    from langchain_core.messages import ToolMessage
+    from langchain_core.tools import ToolException
+
+    from benchmarks.blind._runner import _tools
+
+    family = FAMILIES["toolerrors"]
+    book_job = family.tools[0]
+    right = {"service": "piano", "crew": "crew-4", "vehicle": "Tail-Lift ", "notes": "grand"}
+    assert book_job(**right).startswith("Job booked")
+    with pytest.raises(ToolException, match="'piano' job goes out with vehicle 'tail-lift'"):
+        book_job(**{**right, "vehicle": "van"})
+    with pytest.raises(ToolException, match="Unknown service 'removal'"):
+        book_job(**{**right, "service": "removal"})
+    # Crews are the operator's to correct: the booking system does not check them.
+    assert book_job(**{**right, "crew": "crew-2"}).startswith("Job booked")
+    # In the runner a refusal goes back to the model as an error result, not a failed run.
+    (tool,) = _tools(family)
+    call = {"name": "book_job", "args": {**right, "vehicle": "van"}, "id": "c1"}
+    message = tool.invoke({**call, "type": "tool_call"})
+    assert isinstance(message, ToolMessage) and message.status == "error"
+    assert "Fleet check failed" in message.text
+
+
+def test_toolerrors_sends_one_operator_call_per_service_and_nothing_on_the_rest() -> None:
+    family = FAMILIES["toolerrors"]
+    labelled: list[str] = []
+    order: list[bool] = []
+    for example in family.train:
+        sent = family.feedback(example, Outcome(text="Booked."))
+        order.append(bool(sent))
+        if sent:
+            truth = example.calls[0].render()
+            assert truth.startswith("book_job(service=")
+            assert sent == {"correct": False, "ground_truth": truth, "source": "operator"}
+            labelled.append(example.kind)
+    assert sorted(labelled) == sorted({ex.kind for ex in family.train})
+    assert len(labelled) == 5 and len(family.train) == 14
+    assert True in order[:4] and False in order[:4]  # the quick run sees both
+    first = family.train[0]
+
+    def scored(*calls: Call) -> float:
+        return family.score(first, Outcome(text="", calls=calls))
+
+    right = {"service": "Piano", "crew": "crew-4", "vehicle": "tail-lift", "notes": "anything"}
+    assert scored(Call("book_job", right)) == 1.0
+    assert scored(Call("book_job", {**right, "crew": "crew-2"})) == 0.0
+    # A refused call counts: the run broke the fleet rule before getting it right.
+    assert scored(Call("book_job", {**right, "vehicle": "van"}), Call("book_job", right)) == 0.0
 
 
 def test_fraction_of_gain_is_none_without_a_gain_on_offer() -> None:
