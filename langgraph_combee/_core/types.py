@@ -614,8 +614,8 @@ class StepReport(BaseModel):
         """The step in one line: traces, rules and what became of them, version and why.
 
         Example: ``"4 traces; rules: 3 proposed, 1 written, 1 held, 0 refused,
-        1 left out; reasons: held: provenance 1, left out by curator 1, vague
-        alternative 2; version 5 accepted (in force)"``. When held or refused
+        1 left out; reasons: held: provenance 1, left out by curator 1; version 5
+        accepted (in force)"``. When held or refused
         rules rest on fields a setting could trust, ``to_trust()`` follows the
         reasons: ``"...; to trust their text: the result of tool 'lookup': add
         'lookup' to BulletGuard(trusted_tools=[...]) if your app controls what it
