@@ -169,8 +169,6 @@ def summarise(reports: Sequence[StepReport], failures: Sequence[str]) -> dict[st
         "output_tokens": sum(r.output_tokens for r in reports),
         "evicted": sum(r.evicted for r in reports),
         "merged": sum(r.merged for r in reports),
-        "telling_words": sum(r.telling_words for r in reports),
-        "vague_alternatives": sum(r.vague_alternatives for r in reports),
         "replay_tokens": sum(r.replay.input_tokens + r.replay.output_tokens for r in replayed),
         "rules_dropped_by_replay": sum(len(r.replay.dropped) for r in replayed),
         "rules_verified_by_replay": sum(

@@ -594,8 +594,8 @@ class Combee:
         ``"steps"`` what every learning step of this process did, ``learn()``'s
         and the background learner's, summed (``StepTally.describe()``): steps,
         traces, versions written and accepted, ``rules`` (proposed, written,
-        held, refused, left out), ``reasons`` rules did not land (``"vague
-        alternative"``, ``"held: provenance"``, ...), the learner calls by stage
+        held, refused, left out), ``reasons`` rules did not land (``"left out
+        by curator"``, ``"held: provenance"``, ...), the learner calls by stage
         and the tokens per 1,000 traces, and the ``last`` step's one-line summary.
         """
         learner = self._learner

@@ -351,8 +351,7 @@ def _narrowed(
     Only what the step brought may go: for an update of a rule in force
     (``previous``, its text before the step), the alternatives that text
     already gave with the same action stay; they were accepted, and what
-    service showed of them weighs more than one replay (``sharpen_playbook``
-    needs two contrary inputs, and never touches a proven rule).
+    service showed of them weighs more than one replay.
 
     None when the rule is no "When <situation>, <action>." rule, when some run
     names none of the alternatives that may go (the rule drew it some other

@@ -68,7 +68,7 @@ class StepContext:
     dedup: bool = True
     guard: BulletGuard | None = None
     roles: RoleProfile = field(default_factory=FullRoles)
-    # The inputs of this learner's earlier steps, evidence for sharpening situations.
+    # The inputs of this learner's earlier steps: evidence for served rules and labels.
     memory: rules.InputMemory = field(default_factory=rules.InputMemory)
     stages: tuple[Stage, ...] = STEP_STAGES
     # Most worked examples the playbook keeps (the ``examples`` stage); 0: none.
@@ -104,8 +104,7 @@ async def finish(
     Weigh the evidence, screen ops (guard), apply them, remove discredited and
     contradicted bullets, de-duplicate, promote supported bullets, then budget.
     Held ops (policy changes) are left out and listed in ``report.held``.
-    ``batch`` is the step's whole batch when ``traces`` is only part of it:
-    situations are sharpened on it.
+    ``batch`` is the step's whole batch when ``traces`` is only part of it.
 
     Returns:
         The new playbook, and the ops applied with the bullets removed.

@@ -251,7 +251,7 @@ def stem(word: str) -> str:
 
 # Verbs, time words and fillers that requests of every kind are written with: a rule whose
 # situation names one ("get", "make", "send", "went", "months") matches requests of other
-# cases as well (telling words and the reflector's keywords brought them in). On eleven
+# cases as well (the reflector's keywords bring them in). On eleven
 # real ticket-routing playbooks of the 1.5B (352 held-out tickets), leaving them out cut
 # the tickets shown a rule of another code from 127 to 94 and raised those whose first
 # matching rule is the right one from 193 to 200 (benchmarks/results/focus-proxy.py.txt).

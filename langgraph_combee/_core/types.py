@@ -501,16 +501,6 @@ class StepReport(BaseModel):
         "the playbook; each counts half a harmful verdict (``rules.served_evidence``).",
     )
     discredited: int = Field(0, description="Bullets removed because service proved them wrong.")
-    vague_alternatives: int = Field(
-        0,
-        description="Alternatives of new rules' situations dropped because the batch's inputs "
-        "holding their words mostly needed another action (``rules.sharpen``).",
-    )
-    telling_words: int = Field(
-        0,
-        description="Words added to new rules' situations because they recur in inputs that "
-        "needed the rule's action and in no input known to need another (``telling.widen``).",
-    )
     narrowed_for_guard: int = Field(
         0,
         description="New rules whose situation kept fewer alternatives so that the guard's "
@@ -562,9 +552,7 @@ class StepReport(BaseModel):
         """Why rules did not reach the candidate as proposed, counted by reason.
 
         Each key is a reason shown in the step's log line and in ``combee
-        steps``: ``"vague alternative"`` (an alternative of a rule's situation
-        dropped because the batch's inputs holding its words mostly needed
-        another action), ``"left out by curator"``, ``"conflict"`` (contradicting
+        steps``: ``"left out by curator"``, ``"conflict"`` (contradicting
         rules settled), ``"evicted by budget"`` (the playbook's token budget),
         ``"merged as duplicate"``, ``"dropped by replay"`` (verified adoption),
         ``"discredited"`` (served outcomes proved it wrong), ``"unknown op"``,
@@ -577,7 +565,6 @@ class StepReport(BaseModel):
         Reasons with no count are left out.
         """
         counts: dict[str, int] = {
-            "vague alternative": self.vague_alternatives,
             "left out by curator": len(self.left_out),
             "conflict": len(self.conflicts),
             "evicted by budget": self.evicted,
@@ -627,8 +614,8 @@ class StepReport(BaseModel):
         """The step in one line: traces, rules and what became of them, version and why.
 
         Example: ``"4 traces; rules: 3 proposed, 1 written, 1 held, 0 refused,
-        1 left out; reasons: held: provenance 1, left out by curator 1, vague
-        alternative 2; version 5 accepted (in force)"``. When held or refused
+        1 left out; reasons: held: provenance 1, left out by curator 1; version 5
+        accepted (in force)"``. When held or refused
         rules rest on fields a setting could trust, ``to_trust()`` follows the
         reasons: ``"...; to trust their text: the result of tool 'lookup': add
         'lookup' to BulletGuard(trusted_tools=[...]) if your app controls what it

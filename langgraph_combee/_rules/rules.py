@@ -47,7 +47,6 @@ from langgraph_combee._core.situations import (
 from langgraph_combee._core.types import Trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._guard.provenance import Trust
-from langgraph_combee._guard.support import DEFAULT_USER_KEY, support_key
 from langgraph_combee._rules.conventions import disowned, trusted_verdict
 
 SAME_SITUATION = 0.8
@@ -212,7 +211,7 @@ def placed_names(text: str) -> frozenset[str]:
     ("Ms Berg", "this is Priya", "ask Anna"), nor right before another name
     ("Anna Berg"). A name written so in one place and otherwise in another is
     no place. These marks are English: in other languages no name is read as
-    a place, and none joins a rule (``telling.telling_words``).
+    a place.
     """
     names = proper_nouns(text)
     if not names:
@@ -354,8 +353,8 @@ def join_situations(*situations: str) -> str:
     return " or ".join(kept)
 
 
-# Actions are compared pairwise (``sharpen`` compares every new rule's action with
-# every other's): the few distinct actions of a step are read once each.
+# Actions are compared pairwise (settling a batch compares every new rule's action
+# with every other's): the few distinct actions of a step are read once each.
 @functools.lru_cache(maxsize=4096)
 def _norm(text: str) -> str:
     return _words.normalised(text)
@@ -364,12 +363,6 @@ def _norm(text: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def _action_values(action: str) -> tuple[frozenset[str], frozenset[str]]:
     return _values.asked_and_refused(action)
-
-
-def action_key(action: str) -> tuple[str, object]:
-    """A key two actions share exactly when ``same_action`` says they agree."""
-    asked, refused = _action_values(action)
-    return ("values", (asked, refused)) if asked or refused else ("words", _norm(action))
 
 
 def same_action(a: str, b: str) -> bool:
@@ -864,11 +857,6 @@ def resolve_conflicts(playbook: Playbook) -> tuple[list[DeltaOp], list[Conflict]
     return ops, found
 
 
-MIN_PRECISION = 0.5
-"""Share of a batch's inputs holding a word that must need the rule's action (at least this)
-for the word to tell that action apart."""
-
-
 def _truth(trace: Trace) -> str:
     return (trace.feedback.ground_truth or "").strip() if trace.feedback is not None else ""
 
@@ -883,8 +871,6 @@ class Seen:
         truth: Its ground truth, if feedback gave one.
         actions: The actions of the new rules its reflection backed.
         text: The input's start (``MAX_FOCUS_TEXT`` characters), for the words as written.
-        who: Whom it speaks for (``support.support_key``: a user, else a thread,
-            else the run): one person's inputs count once as support for a word.
     """
 
     id: str
@@ -892,7 +878,6 @@ class Seen:
     truth: str = ""
     actions: tuple[str, ...] = ()
     text: str = ""
-    who: str = ""
 
 
 def _rule_actions(ops: Sequence[DeltaOp]) -> dict[str, tuple[str, ...]]:
@@ -920,7 +905,6 @@ def seen_inputs(traces: Iterable[Trace], ops: Sequence[DeltaOp] = ()) -> list[Se
             _truth(t),
             actions.get(t.id, ()),
             t.input[:MAX_FOCUS_TEXT],
-            support_key(t, DEFAULT_USER_KEY),
         )
         for t in traces
         if t.input.strip()
@@ -928,11 +912,12 @@ def seen_inputs(traces: Iterable[Trace], ops: Sequence[DeltaOp] = ()) -> list[Se
 
 
 class InputMemory:
-    """The inputs of a learner's recent steps, kept in memory as evidence for ``sharpen``.
+    """The inputs of a learner's recent steps, kept in memory as evidence.
 
     A step of a few traces (the demo learns four at a time) holds too few
-    inputs to show that a word is shared by cases that need other actions; the
-    inputs of the steps before it do. Bounded (the latest ``limit`` inputs); it
+    inputs to ground the rules it serves (``served_evidence``) or to show that
+    several inputs share a label (the ``confirmed`` stage); the inputs of the
+    steps before it do. Bounded (the latest ``limit`` inputs); it
     is lost with the process, which loses nothing but evidence.
     """
 
@@ -974,198 +959,6 @@ class InputMemory:
             return len(self._items)
 
 
-def needs(item: Seen, action: str, sources: set[str], truths: set[str]) -> bool | None:
-    """Whether the input needed ``action``: from its ground truth, else from the rules it backs.
-
-    An action that names no value ("call lookup_order first") is needed by an input
-    whose ground truth is one of the ``truths`` of the runs backing it: rules in
-    other words for one expected behaviour are not evidence against each other.
-    """
-    if item.truth:
-        verdict = followed(action, item.truth, item.text)
-        if verdict is not None:
-            return verdict
-        if item.truth in truths:
-            return True
-    if item.id in sources or any(same_action(a, action) for a in item.actions):
-        return True
-    return False if item.actions else None
-
-
-def evidence(traces: Sequence[Trace], ops: Sequence[DeltaOp], memory: Sequence[Seen]) -> list[Seen]:
-    """The batch's inputs as evidence (with the ``ops`` they back), then the memory's others."""
-    batch = seen_inputs(traces, ops)
-    ids = {item.id for item in batch}
-    return [*batch, *(item for item in memory if item.id not in ids)]
-
-
-def _sharp(
-    rule: Rule, sources: set[str], items: Sequence[Seen], *, against: int = 1
-) -> tuple[list[str], list[str]] | None:
-    """The rule's alternatives kept and dropped; None when no input needed another action.
-
-    An alternative goes only when at least ``against`` inputs holding its words
-    needed another action.
-    """
-    truths = {item.truth for item in items if item.id in sources} - {""}
-    need = {item.id: needs(item, rule.action, sources, truths) for item in items}
-    if not any(v is False for v in need.values()):
-        return None
-    texts = {item.id: item.words for item in items}
-    parts = alternatives(rule.situation)
-    kept = [a for a in parts if _tells_apart(a, texts, need, against=against)]
-    return kept, [a for a in parts if a not in kept]
-
-
-def backed_rules(ops: Sequence[DeltaOp]) -> list[tuple[DeltaOp, Rule | None, set[str]]]:
-    """Each op with its rule (None when it is no ADD of a rule) and the rule's backing:
-    the sources of every new rule with the same action (copies and rewordings of one
-    action are one piece of evidence)."""
-    parsed = [(op, parse_rule(op.content) if isinstance(op, Add) else None) for op in ops]
-    out: list[tuple[DeltaOp, Rule | None, set[str]]] = []
-    for op, rule in parsed:
-        backing = (
-            {
-                s
-                for other, r in parsed
-                if r is not None and same_action(r.action, rule.action)
-                for s in getattr(other, "sources", ())
-            }
-            if rule is not None
-            else set()
-        )
-        out.append((op, rule, backing))
-    return out
-
-
-def sharpen(
-    ops: Sequence[DeltaOp], traces: Sequence[Trace], memory: Sequence[Seen] = ()
-) -> tuple[list[DeltaOp], int]:
-    """New rules without the alternatives the inputs show cannot pick their action.
-
-    For each alternative of a new rule's situation, the words of it that occur in
-    the batch's inputs (and those of earlier steps in ``memory``) are looked up:
-    an alternative is kept when one of them occurs at least as often
-    (``MIN_PRECISION``) in inputs that needed the rule's action as in others (by
-    their ground truth, or by the rules their reflections gave), or when none of
-    its words occurs in any input (a general term, such as "billing"). An
-    alternative whose input words all occur more in inputs that needed another
-    action ("order management" where every ticket names an order) would draw
-    those inputs to this rule, and goes; a rule left with no alternative, or
-    with only alternatives of generic words ("any question", which fit every
-    input), goes too. With fewer than two inputs, or no input known to need another action,
-    nothing is dropped.
-
-    Returns:
-        The ops, and how many alternatives were dropped (once per distinct rule).
-    """
-    items = evidence(traces, ops, memory)
-    if len(items) < 2:
-        return list(ops), 0
-    out: list[DeltaOp] = []
-    dropped: set[tuple[str, str]] = set()
-    for op, rule, backing in backed_rules(ops):
-        if rule is None:
-            out.append(op)
-            continue
-        assert isinstance(op, Add)
-        verdict = _sharp(rule, backing, items)
-        if verdict is None:
-            out.append(op)
-            continue
-        kept, gone = verdict
-        # Copies of one rule (Combee gives each reflection to two curators) count once.
-        dropped.update((op.content, a) for a in gone)
-        if gone:
-            narrowed = rule.keeping(kept)
-            if narrowed is None:
-                continue
-            op = Add(section=op.section, content=narrowed.text(), sources=op.sources)
-        out.append(op)
-    return out, len(dropped)
-
-
-MIN_AGAINST_SERVED = 2
-"""Inputs needing another action it takes to drop an alternative of a served rule."""
-
-
-def sharpen_playbook(playbook: Playbook, memory: Sequence[Seen]) -> tuple[list[DeltaOp], int]:
-    """UPDATE ops narrowing live rules to the alternatives the inputs seen since still back.
-
-    An alternative learned from a small batch ("blender", an item two tickets
-    happened to name) can turn out, as more inputs come in, to occur as much in
-    inputs that need other actions. The same test as ``sharpen`` narrows such a
-    rule, with one more condition: at least ``MIN_AGAINST_SERVED`` inputs holding
-    the alternative's words needed another action. A new rule's own input is in
-    its batch, so one contrary input there is a tie; a served rule's inputs may
-    have left the memory (or the process restarted), and one contrary input
-    alone is noise. A rule that proved itself in service, or one that would
-    lose every alternative (or keep only alternatives of generic words), is
-    left as it is (service, not word counts, judges it).
-
-    Returns:
-        The UPDATE ops, and how many alternatives they drop.
-    """
-    if len(memory) < 2:
-        return [], 0
-    out: list[DeltaOp] = []
-    dropped = 0
-    for bullet in playbook.live().bullets:
-        rule = parse_rule(bullet.content)
-        if rule is None or _proven(bullet) or len(alternatives(rule.situation)) < 2:
-            continue
-        verdict = _sharp(rule, set(bullet.provenance), memory, against=MIN_AGAINST_SERVED)
-        if verdict is None:
-            continue
-        kept, gone = verdict
-        narrowed = rule.keeping(kept) if gone else None
-        if narrowed is not None:
-            out.append(Update(id=bullet.id, content=narrowed.text()))
-            dropped += len(gone)
-    return out, dropped
-
-
-def _tells_apart(
-    alternative: str,
-    texts: dict[str, frozenset[str]],
-    need: dict[str, bool | None],
-    *,
-    against: int = 1,
-) -> bool:
-    """Whether a word of the alternative, or all its words together, mostly mark inputs
-    that needed the action; True as well when none of its words occurs in a judged input,
-    or fewer than ``against`` such inputs needed another action."""
-    wanted = situation_words(alternative)
-
-    def telling(judged: list[bool]) -> bool:
-        # A tie (one input each way, in a small batch) is no evidence the word misleads.
-        if judged and judged.count(False) < against:
-            return True
-        return bool(judged) and sum(judged) / len(judged) >= MIN_PRECISION
-
-    # The conjunction is over the words that occur in inputs at all ("the input starts
-    # like 'a0 run 12'": "start" and "like" are the rule's, not the inputs').
-    present = {w for w in wanted if any(w in words for words in texts.values())}
-    # Inputs whose need is unknown (no ground truth, no rule from them) say nothing.
-    together = [
-        v for tid, words in texts.items() if present <= words and (v := need[tid]) is not None
-    ]
-    if len(present) > 1 and telling(together):
-        # "a0 run 12": each word is in many inputs, the three together in this case's only.
-        return True
-    seen = False
-    for word in wanted:
-        judged = [
-            v for tid, words in texts.items() if word in words and (v := need[tid]) is not None
-        ]
-        if not judged:
-            continue
-        seen = True
-        if telling(judged):
-            return True
-    return not seen
-
-
 UserWordFault = Callable[[DeltaOp], int | None]
 """What the guard finds in an op (``BulletGuard.user_word_fault``): 0 it passes, N it is
 refused only for carrying N of the end user's words, None it is refused for anything else."""
@@ -1180,8 +973,8 @@ def fit(
 ) -> tuple[list[DeltaOp], int]:
     """New rules the guard would refuse for the user's words alone, narrowed until it would not.
 
-    A situation is written in the input's words, and the reflector's keywords and
-    the telling words join it; on a task whose ground truth the guard does not
+    A situation is written in the input's words, and the reflector's keywords
+    join it; on a task whose ground truth the guard does not
     take as the operator's (``combee.feedback``'s default source), the rule may
     then carry more of the user's words than the guard allows, or a run of them
     that reads as a quote, and the whole rule was refused. Its later

@@ -56,7 +56,7 @@ def steps(
     """List the recent learning steps, newest first: what each learned and why not more.
 
     One line per step: when it ended, its traces, the rules proposed, written,
-    held, refused and left out, the reasons counted ("vague alternative",
+    held, refused and left out, the reasons counted ("left out by curator",
     "held: provenance", ...), and the version it wrote or why none was. Every
     process that learns on the store (learn(), the background learner, combee
     learn) keeps its last 100 steps here.

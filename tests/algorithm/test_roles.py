@@ -320,9 +320,6 @@ def test_rules_that_all_name_the_whole_task_are_not_learned() -> None:
     )
     report = combee.learn(_tickets(["A-1", "B-2", "C-3", "D-4", "E-5", "F-6"]))
     assert report.playbook.bullets == []
-    # "ticket" is a word of every input, each needing another code: the inputs show the
-    # situation is vague before any vote.
-    assert report.steps[0].vague_alternatives == 6
     # Words no input holds reach the vote, and a six-way tie learns nothing either.
     model = _situation_learner(lambda _: "customer support")
     combee = Combee(
@@ -788,7 +785,6 @@ def test_one_action_quoted_in_one_rule_and_bare_in_another_folds_into_one() -> N
 )
 def test_a_value_under_a_negation_is_not_asked_for(a: str, b: str, same: bool) -> None:
     assert rules.same_action(a, b) is same
-    assert (rules.action_key(a) == rules.action_key(b)) is same
     ops = rules.fold_actions([_add(f"When refund, {a}.", "a"), _add(f"When refund, {b}.", "b")])
     assert len([op for op in ops if isinstance(op, Add)]) == (1 if same else 2)
 
@@ -908,85 +904,6 @@ def _ticket(tid: str, text: str, truth: str | None) -> Trace:
     return Trace(id=tid, input=text, output="GENERAL", feedback=feedback)
 
 
-def test_an_alternative_whose_words_other_actions_inputs_hold_is_dropped() -> None:
-    # Seen on the 1.5B at 96 tickets: "order management" (every kind of ticket names
-    # an order) drew unrelated tickets to LOG-1A.
-    traces = [
-        _ticket("a", "Please change the address on order Z1.", "LOG-1A"),
-        _ticket("b", "The parcel for order Z2 is late.", "LOG-5T"),
-        _ticket("c", "Refund order Z3 please.", "FIN-7Q"),
-        _ticket("d", "My refund for order Z4 never came.", "FIN-7Q"),
-    ]
-    ops, dropped = rules.sharpen(
-        [
-            _add("When order management or address change, answer LOG-1A.", "a"),
-            _add("When order processing, answer LOG-5T.", "b"),  # nothing left: the rule goes
-            _add("When refund or billing, answer FIN-7Q.", "c", "d"),  # "billing": in no input
-        ],
-        traces,
-    )
-    assert [op.content for op in ops if isinstance(op, Add)] == [
-        "When address change, answer LOG-1A.",
-        "When refund or billing, answer FIN-7Q.",
-    ]
-    assert dropped == 2
-
-
-def test_sharpen_needs_inputs_known_to_need_another_action() -> None:
-    ops = [_add("When order processing, answer LOG-5T.", "b")]
-    one = [_ticket("b", "The parcel for order Z2 is late.", "LOG-5T")]
-    assert rules.sharpen(ops, one) == (ops, 0)
-    # Two inputs, no ground truth, and only one rule: nothing says "order" needs another action.
-    same = [_ticket("a", "order Z1 late", None), _ticket("b", "order Z2 late", None)]
-    assert rules.sharpen(ops, same) == (ops, 0)
-    # Without ground truth, the rules the other runs gave say what they needed: "order"
-    # is in two inputs that needed LOG-5T and one that needed FIN-7Q (one against one
-    # would be a tie, no evidence either way).
-    three = [*same, _ticket("c", "order Z3 late", None)]
-    other = [
-        _add("When order refund, answer FIN-7Q.", "a"),
-        _add("When order processing, answer LOG-5T.", "b", "c"),
-    ]
-    kept, dropped = rules.sharpen(other, three)
-    assert dropped == 1 and kept == other[1:]
-
-
-def test_a_step_reports_the_alternatives_it_dropped_as_vague() -> None:
-    # Each reflection names the order as well as what the ticket is about; "order"
-    # is in tickets of every code, so that alternative goes from every rule.
-    topics = {"parcel": "LOG-5T", "refund": "FIN-7Q", "invoice": "ACC-2M"}
-
-    def reply(messages: list[BaseMessage]) -> str:
-        system, body = str(messages[0].content), str(messages[-1].content)
-        if "You study one run" in system:
-            topic = next(t for t in topics if t in body.split("ground_truth")[0])
-            return json.dumps(
-                {"situation": f"{topic} question or order status", "action": topics[topic]}
-            )
-        if "You are the curator" in system:
-            return json.dumps({"add": sorted(set(re.findall(r"\[(R\d+)\]", body)))})
-        return json.dumps({"drop": []})
-
-    combee = Combee(
-        prompt_id="vague",
-        model=FunctionChatModel(reply),
-        batch_size=6,
-        algorithm=AlgorithmSettings(roles="small"),
-    )
-    traces = [
-        Trace(id=f"t{i}", input=f"About order Z{i}: my {topic} is late", output="GENERAL",
-              feedback=Feedback(correct=False, ground_truth=code))
-        for i, (topic, code) in enumerate([*topics.items(), *topics.items()])
-    ]  # fmt: skip
-    report = combee.learn(traces)
-    assert sorted(b.content for b in report.playbook.bullets) == [
-        "When invoice question, ACC-2M.",
-        "When parcel question, LOG-5T.",
-        "When refund question, FIN-7Q.",
-    ]
-    assert report.steps[0].vague_alternatives == 3  # once per distinct rule
-
-
 def test_a_situation_many_runs_named_outlasts_single_keywords_when_a_fold_is_full() -> None:
     # Six refund tickets, each "refund request" plus two keywords of
     # its own, folded into six keywords and lost the situation every run had named.
@@ -1004,107 +921,6 @@ def test_a_situation_many_runs_named_outlasts_single_keywords_when_a_fold_is_ful
     parts = rules.alternatives(situation)
     assert parts[0] == "refund request" and len(parts) == rules.MAX_ALTERNATIVES
     assert folded.sources == [f"t{i}" for i in range(6)]
-
-
-def test_the_memory_of_earlier_inputs_shows_a_word_is_shared_when_the_batch_cannot() -> None:
-    # The demo learns four tickets at a time: "blender" (an item two tickets of
-    # different codes named) looked like LOG-5T's word in its own batch.
-    memory = rules.InputMemory(limit=3)
-    memory.remember(
-        [
-            _ticket("old1", "The blender I bought needs a refund.", "FIN-7Q"),
-            _ticket("old2", "Refund the blender please.", "FIN-7Q"),
-            _ticket("old0", "My parcel is late", "LOG-5T"),
-        ]
-    )
-    batch = [_ticket("new", "My parcel with the blender is late.", "LOG-5T")]
-    ops = [_add("When parcel tracking or blender, answer LOG-5T.", "new")]
-    assert rules.sharpen(ops, batch) == (ops, 0)  # one input alone proves nothing
-    kept, dropped = rules.sharpen(ops, batch, memory.items())
-    assert [op.content for op in kept if isinstance(op, Add)] == [
-        "When parcel tracking, answer LOG-5T."
-    ]
-    assert dropped == 1
-    # Bounded: the oldest input goes first; a trace seen again keeps the actions it backed.
-    memory.remember([_ticket("x", "anything", None)], [_add("When anything, answer A-1.", "x")])
-    assert [item.id for item in memory.items()] == ["old2", "old0", "x"]
-    memory.remember([_ticket("x", "anything", None)], [_add("When any, answer B-2.", "x")])
-    assert memory.items()[-1].actions == ("answer B-2", "answer A-1")
-    with pytest.raises(ValueError, match="limit"):
-        rules.InputMemory(limit=-1)
-
-
-def test_a_served_rule_is_narrowed_when_later_inputs_share_one_of_its_alternatives() -> None:
-    pb = _playbook("When parcel tracking or blender, answer LOG-5T.", "When refund, answer FIN-7Q.")
-    memory = rules.seen_inputs(
-        [
-            _ticket("a", "The blender needs a refund.", "FIN-7Q"),
-            _ticket("b", "Refund my blender.", "FIN-7Q"),
-            _ticket("c", "The parcel tracking with my blender is stuck.", "LOG-5T"),
-        ]
-    )
-    ops, _ = rules.sharpen_playbook(pb, memory)
-    assert [(op.type, op.content) for op in ops] == [  # type: ignore[union-attr]
-        ("UPDATE", "When parcel tracking, answer LOG-5T.")
-    ]
-    # A rule proved in service is judged by service, and no rule loses every alternative.
-    proven = _playbook("When parcel tracking or blender, answer LOG-5T.", helpful=3)
-    assert rules.sharpen_playbook(proven, memory) == ([], 0)
-    lone = _playbook("When blender or the blender, answer LOG-5T.")
-    assert rules.sharpen_playbook(lone, memory) == ([], 0)
-
-
-def test_steps_of_a_few_traces_learn_situations_on_every_input_seen_so_far() -> None:
-    # The parcel ticket's reflection also names its item; items recur across codes, and
-    # the later refund rules never name it (so no contradiction corrects the first rule).
-    topics = {"parcel": "LOG-5T", "refund": "FIN-7Q"}
-
-    def reply(messages: list[BaseMessage]) -> str:
-        system, body = str(messages[0].content), str(messages[-1].content)
-        if "You study one run" in system:
-            head = body.split("ground_truth")[0].lower()
-            topic = next(t for t in topics if t in head)
-            extra = " or blender" if topic == "parcel" else ""
-            return json.dumps({"situation": f"{topic} question{extra}", "action": topics[topic]})
-        if "You are the curator" in system:
-            return json.dumps({"add": sorted(set(re.findall(r"\[(R\d+)\]", body)))})
-        return json.dumps({"drop": []})
-
-    combee = Combee(
-        prompt_id="memory",
-        model=FunctionChatModel(reply),
-        batch_size=1,
-        algorithm=AlgorithmSettings(roles="small"),
-    )
-    first = combee.learn([_ticket("t0", "My parcel with the blender is late", "LOG-5T")])
-    assert [b.content for b in first.playbook.bullets] == [
-        "When parcel question or blender, LOG-5T."
-    ]
-    # One input each way is a tie, no evidence; a third input that needed FIN-7Q
-    # shows "blender" does not tell LOG-5T's tickets apart, and the served rule narrows.
-    combee.learn([_ticket("t1", "Refund for the blender please", "FIN-7Q")])
-    later = combee.learn([_ticket("t2", "The blender broke, I want a refund", "FIN-7Q")])
-    assert sorted(b.content for b in later.playbook.bullets) == [
-        "When parcel question, LOG-5T.",
-        "When refund question, FIN-7Q.",
-    ]
-    assert later.steps[0].vague_alternatives == 1
-
-
-def test_words_that_mark_a_case_only_together_keep_their_alternative() -> None:
-    # Each word of "a0 run 12" is in inputs needing other answers; the three together
-    # are only in the input that needed A0-12 (the replica test's lookup rules).
-    traces = [
-        _ticket("x", "a0 run 12 hello", "A0-12"),
-        _ticket("y", "a0 run 13 hello", "A0-13"),
-        _ticket("w", "a0 run 14 hello", "A0-14"),
-        _ticket("z", "a1 run 12 hello", "A1-12"),
-    ]
-    ops = [_add("When a0 run 12, answer A0-12.", "x"), _add("When a0 run, answer A0-13.", "y")]
-    kept, dropped = rules.sharpen(ops, traces)
-    # "a0 run" is in three inputs that needed three answers: it goes.
-    assert [op.content for op in kept if isinstance(op, Add)] == ["When a0 run 12, answer A0-12."]
-    assert dropped == 1
 
 
 def test_an_acronym_spelled_like_a_stop_word_is_a_content_word() -> None:

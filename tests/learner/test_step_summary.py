@@ -32,7 +32,7 @@ def test_the_summary_names_every_reason_and_why_no_version_was_written() -> None
     report = _report(
         trace_ids=["a", "b", "c", "d"],
         ops={"add": 1, "tag": 2},
-        vague_alternatives=2,
+        merged=2,
         left_out=["When refund, answer FIN."],
         held=[_held("provenance: its action quotes the end user ('zebra'...)")],
         quarantined=[_held("markup: html"), _held("markup: html")],
@@ -45,14 +45,14 @@ def test_the_summary_names_every_reason_and_why_no_version_was_written() -> None
         "left_out": 1,
     }
     assert report.reasons() == {
-        "vague alternative": 2,
         "left out by curator": 1,
+        "merged as duplicate": 2,
         "held: provenance": 1,
         "refused: markup": 2,
     }
     assert report.summary() == (
         "4 traces; rules: 5 proposed, 1 written, 1 held, 2 refused, 1 left out; reasons: "
-        "held: provenance 1, left out by curator 1, refused: markup 2, vague alternative 2; "
+        "held: provenance 1, left out by curator 1, merged as duplicate 2, refused: markup 2; "
         "no version written: the step left the playbook's text unchanged"
     )
 
@@ -165,11 +165,11 @@ def test_describe_counts_steps_rules_and_reasons_and_costs_per_thousand_traces()
 
 def test_the_tally_sums_reasons_over_steps() -> None:
     tally = StepTally()
-    tally.add(_report(vague_alternatives=2, held=[_held("provenance: x")]))
-    tally.add(_report(vague_alternatives=1, evicted=3))
+    tally.add(_report(merged=2, held=[_held("provenance: x")]))
+    tally.add(_report(merged=1, evicted=3))
     described = tally.describe()
     assert described["reasons"] == {
-        "vague alternative": 3,
+        "merged as duplicate": 3,
         "evicted by budget": 3,
         "held: provenance": 1,
     }

@@ -60,11 +60,7 @@ STEP_STAGES: tuple[Stage, ...] = (
     # Conventions and situations, then the corrections of the rules in force.
     Stage(name="conventions", run=correcting.conventions),
     Stage(name="formats", run=correcting.formats_stage),
-    Stage(name="widen", run=correcting.widen),
-    Stage(name="sharpen", run=correcting.sharpen),
     Stage(name="remember", run=correcting.remember),
-    Stage(name="narrow_live", run=correcting.narrow_live),
-    Stage(name="widen_live", run=correcting.widen_live),
     Stage(name="served", run=correcting.served),
     Stage(name="reconcile", run=correcting.reconcile),
     Stage(name="collect", run=correcting.collect),
@@ -92,7 +88,7 @@ UNION = Stage(name="union", run=proposing.union, proposes=True)
 ADDS_ONLY = Stage(name="adds_only", run=correcting.adds_only)
 """Only the new rules' ADDs go on: ``reconcile``'s place when the corrections are left out."""
 
-CORRECTIONS = ("narrow_live", "widen_live", "served", "clean")
+CORRECTIONS = ("served", "clean")
 """The stages that correct rules in force (with ``reconcile``, which ``ADDS_ONLY`` replaces)."""
 
 NO_CORRECTIONS = replacing(without(STEP_STAGES, *CORRECTIONS), "reconcile", ADDS_ONLY)

@@ -114,7 +114,7 @@ class StepState:
         traces: The runs the ops are learned from: the batch, or one run of it
             when the strategy learns run by run; None when rebasing (the runs
             are not at hand any more, so the guard checks no provenance).
-        batch: The step's whole batch, whose inputs situations are sharpened on.
+        batch: The step's whole batch.
         stats: The step's call accounting.
         strategy: How reflections are dealt to curators (the ``shuffle`` stage).
         earlier: The inputs of the learner's earlier steps (``InputMemory``).
@@ -128,7 +128,6 @@ class StepState:
         ops: The ops the step means to apply.
         owed: Conventions the feedback asks every reply to follow, applied first.
         served: Helpful/harmful verdicts of the rules served to the batch.
-        narrowed: Rewrites of rules in force that the inputs seen since call for.
         screening: What the guard let through, refused and held.
         applied: The result of applying the ops.
         result: The new playbook (None until the ops are applied).
@@ -152,7 +151,6 @@ class StepState:
     ops: Sequence[DeltaOp] = ()
     owed: Sequence[DeltaOp] = ()
     served: Sequence[DeltaOp] = ()
-    narrowed: Sequence[DeltaOp] = ()
     screening: Screening | None = None
     applied: ApplyResult | None = None
     result: Playbook | None = None

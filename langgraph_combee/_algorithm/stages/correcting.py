@@ -1,10 +1,9 @@
-"""The stages between the proposed ops and the guard: conventions, situations, corrections.
+"""The stages between the proposed ops and the guard: conventions, formats, corrections.
 
-New rules are widened and sharpened on the batch's inputs (and those of earlier
-steps), rules in force are narrowed or widened by the inputs seen since,
-served outcomes become helpful/harmful verdicts, and the new rules are settled
-among themselves and reconciled with the playbook. ``collect`` puts what these
-stages made in the order the guard screens it.
+Served outcomes become helpful/harmful verdicts, the new rules are settled
+among themselves and reconciled with the playbook, and ``collect`` puts what
+these stages made in the order the guard screens it. ``kinds`` and
+``confirmed`` then name the kind of input a rule speaks for from its runs.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from langgraph_combee._algorithm.schemas import FormatOut, KindOut
 from langgraph_combee._algorithm.stages.base import Counts, StepContext, StepState
 from langgraph_combee._core import formats
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
-from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import Rule, alternatives, parse_rule
 from langgraph_combee._core.types import Trace
 from langgraph_combee._core.values import holds, values
@@ -26,7 +24,7 @@ from langgraph_combee._errors import LLMCallError
 from langgraph_combee._guard.provenance import Trust
 from langgraph_combee._llm import prompts
 from langgraph_combee._rules import conventions as convention_rules
-from langgraph_combee._rules import examples, rules, telling
+from langgraph_combee._rules import examples, rules
 
 __all__ = [
     "adds_only",
@@ -35,25 +33,10 @@ __all__ = [
     "conventions",
     "formats",
     "kinds",
-    "narrow_live",
     "reconcile",
     "remember",
     "served",
-    "sharpen",
-    "widen",
-    "widen_live",
 ]
-
-
-def _narrowed_playbook(state: StepState) -> Playbook:
-    """The playbook the step starts from, with the rewrites of its rules in force."""
-    if not state.narrowed:
-        return state.playbook
-    return state.playbook.apply(state.narrowed, version=state.version).playbook
-
-
-def _verdict(ctx: StepContext) -> telling.Verdict | None:
-    return telling.guard_verdict(ctx.guard) if ctx.guard is not None else None
 
 
 async def conventions(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
@@ -70,64 +53,10 @@ async def conventions(ctx: StepContext, state: StepState) -> tuple[StepState, Co
     return replace(state, ops=ops, owed=owed), counts
 
 
-async def widen(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
-    """Join to new rules' situations the words the inputs tie to their action.
-
-    What the reflector named is often no word a new input of the case would hold,
-    and a rule whose every alternative sharpening drops keeps the words its
-    inputs share.
-    """
-    items = rules.evidence(state.batch, state.ops, state.earlier)
-    ops, told = telling.widen(state.ops, items, verdict=_verdict(ctx))
-    state.report.telling_words += told
-    return replace(state, ops=ops), {"words": told}
-
-
-async def sharpen(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
-    """Drop the alternatives of new rules' situations shared by inputs needing other actions.
-
-    Situations are sharpened on the batch's inputs even when corrections are
-    left out: it is what a rule matches on, not a correction of an older one.
-    """
-    ops, vague = rules.sharpen(state.ops, state.batch, state.earlier)
-    state.report.vague_alternatives += vague
-    return replace(state, ops=ops), {"alternatives": vague}
-
-
 async def remember(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
     """Keep the batch's inputs, with the actions of the rules they backed, for later steps."""
     ctx.memory.remember(state.batch, state.ops)
     return replace(state, remembered=ctx.memory.items()), {"inputs": len(state.batch)}
-
-
-async def narrow_live(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
-    """Narrow rules in force whose alternative the inputs seen since show is shared."""
-    narrowed, dropped = rules.sharpen_playbook(state.playbook, state.remembered)
-    state.report.vague_alternatives += dropped
-    return replace(state, narrowed=narrowed), {"rules": len(narrowed), "alternatives": dropped}
-
-
-async def widen_live(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
-    """Widen rules in force by the words the inputs seen since tie to their action.
-
-    Not under a support threshold: a rewrite there is a pending ADD no one can back.
-    """
-    if ctx.guard is not None and ctx.guard.min_support > 1:
-        return state, {"rules": 0, "words": 0}
-    narrowed = state.narrowed
-    grown, told = telling.widen_playbook(
-        _narrowed_playbook(state),
-        state.remembered,
-        verdict=_verdict(ctx),
-        besides=state.ops,
-        fresh={t.id for t in state.batch},
-    )
-    state.report.telling_words += told
-    if grown:
-        # An UPDATE built on the narrowed text carries the narrowing with it.
-        ids = {op.id for op in grown}
-        narrowed = [*(op for op in narrowed if getattr(op, "id", None) not in ids), *grown]
-    return replace(state, narrowed=narrowed), {"rules": len(grown), "words": told}
 
 
 async def served(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
@@ -155,14 +84,10 @@ async def served(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]
 async def reconcile(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
     """Settle the new rules among themselves, fold one action's rules, reconcile with the playbook.
 
-    Conflicts are recorded in the report. The reconciliation reads the playbook
-    as ``narrow_live`` and ``widen_live`` rewrite it: an UPDATE built on the text
-    before them would put the dropped alternatives back.
+    Conflicts are recorded in the report.
     """
     settled, batch_conflicts = rules.settle_batch(list(state.ops))
-    reconciled, playbook_conflicts = rules.reconcile(
-        _narrowed_playbook(state), rules.fold_actions(settled)
-    )
+    reconciled, playbook_conflicts = rules.reconcile(state.playbook, rules.fold_actions(settled))
     found = [*batch_conflicts, *playbook_conflicts]
     state.report.conflicts.extend(c.describe() for c in found)
     return replace(state, ops=reconciled), {"ops": len(reconciled), "conflicts": len(found)}
@@ -183,12 +108,12 @@ async def adds_only(ctx: StepContext, state: StepState) -> tuple[StepState, Coun
 async def collect(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
     """Put the ops in the order they are screened and applied.
 
-    The conventions owed, the served verdicts, the rewrites of rules in force,
-    then the new rules. No curator op reaches the worked examples (``examples``).
+    The conventions owed, the served verdicts, then the new rules. No curator op
+    reaches the worked examples (``examples``).
     """
     new = examples.without_examples(state.ops, state.playbook)
-    ops = [*state.owed, *state.served, *state.narrowed, *new]
-    return replace(state, ops=ops, owed=[], served=[], narrowed=[]), {"ops": len(ops)}
+    ops = [*state.owed, *state.served, *new]
+    return replace(state, ops=ops, owed=[], served=[]), {"ops": len(ops)}
 
 
 KIND_RUNS = 2
