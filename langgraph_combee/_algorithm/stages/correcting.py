@@ -122,6 +122,8 @@ KIND_TOKENS = 60
 """Longest reply of the kind namer."""
 KIND_SHOWN = 8
 """Most inputs shown to the kind namer for one rule."""
+CONFIRMED_LABELS = 8
+"""Most labels the ``confirmed`` stage asks the kind namer about in one step."""
 
 
 async def kinds(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
@@ -266,7 +268,10 @@ async def confirmed(ctx: StepContext, state: StepState) -> tuple[StepState, Coun
         if any(all(holds(v, text) for text in inputs) for v in numbered):
             continue
         if len(inputs) >= KIND_RUNS:
-            jobs.append((truth, runs, inputs[:KIND_SHOWN]))
+            jobs.append((truth, runs, inputs))
+    # The labels most requests share first; the others wait for a later step.
+    jobs.sort(key=lambda job: len(job[2]), reverse=True)
+    jobs = [(truth, runs, inputs[:KIND_SHOWN]) for truth, runs, inputs in jobs[:CONFIRMED_LABELS]]
 
     async def one(inputs: list[str]) -> KindOut | None:
         try:
