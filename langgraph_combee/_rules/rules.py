@@ -964,7 +964,7 @@ UserWordFault = Callable[[DeltaOp], int | None]
 refused only for carrying N of the end user's words, None it is refused for anything else."""
 
 
-_NEGATION = frozenset(["not", "no", "never", "neither", "nor", "without", "unless", "except"])
+NEGATION = frozenset(["not", "no", "never", "neither", "nor", "without", "unless", "except"])
 """Words that make "A or B" no plain choice ("not damaged or defective")."""
 
 
@@ -1010,7 +1010,7 @@ def _fit_one(op: Add, fault: UserWordFault, seen: frozenset[str]) -> Add | None:
         return None
     words = set(_words.words(rule.situation))
     have = [a.strip() for a in rule.situation.split(" or ")]
-    if len(have) < 2 or len(have) > MAX_ALTERNATIVES + 2 or words & _NEGATION:
+    if len(have) < 2 or len(have) > MAX_ALTERNATIVES + 2 or words & NEGATION:
         return None
     if not fault(op):
         return None

@@ -255,11 +255,6 @@ def test_confirmed_writes_no_rule_answering_a_value_each_request_holds() -> None
     assert state.ops == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="same_action does not take 'reply refund' or 'answer with refund' for 'answer "
-    "refund': a second rule with the same answer is written beside the one in force",
-)
 def test_confirmed_sees_a_rule_in_force_that_gives_the_label_in_other_words() -> None:
     import dataclasses
 
@@ -272,6 +267,16 @@ def test_confirmed_sees_a_rule_in_force_that_gives_the_label_in_other_words() ->
         known = Playbook(bullets=[Bullet(id="b1", section="others", content=rule)])
         state = dataclasses.replace(_state(runs, []), playbook=known)
         assert asyncio.run(correcting.confirmed(StepContext(caller=caller), state))[0].ops == []
+    # A rule that refuses the label, or gives another one ending alike, does not answer it.
+    for rule in (
+        "When return, do not answer refund.",
+        "When return, never refund.",
+        "When return, answer partial refund.",
+    ):
+        known = Playbook(bullets=[Bullet(id="b1", section="others", content=rule)])
+        state = dataclasses.replace(_state(runs, []), playbook=known)
+        ops = asyncio.run(correcting.confirmed(StepContext(caller=caller), state))[0].ops
+        assert [op.content for op in ops] == ["When money back on an order, answer refund."], rule
 
 
 def test_confirmed_asks_a_bounded_number_of_labels_per_step() -> None:

@@ -16,6 +16,7 @@ from dataclasses import replace
 from langgraph_combee._algorithm.schemas import FormatOut, KindOut
 from langgraph_combee._algorithm.stages.base import Counts, StepContext, StepState
 from langgraph_combee._core import formats
+from langgraph_combee._core import words as _words
 from langgraph_combee._core.ops import Add, DeltaOp, Remove, Tag, Update
 from langgraph_combee._core.situations import Rule, alternatives, parse_rule
 from langgraph_combee._core.types import Trace
@@ -227,6 +228,28 @@ def _label_key(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+_LINKS = frozenset(["with", "as", "to", "by"])
+"""Words that may stand between an action's verb and its label ("answer with refund")."""
+
+
+def _gives(action: str, truth: str) -> bool:
+    """Whether a rule's ``action`` gives the label ``truth``, whatever its verb.
+
+    The label is the whole object of one verb: the action's words are a verb, a
+    linking word or none (``_LINKS``), then the label's words ("reply refund",
+    "route to refund"; not "answer partial refund", nor "never refund").
+    """
+    if rules.same_action(f"answer {truth}", action):
+        return True
+    said, label = _words.words(action), _words.words(truth)
+    if not label or len(said) < len(label) or said[len(said) - len(label) :] != label:
+        return False
+    lead = said[: len(said) - len(label)]
+    if len(lead) == 2 and lead[1] in _LINKS:
+        lead = lead[:1]
+    return len(lead) == 1 and lead[0] not in rules.NEGATION
+
+
 async def confirmed(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
     """Write the rule for a label the agent already answers right, named by its runs' kind.
 
@@ -251,8 +274,7 @@ async def confirmed(ctx: StepContext, state: StepState) -> tuple[StepState, Coun
     ]
     jobs: list[tuple[str, list[Trace], list[str]]] = []
     for key, (truth, runs) in _right_labels(ctx, state).items():
-        action = f"answer {truth}"
-        if any(rules.same_action(action, a) for a in actions):
+        if any(_gives(a, truth) for a in actions):
             continue
         inputs = [t.input for t in runs]
         inputs += [s.text for s in state.earlier if _label_key(s.truth) == key and s.text.strip()]
