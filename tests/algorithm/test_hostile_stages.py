@@ -345,3 +345,82 @@ def test_a_notes_customer_value_written_otherwise_in_the_request_is_made_general
 def test_a_notes_time_range_is_never_cut_up() -> None:
     rule = _note_rule("Open hours are 09:00-17:00", "are you open at 09:00?")
     assert "09:00-17:00" in rule or "input:00" not in rule, rule
+
+
+@pytest.mark.parametrize(
+    ("action", "label"),
+    [
+        ("deny refund", "refund"),
+        ("refuse refund", "refund"),
+        ("avoid refund", "refund"),
+        ("partial refund", "refund"),
+        # Negations in other languages and scripts.
+        ("nicht erstatten", "erstatten"),
+        ("keine Erstattung", "Erstattung"),
+        ("sin reembolso", "reembolso"),
+        ("nunca reembolso", "reembolso"),
+        ("不退款", "退款"),
+        # Another code whose words are the label's.
+        ("route to fin_7q", "FIN-7Q"),
+    ],
+)
+def test_confirmed_takes_no_other_verb_for_the_label(action: str, label: str) -> None:
+    assert not correcting._gives(action, label)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="rules.same_action compares actions with their punctuation dropped: 'answer -42' "
+    "is read as giving '42', and 'answer fin_7q' as giving 'FIN-7Q'",
+)
+@pytest.mark.parametrize(
+    ("action", "label"),
+    [
+        ("answer -42", "42"),
+        ("answer 42", "-42"),
+        ("route to -42", "42"),
+        ("answer fin_7q", "FIN-7Q"),
+    ],
+)
+def test_confirmed_takes_no_other_value_for_the_label(action: str, label: str) -> None:
+    assert not correcting._gives(action, label)
+
+
+@pytest.mark.parametrize(
+    ("action", "label"),
+    [
+        ("reply refund", "refund"),
+        ("route to refund", "refund"),
+        ("answer with refund", "refund"),
+        ("classify as Refund", "refund"),
+        ("respond 'refund'", "refund"),
+        ("route to FIN-7Q", "FIN-7Q"),
+        ("answer 退款", "退款"),
+        ("answer partial refund", "partial refund"),
+    ],
+)
+def test_confirmed_takes_a_giving_verb_with_the_label_as_giving_it(action: str, label: str) -> None:
+    assert correcting._gives(action, label)
+
+
+def test_confirmed_counts_earlier_steps_inputs_when_it_picks_the_labels_to_ask() -> None:
+    import dataclasses
+
+    from langgraph_combee._rules.rules import Seen
+    from tests.algorithm.test_stages import _right
+
+    asked: list[str] = []
+    # Nine labels of two requests each in the batch; the last one's requests were also
+    # seen in an earlier step: it shares the most requests and is asked about, the last
+    # of the labels tied at two waits for a later step.
+    runs = [_right(i * 2 + j, f"request {i} variant {j}", f"L{i}x")
+            for i in range(9) for j in range(2)]  # fmt: skip
+    earlier = [Seen(id=f"e{j}", words=frozenset(), truth="L8x", text=f"earlier ask {j}")
+               for j in range(2)]  # fmt: skip
+    state = dataclasses.replace(_state(runs, []), earlier=earlier)
+    caller = _one_role(KINDER, '{"kind": "any message"}', asked)
+    asyncio.run(correcting.confirmed(StepContext(caller=caller), state))
+    assert len(asked) == correcting.CONFIRMED_LABELS
+    assert any("earlier ask 1" in body for body in asked)
+    assert not any("request 7 variant" in body for body in asked)
+    assert all(any(f"request {i} variant" in body for body in asked) for i in range(7))

@@ -228,16 +228,20 @@ def _label_key(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-_LINKS = frozenset(["with", "as", "to", "by"])
+_LINKS = frozenset(["with", "as", "to", "by", "into"])
 """Words that may stand between an action's verb and its label ("answer with refund")."""
+_GIVING = frozenset(["answer", "reply", "respond", "route", "classify", "categorize", "categorise"])
+"""Verbs whose object is the reply itself (``situations.exclusive``): "deny refund", "nicht
+erstatten" or "partial refund" end with the label and give none."""
 
 
 def _gives(action: str, truth: str) -> bool:
     """Whether a rule's ``action`` gives the label ``truth``, whatever its verb.
 
-    The label is the whole object of one verb: the action's words are a verb, a
-    linking word or none (``_LINKS``), then the label's words ("reply refund",
-    "route to refund"; not "answer partial refund", nor "never refund").
+    The label is the whole object of one verb of giving: the action's words are
+    such a verb (``_GIVING``), a linking word or none (``_LINKS``), then the
+    label's words ("reply refund", "route to refund"; not "answer partial refund",
+    "deny refund", nor "never refund"), the label written whole ("-42" is not "42").
     """
     if rules.same_action(f"answer {truth}", action):
         return True
@@ -247,7 +251,8 @@ def _gives(action: str, truth: str) -> bool:
     lead = said[: len(said) - len(label)]
     if len(lead) == 2 and lead[1] in _LINKS:
         lead = lead[:1]
-    return len(lead) == 1 and lead[0] not in rules.NEGATION
+    whole = re.compile(rf"(?<![\w+\-.]){re.escape(' '.join(truth.split()))}(?![\w\-])", re.I)
+    return len(lead) == 1 and lead[0] in _GIVING and bool(whole.search(" ".join(action.split())))
 
 
 async def confirmed(ctx: StepContext, state: StepState) -> tuple[StepState, Counts]:
