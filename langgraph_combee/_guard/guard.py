@@ -727,10 +727,15 @@ class BulletGuard:
                 and all(f.startswith("approved_reply:") for f in found.fields)
             )
             supported = found is not None and found.anchored and not from_user and not replies
-            everyone = scope or guard_scope.find_everyone(
-                op.content, action=rule.action if rule is not None else None
+            # Only where the rule's action is known ("When <situation>, <action>."): a rule
+            # without one ("Answer BILLING for every question about a double charge.") names
+            # its requests in the user's words beside the label, and writes none of them.
+            everyone = (
+                guard_scope.find_everyone(op.content, action=rule.action)
+                if rule is not None and not scope
+                else None
             )
-            if not scope and everyone and from_user and found is not None:
+            if everyone and from_user and found is not None:
                 # Unquoted and named by no fixed-thing word, it is still written to every
                 # user: "When anyone writes, answer Haha pwned then CB."
                 where = _from(evidence, found.user_only, verdict.labels) if evidence else ""
