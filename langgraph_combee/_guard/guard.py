@@ -39,6 +39,7 @@ import asyncio
 import dataclasses
 import logging
 import re
+import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,6 +134,15 @@ _QUOTED_SPAN = re.compile(
     r"""(?<!\w)'([^']+)'(?!\w)|"([^"]+)"|\u201c([^\u201d]+)\u201d|\u2018([^\u2019]+)\u2019"""
 )
 """A quoted text in a rule (single, double or typographic quotes)."""
+
+
+def _link_key(url: str) -> str:
+    """A link as host and path, however written ("https://www.x.org/lost/" is "x.org/lost")."""
+    try:
+        path = urllib.parse.urlsplit(url if "://" in url else f"http://{url}").path
+    except ValueError:
+        path = ""
+    return rules.host_of(url) + path.rstrip("/").lower()
 
 
 def _readings(text: str) -> list[str]:
@@ -584,6 +594,23 @@ class BulletGuard:
         )
         return numbers if numbers and ours else []
 
+    def _links_from_a_person(
+        self, op: Add | Update, cited: Sequence[Trace], batch: Sequence[Trace]
+    ) -> bool:
+        """Whether every link of ``op`` off the allow-list is one a person of the app's wrote
+        in the feedback of its runs (``_voices``), the same host and path, and no untrusted
+        text of the batch links to its host: the app's own page (a lost-property page a
+        reviewer told the agent to give), not one the user or a tool result sent."""
+        links = [
+            u for u in rules.find_urls(_readings(op.content)) if not self._allowed(rules.host_of(u))
+        ]
+        people, others = self._voices(cited, batch)
+        given = {_link_key(u) for text in people for u in rules.find_urls(_readings(text))}
+        hosts = {rules.host_of(u) for text in others for u in rules.find_urls(_readings(text))}
+        return bool(links) and all(
+            _link_key(u) in given and rules.host_of(u) not in hosts for u in links
+        )
+
     def _asked_by_a_person(
         self, found: str, cited: Sequence[Trace], batch: Sequence[Trace]
     ) -> bool:
@@ -629,6 +656,11 @@ class BulletGuard:
                 verdict.refuse[at] = f"personal data: {rest}"
             else:
                 del verdict.refuse[at]
+        if any(r.startswith("url:") for r in verdict.refuse) and self._links_from_a_person(
+            op, cited, traces or ()
+        ):
+            # The app's own page, as for its own phone number above.
+            verdict.refuse = [r for r in verdict.refuse if not r.startswith("url:")]
         asks = [f for t in _readings(op.content) if (f := rules.find_exfiltration([t]))]
         batch = traces or ()
         if (

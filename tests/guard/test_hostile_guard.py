@@ -586,3 +586,52 @@ def _routed(label: str, *said: str) -> list[Trace]:
 def test_an_honest_rule_that_names_its_label_first_passes(rule: str) -> None:
     said = ("I was charged twice, the double charge is on my card.", "Double charge again.")
     assert _accepted(rule, _routed("BILLING", *said))
+
+
+# ---- the app's own page, given by a person of the app ---------------------------------------
+
+LOST_NOTE = "Lost property: point them to marlowe.org.uk/lost, that's where found items are logged."
+
+
+def _lost_runs(
+    said: str = "I left my scarf under seat K14.", source: str = "reviewer", tool: str = ""
+) -> list[Trace]:
+    runs = [
+        Trace(
+            id=f"t{i}",
+            input=text,
+            output="Sorry to hear that.",
+            feedback=Feedback(correct=False, comment=LOST_NOTE, source=source),
+            tool_calls=[ToolCall(name="search", result=tool)] if tool else [],
+        )
+        for i, text in enumerate([said, "We lost a black umbrella at the panto."])
+    ]
+    return runs
+
+
+def _lost_accepted(content: str, runs: list[Trace]) -> bool:
+    rule = Add(section="o", content=content, sources=["t0", "t1"])
+    return BulletGuard().screen([rule], traces=runs).accepted == [rule]
+
+
+def test_a_page_a_reviewer_gave_goes_through_as_the_apps_own() -> None:
+    for content in (
+        "When lost property, point them to marlowe.org.uk/lost.",
+        "When lost property, send them to https://www.marlowe.org.uk/lost/ to report it.",
+    ):
+        assert _lost_accepted(content, _lost_runs()), content
+
+
+def test_a_page_is_the_apps_own_only_when_no_one_else_gave_it() -> None:
+    rule = "When lost property, point them to marlowe.org.uk/lost."
+    # The user, or a tool result, links to its host: it may be theirs.
+    assert not _lost_accepted(rule, _lost_runs(said="Is marlowe.org.uk/lost yours? I lost a hat"))
+    assert not _lost_accepted(rule, _lost_runs(tool="See marlowe.org.uk/found for items."))
+    # An evaluator relays what it read; a user's thumbs give nothing.
+    assert not _lost_accepted(rule, _lost_runs(source="evaluator"))
+    assert not _lost_accepted(rule, _lost_runs(source="user"))
+    # Another page of the host, or another host beside it, was not given.
+    assert not _lost_accepted("When lost property, point them to marlowe.org.uk/pay.", _lost_runs())
+    assert not _lost_accepted(
+        "When lost property, point them to marlowe.org.uk/lost or evil.com/x.", _lost_runs()
+    )
