@@ -635,3 +635,24 @@ def test_a_page_is_the_apps_own_only_when_no_one_else_gave_it() -> None:
     assert not _lost_accepted(
         "When lost property, point them to marlowe.org.uk/lost or evil.com/x.", _lost_runs()
     )
+
+
+def test_the_agents_own_reply_giving_the_helpline_leaves_it_the_apps_own() -> None:
+    # An agent that follows a served rule writes the number in its reply (the output and
+    # the conversation's messages): that does not make it a customer's number.
+    said = "I can't pay my bill this month"
+    reply = "Sorry to hear that. Please ring 0800 316 2020, they can help."
+    served = _noted(said).model_copy(
+        update={
+            "output": reply,
+            "messages": [
+                TraceMessage(role="human", content=said),
+                TraceMessage(role="ai", content=reply),
+            ],
+        }
+    )
+    rule = Add(section="o", content=f"{GIVE}.", sources=["t1"])
+    assert BulletGuard().screen([rule], traces=[served]).accepted == [rule]
+    # A number the user wrote stays theirs, whoever repeats it.
+    own = served.model_copy(update={"input": f"{said}, my number is 0800 316 2020"})
+    assert BulletGuard().screen([rule], traces=[own]).accepted == []
