@@ -9,7 +9,7 @@ about a family.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,6 +152,18 @@ def made_calls(outcome: Outcome) -> list[Call]:
 def same_value(got: str | None, want: str) -> bool:
     """Argument values compared trimmed and case-insensitively."""
     return got is not None and normalise(got) == normalise(want)
+
+
+def wrong_fields(
+    example: Example, outcome: Outcome, tool: str, fields: Sequence[str]
+) -> list[str] | None:
+    """The ``fields`` of the run's one ``tool`` call with a wrong value (against the example's
+    first call), or None when the run made no single call of ``tool``."""
+    calls = made_calls(outcome)
+    if len(calls) != 1 or calls[0].name != tool:
+        return None
+    want = example.calls[0].args
+    return [key for key in fields if not same_value(calls[0].args.get(key), want[key])]
 
 
 def written_calls(calls: tuple[Call, ...]) -> str:

@@ -27,9 +27,8 @@ from benchmarks.blind._family import (
     Example,
     Family,
     Outcome,
-    made_calls,
-    same_value,
     written_calls,
+    wrong_fields,
 )
 
 SYSTEM_PROMPT = (
@@ -167,11 +166,7 @@ _FIELDS = ("team", "template")
 
 def _wrong_fields(example: Example, outcome: Outcome) -> list[str] | None:
     """The fields with a wrong value, or None when the run made no single log_request call."""
-    calls = made_calls(outcome)
-    if len(calls) != 1 or calls[0].name != "log_request":
-        return None
-    want = example.calls[0].args
-    return [key for key in _FIELDS if not same_value(calls[0].args.get(key), want[key])]
+    return wrong_fields(example, outcome, "log_request", _FIELDS)
 
 
 def score(example: Example, outcome: Outcome) -> float:

@@ -41,9 +41,8 @@ from benchmarks.blind._family import (
     Example,
     Family,
     Outcome,
-    made_calls,
-    same_value,
     written_calls,
+    wrong_fields,
 )
 
 SYSTEM_PROMPT = (
@@ -146,11 +145,7 @@ _FIELDS = ("service", "crew", "vehicle")
 
 def _wrong_fields(example: Example, outcome: Outcome) -> list[str] | None:
     """The fields with a wrong value, or None when the run made no single book_job call."""
-    calls = made_calls(outcome)
-    if len(calls) != 1 or calls[0].name != "book_job":
-        return None
-    want = example.calls[0].args
-    return [key for key in _FIELDS if not same_value(calls[0].args.get(key), want[key])]
+    return wrong_fields(example, outcome, "book_job", _FIELDS)
 
 
 def score(example: Example, outcome: Outcome) -> float:
