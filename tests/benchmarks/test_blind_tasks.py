@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -183,14 +184,17 @@ def test_remarks_comments_vary_some_runs_get_none_and_no_reply_is_given() -> Non
     assert "missing the account number" in flat
 
 
-def test_remarks_scores_the_convention_case_spaces_and_markup_aside() -> None:
-    family = FAMILIES["remarks"]
+def _reply_scorer(name: str) -> Callable[[str, str], float]:
+    """The family's score of a reply ``text`` for the first training example of ``kind``."""
+    family = FAMILIES[name]
     by_kind: dict[str, Example] = {}
     for example in family.train:
         by_kind.setdefault(example.kind, example)
+    return lambda kind, text: family.score(by_kind[kind], Outcome(text=text))
 
-    def scored(kind: str, text: str) -> float:
-        return family.score(by_kind[kind], Outcome(text=text))
+
+def test_remarks_scores_the_convention_case_spaces_and_markup_aside() -> None:
+    scored = _reply_scorer("remarks")
 
     assert scored("safety", "**SAFETY  first:** call 0800 111 999.") == 1.0
     assert scored("safety", "Please leave the house. Safety first: call us.") == 0.0
@@ -426,13 +430,7 @@ def test_housestyle_gives_reviewer_notes_or_bare_approvals_and_never_a_reply() -
 
 
 def test_housestyle_scores_each_kinds_convention() -> None:
-    family = FAMILIES["housestyle"]
-    by_kind: dict[str, Example] = {}
-    for example in family.train:
-        by_kind.setdefault(example.kind, example)
-
-    def scored(kind: str, text: str) -> float:
-        return family.score(by_kind[kind], Outcome(text=text))
+    scored = _reply_scorer("housestyle")
 
     assert scored("exchange", "Booking mp-48213 is moved.") == 1.0
     assert scored("exchange", "Booking MP-482130 is moved.") == 0.0
