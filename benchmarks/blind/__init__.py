@@ -1,4 +1,4 @@
-"""Blind benchmark: twenty-two task families written by an outside user, from the docs alone.
+"""Blind benchmark: twenty-five task families written by an outside user, from the docs alone.
 
 Each family (a module here) is inputs, right answers, the feedback a production
 app would give, a held-out set in other words, and the rules a competent
@@ -8,11 +8,11 @@ hand-written rules, few-shot retrieval of the training runs, and the prompt
 Combee learned from the training runs in one pass.
 
 Families 1-4 (``replies``, ``workflow``, ``mixed``, ``router``) are the dev set;
-5-22 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``,
+5-25 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``,
 ``intents``, ``formats``, ``remarks``, ``plainwords``, ``mixedsignals``, ``toolconv``,
 ``approvals``, ``confirmations``, ``toolnotes``, ``sorting``, ``housestyle``,
-``toolerrors``) are sealed: kept to measure later changes
-and not run during development.
+``toolerrors``, ``dispatch``, ``frontdesk``, ``toolrefusals``) are sealed: kept to
+measure later changes and not run during development.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from benchmarks.blind import (
     approvals,
     codes,
     confirmations,
+    dispatch,
     extraction,
     formats,
+    frontdesk,
     house_args,
     housestyle,
     intents,
@@ -39,6 +41,7 @@ from benchmarks.blind import (
     toolconv,
     toolerrors,
     toolnotes,
+    toolrefusals,
     workflow,
 )
 from benchmarks.blind._family import Family
@@ -68,6 +71,9 @@ FAMILIES: dict[str, Family] = {
         sorting,
         housestyle,
         toolerrors,
+        dispatch,
+        frontdesk,
+        toolrefusals,
     )
 }
 """Every family by name: the dev ones first, then the sealed ones."""
