@@ -58,7 +58,8 @@ RULES = """House conventions for replies to patients:
 URGENT_LINE = "0113 496 0581"
 PRICES_PAGE = "kingsmeaddental.co.uk/prices"
 SIGN_OFF = "new patients team, kingsmead dental"
-_NUMBERED = (re.compile(r"^\s*[*_]*1[.)]\s", re.M), re.compile(r"^\s*[*_]*2[.)]\s", re.M))
+# A numbered line, markdown bold or italics around its number allowed ("**1.** Rest.").
+_NUMBERED = tuple(re.compile(rf"^\s*[*_]*{n}[.)][*_]*\s", re.M) for n in (1, 2))
 
 _GOLD = {
     "moving": "Of course: appointment {ref} is cancelled, and I have offered you the next free "

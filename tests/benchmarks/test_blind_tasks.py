@@ -76,6 +76,9 @@ def test_sealed_families_say_so_and_dev_families_are_the_first_four() -> None:
         "sorting",
         "housestyle",
         "toolerrors",
+        "dispatch",
+        "frontdesk",
+        "toolrefusals",
     ]
     for name, family in FAMILIES.items():
         assert family.sealed is (name not in names[:4])
@@ -492,6 +495,146 @@ def test_toolerrors_sends_one_operator_call_per_service_and_nothing_on_the_rest(
     assert scored(Call("book_job", {**right, "crew": "crew-2"})) == 0.0
     # A refused call counts: the run broke the fleet rule before getting it right.
     assert scored(Call("book_job", {**right, "vehicle": "van"}), Call("book_job", right)) == 0.0
+
+
+def test_dispatch_has_two_runs_per_code_a_neutral_prompt_and_heldout_in_new_words() -> None:
+    family = FAMILIES["dispatch"]
+    codes = [example.answer for example in family.train]
+    assert len(set(codes)) == 8 and all(codes.count(code) == 2 for code in codes)
+    held = [example.answer for example in family.heldout]
+    assert sorted(held) == sorted(codes)
+    # The app's prompt gives each code a person's name and extension, never a topic.
+    for code in set(codes):
+        line = next(
+            line for line in family.system_prompt.splitlines() if line.startswith(f"- {code}:")
+        )
+        name, extension = line.split(": ", 1)[1].split(", ")
+        assert len(name.split()) == 2 and extension.startswith("ext. "), line
+    # The key nouns of a code's training messages stay out of its held-out ones.
+    key_nouns = {
+        "7GQ2": ("freeze", "membership", "hold", "travel", "wrist"),
+        "K3VW": ("swim", "lesson", "daughter", "level", "class", "spaces"),
+        "X8MB": ("personal", "trainer", "workout", "programme", "coach"),
+        "2PLN": ("goggles", "changing", "handed in", "bottle", "left"),
+        "D6RJ": ("direct debit", "charged", "rate", "peak", "twice"),
+        "Y5HT": ("treadmill", "belt", "sauna", "cold"),
+        "M9CZ": ("hire", "hall", "party", "studio", "dinner", "club"),
+        "4FKS": ("book", "class", "spin", "yoga", "waiting list", "full", "place"),
+    }
+    for example in family.heldout:
+        words = example.input.lower()
+        assert not [w for w in key_nouns[example.answer] if w in words], example.input
+    wrong = family.feedback(family.train[0], Outcome(text="Membership"))
+    assert wrong == {"correct": False, "ground_truth": "7GQ2", "source": "operator"}
+    assert family.score(family.train[0], Outcome(text=' "7gq2." ')) == 1.0
+
+
+def test_frontdesk_gives_reviewer_notes_bare_verdicts_or_nothing_and_never_a_reply() -> None:
+    family = FAMILIES["frontdesk"]
+    comments: dict[str, list[str]] = {}
+    shapes: list[str] = []
+    # Wrong for every kind: no reference, number, page, sign-off or numbered steps.
+    wrong = Outcome(text="Thanks for getting in touch, we will look into it.")
+    for example in family.train:
+        sent = family.feedback(example, wrong)
+        if not sent:
+            shapes.append("none")
+            continue
+        assert sent["correct"] is False and sent["source"] == "reviewer"
+        assert "ground_truth" not in sent
+        if "comment" in sent:
+            assert sent["comment"]
+            comments.setdefault(example.kind, []).append(sent["comment"])
+            shapes.append("comment")
+        else:
+            shapes.append("verdict")
+        right = family.feedback(example, Outcome(text=example.answer))
+        assert right == {"correct": True, "source": "reviewer"}
+    assert {shape: shapes.count(shape) for shape in set(shapes)} == {
+        "comment": 10, "verdict": 2, "none": 3
+    }  # fmt: skip
+    assert {kind: len(notes) for kind, notes in comments.items()} == dict.fromkeys(
+        ("moving", "urgent", "prices", "register", "aftercare"), 2
+    )
+    flat = [comment for wordings in comments.values() for comment in wordings]
+    assert len(set(flat)) == len(flat)
+    assert "KD-38854" in " ".join(flat)  # the note names that run's own reference
+    assert set(shapes[:4]) == {"comment", "verdict", "none"}  # the quick run sees each shape
+    assert len(family.train) == 15 and len(family.heldout) == 12
+
+
+def test_frontdesk_scores_each_kinds_convention() -> None:
+    scored = _reply_scorer("frontdesk")
+
+    assert scored("moving", "Appointment kd-40721 is cancelled.") == 1.0
+    assert scored("moving", "Appointment KD-407210 is cancelled.") == 0.0
+    assert scored("urgent", "Please ring 0113  496 0581 straight away.") == 1.0
+    assert scored("urgent", "Please ring 01134960581 straight away.") == 0.0
+    assert scored("prices", "See Kingsmeaddental.co.uk/prices for every fee.") == 1.0
+    assert scored("register", "Welcome aboard.\n\n**New Patients Team, Kingsmead Dental**") == 1.0
+    assert (
+        scored("register", "New Patients Team, Kingsmead Dental. Bring photo ID to your check-up.")
+        == 0.0
+    )
+    assert scored("aftercare", "Tonight:\n1. Rest.\n2) No hot drinks.") == 1.0
+    assert scored("aftercare", "Tonight:\n**1.** Rest.\n**2.** No hot drinks.") == 1.0
+    assert scored("aftercare", "Tonight: 1. rest, 2. no hot drinks.") == 0.0
+    assert scored("aftercare", "Tonight:\n- Rest.\n- No hot drinks.") == 0.0
+
+
+def test_toolrefusals_press_refuses_a_wrong_paper_or_finish_as_a_tool_error() -> None:
+    from langchain_core.messages import ToolMessage
+    from langchain_core.tools import ToolException
+
+    from benchmarks.blind._runner import _tools
+
+    family = FAMILIES["toolrefusals"]
+    place_order = family.tools[0]
+    right = {"product": "Wedding", "paper": "cotton-350 ", "finish": "Gold-Foil", "details": "80"}
+    assert place_order(**right).startswith("Order placed")
+    with pytest.raises(ToolException, match="'wedding' orders print on paper 'cotton-350'"):
+        place_order(**{**right, "paper": "350gsm"})
+    with pytest.raises(ToolException, match="'wedding' orders take finish 'gold-foil'"):
+        place_order(**{**right, "finish": "matt-lam"})
+    with pytest.raises(ToolException, match="Unknown product 'invitations'"):
+        place_order(**{**right, "product": "invitations"})
+    # The wrong product with that product's own values passes: only the operator catches it.
+    assert place_order(product="cards", paper="board-400", finish="matt-lam", details="80")
+    # In the runner a refusal goes back to the model as an error result, not a failed run.
+    (tool,) = _tools(family)
+    call = {"name": "place_order", "args": {**right, "finish": "none"}, "id": "c1"}
+    message = tool.invoke({**call, "type": "tool_call"})
+    assert isinstance(message, ToolMessage) and message.status == "error"
+    assert "Finishing check failed" in message.text
+
+
+def test_toolrefusals_sends_one_operator_call_per_product_and_nothing_on_the_rest() -> None:
+    family = FAMILIES["toolrefusals"]
+    labelled: list[str] = []
+    order: list[bool] = []
+    for example in family.train:
+        sent = family.feedback(example, Outcome(text="Placed."))
+        order.append(bool(sent))
+        if sent:
+            truth = example.calls[0].render()
+            assert truth.startswith("place_order(product=")
+            assert sent == {"correct": False, "ground_truth": truth, "source": "operator"}
+            labelled.append(example.kind)
+    assert sorted(labelled) == sorted({ex.kind for ex in family.train})
+    assert len(labelled) == 5 and len(family.train) == 14
+    assert True in order[:4] and False in order[:4]  # the quick run sees both
+    first = family.train[0]
+
+    def scored(*calls: Call) -> float:
+        return family.score(first, Outcome(text="", calls=calls))
+
+    right = {"product": "Cards", "paper": "board-400", "finish": " matt-lam", "details": "any"}
+    assert scored(Call("place_order", right)) == 1.0
+    assert scored(Call("place_order", {**right, "finish": "none"})) == 0.0
+    # A refused call counts: the run broke a press rule before getting it right.
+    assert (
+        scored(Call("place_order", {**right, "paper": "350gsm"}), Call("place_order", right)) == 0.0
+    )
 
 
 def test_fraction_of_gain_is_none_without_a_gain_on_offer() -> None:
