@@ -424,6 +424,10 @@ class SmallRoles(RoleProfile):
         if out is None:
             return None
         note = note if note is not None and len(note) <= NOTE_CHARS else None
+        # A refused call the run corrected: the tool checked the new values.
+        fixes = [] if truth or note is not None else trace.corrections()
+        correction = " and ".join(f.action() for f in fixes) or None
+        case = " and ".join(c for f in fixes if (c := f.situation())) or None
         instruction = None
         if note is not None and not truth:
             instruction = await self._instruction(caller, note, stats)
@@ -434,6 +438,8 @@ class SmallRoles(RoleProfile):
             calls=trace.tool_calls,
             note=note,
             instruction=instruction,
+            correction=correction,
+            case=case,
         )
 
     async def _instruction(self, caller: LLMCaller, note: str, stats: CallStats) -> str | None:

@@ -276,6 +276,8 @@ class SmallReflectionOut(BaseModel):
         calls: Sequence[ToolCall] = (),
         note: str | None = None,
         instruction: str | None = None,
+        correction: str | None = None,
+        case: str | None = None,
     ) -> Reflection:
         """Convert to a Reflection whose insight reads ``"When <situation>, <action>."``.
 
@@ -286,6 +288,12 @@ class SmallReflectionOut(BaseModel):
         what the reply lacked. The model's situation and keywords still say
         which inputs the note is about. The note rewritten as an ``instruction``
         (``InstructionOut.for_note``), when there is one, is the action instead.
+        With neither, a tool call the run corrected after its tool refused it
+        (``correction``: ``Trace.correction_action``) is the action: measured on
+        the 1.5B, its own action for such a run restated the agent's reply ("answer
+        Your job is booked") or was empty, and its situation named the tool ("job
+        booking"). The ``case`` the refusal named ("service is piano"), when there
+        is one, is the situation then, keywords aside: the tool's check applies to it.
 
         Quotes and brackets a small model wraps around either part are dropped,
         commas in the situation become semicolons (the first comma ends it), an
@@ -326,6 +334,10 @@ class SmallReflectionOut(BaseModel):
         taken: set[str] = set()
         if note and not truth:
             action = instruction or f"do as the reviewer said: {_one_line(note)}"
+        elif correction and not truth:
+            action = correction
+            if case:
+                situation = case
         if source:
             # A reviewer's note names the run's own values too ("repeat the card number
             # (AL-77102)"): the rule every member's reply follows names none of them.
@@ -349,7 +361,12 @@ class SmallReflectionOut(BaseModel):
             situation = " or ".join(kept)
         # A situation of generic words only ("question", "the user's request") fits
         # every input: such a rule cannot tell one case from another.
-        unwrapped = [_unwrap(k) for k in self.keywords if not _names_a_value(_unwrap(k), taken)]
+        by_case = bool(correction and case and not truth and not note)
+        unwrapped = [
+            _unwrap(k)
+            for k in ([] if by_case else self.keywords)
+            if not _names_a_value(_unwrap(k), taken)
+        ]
         keywords = (
             grounded_keywords([k for k in unwrapped if _harmless(k)], source) if source else []
         )

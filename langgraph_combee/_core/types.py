@@ -11,8 +11,10 @@ import copy as copy_module
 import difflib
 import logging
 import math
+import re
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
@@ -168,6 +170,40 @@ class ToolCall(BaseModel):
     id: str | None = None
 
 
+_ONE_WORD = re.compile(r"[\w-]+")
+
+
+def _named_in(value: Any, text: str) -> bool:
+    """Whether ``value`` is one word that ``text`` writes whole (any case)."""
+    if not isinstance(value, str) or not _ONE_WORD.fullmatch(value):
+        return False
+    return re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+@dataclass(frozen=True)
+class Correction:
+    """A refused tool call the run corrected: the tool, the new values, the case.
+
+    Attributes:
+        tool: The tool's name.
+        changed: The arguments the accepted call changed, with their accepted values.
+        given: The accepted call's unchanged arguments the refusal named (the case
+            the tool's check applied to), one word each.
+    """
+
+    tool: str
+    changed: dict[str, Any]
+    given: dict[str, Any]
+
+    def action(self) -> str:
+        """The correction as a rule's action: ``call book_job with vehicle='tail-lift'``."""
+        return f"call {self.tool} with " + ", ".join(f"{k}={v!r}" for k, v in self.changed.items())
+
+    def situation(self) -> str | None:
+        """The case as a rule's situation (``"service is piano"``), or None when none was named."""
+        return " and ".join(f"{k} is {v}" for k, v in self.given.items()) or None
+
+
 class Trace(BaseModel):
     """One run of the agent, as the learner sees it.
 
@@ -239,6 +275,46 @@ class Trace(BaseModel):
     def has_ground_truth(self) -> bool:
         """Return True when feedback names the right answer."""
         return self.feedback is not None and self.feedback.ground_truth is not None
+
+    def corrections(self) -> list[Correction]:
+        """The arguments the run changed to get a refused tool call accepted.
+
+        A call the model made that its tool refused (an error), followed later in
+        the run by an accepted call of the same tool: the tool itself checked the
+        values that differ, so they are what the refused call got wrong. Only
+        calls the model made during the run count (``attested``). The accepted
+        call's other arguments whose one-word value the refusal names ("a 'piano'
+        job goes out with vehicle 'tail-lift'") are the case the tool applied.
+        """
+        found: list[Correction] = []
+        calls = [c for c in self.tool_calls if c.attested]
+        for i, refused in enumerate(calls):
+            if refused.error is None:
+                continue
+            accepted = next(
+                (
+                    c
+                    for c in calls[i + 1 :]
+                    if c.name == refused.name and c.error is None and c.result is not None
+                ),
+                None,
+            )
+            if accepted is None:
+                continue
+            changed = {k: v for k, v in accepted.args.items() if refused.args.get(k) != v}
+            given = {
+                k: v
+                for k, v in accepted.args.items()
+                if k not in changed and _named_in(v, refused.error)
+            }
+            correction = Correction(refused.name, changed, given)
+            if changed and correction not in found:
+                found.append(correction)
+        return found
+
+    def correction_action(self) -> str | None:
+        """``corrections`` as one action ("call book_job with vehicle='tail-lift'"), or None."""
+        return " and ".join(c.action() for c in self.corrections()) or None
 
     def execution_errors(self) -> list[str]:
         """Return the run's error and tool errors: feedback when no ground truth exists."""

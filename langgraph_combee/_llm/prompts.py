@@ -280,12 +280,23 @@ def _feedback_block(trace: Trace, *, trusted_comment: bool = False) -> str:
 
 def _run_blocks(trace: Trace, *, limit: int, trusted_comment: bool = False) -> list[str]:
     """The run as the reflector reads it: input, transcript (when it adds), answer, feedback."""
-    mode = (
-        "Compare the agent's answer with the expected answer."
-        if trace.has_ground_truth()
-        else "No expected answer is known: judge the run from its execution feedback "
-        "(errors, tool failures, score, comments) and the transcript."
-    )
+    corrected = None if trace.has_ground_truth() else trace.correction_action()
+    if trace.has_ground_truth():
+        mode = "Compare the agent's answer with the expected answer."
+    elif corrected is not None:
+        # The tool accepted the changed arguments: they are the run's lesson, the
+        # situation (which requests need them) is what is left to write.
+        mode = (
+            "A tool refused a call of the agent and accepted its corrected call. The rule's "
+            "action is the correction:\n" + fence("correction", corrected) + "\nThe situation is "
+            "what this input asks for that needs the correction, in the input's own words (what "
+            "is asked about), never the tool, the call or the task as a whole."
+        )
+    else:
+        mode = (
+            "No expected answer is known: judge the run from its execution feedback "
+            "(errors, tool failures, score, comments) and the transcript."
+        )
     return [
         "Agent input:\n" + fence("input", trace.input, limit=limit),
         *(
