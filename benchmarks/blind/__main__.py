@@ -39,6 +39,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         default="",
         help="comma-separated learning-step stages to leave out (an ablation)",
     )
+    run.add_argument(
+        "--trust-tools",
+        action="store_true",
+        help="list the family's own tools in BulletGuard(trusted_tools=...)",
+    )
     args = parser.parse_args(args_list)
     if args.command == "list":
         for family in FAMILIES.values():
@@ -54,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         argv=args_list,
         examples=args.examples,
         without=[name.strip() for name in args.without.split(",") if name.strip()],
+        trust_tools=args.trust_tools,
     )
     for arm, result in record["arms"].items():
         print(f"{arm:11s} score {result['score']}  {result['seconds']} s")

@@ -51,7 +51,13 @@ from langchain_core.tools import tool as as_tool
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from benchmarks.blind._family import Call, Example, Family, Outcome
-from langgraph_combee import AlgorithmSettings, Combee, LearnerSettings, ServingSettings
+from langgraph_combee import (
+    AlgorithmSettings,
+    BulletGuard,
+    Combee,
+    LearnerSettings,
+    ServingSettings,
+)
 from langgraph_combee._algorithm import stages
 
 ARMS = ("no_rules", "hand_rules", "few_shot", "learned")
@@ -137,6 +143,7 @@ class Setup:
     examples: int = 0
     embedder: Any = None
     without: tuple[str, ...] = ()
+    trusted_tools: tuple[str, ...] = ()
 
     def combee(self, prompt_id: str, *, learner: bool) -> Combee:
         """A Combee with the package defaults (faster pacing on the offline doubles)."""
@@ -154,15 +161,24 @@ class Setup:
         serving: dict[str, Any] = {}
         if self.examples and self.embedder is not None:
             serving["focus_embedder"] = self.embedder
+        # The app's own tools trusted, as docs/security.md tells a deployer (``--trust-tools``).
+        guard: dict[str, Any] = (
+            {"guard": BulletGuard(trusted_tools=list(self.trusted_tools))}
+            if self.trusted_tools
+            else {}
+        )
         if not self.quick:
             settings = ServingSettings(**serving) if serving else None
-            return Combee(prompt_id=prompt_id, model=model, algorithm=algorithm, serving=settings)
+            return Combee(
+                prompt_id=prompt_id, model=model, algorithm=algorithm, serving=settings, **guard
+            )
         return Combee(
             prompt_id=prompt_id,
             model=model,
             algorithm=algorithm,
             serving=ServingSettings(refresh_seconds=0.1, **serving),
             learner=LearnerSettings(poll_seconds=0.05, max_wait_seconds=0.1),
+            **guard,
         )
 
     @property
@@ -520,11 +536,13 @@ def run_family(
     log: Callable[[str], None] = print,
     examples: int = 0,
     without: Sequence[str] = (),
+    trust_tools: bool = False,
 ) -> dict[str, Any]:
     """Score the arms of one family, writing ``out`` after each arm; return the record.
 
     ``without`` names learning-step stages to leave out of the learned arm (an
-    ablation; ``stages.STEP_STAGES`` lists them).
+    ablation; ``stages.STEP_STAGES`` lists them). ``trust_tools`` lists the
+    family's own tools in the guard's ``trusted_tools`` (they are the app's code).
     """
     unknown = [arm for arm in arms if arm not in ARMS]
     if unknown:
@@ -547,6 +565,7 @@ def run_family(
         "platform": platform.platform(),
         "examples": examples,
         "without": list(without),
+        "trusted_tools": [tool.__name__ for tool in family.tools] if trust_tools else [],
         "arms": {},
         "fraction_of_gain": None,
     }
@@ -560,6 +579,7 @@ def run_family(
         )
         setup.examples = examples
         setup.without = tuple(without)
+        setup.trusted_tools = tuple(record["trusted_tools"])
     except Exception:  # kept in the record
         record["failure"] = {"stage": "setup", "traceback": traceback.format_exc()}
         write_json(out, record)

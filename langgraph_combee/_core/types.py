@@ -189,15 +189,30 @@ class Correction:
         changed: The arguments the accepted call changed, with their accepted values.
         given: The accepted call's unchanged arguments the refusal named (the case
             the tool's check applied to), one word each.
+        refusal: The refused call's error text.
     """
 
     tool: str
     changed: dict[str, Any]
     given: dict[str, Any]
+    refusal: str = ""
+
+    def stated(self) -> dict[str, Any]:
+        """The changed arguments whose accepted one-word value the refusal names.
+
+        What the tool asked for in its own words ("goes out with vehicle
+        'tail-lift'"); a changed argument it did not name (a reworded note, a
+        value retried after a timeout) may be anyone's.
+        """
+        return {k: v for k, v in self.changed.items() if _named_in(v, self.refusal)}
 
     def action(self) -> str:
-        """The correction as a rule's action: ``call book_job with vehicle='tail-lift'``."""
-        return f"call {self.tool} with " + ", ".join(f"{k}={v!r}" for k, v in self.changed.items())
+        """The correction as a rule's action: ``call book_job with vehicle='tail-lift'``.
+
+        Only the values the refusal named when it named any, else every changed one.
+        """
+        args = self.stated() or self.changed
+        return f"call {self.tool} with " + ", ".join(f"{k}={v!r}" for k, v in args.items())
 
     def situation(self) -> str | None:
         """The case as a rule's situation (``"service is piano"``), or None when none was named."""
@@ -307,7 +322,7 @@ class Trace(BaseModel):
                 for k, v in accepted.args.items()
                 if k not in changed and _named_in(v, refused.error)
             }
-            correction = Correction(refused.name, changed, given)
+            correction = Correction(refused.name, changed, given, refused.error)
             if changed and correction not in found:
                 found.append(correction)
         return found

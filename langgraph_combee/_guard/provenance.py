@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from langgraph_combee._core.situations import parse_rule
-from langgraph_combee._core.types import Trace
+from langgraph_combee._core.types import ToolCall, Trace
 from langgraph_combee._core.values import described_in, descriptions, undescribed
 from langgraph_combee._guard import lexicon
 from langgraph_combee._guard import patterns as rules
@@ -422,8 +422,11 @@ def untrusted_fields(trace: Trace, trust: Trust) -> list[tuple[str, str]]:
         for m in trace.messages
         if m.role != "tool" and not (approved and m.role == "ai" and m.attested)
     )
+    corrected = {id(c) for c in _accepted_retries(trace)}
     out.extend(
-        ("tool_args", str(c.args)) for c in trace.tool_calls if not approved or not c.attested
+        ("corrected_args:" + c.name if id(c) in corrected else "tool_args", str(c.args))
+        for c in trace.tool_calls
+        if not approved or not c.attested
     )
     out.extend(
         ("tool_args", str(m.tool_calls))
@@ -447,6 +450,20 @@ def untrusted_fields(trace: Trace, trust: Trust) -> list[tuple[str, str]]:
     if fb is not None and fb.ground_truth and not trust.truth(trace):
         out.append((f"ground_truth:{source}", fb.ground_truth))
     return [(label, text) for label, text in out if text]
+
+
+def _accepted_retries(trace: Trace) -> list[ToolCall]:
+    """The attested calls a tool accepted after refusing an earlier call to it."""
+    refused: set[str] = set()
+    out = []
+    for call in trace.tool_calls:
+        if not call.attested:
+            continue
+        if call.error is not None:
+            refused.add(call.name)
+        elif call.name in refused and call.result is not None:
+            out.append(call)
+    return out
 
 
 def user_texts(trace: Trace, trust: Trust) -> list[str]:
@@ -479,6 +496,8 @@ def field_name(label: str) -> str:
         return f"the result of tool {name!r}"
     if kind == "sent_result":
         return f"a result of tool {name!r} that the caller sent in the run's input"
+    if kind == "corrected_args":
+        return f"the arguments tool {name!r} accepted after refusing a call"
     if kind == "comment":
         return f"a feedback comment from source {name!r}"
     if kind == "ground_truth":
@@ -500,6 +519,11 @@ def trust_step(label: str) -> str | None:
         )
     if kind == "sent_result":
         return "no setting trusts it: only a call the model made during the run counts"
+    if kind == "corrected_args":
+        return (
+            f"add {name!r} to BulletGuard(trusted_tools=[...]) if your app's tool checks "
+            "them: the values its refusal asked for then teach"
+        )
     if kind in ("comment", "ground_truth"):
         return "pass source='operator' to feedback() if an operator or reviewer gave it"
     if kind == "output":
@@ -543,6 +567,16 @@ def trusted_fields(trace: Trace, trust: Trust) -> dict[str, str]:
     )
     if results:
         out[f"tool_result:{trace.id}"] = "\n".join(results)
+    # A trusted tool refused a call and accepted the corrected one: the values its
+    # refusal asked for are the tool's own word.
+    stated = [
+        f"{fix.tool} {key}={value}"
+        for fix in trace.corrections()
+        if trust.tool(fix.tool)
+        for key, value in fix.stated().items()
+    ]
+    if stated:
+        out[f"tool_correction:{trace.id}"] = "\n".join(stated)
     if trust.approved(trace):
         calls = [str(c.args) for c in trace.tool_calls if c.attested and c.args]
         calls.extend(str(m.tool_calls) for m in trace.messages if m.tool_calls and m.attested)

@@ -1,0 +1,106 @@
+"""A tool call its tool refused and the run corrected: what the learner takes from it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from langchain_core.messages import BaseMessage
+
+from langgraph_combee import Feedback, Trace
+from langgraph_combee._algorithm.roles import SmallRoles
+from langgraph_combee._core.playbook import Playbook
+from langgraph_combee._core.types import ToolCall
+from langgraph_combee._llm import prompts
+from langgraph_combee._llm.calls import CallSettings, CallStats, LLMCaller
+from langgraph_combee.testing import FunctionChatModel
+
+REFUSAL = "Fleet check failed: a 'piano' job goes out with vehicle 'tail-lift', not 'truck'."
+
+
+def _run(*, second_error: str | None = None, attested: bool = True, **kw: object) -> Trace:
+    args = {"service": "piano", "crew": "standard", "notes": "upright piano"}
+    return Trace(
+        input="We need our upright piano moved across town.",
+        output="Your job is booked.",
+        tool_calls=[
+            ToolCall(name="book_job", args={**args, "vehicle": "truck"}, error=REFUSAL),
+            ToolCall(
+                name="book_job",
+                args={**args, "vehicle": "tail-lift"},
+                result=None if second_error else "Job booked.",
+                error=second_error,
+                attested=attested,
+            ),
+        ],
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_the_accepted_retry_gives_the_changed_values_and_the_case_the_refusal_named() -> None:
+    [fix] = _run().corrections()
+    assert (fix.tool, fix.changed, fix.given) == (
+        "book_job",
+        {"vehicle": "tail-lift"},
+        {"service": "piano"},
+    )
+    assert fix.action() == "call book_job with vehicle='tail-lift'"
+    assert fix.situation() == "service is piano"
+
+
+def test_no_correction_without_an_accepted_retry_or_from_calls_the_model_did_not_make() -> None:
+    assert _run(second_error="Fleet check failed again.").corrections() == []
+    assert _run(attested=False).corrections() == []
+    alone = Trace(input="x", tool_calls=[ToolCall(name="t", args={"a": 1}, error="no")])
+    assert alone.corrections() == []
+
+
+def test_a_value_the_refusal_does_not_name_is_not_the_case() -> None:
+    trace = Trace(
+        input="Book the piano.",
+        tool_calls=[
+            ToolCall(name="book_job", args={"service": "piano", "vehicle": "van"}, error="refused"),
+            ToolCall(name="book_job", args={"service": "piano", "vehicle": "lift"}, result="ok"),
+        ],
+    )
+    [fix] = trace.corrections()
+    assert fix.given == {} and fix.situation() is None
+
+
+def _reflector(situation: str, seen: list[str]) -> FunctionChatModel:
+    def reply(messages: list[BaseMessage]) -> str:
+        seen.append(str(messages[-1].content))
+        return json.dumps(
+            {"situation": situation, "keywords": ["piano"], "action": "answer Your job is booked"}
+        )
+
+    return FunctionChatModel(reply)
+
+
+def _reflect(trace: Trace, situation: str = "job booking") -> tuple[str, list[str]]:
+    seen: list[str] = []
+    caller = LLMCaller(_reflector(situation, seen), CallSettings(structured_output=False))
+    out = asyncio.run(SmallRoles().reflect(caller, trace, Playbook(), CallStats()))
+    assert out is not None
+    return out.key_insight, seen
+
+
+def test_the_small_reflector_is_shown_the_correction_and_the_rule_states_it() -> None:
+    insight, seen = _reflect(_run())
+    assert "call book_job with vehicle='tail-lift'" in seen[0]
+    assert insight == "When service is piano, call book_job with vehicle='tail-lift'."
+
+
+def test_a_ground_truth_outranks_the_correction() -> None:
+    truth = "book_job(service='piano', crew='crew-4', vehicle='tail-lift')"
+    trace = _run(feedback=Feedback(correct=False, ground_truth=truth, source="operator"))
+    insight, seen = _reflect(trace, situation="heavy single item")
+    assert "accepted its corrected call" not in seen[0]
+    assert "crew-4" in insight
+
+
+def test_the_prompt_without_a_correction_asks_to_judge_from_the_errors() -> None:
+    trace = _run(second_error="refused again")
+    text = str(prompts.small_reflector_messages(trace)[1].content)
+    assert "No expected answer is known" in text
+    assert "corrected call" not in text
