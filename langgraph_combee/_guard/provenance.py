@@ -772,7 +772,22 @@ def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
             anchors.extend([word] if labels and word not in already else [])
         elif word in evidence.user:
             user_only[word] = None
-    echoed = bool(anchors) and not already and all(w in evidence.said for w in anchors)
+    # A value a trusted tool's refusal asked for is in the agent's corrected call, not
+    # the user's text: unless the user wrote it too, its repeat there is no echo.
+    asked = {
+        w
+        for label, words in evidence.trusted.items()
+        if label.startswith("tool_correction:")
+        for w in words
+    }
+    wrote = evidence.origins.get("input", frozenset()) | evidence.origins.get(
+        "message", frozenset()
+    )
+    echoed = (
+        bool(anchors)
+        and not already
+        and all(w in evidence.said and (w not in asked or w in wrote) for w in anchors)
+    )
     operator = any(set(evidence.supporting(w)) & evidence.operator for w in anchors)
     truths = {
         w
