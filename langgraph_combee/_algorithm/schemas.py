@@ -161,7 +161,8 @@ def _general_action(action: str, source: str) -> tuple[str, set[str]]:
     list of calls reads as calls to make. In such a list, a quoted argument of
     one word without digits that the input holds as written (a user name,
     ``username="mkowalski"`` for "this is mkowalski") is the input's too: seen on
-    the 1.5B on a help-desk task, each rule named its run's user.
+    the 1.5B on a help-desk task, each rule named its run's user. So is a quoted
+    phrase of several words the input holds whole (a note: ``notes='two-bed flat'``).
 
     Returns:
         The action, and the values of the input it no longer names (in lower case).
@@ -176,7 +177,11 @@ def _general_action(action: str, source: str) -> tuple[str, set[str]]:
         if not re.search(r"\d", value):
             # A word the input holds, given to a call: the input's (a name, a user).
             word = match.group(1) is not None and re.fullmatch(r"[\w.@-]{3,}", value)
-            if in_calls and word and holds(value, source):
+            # So is a phrase of the input given whole to a call (``notes='two-bed flat'``
+            # for "our two-bed flat"): seen on the 1.5B on a booking task, every later
+            # booking of the kind carried the training run's note.
+            phrase = match.group(1) is not None and len(value.split()) > 1
+            if in_calls and (word or phrase) and holds(value, source):
                 taken.add(value.lower())
                 return match.group(0).replace(value, FROM_INPUT)
             return match.group(0)

@@ -241,3 +241,14 @@ def test_brackets_in_prose_are_no_calls_and_calls_are_compared_by_whole_names() 
     lookup = "make the calls lookup_order(order_id='the value in the input')"
     assert rules.followed(lookup, "lookup_order_v2(order_id='A1')", "order A1") is False
     assert rules.followed(lookup, "lookup_order(order_id='A1')", "order A1") is True
+
+
+def test_a_phrase_of_the_input_given_to_a_call_is_the_inputs_and_a_house_phrase_stays() -> None:
+    out = SmallReflectionOut(situation="household move", action="answer x")
+    truth = "book_job(service='home', crew='crew-2', notes='two-bed flat')"
+    rule = out.to_reflection("a", ground_truth=truth, source="We leave our two-bed flat soon.")
+    assert "two-bed flat" not in rule.key_insight
+    assert f"notes='{FROM_INPUT}'" in rule.key_insight and "crew='crew-2'" in rule.key_insight
+    house = "book_job(service='home', crew='crew-2', notes='fragile goods')"
+    kept = out.to_reflection("b", ground_truth=house, source="We leave our two-bed flat soon.")
+    assert "notes='fragile goods'" in kept.key_insight
