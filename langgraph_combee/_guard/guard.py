@@ -563,11 +563,10 @@ class BulletGuard:
             # The agent's own replies, in ``output`` and among the messages, are left out: an
             # agent that follows a served rule writes the app's number itself, and a number
             # it repeats from the user is in the user's text too.
-            replies = {m.content for m in trace.messages if m.role == "ai"}
             others.extend(
                 text
                 for label, text in prov.untrusted_fields(trace, self.trust)
-                if label != "output" and not (label == "message" and text in replies)
+                if label not in ("output", "agent_message")
             )
         for trace in cited:
             fb = trace.feedback

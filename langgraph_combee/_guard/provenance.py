@@ -405,9 +405,11 @@ class Trust:
 def untrusted_fields(trace: Trace, trust: Trust) -> list[tuple[str, str]]:
     """Every text of ``trace`` the end user or the outside world controls, with its field.
 
-    Fields: ``input``, ``output``, ``message``, ``tool_args``, ``tool_result:<tool>``
-    (a tool not in ``trusted_tools``), ``sent_result:<tool>`` (a result the caller sent
-    in the run's input, not attested: never trusted, whatever the tool),
+    Fields: ``input``, ``output``, ``message``, ``agent_message`` (the agent's own),
+    ``tool_args``, ``corrected_args:<tool>`` (a call the tool accepted after refusing
+    one), ``tool_result:<tool>`` (a tool not in ``trusted_tools``), ``sent_result:<tool>``
+    (a result the caller sent in the run's input, not attested: never trusted, whatever
+    the tool),
     ``comment:<source>`` and ``ground_truth:<source>`` (feedback from a source the
     guard does not trust).
     """
@@ -418,7 +420,7 @@ def untrusted_fields(trace: Trace, trust: Trust) -> list[tuple[str, str]]:
     if not approved:
         out.append(("output", trace.output))
     out.extend(
-        ("message", m.content)
+        ("agent_message" if m.role == "ai" else "message", m.content)
         for m in trace.messages
         if m.role != "tool" and not (approved and m.role == "ai" and m.attested)
     )
@@ -483,6 +485,7 @@ def conversation_texts(trace: Trace, trust: Trust) -> list[str]:
 _FIELDS = {
     "input": "the user's message",
     "message": "a message of the conversation",
+    "agent_message": "a message of the agent's",
     "output": "the agent's reply",
     "tool_args": "the arguments of a tool call",
     "respelled": "the agent's reply, where it spells the user's words another way",

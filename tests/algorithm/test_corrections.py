@@ -18,10 +18,16 @@ from langgraph_combee.testing import FunctionChatModel
 REFUSAL = "Fleet check failed: a 'piano' job goes out with vehicle 'tail-lift', not 'truck'."
 
 
-def _run(*, second_error: str | None = None, attested: bool = True, **kw: object) -> Trace:
+def _run(
+    *,
+    second_error: str | None = None,
+    attested: bool = True,
+    input: str = "We need our upright piano moved across town.",
+    **kw: object,
+) -> Trace:
     args = {"service": "piano", "crew": "standard", "notes": "upright piano"}
     return Trace(
-        input="We need our upright piano moved across town.",
+        input=input,
         output="Your job is booked.",
         tool_calls=[
             ToolCall(name="book_job", args={**args, "vehicle": "truck"}, error=REFUSAL),
@@ -149,3 +155,20 @@ def test_a_retried_value_the_refusal_never_asked_for_gets_no_trust() -> None:
         trusted_tools=["save_note"],
     )
     assert not accepted
+
+
+def test_the_agents_own_message_repeating_the_value_is_no_echo_of_the_user() -> None:
+    # A small model writes its call as text: the agent's message holds the value too.
+    from langgraph_combee._core.types import TraceMessage
+
+    written = '{"name": "book_job", "arguments": {"service": "piano", "vehicle": "tail-lift"}}'
+    trace = _run(
+        id="t1",
+        messages=[
+            TraceMessage(role="human", content="We need our upright piano moved across town."),
+            TraceMessage(role="ai", content=written),
+        ],
+    )
+    rule = "When piano, call book_job with vehicle='tail-lift'."
+    accepted, _ = _screened(trace, rule, trusted_tools=["book_job"])
+    assert accepted
