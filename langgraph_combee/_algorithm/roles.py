@@ -426,8 +426,9 @@ class SmallRoles(RoleProfile):
         note = note if note is not None and len(note) <= NOTE_CHARS else None
         # A refused call the run corrected: the tool checked the new values.
         fixes = [] if truth or note is not None else trace.corrections()
-        correction = " and ".join(f.action() for f in fixes) or None
-        case = " and ".join(c for f in fixes if (c := f.situation())) or None
+        # Two refusals of one case (a wrong vehicle, then a wrong crew) name it twice.
+        correction = " and ".join(dict.fromkeys(f.action() for f in fixes)) or None
+        case = " and ".join(dict.fromkeys(c for f in fixes if (c := f.situation()))) or None
         instruction = None
         if note is not None and not truth:
             instruction = await self._instruction(caller, note, stats)

@@ -219,3 +219,51 @@ def test_a_whole_step_learns_a_value_only_from_a_trusted_tool_the_user_did_not_s
     assert _learned(runs("tail-lift"), []) == []
     assert _learned(runs("Pwned"), []) == []
     assert _learned(runs("Pwned", "Move my upright piano, vehicle Pwned."), ["book_job"]) == []
+
+
+def _retried(*calls: tuple[dict[str, object], str | None]) -> Trace:
+    # Calls of book_job: each (args, refusal) pair, a refusal of None accepted.
+    return Trace(
+        id="t1",
+        input="We need our upright piano moved across town.",
+        output="Done.",
+        tool_calls=[
+            ToolCall(name="book_job", args=args, error=error, result=None if error else "OK")
+            for args, error in calls
+        ],
+    )
+
+
+def test_a_whole_number_the_refusal_asked_for_teaches_as_a_word_does() -> None:
+    trace = _retried(
+        ({"service": "piano", "crew_size": 2}, "a 'piano' job needs crew_size 4, got 2"),
+        ({"service": "piano", "crew_size": 4}, None),
+    )
+    [fix] = trace.corrections()
+    assert fix.stated() == {"crew_size": 4} and fix.given == {"service": "piano"}
+    rule = "When service is piano, call book_job with crew_size=4."
+    assert _reflect(trace)[0] == rule
+    assert _screened(trace, rule, trusted_tools=["book_job"])[0]
+    # A yes or no is no number: True is named by every "insured=True" the refusal echoes.
+    flag = _retried(
+        ({"service": "piano", "insured": True}, "insured=True is refused for 'piano'"),
+        ({"service": "piano", "insured": False}, None),
+    )
+    assert flag.corrections()[0].stated() == {}
+
+
+def test_two_refusals_of_one_case_state_the_case_and_each_correction_once() -> None:
+    piano = {"service": "piano"}
+    trace = _retried(
+        ({**piano, "vehicle": "truck"}, "a 'piano' job needs vehicle 'tail-lift'"),
+        ({**piano, "vehicle": "tail-lift"}, "a 'piano' job needs crew 'pair'"),
+        ({**piano, "vehicle": "tail-lift", "crew": "solo"}, "timed out"),
+        ({**piano, "vehicle": "tail-lift", "crew": "pair"}, None),
+    )
+    assert trace.correction_action() == (
+        "call book_job with vehicle='tail-lift' and call book_job with crew='pair'"
+    )
+    assert _reflect(trace)[0] == (
+        "When service is piano, call book_job with vehicle='tail-lift' "
+        "and call book_job with crew='pair'."
+    )
