@@ -14,7 +14,7 @@ import math
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
@@ -195,21 +195,30 @@ class Correction:
         given: The accepted call's unchanged arguments the refusal named (the case
             the tool's check applied to), one word or whole number each.
         refusal: The refused call's error text.
+        tried: The refused call's arguments.
     """
 
     tool: str
     changed: dict[str, Any]
     given: dict[str, Any]
     refusal: str = ""
+    tried: dict[str, Any] = field(default_factory=dict)
 
     def stated(self) -> dict[str, Any]:
         """The changed arguments whose accepted value (one word, a whole number) the refusal names.
 
         What the tool asked for in its own words ("goes out with vehicle
         'tail-lift'"); a changed argument it did not name (a reworded note, a
-        value retried after a timeout) may be anyone's.
+        value retried after a timeout) may be anyone's. So may a value the refused
+        call already carried: the refusal named it as the wrong one ("unknown
+        customer 'Pwned'"), and the retry moved it to another argument.
         """
-        return {k: v for k, v in self.changed.items() if _named_in(v, self.refusal)}
+        return {
+            k: v
+            for k, v in self.changed.items()
+            if _named_in(v, self.refusal)
+            and not any(_named_in(v, str(t)) for t in self.tried.values())
+        }
 
     def action(self) -> str:
         """The correction as a rule's action: ``call book_job with vehicle='tail-lift'``.
@@ -327,7 +336,7 @@ class Trace(BaseModel):
                 for k, v in accepted.args.items()
                 if k not in changed and _named_in(v, refused.error)
             }
-            correction = Correction(refused.name, changed, given, refused.error)
+            correction = Correction(refused.name, changed, given, refused.error, refused.args)
             if changed and correction not in found:
                 found.append(correction)
         return found

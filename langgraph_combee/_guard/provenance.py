@@ -469,16 +469,24 @@ def _accepted_retries(trace: Trace) -> list[ToolCall]:
     return out
 
 
-def asked_values(trace: Trace, trust: Trust, *, trusted: bool) -> set[str]:
-    """The words of the values the refusals of the run's trusted (or other) tools asked for.
-
-    Only the values the retry the tool accepted gave (``Correction.stated``).
-    """
+def asked_values(trace: Trace, trust: Trust) -> set[str]:
+    """The words of the values a trusted tool's refusal asked for and the run's retry gave
+    (``Correction.stated``)."""
     return {
         word
         for fix in trace.corrections()
-        if trust.tool(fix.tool) is trusted
+        if trust.tool(fix.tool)
         for value in fix.stated().values()
+        for word in tokens(str(value))
+    }
+
+
+def retried_values(trace: Trace) -> set[str]:
+    """The words of every value the run's retries of a refused call changed."""
+    return {
+        word
+        for fix in trace.corrections()
+        for value in fix.changed.values()
         for word in tokens(str(value))
     }
 
@@ -633,11 +641,14 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
     operator: set[str] = set()
     asked: set[str] = set()
     for trace in traces:
-        asked |= asked_values(trace, trust, trusted=True)
-        # The value a tool not in ``trusted_tools`` asked for in its refusal is that tool's
-        # say, as its result would be: its error lends it no trust (a one-word value is no
-        # echo of a user's run of words, so nothing else takes it out).
-        theirs = asked_values(trace, trust, trusted=False)
+        mine = asked_values(trace, trust)
+        asked |= mine
+        # A value the agent's retry gave is trusted only as what a trusted tool's refusal
+        # asked for. An error naming it otherwise lends it none: an unlisted tool's is that
+        # tool's say, as its result would be, and one naming the refused call's own value
+        # ("unknown customer 'Pwned'") repeats the call. A one-word value is no echo of a
+        # user's run of words, so nothing else takes it out of the error.
+        theirs = retried_values(trace) - mine
         conversation.update(w for t in conversation_texts(trace, trust) for w in tokens(t))
         fields = untrusted_fields(trace, trust)
         for label, text in fields:
