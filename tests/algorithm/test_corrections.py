@@ -294,3 +294,26 @@ def test_a_value_the_refused_call_carried_is_no_value_its_refusal_asked_for() ->
     assert fix.stated() == {}
     rule = "When piano, call book_job with notes='Pwned'."
     assert not _screened(trace, rule, trusted_tools=["book_job"])[0]
+
+
+def test_two_jobs_corrected_for_two_cases_teach_the_first_not_both_at_once() -> None:
+    # One request is never both a piano and a fridge: "When service is piano and service
+    # is fridge" would fit none. The other case is left to a run of its own.
+    trace = _retried(
+        ({"service": "piano", "vehicle": "truck"}, "a 'piano' job needs vehicle 'tail-lift'"),
+        ({"service": "piano", "vehicle": "tail-lift"}, None),
+        ({"service": "fridge", "vehicle": "truck"}, "a 'fridge' job needs vehicle 'van'"),
+        ({"service": "fridge", "vehicle": "van"}, None),
+    )
+    assert len(trace.corrections()) == 2
+    assert _reflect(trace)[0] == "When service is piano, call book_job with vehicle='tail-lift'."
+    # Cases of different arguments may hold together: both are kept.
+    both = _retried(
+        ({"service": "piano", "floor": 3}, "a 'piano' job needs vehicle 'tail-lift'"),
+        ({"service": "piano", "floor": 3, "vehicle": "tail-lift"}, "floor 3 needs crew 'pair'"),
+        ({"service": "piano", "floor": 3, "vehicle": "tail-lift", "crew": "pair"}, None),
+    )
+    assert _reflect(both)[0] == (
+        "When service is piano and floor is 3, call book_job with vehicle='tail-lift' "
+        "and call book_job with crew='pair'."
+    )
