@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from langchain_core.messages import BaseMessage
 
 from langgraph_combee import Feedback, Trace
@@ -317,3 +318,124 @@ def test_two_jobs_corrected_for_two_cases_teach_the_first_not_both_at_once() -> 
         "When service is piano and floor is 3, call book_job with vehicle='tail-lift' "
         "and call book_job with crew='pair'."
     )
+
+
+# ---- what a refused call the run corrected does not teach yet ------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a refusal names a value only as written, one word whole: 'a tail lift' or "
+    "'Tail Lift' for the accepted 'tail-lift' states nothing, so the guard gives it no trust",
+)
+def test_a_value_the_refusal_spells_another_way_still_teaches() -> None:
+    for refusal in ("a 'piano' job needs a tail lift", "a 'piano' job needs a Tail Lift"):
+        trace = _retried(
+            ({"service": "piano", "vehicle": "truck"}, refusal),
+            ({"service": "piano", "vehicle": "tail-lift"}, None),
+        )
+        assert trace.corrections()[0].stated() == {"vehicle": "tail-lift"}, refusal
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the next accepted call of the tool is taken for the retry, whatever it books: a "
+    "refused piano job then an accepted sofa job teach \"call book_job with service='sofa', "
+    "vehicle='van'\" (the guard refuses it, and the run's reflection is spent on it)",
+)
+def test_an_accepted_call_for_another_request_is_no_correction() -> None:
+    trace = _retried(
+        ({"service": "piano", "vehicle": "truck"}, "a 'piano' job needs vehicle 'tail-lift'"),
+        ({"service": "sofa", "vehicle": "van"}, None),
+    )
+    assert all("sofa" not in fix.action() for fix in trace.corrections())
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a correction is the arguments the retry changed or added: one it dropped "
+    "('express is not offered for a piano', retried without express) teaches nothing",
+)
+def test_an_argument_the_retry_dropped_is_a_correction() -> None:
+    trace = _retried(
+        ({"service": "piano", "express": True}, "express is not offered for a 'piano' job"),
+        ({"service": "piano"}, None),
+    )
+    assert trace.corrections()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a value naming someone (a customer, a user) that the refusal asked for becomes the "
+    "rule's value for every request of the case: \"When piano, call book_job with "
+    "customer='acme-ltd'\" is accepted for a trusted tool, and books every piano job to acme-ltd",
+)
+def test_a_customer_the_refusal_asked_for_is_the_runs_not_the_rules() -> None:
+    trace = Trace(
+        id="t1",
+        input="Piano move for ACME please.",
+        output="Done.",
+        tool_calls=[
+            ToolCall(
+                name="book_job",
+                args={"service": "piano", "customer": "ACME"},
+                error="unknown customer 'ACME'; did you mean 'acme-ltd'?",
+            ),
+            ToolCall(
+                name="book_job", args={"service": "piano", "customer": "acme-ltd"}, result="OK"
+            ),
+        ],
+    )
+    insight, _ = _reflect(trace, situation="piano")
+    if "acme-ltd" in insight:
+        assert not _screened(trace, insight, trusted_tools=["book_job"])[0], insight
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="every one-word argument a refusal names is the case, where it only echoes the "
+    "refused call: 'book_job(service=..., crew='standard', ...) refused' narrows the rule to "
+    "standard crews",
+)
+def test_an_argument_only_the_refusals_echo_of_the_call_names_is_no_case() -> None:
+    echo = "book_job(service='piano', crew='standard', vehicle='truck') refused: "
+    trace = _retried(
+        ({"service": "piano", "crew": "standard", "vehicle": "truck"}, echo + "'piano' needs a "
+         "'tail-lift'"),
+        ({"service": "piano", "crew": "standard", "vehicle": "tail-lift"}, None),
+    )  # fmt: skip
+    assert trace.corrections()[0].situation() == "service is piano"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="arguments are compared with ==: a NaN the retry kept is never equal to itself, so it "
+    "is read as changed and taught ('call book_job with weight=nan')",
+)
+def test_a_nan_the_retry_kept_is_no_change() -> None:
+    nan = float("nan")
+    trace = _retried(
+        ({"service": "piano", "weight": nan, "vehicle": "truck"}, "'piano' needs 'tail-lift'"),
+        ({"service": "piano", "weight": nan, "vehicle": "tail-lift"}, None),
+    )
+    assert [fix.changed for fix in trace.corrections()] == [{"vehicle": "tail-lift"}]
+
+
+def test_odd_arguments_never_raise() -> None:
+    huge = "x" * 200_000
+    odd: list[tuple[dict[str, object], dict[str, object]]] = [
+        ({"v": {"a": 1}}, {"v": {"a": 2}}),
+        ({"v": [1]}, {"v": [2]}),
+        ({"v": None}, {"v": "lift"}),
+        ({"v": "lift"}, {"v": None}),
+        ({}, {"service": "piano", "v": "lift"}),
+        ({"v": "x"}, {"v": "a\nb, 'c'"}),
+        ({"v": "x"}, {"v": "(a+)+$"}),
+        ({"v": "x"}, {"v": huge}),
+    ]
+    for before, after in odd:
+        trace = _retried((before, f"'piano' needs {after!r} " + "blah " * 2000), (after, None))
+        assert trace.corrections()[0].changed, after
+        assert trace.correction_action() is not None
+        _reflect(trace)
+        _screened(trace, "When piano, call book_job with v='lift'.", trusted_tools=["book_job"])
