@@ -20,6 +20,7 @@ from langgraph_combee._core.diff import PlaybookDiff
 from langgraph_combee._core.ops import Add, Remove, Tag, Update
 from langgraph_combee._core.playbook import ApplyResult, BudgetResult, Bullet, Playbook
 from langgraph_combee._core.types import (
+    Correction,
     Decision,
     LearnReport,
     PromptVersion,
@@ -44,6 +45,7 @@ __all__ = [
     "Bullet",
     "Claim",
     "CombeeTracer",
+    "Correction",
     "DeadLetter",
     "Decision",
     "Embedder",
