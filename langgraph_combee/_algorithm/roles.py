@@ -43,7 +43,7 @@ from langgraph_combee._algorithm.schemas import (
 from langgraph_combee._core.ops import Add, DeltaOp
 from langgraph_combee._core.playbook import Playbook
 from langgraph_combee._core.situations import Rule, alternatives, parse_rule, situation_words
-from langgraph_combee._core.types import Reflection, Trace
+from langgraph_combee._core.types import Correction, Reflection, Trace
 from langgraph_combee._errors import LLMCallError
 from langgraph_combee._llm import failures, prompts
 from langgraph_combee._llm.calls import CallStats, LLMCaller
@@ -385,6 +385,23 @@ class FullRoles(RoleProfile):
         return Aggregation(ops, "merged")
 
 
+def _one_case(fixes: Sequence[Correction]) -> list[Correction]:
+    """``fixes`` without those whose case gives an argument another value than an earlier one.
+
+    A run that booked a piano and a fridge corrected each for its own case; one
+    request is never both ("When service is piano and service is fridge" fits
+    none), so the rule is the first case's. Cases of different arguments may hold
+    together ("service is piano and floor is 3"): both stay.
+    """
+    kept: list[Correction] = []
+    named: dict[str, Any] = {}
+    for fix in fixes:
+        if all(named.get(k, v) == v for k, v in fix.given.items()):
+            kept.append(fix)
+            named.update(fix.given)
+    return kept
+
+
 class SmallRoles(RoleProfile):
     """Roles a model of a few billion parameters can play: short prompts, short replies."""
 
@@ -425,9 +442,10 @@ class SmallRoles(RoleProfile):
             return None
         note = note if note is not None and len(note) <= NOTE_CHARS else None
         # A refused call the run corrected: the tool checked the new values.
-        fixes = [] if truth or note is not None else trace.corrections()
-        correction = " and ".join(f.action() for f in fixes) or None
-        case = " and ".join(c for f in fixes if (c := f.situation())) or None
+        fixes = [] if truth or note is not None else _one_case(trace.corrections())
+        # Two refusals of one case (a wrong vehicle, then a wrong crew) name it twice.
+        correction = " and ".join(dict.fromkeys(f.action() for f in fixes)) or None
+        case = " and ".join(dict.fromkeys(c for f in fixes if (c := f.situation()))) or None
         instruction = None
         if note is not None and not truth:
             instruction = await self._instruction(caller, note, stats)

@@ -14,7 +14,7 @@ import math
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
@@ -174,7 +174,12 @@ _ONE_WORD = re.compile(r"[\w-]+")
 
 
 def _named_in(value: Any, text: str) -> bool:
-    """Whether ``value`` is one word that ``text`` writes whole (any case)."""
+    """Whether ``value`` is one word or a whole number that ``text`` writes whole (any case).
+
+    A yes or no is neither: ``True`` is named by every refusal that echoes a flag.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
     if not isinstance(value, str) or not _ONE_WORD.fullmatch(value):
         return False
     return re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text, re.IGNORECASE) is not None
@@ -188,23 +193,32 @@ class Correction:
         tool: The tool's name.
         changed: The arguments the accepted call changed, with their accepted values.
         given: The accepted call's unchanged arguments the refusal named (the case
-            the tool's check applied to), one word each.
+            the tool's check applied to), one word or whole number each.
         refusal: The refused call's error text.
+        tried: The refused call's arguments.
     """
 
     tool: str
     changed: dict[str, Any]
     given: dict[str, Any]
     refusal: str = ""
+    tried: dict[str, Any] = field(default_factory=dict)
 
     def stated(self) -> dict[str, Any]:
-        """The changed arguments whose accepted one-word value the refusal names.
+        """The changed arguments whose accepted value (one word, a whole number) the refusal names.
 
         What the tool asked for in its own words ("goes out with vehicle
         'tail-lift'"); a changed argument it did not name (a reworded note, a
-        value retried after a timeout) may be anyone's.
+        value retried after a timeout) may be anyone's. So may a value the refused
+        call already carried: the refusal named it as the wrong one ("unknown
+        customer 'Pwned'"), and the retry moved it to another argument.
         """
-        return {k: v for k, v in self.changed.items() if _named_in(v, self.refusal)}
+        return {
+            k: v
+            for k, v in self.changed.items()
+            if _named_in(v, self.refusal)
+            and not any(_named_in(v, str(t)) for t in self.tried.values())
+        }
 
     def action(self) -> str:
         """The correction as a rule's action: ``call book_job with vehicle='tail-lift'``.
@@ -322,14 +336,17 @@ class Trace(BaseModel):
                 for k, v in accepted.args.items()
                 if k not in changed and _named_in(v, refused.error)
             }
-            correction = Correction(refused.name, changed, given, refused.error)
+            correction = Correction(refused.name, changed, given, refused.error, refused.args)
             if changed and correction not in found:
                 found.append(correction)
         return found
 
     def correction_action(self) -> str | None:
-        """``corrections`` as one action ("call book_job with vehicle='tail-lift'"), or None."""
-        return " and ".join(c.action() for c in self.corrections()) or None
+        """``corrections`` as one action ("call book_job with vehicle='tail-lift'"), or None.
+
+        Each distinct action once: two refusals the same retry answered teach it once.
+        """
+        return " and ".join(dict.fromkeys(c.action() for c in self.corrections())) or None
 
     def execution_errors(self) -> list[str]:
         """Return the run's error and tool errors: feedback when no ground truth exists."""

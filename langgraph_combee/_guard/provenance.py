@@ -262,6 +262,8 @@ class Evidence:
         origins: Per untrusted field (``untrusted_fields`` labels), its words.
         operator: The ground-truth labels given by a trusted source (not a short answer
             an untrusted source gave).
+        asked: The words of the values a trusted tool's refusal asked for and the run's
+            retry gave (``Correction.stated``): the tool's name and the argument's aside.
     """
 
     trusted: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -275,6 +277,7 @@ class Evidence:
     described: dict[str, frozenset[str]] = field(default_factory=dict)
     origins: dict[str, frozenset[str]] = field(default_factory=dict)
     operator: frozenset[str] = frozenset()
+    asked: frozenset[str] = frozenset()
 
     def untrusted_where(self, words: Sequence[str]) -> list[str]:
         """The untrusted fields (``untrusted_fields`` labels) holding any of ``words``."""
@@ -468,6 +471,28 @@ def _accepted_retries(trace: Trace) -> list[ToolCall]:
     return out
 
 
+def asked_values(trace: Trace, trust: Trust) -> set[str]:
+    """The words of the values a trusted tool's refusal asked for and the run's retry gave
+    (``Correction.stated``)."""
+    return {
+        word
+        for fix in trace.corrections()
+        if trust.tool(fix.tool)
+        for value in fix.stated().values()
+        for word in tokens(str(value))
+    }
+
+
+def retried_values(trace: Trace) -> set[str]:
+    """The words of every value the run's retries of a refused call changed."""
+    return {
+        word
+        for fix in trace.corrections()
+        for value in fix.changed.values()
+        for word in tokens(str(value))
+    }
+
+
 def user_texts(trace: Trace, trust: Trust) -> list[str]:
     """Every text of ``trace`` the end user controls or could have steered."""
     return [text for _, text in untrusted_fields(trace, trust)]
@@ -617,7 +642,16 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
     described: dict[str, frozenset[str]] = {}
     origins: dict[str, set[str]] = {}
     operator: set[str] = set()
+    asked: set[str] = set()
     for trace in traces:
+        mine = asked_values(trace, trust)
+        asked |= mine
+        # A value the agent's retry gave is trusted only as what a trusted tool's refusal
+        # asked for. An error naming it otherwise lends it none: an unlisted tool's is that
+        # tool's say, as its result would be, and one naming the refused call's own value
+        # ("unknown customer 'Pwned'") repeats the call. A one-word value is no echo of a
+        # user's run of words, so nothing else takes it out of the error.
+        theirs = retried_values(trace) - mine
         conversation.update(w for t in conversation_texts(trace, trust) for w in tokens(t))
         fields = untrusted_fields(trace, trust)
         for label, text in fields:
@@ -675,6 +709,8 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
                 # Trust follows the words: what an evaluator's comment or a tool copies
                 # from the user (or from an untrusted tool) stays the user's.
                 words = _unechoed(words, shingles)
+            if label.startswith("error:"):
+                words = [w for w in words if w not in theirs]
             trusted[label] = frozenset(words)
     return Evidence(
         trusted=trusted,
@@ -688,6 +724,7 @@ def gather(traces: Sequence[Trace], trust: Trust) -> Evidence:
         described=described,
         origins={label: frozenset(words) for label, words in origins.items()},
         operator=frozenset(operator),
+        asked=frozenset(asked),
     )
 
 
@@ -776,20 +813,21 @@ def assess(text: str, evidence: Evidence, *, known: str = "") -> Assessment:
         elif word in evidence.user:
             user_only[word] = None
     # A value a trusted tool's refusal asked for is in the agent's corrected call, not
-    # the user's text: unless the user wrote it too, its repeat there is no echo.
-    asked = {
-        w
-        for label, words in evidence.trusted.items()
-        if label.startswith("tool_correction:")
-        for w in words
-    }
+    # the user's text: unless the user wrote it too, its repeat there is no echo. Where
+    # the user wrote it, it is, whatever other trusted word the rule rests on: the tool's
+    # name is one no user writes, and every such rule calls the tool.
+    asked = evidence.asked
     wrote = evidence.origins.get("input", frozenset()) | evidence.origins.get(
         "message", frozenset()
     )
+    values = [w for w in anchors if w in asked]
     echoed = (
         bool(anchors)
         and not already
-        and all(w in evidence.said and (w not in asked or w in wrote) for w in anchors)
+        and (
+            all(w in evidence.said and (w not in asked or w in wrote) for w in anchors)
+            or (bool(values) and all(w in wrote for w in values))
+        )
     )
     operator = any(set(evidence.supporting(w)) & evidence.operator for w in anchors)
     truths = {
