@@ -44,6 +44,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         action="store_true",
         help="list the family's own tools in BulletGuard(trusted_tools=...)",
     )
+    run.add_argument(
+        "--focus-by-meaning",
+        action="store_true",
+        help="ServingSettings(focus_embedder=...) with the few-shot arm's embedder",
+    )
     args = parser.parse_args(args_list)
     if args.command == "list":
         for family in FAMILIES.values():
@@ -60,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         examples=args.examples,
         without=[name.strip() for name in args.without.split(",") if name.strip()],
         trust_tools=args.trust_tools,
+        focus_by_meaning=args.focus_by_meaning,
     )
     for arm, result in record["arms"].items():
         print(f"{arm:11s} score {result['score']}  {result['seconds']} s")

@@ -144,6 +144,7 @@ class Setup:
     embedder: Any = None
     without: tuple[str, ...] = ()
     trusted_tools: tuple[str, ...] = ()
+    focus_by_meaning: bool = False
 
     def combee(self, prompt_id: str, *, learner: bool) -> Combee:
         """A Combee with the package defaults (faster pacing on the offline doubles)."""
@@ -159,7 +160,7 @@ class Setup:
         # few-shot arm picks its runs with (the serving side's ``focus_embedder``).
         algorithm = AlgorithmSettings(examples=self.examples) if self.examples else None
         serving: dict[str, Any] = {}
-        if self.examples and self.embedder is not None:
+        if (self.examples or self.focus_by_meaning) and self.embedder is not None:
             serving["focus_embedder"] = self.embedder
         # The app's own tools trusted, as docs/security.md tells a deployer (``--trust-tools``).
         guard: dict[str, Any] = (
@@ -537,12 +538,14 @@ def run_family(
     examples: int = 0,
     without: Sequence[str] = (),
     trust_tools: bool = False,
+    focus_by_meaning: bool = False,
 ) -> dict[str, Any]:
     """Score the arms of one family, writing ``out`` after each arm; return the record.
 
     ``without`` names learning-step stages to leave out of the learned arm (an
     ablation; ``stages.STEP_STAGES`` lists them). ``trust_tools`` lists the
-    family's own tools in the guard's ``trusted_tools`` (they are the app's code).
+    family's own tools in the guard's ``trusted_tools`` (they are the app's code);
+    ``focus_by_meaning`` gives the serving side the embedder the few-shot arm uses.
     """
     unknown = [arm for arm in arms if arm not in ARMS]
     if unknown:
@@ -566,6 +569,7 @@ def run_family(
         "examples": examples,
         "without": list(without),
         "trusted_tools": [tool.__name__ for tool in family.tools] if trust_tools else [],
+        "focus_by_meaning": focus_by_meaning,
         "arms": {},
         "fraction_of_gain": None,
     }
@@ -580,6 +584,7 @@ def run_family(
         setup.examples = examples
         setup.without = tuple(without)
         setup.trusted_tools = tuple(record["trusted_tools"])
+        setup.focus_by_meaning = focus_by_meaning
     except Exception:  # kept in the record
         record["failure"] = {"stage": "setup", "traceback": traceback.format_exc()}
         write_json(out, record)

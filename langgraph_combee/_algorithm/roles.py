@@ -30,9 +30,11 @@ from pydantic import BaseModel
 from langgraph_combee._algorithm import aggregate
 from langgraph_combee._algorithm.notes import NOTE_CHARS, reviewer_note
 from langgraph_combee._algorithm.schemas import (
+    KIND_TOKENS,
     AggregateOut,
     CuratorOut,
     InstructionOut,
+    KindOut,
     ReflectionOut,
     SmallAggregateOut,
     SmallCuratorOut,
@@ -449,16 +451,45 @@ class SmallRoles(RoleProfile):
         instruction = None
         if note is not None and not truth:
             instruction = await self._instruction(caller, note, stats)
-        return out.to_reflection(
-            trace.id,
-            ground_truth=truth,
-            source=trace.input,
-            calls=trace.tool_calls,
-            note=note,
-            instruction=instruction,
-            correction=correction,
-            case=case,
-        )
+
+        def reflection(reply: SmallReflectionOut) -> Reflection:
+            return reply.to_reflection(
+                trace.id,
+                ground_truth=truth,
+                source=trace.input,
+                calls=trace.tool_calls,
+                note=note,
+                instruction=instruction,
+                correction=correction,
+                case=case,
+            )
+
+        found = reflection(out)
+        if found.is_empty() and (truth or note or correction) and trace.input.strip():
+            # The action is known (an operator's answer, a reviewer's note, a tool's
+            # correction) but the situation named only the tool or the task ("job
+            # booking", seen on the 1.5B for most runs of a booking task): the kind
+            # namer, shown the request alone, names what it is about instead.
+            kind = await self._kind(caller, trace.input, out.action or truth or "", stats)
+            if kind is not None:
+                found = reflection(out.model_copy(update={"situation": kind, "keywords": []}))
+        return found
+
+    async def _kind(
+        self, caller: LLMCaller, request: str, action: str, stats: CallStats
+    ) -> str | None:
+        """What ``request`` is about, in general words (``KindOut.situation``), or None."""
+        try:
+            out = await caller.call(
+                "combee.kind",
+                prompts.kind_messages([request]),
+                KindOut,
+                stats,
+                max_tokens=KIND_TOKENS,
+            )
+        except LLMCallError:
+            return None
+        return out.situation(action) if out is not None else None
 
     async def _instruction(self, caller: LLMCaller, note: str, stats: CallStats) -> str | None:
         """The reviewer's ``note`` as one instruction to the agent, or None.

@@ -459,6 +459,10 @@ def _instructs_part(part: str) -> bool:
     )
 
 
+KIND_TOKENS = 60
+"""Longest reply of the kind namer."""
+
+
 class KindOut(BaseModel):
     """The kind namer's reply: what the requests of one rule share, in general words."""
 

@@ -462,3 +462,34 @@ def test_odd_arguments_never_raise() -> None:
         assert trace.correction_action() is not None
         _reflect(trace)
         _screened(trace, "When piano, call book_job with v='lift'.", trusted_tools=["book_job"])
+
+
+def test_a_known_action_whose_situation_named_only_the_tool_gets_the_request_kind() -> None:
+    truth = "book_job(service='office', crew='crew-6', vehicle='rigid-18')"
+    seen: list[str] = []
+
+    def reply(messages: list[BaseMessage]) -> str:
+        system = str(messages[0].content)
+        seen.append(system)
+        if system == prompts.KIND_SYSTEM:
+            return json.dumps({"kind": "a business moving premises"})
+        return json.dumps({"situation": "job booking", "keywords": ["office"], "action": "x"})
+
+    trace = Trace(
+        input="Our accountancy firm is relocating to a new floor in May.",
+        output="Booked.",
+        tool_calls=[ToolCall(name="book_job", args={"service": "home"}, result="ok")],
+        feedback=Feedback(correct=False, ground_truth=truth, source="operator"),
+    )
+    caller = LLMCaller(FunctionChatModel(reply), CallSettings(structured_output=False))
+    out = asyncio.run(SmallRoles().reflect(caller, trace, Playbook(), CallStats()))
+    assert out is not None
+    assert out.key_insight.startswith("When a business moving premises, ")
+    assert "crew-6" in out.key_insight
+    assert sum(s == prompts.KIND_SYSTEM for s in seen) == 1
+    # No known action (no feedback, no correction): no extra call, no rule.
+    seen.clear()
+    bare = trace.model_copy(update={"feedback": None})
+    out = asyncio.run(SmallRoles().reflect(caller, bare, Playbook(), CallStats()))
+    assert out is not None and out.is_empty()
+    assert prompts.KIND_SYSTEM not in seen

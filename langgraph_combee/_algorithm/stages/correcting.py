@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from dataclasses import replace
 
-from langgraph_combee._algorithm.schemas import FormatOut, KindOut
+from langgraph_combee._algorithm.schemas import KIND_TOKENS, FormatOut, KindOut
 from langgraph_combee._algorithm.stages.base import Counts, StepContext, StepState
 from langgraph_combee._core import formats
 from langgraph_combee._core import words as _words
@@ -119,8 +119,6 @@ async def collect(ctx: StepContext, state: StepState) -> tuple[StepState, Counts
 
 KIND_RUNS = 2
 """Fewest distinct inputs behind a new rule for its situation to be named from them."""
-KIND_TOKENS = 60
-"""Longest reply of the kind namer."""
 KIND_SHOWN = 8
 """Most inputs shown to the kind namer for one rule."""
 CONFIRMED_LABELS = 8
