@@ -263,6 +263,11 @@ needed ``lookup_order(...); open_case(...)`` (81 characters). Prose stays at
 ``SHORT_ANSWER_CHARS``: a long reply to one customer is no rule for every case."""
 
 
+KEYWORD_ALTERNATIVES = True
+"""Whether the small reflector's keywords join its situation as alternatives (the
+benchmarks' ``--without keywords`` ablation turns it off for a process)."""
+
+
 class SmallReflectionOut(BaseModel):
     """The small-model reflector's reply: a situation and the action it calls for."""
 
@@ -384,7 +389,7 @@ class SmallReflectionOut(BaseModel):
             # "answer {" (seen in a hotel trial): a reply cut to its first
             # bracket states no action; served, the agent answered with a brace.
             return Reflection(trace_id=trace_id)
-        if keywords:
+        if keywords and KEYWORD_ALTERNATIVES:
             situation = join_situations(situation, *keywords)
         insight = Rule(situation, action).text()
         return Reflection(trace_id=trace_id, correct_approach=action, key_insight=insight)
