@@ -203,6 +203,26 @@ def _operator_answer(text: str, found: prov.Assessment, evidence: prov.Evidence)
     return action.operator and not action.user_only and not action.quoted
 
 
+def _reviewer_instruction(text: str, evidence: prov.Evidence) -> bool:
+    # A rule whose action a reviewer's note states in the reviewer's words ("add the
+    # appointment reference" from "always quote their appointment reference back"): a
+    # person of the app's wrote them, and that the user wrote one of them too says only
+    # when it applies. An action with any word only untrusted text holds stays held.
+    rule = parse_rule(text)
+    if rule is None:
+        return False
+    action = prov.assess(rule.action, evidence)
+    return (
+        bool(action.anchors)
+        and not action.user_only
+        and not action.quoted
+        and all(
+            any(label.startswith("reviewer_comment:") for label in evidence.supporting(word))
+            for word in action.anchors
+        )
+    )
+
+
 def _flag(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise ConfigurationError(name, value, "True or False")
@@ -717,7 +737,10 @@ class BulletGuard:
             verdict.hold = [*verdict.hold, *self.policy(op.content, evidence)]
             echoed = found is not None and found.echoed and bool(found.user_only)
             if echoed and found is not None and evidence is not None:
-                echoed = not _operator_answer(op.content, found, evidence)
+                echoed = not (
+                    _operator_answer(op.content, found, evidence)
+                    or _reviewer_instruction(op.content, evidence)
+                )
             if echoed and traces:
                 echoed = not prov.unechoed_answer(
                     op.content,

@@ -1189,3 +1189,33 @@ def test_a_reviewers_convention_to_quote_the_card_number_back_is_not_exfiltratio
         sources=["t1"],
     )
     assert BulletGuard().screen([more], traces=[run("reviewer")]).quarantined
+
+
+def test_a_rule_a_reviewers_note_states_is_not_held_because_the_user_wrote_one_of_its_words() -> (
+    None
+):
+    # A dental desk's reviewer: "missing the appointment ref"; the patient wrote
+    # "appointment" too. The action is the reviewer's, the user's word says when.
+    rule = (
+        "When appointment scheduling or away, "
+        "add the appointment reference (the value in the input)."
+    )
+    text = "Can we push appointment KD-38854 back a week? I'm away."
+    note = "missing the appointment ref (KD-38854)"
+    by_reviewer = _ticket(text, truth=None, comment=note, source="reviewer")
+    screening = BulletGuard().screen(
+        [Add(section="o", content=rule, sources=["t1"])], traces=[by_reviewer]
+    )
+    assert screening.accepted and not screening.held
+    # The same note from an automated evaluator (it may relay the user) is still held.
+    by_judge = _ticket(text, truth=None, comment=note, source="evaluator")
+    judged = BulletGuard().screen(
+        [Add(section="o", content=rule, sources=["t1"])], traces=[by_judge]
+    )
+    assert judged.held and not judged.accepted
+    # An action with a word only the user wrote stays held or refused, whoever commented.
+    mixed = "When appointment scheduling, add the appointment reference and say away."
+    kept = BulletGuard().screen(
+        [Add(section="o", content=mixed, sources=["t1"])], traces=[by_reviewer]
+    )
+    assert not kept.accepted
