@@ -175,8 +175,15 @@ def _general_action(action: str, source: str) -> tuple[str, set[str]]:
         if not value:
             return match.group(0)
         if not re.search(r"\d", value):
-            # A word the input holds, given to a call: the input's (a name, a user).
-            word = match.group(1) is not None and re.fullmatch(r"[\w.@-]{3,}", value)
+            # A word the input holds, given to a parameter naming someone: the input's (a
+            # user). Given to another parameter it is the house's word for the case
+            # (``service='piano'`` for "my grand piano"), which the rule must keep.
+            param = re.search(r"(\w+)\s*=\s*$", match.string[: match.start()])
+            word = (
+                match.group(1) is not None
+                and re.fullmatch(r"[\w.@-]{3,}", value) is not None
+                and (param is None or _names_someone(param.group(1)))
+            )
             # So is a phrase of the input given whole to a call (``notes='two-bed flat'``
             # for "our two-bed flat"): seen on the 1.5B on a booking task, every later
             # booking of the kind carried the training run's note.

@@ -252,3 +252,11 @@ def test_a_phrase_of_the_input_given_to_a_call_is_the_inputs_and_a_house_phrase_
     house = "book_job(service='home', crew='crew-2', notes='fragile goods')"
     kept = out.to_reflection("b", ground_truth=house, source="We leave our two-bed flat soon.")
     assert "notes='fragile goods'" in kept.key_insight
+
+
+def test_a_word_of_the_input_is_the_inputs_only_for_a_parameter_naming_someone() -> None:
+    out = SmallReflectionOut(situation="heavy single item", action="answer x")
+    truth = "book_job(service='piano', crew='crew-4', owner='mkowalski')"
+    rule = out.to_reflection("a", ground_truth=truth, source="mkowalski: move my piano please")
+    assert "service='piano'" in rule.key_insight
+    assert f"owner='{FROM_INPUT}'" in rule.key_insight
