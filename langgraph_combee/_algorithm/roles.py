@@ -465,6 +465,10 @@ class SmallRoles(RoleProfile):
             )
 
         found = reflection(out)
+        rule = parse_rule(found.key_insight) if found.key_insight else None
+        if rule is not None and prompts.echoes_prompt(re.sub(r"^answer\s+", "", rule.action)):
+            # "answer 'No expected answer is known'": the prompt's words, no lesson.
+            return Reflection(trace_id=trace.id)
         if found.is_empty() and (truth or note or correction) and trace.input.strip():
             # The action is known (an operator's answer, a reviewer's note, a tool's
             # correction) but the situation named only the tool or the task ("job

@@ -278,6 +278,20 @@ def _feedback_block(trace: Trace, *, trusted_comment: bool = False) -> str:
     return "\n".join(parts)
 
 
+NO_ANSWER_MODE = (
+    "No expected answer is known: judge the run from its execution feedback "
+    "(errors, tool failures, score, comments) and the transcript."
+)
+"""What the reflector is told of a run with no expected answer and no correction."""
+
+
+def echoes_prompt(answer: str) -> bool:
+    """Whether ``answer`` only repeats the reflector's own instructions ("No expected answer
+    is known"), not anything of the run (seen on the 1.5B as a rule's whole answer)."""
+    said = " ".join(answer.strip(" .'\"`").split()).casefold()
+    return len(said) >= 8 and said in NO_ANSWER_MODE.casefold()
+
+
 def _run_blocks(trace: Trace, *, limit: int, trusted_comment: bool = False) -> list[str]:
     """The run as the reflector reads it: input, transcript (when it adds), answer, feedback."""
     corrected = None if trace.has_ground_truth() else trace.correction_action()
@@ -293,10 +307,7 @@ def _run_blocks(trace: Trace, *, limit: int, trusted_comment: bool = False) -> l
             "is asked about), never the tool, the call or the task as a whole."
         )
     else:
-        mode = (
-            "No expected answer is known: judge the run from its execution feedback "
-            "(errors, tool failures, score, comments) and the transcript."
-        )
+        mode = NO_ANSWER_MODE
     return [
         "Agent input:\n" + fence("input", trace.input, limit=limit),
         *(

@@ -493,3 +493,23 @@ def test_a_known_action_whose_situation_named_only_the_tool_gets_the_request_kin
     out = asyncio.run(SmallRoles().reflect(caller, bare, Playbook(), CallStats()))
     assert out is not None and out.is_empty()
     assert prompts.KIND_SYSTEM not in seen
+
+
+def test_a_rule_answering_the_prompts_own_words_is_no_lesson() -> None:
+    # Seen on the 1.5B: "When flyers, answer 'No expected answer is known'."
+    def reply(messages: list[BaseMessage]) -> str:
+        return json.dumps(
+            {"situation": "flyer orders", "keywords": [], "action": "No expected answer is known"}
+        )
+
+    trace = Trace(
+        input="1,000 flyers for our cafe opening please",
+        output="Ordered.",
+        tool_calls=[ToolCall(name="place_order", args={"paper": "a5"}, error="refused")],
+    )
+    caller = LLMCaller(FunctionChatModel(reply), CallSettings(structured_output=False))
+    out = asyncio.run(SmallRoles().reflect(caller, trace, Playbook(), CallStats()))
+    assert out is not None and out.is_empty()
+    assert not prompts.echoes_prompt("answer BILLING") and prompts.echoes_prompt(
+        "'no expected answer is known.'"
+    )
