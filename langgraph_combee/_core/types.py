@@ -310,7 +310,11 @@ class Trace(BaseModel):
 
         A call the model made that its tool refused (an error), followed later in
         the run by an accepted call of the same tool: the tool itself checked the
-        values that differ, so they are what the refused call got wrong. Only
+        values that differ, so they are what the refused call got wrong. With no
+        accepted call, the next call of the tool refused for another argument
+        (its error names another argument and none of the changed ones) passed
+        the first check: its changed values the new error does not name count as
+        accepted. Only
         calls the model made during the run count (``attested``). The accepted
         call's other arguments whose one-word value the refusal names ("a 'piano'
         job goes out with vehicle 'tail-lift'") are the case the tool applied.
@@ -329,12 +333,35 @@ class Trace(BaseModel):
                 None,
             )
             if accepted is None:
-                continue
+                # No call was accepted: the next call, refused for something else, still
+                # passed the check that refused this one (a tool checking one argument at
+                # a time), for the values the new refusal does not name.
+                after = next((c for c in calls[i + 1 :] if c.name == refused.name), None)
+                if after is None or after.error is None or after.error == refused.error:
+                    continue
+                moved = {
+                    k: v
+                    for k, v in after.args.items()
+                    if refused.args.get(k) != v and not _named_in(v, after.error)
+                }
+                # The new refusal must be about another argument, by name, and about none
+                # of the moved ones ("Fleet check failed again." says nothing either way).
+                others = [k for k in after.args if k not in moved]
+                if any(_named_in(k, after.error) for k in moved) or not any(
+                    _named_in(k, after.error) for k in others
+                ):
+                    continue
+                accepted = after.model_copy(update={"args": {**refused.args, **moved}})
             changed = {k: v for k, v in accepted.args.items() if refused.args.get(k) != v}
+            # A value the refusal names as the wrong one ("not 'cardstock'") is no case,
+            # though another argument holds it too.
+            wrong = {str(refused.args.get(k)).casefold() for k in changed}
             given = {
                 k: v
                 for k, v in accepted.args.items()
-                if k not in changed and _named_in(v, refused.error)
+                if k not in changed
+                and _named_in(v, refused.error)
+                and str(v).casefold() not in wrong
             }
             correction = Correction(refused.name, changed, given, refused.error, refused.args)
             if changed and correction not in found:

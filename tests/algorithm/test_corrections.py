@@ -513,3 +513,44 @@ def test_a_rule_answering_the_prompts_own_words_is_no_lesson() -> None:
     assert not prompts.echoes_prompt("answer BILLING") and prompts.echoes_prompt(
         "'no expected answer is known.'"
     )
+
+
+def _one_at_a_time() -> Trace:
+    paper = "Press check failed: 'cards' orders print on paper 'board-400', not 'cardstock'."
+    finish = "Finishing check failed: 'cards' orders take finish 'matt-lam', not 'cardstock'."
+    tried = {"product": "cards", "paper": "cardstock", "finish": "cardstock"}
+    return Trace(
+        id="t1",
+        input="250 business cards please",
+        output="Sorry, I could not place it.",
+        tool_calls=[
+            ToolCall(name="place_order", args=tried, error=paper),
+            ToolCall(name="place_order", args={**tried, "paper": "board-400"}, error=finish),
+            ToolCall(name="place_order", args={**tried, "finish": "matt-lam"}, error=paper),
+        ],
+    )
+
+
+def test_a_retry_refused_for_another_argument_passed_the_first_check() -> None:
+    fixes = _one_at_a_time().corrections()
+    assert [(f.action(), f.situation()) for f in fixes] == [
+        ("call place_order with paper='board-400'", "product is cards"),
+        ("call place_order with finish='matt-lam'", "product is cards"),
+    ]
+    rule = "When product is cards, call place_order with paper='board-400'."
+    assert _screened(_one_at_a_time(), rule, trusted_tools=["place_order"])[0]
+    assert not _screened(_one_at_a_time(), rule)[0]
+
+
+def test_a_retry_refused_again_for_the_same_or_no_named_argument_teaches_nothing() -> None:
+    first = "Press check failed: 'cards' orders print on paper 'board-400', not 'cardstock'."
+    tried = {"product": "cards", "paper": "cardstock"}
+    for again in ("Press check failed: paper 'gloss' is not allowed.", "Refused again."):
+        trace = Trace(
+            input="cards",
+            tool_calls=[
+                ToolCall(name="place_order", args=tried, error=first),
+                ToolCall(name="place_order", args={**tried, "paper": "gloss"}, error=again),
+            ],
+        )
+        assert trace.corrections() == [], again
