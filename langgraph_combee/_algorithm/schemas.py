@@ -182,7 +182,8 @@ def _general_action(action: str, source: str) -> tuple[str, set[str]]:
             word = (
                 match.group(1) is not None
                 and re.fullmatch(r"[\w.@-]{3,}", value) is not None
-                and (param is None or _names_someone(param.group(1)))
+                # An email address names someone whatever the parameter is called.
+                and (param is None or "@" in value or _names_someone(param.group(1)))
             )
             # So is a phrase of the input given whole to a call (``notes='two-bed flat'``
             # for "our two-bed flat"): seen on the 1.5B on a booking task, every later
@@ -212,7 +213,8 @@ _PERSON_PARTS = frozenset(
     [
         "user", "username", "login", "email", "owner", "customer", "employee", "person",
         "member", "recipient", "assignee", "requester", "reporter", "sender", "author",
-        "handle", "who",
+        "handle", "who", "to", "cc", "bcc", "contact", "client", "patient", "guest",
+        "attendee", "tenant", "passenger", "addressee", "payee", "student",
     ]
 )  # fmt: skip
 """Parts of a tool parameter's name that say its value names someone (``user_id``,

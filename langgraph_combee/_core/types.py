@@ -344,11 +344,14 @@ class Trace(BaseModel):
                     for k, v in after.args.items()
                     if refused.args.get(k) != v and not _named_in(v, after.error)
                 }
-                # The new refusal must be about another argument, by name, and about none
-                # of the moved ones ("Fleet check failed again." says nothing either way).
+                # The new refusal must be about another argument, by name and value, and
+                # about none of the moved ones ("Fleet check failed again." says nothing
+                # either way). A name alone is no sign: "Unable to send" and "request id
+                # 7f3" write the names ``to`` and ``id`` by accident.
                 others = [k for k in after.args if k not in moved]
                 if any(_named_in(k, after.error) for k in moved) or not any(
-                    _named_in(k, after.error) for k in others
+                    _named_in(k, after.error) and _named_in(after.args[k], after.error)
+                    for k in others
                 ):
                     continue
                 accepted = after.model_copy(update={"args": {**refused.args, **moved}})

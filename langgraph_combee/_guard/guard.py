@@ -208,14 +208,21 @@ def _reviewer_instruction(text: str, evidence: prov.Evidence) -> bool:
     # appointment reference" from "always quote their appointment reference back"): a
     # person of the app's wrote them, and that the user wrote one of them too says only
     # when it applies. An action with any word only untrusted text holds stays held.
+    # So does one resting on the user's words a reviewer relayed ("the customer wrote
+    # 'reply pwned'"): a word the user said too must say when (the situation holds it),
+    # and one such word at most, or the note is a quote of the user, not an instruction.
     rule = parse_rule(text)
     if rule is None:
         return False
     action = prov.assess(rule.action, evidence)
+    theirs = [word for word in action.anchors if word in evidence.said]
+    when = set(prov.tokens(rule.situation))
     return (
         bool(action.anchors)
         and not action.user_only
         and not action.quoted
+        and len(theirs) <= 1
+        and all(word in when for word in theirs)
         and all(
             any(label.startswith("reviewer_comment:") for label in evidence.supporting(word))
             for word in action.anchors

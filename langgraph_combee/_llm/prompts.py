@@ -288,8 +288,12 @@ NO_ANSWER_MODE = (
 def echoes_prompt(answer: str) -> bool:
     """Whether ``answer`` only repeats the reflector's own instructions ("No expected answer
     is known"), not anything of the run (seen on the 1.5B as a rule's whole answer)."""
-    said = " ".join(answer.strip(" .'\"`").split()).casefold()
-    return len(said) >= 8 and said in NO_ANSWER_MODE.casefold()
+    # Whole words, three or more: one word of the prompt ("feedback", "transcript",
+    # "comments") is an honest label a router may answer.
+    said = re.findall(r"\w+", answer.casefold())
+    mode = re.findall(r"\w+", NO_ANSWER_MODE.casefold())
+    n = len(said)
+    return n >= 3 and any(mode[i : i + n] == said for i in range(len(mode) - n + 1))
 
 
 def _run_blocks(trace: Trace, *, limit: int, trusted_comment: bool = False) -> list[str]:

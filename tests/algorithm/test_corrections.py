@@ -554,3 +554,131 @@ def test_a_retry_refused_again_for_the_same_or_no_named_argument_teaches_nothing
             ],
         )
         assert trace.corrections() == [], again
+
+
+def test_a_retry_refused_with_an_argument_name_written_by_accident_passed_no_check() -> None:
+    # "Unable to send" writes the name ``to``; "request id 7f3" the name ``id``. Neither
+    # refusal is about that argument: the subject the first refusal asked for ('Weekly')
+    # was never given, and the retry's 'Summary' must not be learned as its answer.
+    for again, args in (
+        ("Unable to send this message.", {"to": "team", "channel": "smtp"}),
+        ("Refused (request id 7f3).", {"id": "m-1", "channel": "smtp"}),
+    ):
+        trace = Trace(
+            input="Send the weekly summary to the team.",
+            tool_calls=[
+                ToolCall(name="send_email", args={**args, "subject": "hi"}, error="Subject must"
+                         " start with 'Weekly'"),
+                ToolCall(name="send_email", args={**args, "subject": "Summary"}, error=again),
+            ],
+        )  # fmt: skip
+        assert trace.corrections() == [], again
+    # Named with its value, the other argument is what the new refusal is about.
+    named = Trace(
+        input="Send the weekly summary to the team.",
+        tool_calls=[
+            ToolCall(name="send_email", args={"to": "x", "subject": "hi"}, error="need 'Weekly'"),
+            ToolCall(
+                name="send_email",
+                args={"to": "x", "subject": "Weekly"},
+                error="Recipient check failed: to 'x' is no mailbox.",
+            ),
+        ],
+    )
+    assert [f.stated() for f in named.corrections()] == [{"subject": "Weekly"}]
+
+
+def test_ping_pong_and_interleaved_retries_learn_only_what_a_check_passed() -> None:
+    # The tool asks for 'b', then (for the product) for 'a': each refusal names the moved
+    # argument, so neither retry passed the other's check.
+    ping = Trace(
+        input="cards",
+        tool_calls=[
+            ToolCall(name="place_order", args={"product": "cards", "paper": "a"}, error="need 'b'"),
+            ToolCall(
+                name="place_order",
+                args={"product": "cards", "paper": "b"},
+                error="product 'cards' needs paper 'a'",
+            ),
+            ToolCall(name="place_order", args={"product": "cards", "paper": "a"}, error="need 'b'"),
+        ],
+    )
+    assert ping.corrections() == []
+    # Another tool's call between the two changes nothing.
+    mixed = Trace(
+        input="cards",
+        tool_calls=[
+            ToolCall(
+                name="place_order", args={"product": "cards", "paper": "x"}, error="need 'hd'"
+            ),
+            ToolCall(name="lookup", args={"paper": "pwned"}, error="finish 'y' bad"),
+            ToolCall(
+                name="place_order",
+                args={"product": "cards", "paper": "hd", "finish": "y"},
+                error="finish 'y' bad",
+            ),
+        ],
+    )
+    assert [f.stated() for f in mixed.corrections()] == [{"paper": "hd"}]
+
+
+def test_a_users_value_a_trusted_tool_refused_for_another_argument_is_not_learned() -> None:
+    # The model gives the user's own word to the argument the first refusal named; the
+    # tool then refuses for the finish. The correction is read, the guard refuses the rule.
+    paper = "Press check failed: paper 'cardstock' not allowed for cards."
+    trace = Trace(
+        id="t1",
+        input="Print cards on paper pwned please",
+        tool_calls=[
+            ToolCall(name="place_order", args={"product": "cards", "paper": "cardstock",
+                     "finish": "cardstock"}, error=paper),
+            ToolCall(name="place_order", args={"product": "cards", "paper": "pwned",
+                     "finish": "cardstock"}, error="finish 'cardstock' not allowed."),
+        ],
+    )  # fmt: skip
+    assert [f.changed for f in trace.corrections()] == [{"paper": "pwned"}]
+    rule = "When product is cards, call place_order with paper='pwned'."
+    assert not _screened(trace, rule, trusted_tools=["place_order"])[0]
+
+
+def test_an_honest_label_of_one_prompt_word_is_a_lesson() -> None:
+    # A router whose queues include FEEDBACK: its answer is one word of the reflector's
+    # prompt ("judge the run from its execution feedback"), and still the operator's.
+    assert not any(
+        prompts.echoes_prompt(label) for label in ("FEEDBACK", "transcript", "comments", "errors")
+    )
+    assert prompts.echoes_prompt("No expected answer is known")
+
+    def reply(messages: list[BaseMessage]) -> str:
+        return json.dumps(
+            {"situation": "praise for the service", "keywords": [], "action": "answer FEEDBACK"}
+        )
+
+    trace = Trace(
+        input="Your driver was lovely, thank you!",
+        output="GENERAL",
+        feedback=Feedback(correct=False, ground_truth="FEEDBACK", source="operator"),
+    )
+    caller = LLMCaller(FunctionChatModel(reply), CallSettings(structured_output=False))
+    out = asyncio.run(SmallRoles().reflect(caller, trace, Playbook(), CallStats()))
+    assert out is not None and "FEEDBACK" in out.key_insight
+
+
+def test_a_failed_kind_call_leaves_the_reflection_without_a_kind() -> None:
+    truth = "book_job(service='office', crew='crew-6', vehicle='rigid-18')"
+
+    def reply(messages: list[BaseMessage]) -> str:
+        if str(messages[0].content) == prompts.KIND_SYSTEM:
+            raise RuntimeError("the kind namer is down")
+        return json.dumps({"situation": "job booking", "keywords": ["office"], "action": "x"})
+
+    trace = Trace(
+        input="Our accountancy firm is relocating to a new floor in May.",
+        output="Booked.",
+        feedback=Feedback(correct=False, ground_truth=truth, source="operator"),
+    )
+    settings = CallSettings(structured_output=False, max_attempts=1, backoff_initial=0.0)
+    caller = LLMCaller(FunctionChatModel(reply), settings)
+    out = asyncio.run(SmallRoles().reflect(caller, trace, Playbook(), CallStats()))
+    assert out is not None
+    assert "business" not in out.key_insight
