@@ -58,7 +58,7 @@ from langgraph_combee import (
     LearnerSettings,
     ServingSettings,
 )
-from langgraph_combee._algorithm import schemas, stages
+from langgraph_combee._algorithm import stages
 
 ARMS = ("no_rules", "hand_rules", "few_shot", "learned")
 FEW_SHOT_K = 4
@@ -550,10 +550,6 @@ def run_family(
     unknown = [arm for arm in arms if arm not in ARMS]
     if unknown:
         raise ValueError(f"unknown arms {unknown!r}; allowed: {', '.join(ARMS)}")
-    # "keywords" is no stage: it leaves the small reflector's keyword alternatives out.
-    if "keywords" in without:
-        schemas.KEYWORD_ALTERNATIVES = False
-    without = [name for name in without if name != "keywords"]
     stages.without(stages.STEP_STAGES, *without)  # a misspelt stage fails here, not mid-run
     train = family.train[:QUICK_TRAIN] if quick else family.train
     heldout = family.heldout[:QUICK_HELDOUT] if quick else family.heldout
@@ -571,7 +567,7 @@ def run_family(
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "examples": examples,
-        "without": list(without) + (["keywords"] if not schemas.KEYWORD_ALTERNATIVES else []),
+        "without": list(without),
         "trusted_tools": [tool.__name__ for tool in family.tools] if trust_tools else [],
         "focus_by_meaning": focus_by_meaning,
         "arms": {},
@@ -623,7 +619,6 @@ def run_family(
                 log(f"[{family.name}] {arm}: worked examples {result['example_turns']}")
     finally:
         setup.close()
-        schemas.KEYWORD_ALTERNATIVES = True
     record["seconds"] = round(time.monotonic() - started, 1)
     write_json(out, record)
     return record

@@ -876,11 +876,13 @@ def test_keywords_copied_from_the_input_join_the_situation_and_others_are_left_o
     )
     source = "Hi. The two-factor code is always rejected. Ref A98941. Regards, Priya"
     reflection = out.to_reflection("t", ground_truth="SEC-9D", source=source)
-    # "two-factor" is already covered by the situation it is part of.
-    assert reflection.key_insight == "When two-factor authentication or rejected, answer SEC-9D."
-    # Without the input nothing is added (keywords are never taken on trust).
-    assert out.to_reflection("t", ground_truth="SEC-9D").key_insight == (
-        "When two-factor authentication, answer SEC-9D."
+    # A situation of its own: the keywords join it as no alternatives.
+    assert reflection.key_insight == "When two-factor authentication, answer SEC-9D."
+    # A situation of generic words only: the input's keywords are the situation, the
+    # names, references and sign-offs among them left out.
+    named = out.model_copy(update={"situation": "the user's request"})
+    assert named.to_reflection("t", ground_truth="SEC-9D", source=source).key_insight == (
+        "When two-factor, answer SEC-9D."
     )
 
 

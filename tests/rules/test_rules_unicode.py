@@ -73,7 +73,12 @@ def test_a_small_reflector_reply_in_another_language_gives_a_rule(language: str)
     assert rules.situation_words(situation) == words
     out = SmallReflectionOut(situation=situation, keywords=[keyword, "absent"], action="X-1")
     reflection = out.to_reflection("t", ground_truth="X-1", source=source)
-    assert reflection.key_insight == f"When {situation} or {keyword}, X-1."
+    assert reflection.key_insight == f"When {situation}, X-1."
+    # With no situation of its own, the keyword the input holds is the situation.
+    bare = out.model_copy(update={"situation": ""})
+    assert bare.to_reflection("t", ground_truth="X-1", source=source).key_insight == (
+        f"When {keyword}, X-1."
+    )
 
 
 def test_accented_letters_belong_to_their_word() -> None:
