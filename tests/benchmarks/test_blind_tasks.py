@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.blind import FAMILIES
 from benchmarks.blind.__main__ import main
-from benchmarks.blind._family import Call, Example, Outcome
+from benchmarks.blind._family import Call, Example, Family, Outcome
 from benchmarks.blind._runner import ARMS, fraction_of_gain, run_family
 
 
@@ -470,22 +470,28 @@ def test_toolerrors_tool_refuses_a_wrong_vehicle_with_its_own_error_as_a_tool_er
     assert "Fleet check failed" in message.text
 
 
-def test_toolerrors_sends_one_operator_call_per_service_and_nothing_on_the_rest() -> None:
-    family = FAMILIES["toolerrors"]
+def _one_operator_call_per_kind(family: Family, call_start: str) -> Example:
+    """Check a tool family sends the right call on one run per kind and nothing on the
+    others (both among the quick run's first four); return its first training example."""
     labelled: list[str] = []
     order: list[bool] = []
     for example in family.train:
-        sent = family.feedback(example, Outcome(text="Booked."))
+        sent = family.feedback(example, Outcome(text="Done."))
         order.append(bool(sent))
         if sent:
             truth = example.calls[0].render()
-            assert truth.startswith("book_job(service=")
+            assert truth.startswith(call_start)
             assert sent == {"correct": False, "ground_truth": truth, "source": "operator"}
             labelled.append(example.kind)
     assert sorted(labelled) == sorted({ex.kind for ex in family.train})
     assert len(labelled) == 5 and len(family.train) == 14
-    assert True in order[:4] and False in order[:4]  # the quick run sees both
-    first = family.train[0]
+    assert True in order[:4] and False in order[:4]
+    return family.train[0]
+
+
+def test_toolerrors_sends_one_operator_call_per_service_and_nothing_on_the_rest() -> None:
+    family = FAMILIES["toolerrors"]
+    first = _one_operator_call_per_kind(family, "book_job(service=")
 
     def scored(*calls: Call) -> float:
         return family.score(first, Outcome(text="", calls=calls))
@@ -610,20 +616,7 @@ def test_toolrefusals_press_refuses_a_wrong_paper_or_finish_as_a_tool_error() ->
 
 def test_toolrefusals_sends_one_operator_call_per_product_and_nothing_on_the_rest() -> None:
     family = FAMILIES["toolrefusals"]
-    labelled: list[str] = []
-    order: list[bool] = []
-    for example in family.train:
-        sent = family.feedback(example, Outcome(text="Placed."))
-        order.append(bool(sent))
-        if sent:
-            truth = example.calls[0].render()
-            assert truth.startswith("place_order(product=")
-            assert sent == {"correct": False, "ground_truth": truth, "source": "operator"}
-            labelled.append(example.kind)
-    assert sorted(labelled) == sorted({ex.kind for ex in family.train})
-    assert len(labelled) == 5 and len(family.train) == 14
-    assert True in order[:4] and False in order[:4]  # the quick run sees both
-    first = family.train[0]
+    first = _one_operator_call_per_kind(family, "place_order(product=")
 
     def scored(*calls: Call) -> float:
         return family.score(first, Outcome(text="", calls=calls))
