@@ -1,4 +1,4 @@
-"""Blind benchmark: twenty-five task families written by an outside user, from the docs alone.
+"""Blind benchmark: twenty-nine task families written by an outside user, from the docs alone.
 
 Each family (a module here) is inputs, right answers, the feedback a production
 app would give, a held-out set in other words, and the rules a competent
@@ -8,10 +8,11 @@ hand-written rules, few-shot retrieval of the training runs, and the prompt
 Combee learned from the training runs in one pass.
 
 Families 1-4 (``replies``, ``workflow``, ``mixed``, ``router``) are the dev set;
-5-25 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``,
+5-29 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``,
 ``intents``, ``formats``, ``remarks``, ``plainwords``, ``mixedsignals``, ``toolconv``,
 ``approvals``, ``confirmations``, ``toolnotes``, ``sorting``, ``housestyle``,
-``toolerrors``, ``dispatch``, ``frontdesk``, ``toolrefusals``) are sealed: kept to
+``toolerrors``, ``dispatch``, ``frontdesk``, ``toolrefusals``, ``railway``,
+``campsite``, ``carhire``, ``staffing``) are sealed: kept to
 measure later changes and not run during development.
 """
 
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 from benchmarks.blind import (
     approvals,
+    campsite,
+    carhire,
     codes,
     confirmations,
     dispatch,
@@ -33,10 +36,12 @@ from benchmarks.blind import (
     mixedsignals,
     notes,
     plainwords,
+    railway,
     remarks,
     replies,
     router,
     sorting,
+    staffing,
     thumbs,
     toolconv,
     toolerrors,
@@ -74,6 +79,10 @@ FAMILIES: dict[str, Family] = {
         dispatch,
         frontdesk,
         toolrefusals,
+        railway,
+        campsite,
+        carhire,
+        staffing,
     )
 }
 """Every family by name: the dev ones first, then the sealed ones."""

@@ -79,6 +79,10 @@ def test_sealed_families_say_so_and_dev_families_are_the_first_four() -> None:
         "dispatch",
         "frontdesk",
         "toolrefusals",
+        "railway",
+        "campsite",
+        "carhire",
+        "staffing",
     ]
     for name, family in FAMILIES.items():
         assert family.sealed is (name not in names[:4])
@@ -628,6 +632,146 @@ def test_toolrefusals_sends_one_operator_call_per_product_and_nothing_on_the_res
     assert (
         scored(Call("place_order", {**right, "paper": "350gsm"}), Call("place_order", right)) == 0.0
     )
+
+
+def test_railway_has_two_runs_per_code_a_neutral_prompt_and_heldout_in_new_words() -> None:
+    family = FAMILIES["railway"]
+    codes = [example.answer for example in family.train]
+    assert len(set(codes)) == 8 and all(codes.count(code) == 2 for code in codes)
+    held = [example.answer for example in family.heldout]
+    assert sorted(held) == sorted(codes)
+    # The app's prompt gives each code a person's name and office, never a topic.
+    for code in set(codes):
+        line = next(
+            line for line in family.system_prompt.splitlines() if line.startswith(f"- {code}:")
+        )
+        name, office = line.split(": ", 1)[1].split(", ")
+        assert 2 <= len(name.split()) <= 3 and office.endswith(" office"), line
+    # The key nouns of a code's training messages stay out of its held-out ones.
+    key_nouns = {
+        "W3NQ": ("late", "compensation", "cancel", "delay", "claim", "money back"),
+        "8KTE": ("wheelchair", "ramp", "assistance", "on board", "elderly", "mother"),
+        "J5RV": ("left", "laptop", "bag", "umbrella", "handed in", "found"),
+        "C2XH": ("season", "ticket", "renew", "annual", "monthly", "refund"),
+        "6MFZ": ("penalty", "fare", "fine", "appeal", "inspector", "machine"),
+        "Y9DL": ("bike", "bicycle", "reserve", "space", "book"),
+        "P4HU": ("group", "people", "school", "trip", "discount", "book"),
+        "T7BK": ("conductor", "guard", "rude", "thank", "staff"),
+    }
+    for example in family.heldout:
+        words = example.input.lower()
+        assert not [w for w in key_nouns[example.answer] if w in words], example.input
+    wrong = family.feedback(family.train[0], Outcome(text="Delay Repay"))
+    assert wrong == {"correct": False, "ground_truth": "W3NQ", "source": "operator"}
+    assert family.score(family.train[0], Outcome(text=' "w3nq." ')) == 1.0
+
+
+def test_campsite_gives_reviewer_notes_or_nothing_and_never_a_reply() -> None:
+    family = FAMILIES["campsite"]
+    comments: dict[str, list[str]] = {}
+    shapes: list[str] = []
+    # Wrong for every kind: no reference, number, page, closing line or 24-hour time.
+    wrong = Outcome(text="Thanks for getting in touch, we will look into it from 2pm.")
+    for example in family.train:
+        sent = family.feedback(example, wrong)
+        if not sent:
+            shapes.append("none")
+            continue
+        assert set(sent) == {"correct", "comment", "source"}
+        assert sent["correct"] is False and sent["source"] == "reviewer" and sent["comment"]
+        comments.setdefault(example.kind, []).append(sent["comment"])
+        shapes.append("comment")
+        right = family.feedback(example, Outcome(text=example.answer))
+        assert right == {"correct": True, "source": "reviewer"}
+    assert shapes.count("comment") == 12 and shapes.count("none") == 3
+    assert {kind: len(notes) >= 2 for kind, notes in comments.items()} == dict.fromkeys(
+        ("booking", "night", "pets", "group", "times"), True
+    )
+    flat = [comment for wordings in comments.values() for comment in wordings]
+    assert len(set(flat)) == len(flat)
+    assert "PW-29506" in " ".join(flat)  # the note names that run's own reference
+    assert set(shapes[:4]) == {"comment", "none"}  # the quick run sees both
+    assert len(family.train) == 15 and len(family.heldout) == 12
+
+
+def test_campsite_scores_each_kinds_convention() -> None:
+    scored = _reply_scorer("campsite")
+
+    assert scored("booking", "Booking pw-31874 is cancelled.") == 1.0
+    assert scored("booking", "Booking PW-318740 is cancelled.") == 0.0
+    assert scored("night", "Please ring 01768  775 019 straight away.") == 1.0
+    assert scored("night", "Please ring 01768775019 straight away.") == 0.0
+    assert scored("pets", "See Pinewoodpark.co.uk/pets for the dog walk.") == 1.0
+    closing = "Our rallies team will confirm your pitches within two working days."
+    assert scored("group", f"Lovely!\n\n**{closing}**") == 1.0
+    assert scored("group", f"{closing} Send us your dates and the number of vans, please.") == 0.0
+    assert scored("times", "Arrive from 14:00 until 20:00; leave by 11:00.") == 1.0
+    assert scored("times", "Arrive from 9:30.") == 1.0
+    assert scored("times", "Arrive from 14:00 (2pm) until 20:00.") == 0.0
+    assert scored("times", "Arrive from 2 p.m. until 8 p.m.") == 0.0
+    assert scored("times", "Arrive any time after lunch.") == 0.0
+
+
+def test_carhire_city_is_the_users_word_and_desk_a_house_value() -> None:
+    family = FAMILIES["carhire"]
+    cities = {ex.calls[0].args["city"] for ex in family.train}
+    for example in (*family.train, *family.heldout):
+        assert example.calls[0].args["city"].lower() in example.input.lower()
+    # Held-out requests name other cities: a rule tied to a training city cannot help.
+    assert not cities & {ex.calls[0].args["city"] for ex in family.heldout}
+    labelled: list[str] = []
+    order: list[bool] = []
+    for example in family.train:
+        sent = family.feedback(example, Outcome(text="Done."))
+        order.append(bool(sent))
+        if sent:
+            truth = example.calls[0].render()
+            assert truth.startswith("open_request(city=")
+            assert sent == {"correct": False, "ground_truth": truth, "source": "operator"}
+            labelled.append(example.kind)
+    assert sorted(set(labelled)) == sorted({ex.kind for ex in family.train})
+    assert len(labelled) == 11 and len(family.train) == 14
+    assert True in order[:4] and False in order[:4]
+    first = family.train[0]
+    right = {"city": " bristol", "desk": "RES-1", "summary": "anything"}
+
+    def scored(*calls: Call) -> float:
+        return family.score(first, Outcome(text="", calls=calls))
+
+    assert scored(Call("open_request", right)) == 1.0
+    assert scored(Call("open_request", {**right, "city": "Glasgow"})) == 0.0
+    assert scored(Call("open_request", {**right, "desk": "res-4"})) == 0.0
+    assert scored(Call("open_request", right), Call("open_request", {**right, "desk": "x"})) == 0.0
+
+
+def test_staffing_interleaves_three_jobs_with_labels_and_reviewer_notes() -> None:
+    family = FAMILIES["staffing"]
+    assert [ex.kind for ex in family.train[:3]] == ["status", "client", "vacancy"]
+    for kind in ("status", "client", "vacancy"):
+        assert sum(ex.kind == kind for ex in family.train) == 6
+        assert sum(ex.kind == kind for ex in family.heldout) == 4
+    # The app's prompt lists the codes, not what they mean, and not the terms page.
+    prompt = family.system_prompt.lower()
+    assert "st-10" in prompt
+    assert not [w for w in ("accept", "withdraw", "another", "/terms", "jr-") if w in prompt]
+    wrong = Outcome(text="Thanks, we will come back to you.")
+    comments: list[str] = []
+    for example in family.train:
+        sent = family.feedback(example, wrong)
+        if example.kind == "client":
+            assert set(sent) == {"correct", "comment", "source"}
+            assert sent["correct"] is False and sent["source"] == "reviewer"
+            comments.append(sent["comment"])
+            right = family.feedback(example, Outcome(text=example.answer))
+            assert right == {"correct": True, "source": "reviewer"}
+        else:
+            assert sent == {"correct": False, "ground_truth": example.answer, "source": "operator"}
+    assert len(set(comments)) == 6
+    vacancy = next(ex for ex in family.train if ex.kind == "vacancy")
+    assert family.score(vacancy, Outcome(text=" jr-4471. ")) == 1.0
+    assert family.score(vacancy, Outcome(text="JR4471")) == 0.0
+    client = next(ex for ex in family.train if ex.kind == "client")
+    assert family.score(client, Outcome(text="See HollisRecruit.co.uk/terms.")) == 1.0
 
 
 def test_fraction_of_gain_is_none_without_a_gain_on_offer() -> None:
