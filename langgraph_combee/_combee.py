@@ -77,6 +77,7 @@ from langgraph_combee._settings import (
     LearnerSettings,
     ServingSettings,
     refuse_moved,
+    settle_auto_embedder,
 )
 from langgraph_combee._storage._io import loop_closed
 from langgraph_combee._storage.keys import PromptSpace, validate_label
@@ -247,6 +248,29 @@ def _batch_size(batch_size: object) -> BatchSize | BatchSizeController:
         ) from exc
 
 
+def _settle_embedder(serving: ServingSettings) -> str:
+    """What ``serving`` serves rules by meaning with, "auto" settled for the process.
+
+    "auto" is the bundled all-MiniLM-L6-v2 (one per process) where the
+    ``[local-embed]`` extra and its weights are installed, else nothing (words
+    only). The note is ``describe()["serving"]["rules_by_meaning"]``.
+    """
+    embedder = serving.focus_embedder
+    if embedder is None:
+        return "off: ServingSettings(focus_embedder=None)"
+    if not isinstance(embedder, str):
+        return f"on: {type(embedder).__name__} (ServingSettings.focus_embedder)"
+    # The bundled embedder lives at the edge that holds the local models; its
+    # module imports numpy and the weights only when the embedder is made.
+    from langgraph_combee.local._embed import default_embedder
+
+    found, note = default_embedder()
+    settle_auto_embedder(found)
+    if found is None:
+        logger.info("rules by meaning %s; the rules a request names are served by words", note)
+    return note
+
+
 def _settings(name: str, value: object, kind: type[S]) -> S:
     if value is None:
         return kind()
@@ -340,6 +364,7 @@ class Combee:
         # The settings objects are read as given by every part (checked when built).
         self._capture = _settings("capture", capture, CaptureSettings)
         self._serving = _settings("serving", serving, ServingSettings)
+        self._by_meaning = _settle_embedder(self._serving)
         self._learning = _settings("learner", learner, LearnerSettings)
         self._algorithm = algorithm = _settings("algorithm", algorithm, AlgorithmSettings)
         if store is not None and store != "platform" and not isinstance(store, BaseStore):
@@ -600,7 +625,7 @@ class Combee:
         """
         learner = self._learner
         return {
-            "serving": self._agent.describe(),
+            "serving": {**self._agent.describe(), "rules_by_meaning": self._by_meaning},
             "learner": learner.describe() if learner is not None else None,
             "steps": self._stepper.tally.describe(),
         }

@@ -244,6 +244,20 @@ class CaptureSettings(_Settings):
         _number("feedback_wait_seconds", self.feedback_wait_seconds, strict=False)
 
 
+_auto_embedder: list[Embedder | None] = [None]  # what "auto" settled on in this process
+
+
+def settle_auto_embedder(embedder: Embedder | None) -> None:
+    """Make ``embedder`` what ``focus_embedder="auto"`` serves by in this process."""
+    _auto_embedder[0] = embedder
+
+
+AUTO: Literal["auto"] = "auto"
+"""``ServingSettings.focus_embedder``'s default: the bundled embedder where it is installed."""
+FOCUS_EMBEDDER_ALLOWED = f"'auto', {EMBEDDER_ALLOWED}"
+"""What ``ServingSettings.focus_embedder`` may be (``ConfigurationError``'s message)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ServingSettings(_Settings):
     """How the agent side serves the prompt in force.
@@ -282,9 +296,17 @@ class ServingSettings(_Settings):
             it in meaning (the best cosine of one of the rule's cases, at least
             0.2). Costs one embedding call per such request on the model
             call's path and one per version for its rules; verified adoption
-            replays with the same text. An embedder that fails leaves the focus
-            to the words (``describe()["serving"]["focus_embed_errors"]``).
-            None (default): words only.
+            replays with the same text. Only rules that are one of several
+            values of one kind of action ("answer X8MB" beside "answer
+            K3VW", one tool argument's values) are served by meaning: a rule
+            that adds to the reply, given to a request it does not fit, spoils
+            it. An embedder that fails leaves the focus to the words
+            (``describe()["serving"]["focus_embed_errors"]``). ``"auto"``
+            (default): ``Combee`` uses the bundled all-MiniLM-L6-v2
+            (``local.LocalEmbedder``, loaded once per process) when the
+            ``[local-embed]`` extra and its weights are installed, else the
+            words only; ``describe()["serving"]["rules_by_meaning"]`` says
+            which and why. None: words only.
         drop_rivals: While rules match a request (by words or by meaning),
             the playbook served for it leaves out their rivals: keyword rules
             whose action is the reply itself, one value, in the same words
@@ -316,7 +338,7 @@ class ServingSettings(_Settings):
     on_version: Sequence[VersionListener] = ()
     focus_rules: int = FOCUS_RULES
     recover_tool_calls: bool = True
-    focus_embedder: Embedder | None = None
+    focus_embedder: Embedder | Literal["auto"] | None = AUTO
     drop_rivals: bool = True
     example_turns: int = EXAMPLE_TURNS
 
@@ -331,8 +353,9 @@ class ServingSettings(_Settings):
             )
         if not isinstance(self.drop_rivals, bool):
             raise ConfigurationError("drop_rivals", self.drop_rivals, "True or False")
-        if not embedder_ok(self.focus_embedder):
-            raise ConfigurationError("focus_embedder", self.focus_embedder, EMBEDDER_ALLOWED)
+        embedder = self.focus_embedder
+        if not (embedder == AUTO if isinstance(embedder, str) else embedder_ok(embedder)):
+            raise ConfigurationError("focus_embedder", embedder, FOCUS_EMBEDDER_ALLOWED)
         if not isinstance(self.recover_tool_calls, bool):
             raise ConfigurationError("recover_tool_calls", self.recover_tool_calls, "True or False")
         if not focus_rules_ok(self.focus_rules):
@@ -350,6 +373,17 @@ class ServingSettings(_Settings):
                 )
         # A list given by the caller must not change under a frozen object.
         object.__setattr__(self, "on_version", tuple(self.on_version))
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The focus embedder to call: ``focus_embedder``, or what "auto" settled on.
+
+        The first ``Combee`` of the process settles "auto" (``settle_auto_embedder``;
+        ``describe()["serving"]["rules_by_meaning"]``); before that it is None (words).
+        """
+        if isinstance(self.focus_embedder, str):
+            return _auto_embedder[0]
+        return self.focus_embedder
 
 
 @dataclass(frozen=True, kw_only=True)

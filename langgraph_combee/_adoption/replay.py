@@ -185,7 +185,7 @@ class ReplaySettings:
 
     @property
     def focus_embedder(self) -> Embedder | None:
-        return self.serving.focus_embedder
+        return self.serving.embedder
 
     @property
     def drop_rivals(self) -> bool:

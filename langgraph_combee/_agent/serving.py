@@ -141,13 +141,13 @@ class Server:
         self._embed_quiet_until = float("-inf")
         self._meaning = (
             Meaning(
-                self.serving_settings.focus_embedder,
+                self.serving_settings.embedder,
                 clock=clock,
                 failed=self._embed_failed,
                 served=self._served_by_meaning,
                 skipped=self._skipped_by_meaning,
             )
-            if self.serving_settings.focus_embedder is not None
+            if self.serving_settings.embedder is not None
             else None
         )
         self._stale: set[str | None] = set()
@@ -313,7 +313,7 @@ class Server:
         if cached is not None and cached[0] is examples:
             self._count_turns(len(cached[1]) // 2, by_meaning=cached[2])
             return cached[1]
-        meaning, embedder = self._meaning, self.serving_settings.focus_embedder
+        meaning, embedder = self._meaning, self.serving_settings.embedder
         chosen: list[Shot] = []
         if meaning is not None and embedder is not None and text.strip():
             chosen = meaning.lookup(

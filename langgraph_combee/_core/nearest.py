@@ -89,6 +89,13 @@ class NearestRules:
     returns the wrong number of vectors or vectors of another length, makes
     the call raise (``ValueError`` or the embedder's own error): the caller
     serves the words-only focus and counts it.
+
+    With ``choices`` (the default) only the rules that are one of several
+    values of one kind of action (``situations.choice_rules``: "answer X8MB"
+    beside "answer K3VW") are served by meaning: a rule that adds to the reply
+    ("end it with our urgent line"), served to a request it does not fit,
+    made a right reply wrong (a reply task, 50% -> 33% held-out with every rule
+    served by meaning; ``docs/benchmarks.md``).
     """
 
     def __init__(
@@ -98,12 +105,13 @@ class NearestRules:
         *,
         limit: int = NEAREST_RULES,
         floor: float = NEAREST_FLOOR,
+        choices: bool = True,
     ) -> None:
         self._embedder = embedder
         self._limit = limit
         self._floor = floor
         cases: list[tuple[int, Rule, str | None]] = []  # rule number, rule, case (None: whole)
-        for number, (rule, alts) in enumerate(index.cases()):
+        for number, (rule, alts) in enumerate(index.cases(choices=choices)):
             for alt in alts or (None,):
                 cases.append((number, rule, alt))
         cases = cases[:MAX_CASES]

@@ -534,16 +534,41 @@ class RuleIndex:
         """The text repeated after the playbook for ``text``: '' when no rule matches."""
         return focus_text(self.matching(text, limit=limit))
 
-    def cases(self) -> list[tuple[Rule, tuple[str, ...]]]:
+    def cases(self, *, choices: bool = False) -> list[tuple[Rule, tuple[str, ...]]]:
         """Each rule with the cases it can be served for, in playbook order.
 
         A keyword situation gives one case per alternative (served alone, as
         ``matching`` serves it); any other situation is one case, served whole.
+        With ``choices``, only the rules that are one of several choices
+        (``choice``): the rules a request must pick one of.
         """
+        picked = choice_rules([item.rule for item in self._rules]) if choices else None
         return [
             (item.rule, tuple(alt for alt, _ in item.alternatives) if item.keywords else ())
-            for item in self._rules
+            for n, item in enumerate(self._rules)
+            if picked is None or n in picked
         ]
+
+
+def choice_rules(rules: Sequence[Rule]) -> frozenset[int]:
+    """The positions of the rules that are one of several values of one kind of action.
+
+    Two actions are of one kind when they give the reply one value
+    (``exclusive``: "answer X8MB", "route to K3VW") or have one shape with
+    other values ("call book_job with vehicle='van'" and "... vehicle='tail-lift'").
+    A request then needs one of them and a guess by meaning costs nothing the
+    agent was not already guessing; a rule with no such rival ("end the reply
+    with our urgent line") adds to the reply, and served for the wrong request
+    it makes that reply wrong.
+    """
+    kinds: dict[str, dict[tuple[str, ...], list[int]]] = {}
+    for n, rule in enumerate(rules):
+        one = exclusive(rule.action)
+        shape = ("the reply", one[1]) if one else _values.slots(rule.action)
+        if shape is not None:
+            kinds.setdefault(shape[0], {}).setdefault(shape[1], []).append(n)
+    several = [by_value for by_value in kinds.values() if len(by_value) > 1]
+    return frozenset(n for by_value in several for ns in by_value.values() for n in ns)
 
 
 def focus_text(rules: Sequence[Rule]) -> str:

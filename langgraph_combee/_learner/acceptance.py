@@ -36,12 +36,14 @@ import math
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from langgraph_combee._core.dedup import Embedder
 from langgraph_combee._core.situations import FOCUS_RULES
 from langgraph_combee._core.types import Decision, PromptVersion, Trace
 from langgraph_combee._errors import ConfigurationError
 from langgraph_combee._learner.agent_runner import AgentFactory, Grade, agent_runner, question_of
+from langgraph_combee._settings import AUTO
 
 if TYPE_CHECKING:
     from langgraph_combee._storage.registry import PromptRegistry
@@ -408,6 +410,7 @@ class ValidationGate(AcceptancePolicy):
         grade: Grade,
         question: Callable[[Any], str] = question_of,
         focus_rules: int = FOCUS_RULES,
+        focus_embedder: Embedder | Literal["auto"] | None = AUTO,
         min_delta: float = 0.0,
         max_concurrency: int = 8,
     ) -> ValidationGate:
@@ -428,6 +431,7 @@ class ValidationGate(AcceptancePolicy):
             question: ``(example) -> request``; default: the str, ``"input"``
                 or ``.input`` of the example.
             focus_rules: As ``ServingSettings.focus_rules``.
+            focus_embedder: As ``ServingSettings.focus_embedder``.
             min_delta: As for ``ValidationGate``.
             max_concurrency: Most agent runs in flight.
         """
@@ -437,6 +441,7 @@ class ValidationGate(AcceptancePolicy):
             grade=grade,
             question=question,
             focus_rules=focus_rules,
+            focus_embedder=focus_embedder,
         )
         return cls(examples, runner, min_delta=min_delta, max_concurrency=max_concurrency)
 

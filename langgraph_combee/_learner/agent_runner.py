@@ -13,14 +13,17 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, HumanMessage
 
+from langgraph_combee._core.dedup import Embedder
+from langgraph_combee._core.nearest import NearestRules
 from langgraph_combee._core.prompting import join_prompt
 from langgraph_combee._core.situations import (
     FOCUS_RULES,
     FOCUS_RULES_ALLOWED,
+    Rule,
     RuleIndex,
     focus_rules_ok,
     focused,
@@ -28,6 +31,7 @@ from langgraph_combee._core.situations import (
 from langgraph_combee._core.text import message_text
 from langgraph_combee._core.types import PromptVersion
 from langgraph_combee._errors import ConfigurationError
+from langgraph_combee._settings import AUTO, ServingSettings
 
 AgentFactory = Callable[[str], Any]
 """``(system_prompt) -> agent``: the app's ``create_agent(...)``, without CombeeMiddleware."""
@@ -50,11 +54,30 @@ def question_of(example: Any) -> str:
     )
 
 
-def served_prompt(system_prompt: str, version: PromptVersion, request: str, *, focus: int) -> str:
-    """The system prompt the middleware serves for ``request`` under ``version``."""
+def served_prompt(
+    system_prompt: str,
+    version: PromptVersion,
+    request: str,
+    *,
+    focus: int,
+    embedder: Embedder | None = None,
+) -> str:
+    """The system prompt the middleware serves for ``request`` under ``version``.
+
+    With ``embedder``, a request that names no rule's words is given the rule
+    closest to it in meaning, as ``ServingSettings.focus_embedder`` serves it.
+    """
     playbook = version.render()
     if playbook and focus and request:
-        playbook = focused(playbook, RuleIndex.of(version.playbook), request, limit=focus)
+        index = RuleIndex.of(version.playbook)
+        closest = None
+        if embedder is not None:
+            by_meaning = embedder
+
+            def closest(text: str) -> list[Rule]:
+                return NearestRules(index, by_meaning).closest(text)
+
+        playbook = focused(playbook, index, request, limit=focus, closest=closest)
     return join_prompt(system_prompt, playbook)
 
 
@@ -78,6 +101,7 @@ def agent_runner(
     grade: Grade,
     question: Callable[[Any], str] = question_of,
     focus_rules: int = FOCUS_RULES,
+    focus_embedder: Embedder | Literal["auto"] | None = AUTO,
 ) -> Callable[[PromptVersion, Any], Awaitable[float | bool]]:
     """A ``ValidationGate`` runner: run the agent under a version on one example and grade it.
 
@@ -92,6 +116,8 @@ def agent_runner(
             (a str), its ``"input"`` (a dict) or its ``.input`` (a ``Trace``).
         focus_rules: Rules the request names repeated after the playbook, as
             ``ServingSettings.focus_rules`` (0: the playbook alone).
+        focus_embedder: As ``ServingSettings.focus_embedder`` ("auto": what
+            ``Combee`` settled it on in this process).
 
     Raises:
         ConfigurationError: An argument is not what is described here.
@@ -106,10 +132,14 @@ def agent_runner(
         raise ConfigurationError("question", question, "a callable (example) -> str")
     if not focus_rules_ok(focus_rules):
         raise ConfigurationError("focus_rules", focus_rules, FOCUS_RULES_ALLOWED)
+    serving = ServingSettings(focus_rules=focus_rules, focus_embedder=focus_embedder)
 
     async def run(version: PromptVersion, example: Any) -> float | bool:
         request = question(example)
-        graph = agent(served_prompt(system_prompt, version, request, focus=focus_rules))
+        prompt = served_prompt(
+            system_prompt, version, request, focus=focus_rules, embedder=serving.embedder
+        )
+        graph = agent(prompt)
         payload = {"messages": [HumanMessage(content=request)]}
         if hasattr(graph, "ainvoke"):
             result = await graph.ainvoke(payload)

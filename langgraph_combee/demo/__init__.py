@@ -2,7 +2,7 @@
 
     python -m langgraph_combee.demo [--model local:1.5b|local:0.5b|provider:name|test]
                                     [--tickets N] [--batch-size auto|N] [--out DIR]
-                                    [--meaning]
+                                    [--meaning | --no-meaning]
 
 A ``create_agent`` agent with ``combee.middleware()`` routes a stream of support
 tickets; the right team arrives as feedback after each run
@@ -17,8 +17,9 @@ cost, and writes ``demo.png`` (accuracy over time, swaps marked) and
 ``demo.json`` into ``--out``.
 
 The demo runs on ``Combee``'s defaults but for the pacing of a short run, and
-prints the settings it changes; ``--meaning`` adds the rule closest in meaning
-(``ServingSettings.focus_embedder``, the ``[local-embed]`` extra). The right
+prints the settings it changes and whether rules are served by meaning
+(``ServingSettings.focus_embedder="auto"``: on where the ``[local-embed]`` extra
+is installed, as ``make demo`` does; ``--no-meaning`` turns it off). The right
 answer is given with ``source="operator"``: it comes from the task's labels.
 
 ``--model test`` runs in seconds with offline doubles: the agent follows the

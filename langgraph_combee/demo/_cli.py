@@ -156,10 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--meaning",
         action=argparse.BooleanOptionalAction,
-        default=False,
+        default=None,
         help="serve a ticket that names no rule's words the rule closest in meaning "
-        "(default off, as in Combee; needs the [local-embed] extra and its weights: "
-        "make embed-weights)",
+        "(default: as Combee, on where the [local-embed] extra and its weights are "
+        "installed; --meaning requires them, --no-meaning turns it off)",
     )
     parser.add_argument("--plain", action="store_true", help="plain lines, no live view")
     return parser

@@ -28,6 +28,7 @@ from langgraph_combee._core.types import PromptVersion, StepReport
 from langgraph_combee._errors import MissingExtraError
 from langgraph_combee._llm.prompts import ReflectorStyle
 from langgraph_combee._settings import (
+    AUTO,
     AlgorithmSettings,
     CaptureSettings,
     LearnerSettings,
@@ -85,9 +86,11 @@ class DemoConfig:
             even when the learner is much slower than the agent. None: two
             batches for a local model, no limit otherwise; 0: no limit.
         meaning: Serve a ticket that names no rule's words the rule closest
-            to it in meaning (``ServingSettings.focus_embedder`` with
-            ``local.LocalEmbedder``, the ``[local-embed]`` extra). Off by
-            default, as in ``Combee``.
+            to it in meaning (``ServingSettings.focus_embedder``). None
+            (default): ``Combee``'s default, "auto" (on where the
+            ``[local-embed]`` extra and its weights are installed); True:
+            ``local.LocalEmbedder``, an error naming the pip lines when it is
+            missing; False: words only.
     """
 
     model: str = "local:1.5b"
@@ -105,7 +108,7 @@ class DemoConfig:
     pace_seconds: float | None = None
     reflector: ReflectorStyle | None = None
     max_ahead: int | None = None
-    meaning: bool = False
+    meaning: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -479,27 +482,26 @@ MEANING_INSTALL = (
 """What ``--meaning`` needs installed (``make embed-weights`` installs the weights)."""
 
 
-def _focus_embedder(config: DemoConfig, display: Display) -> Any:
-    """The embedder of the focus by meaning when ``config.meaning`` asks for it, else None.
+def _focus_embedder(config: DemoConfig) -> Any:
+    """The ``focus_embedder`` of the demo's serving settings for ``config.meaning``.
 
     Raises:
         MissingExtraError: ``--meaning`` without the ``[local-embed]`` extra or its
             weights; the message names the pip commands.
     """
+    if config.meaning is None:
+        return AUTO  # Combee's default
     if not config.meaning:
-        display.note("Rules by meaning: off, as in Combee's defaults (--meaning turns it on)")
         return None
     try:
         from langgraph_combee.local import LocalEmbedder
 
-        embedder = LocalEmbedder()
+        return LocalEmbedder()
     except ImportError as exc:  # MissingExtraError included: the extra or the weights
         error = MissingExtraError("local-embed", "--meaning")
         error.msg = f"--meaning needs all-MiniLM-L6-v2 and its weights: {MEANING_INSTALL}"
         error.args = (error.msg,)
         raise error from exc
-    display.note("Rules by meaning: on (all-MiniLM-L6-v2, the [local-embed] extra)")
-    return embedder
 
 
 def _shown(value: Any) -> str:
@@ -550,7 +552,7 @@ def _run(
         max_ahead = max_ahead if local else 0
     train = task.examples(config.tickets, config.seed, "train")
     holdout = task.examples(config.holdout, config.seed, "test")
-    embedder = _focus_embedder(config, display)
+    embedder = _focus_embedder(config)
     # A short run: the feedback waits for its run, swaps show within a second and the
     # learner polls often; the rest is Combee's defaults (printed below).
     capture = CaptureSettings(feedback_wait_seconds=120.0)
@@ -585,6 +587,7 @@ def _run(
         strategy=config.strategy, batch_size=config.batch_size, settings=settings
     )
     display.note("Settings other than Combee's defaults: " + (", ".join(non_defaults) or "none"))
+    display.note(f"Rules by meaning: {combee.describe()['serving']['rules_by_meaning']}")
     agent = task.build_agent(models.agent, middleware=[combee.middleware()])
     evaluator = task.build_agent(models.agent, middleware=[combee.middleware(capture=False)])
     result = DemoResult(config=config, max_ahead=max_ahead, non_defaults=non_defaults)

@@ -34,7 +34,7 @@ from langgraph_combee._errors import (
     MissingWeightsError,
 )
 
-__all__ = ["MINILM_SHA256", "TOKENIZER_SHA256", "LocalEmbedder"]
+__all__ = ["MINILM_SHA256", "TOKENIZER_SHA256", "LocalEmbedder", "default_embedder"]
 
 _PACKAGE = "all_minilm_l6_v2"
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -240,3 +240,34 @@ class LocalEmbedder:
 
     def __repr__(self) -> str:
         return f"LocalEmbedder(model='all-MiniLM-L6-v2', threads={self._threads})"
+
+
+_DEFAULT_LOCK = threading.Lock()
+_default: tuple[LocalEmbedder | None, str] | None = None
+_NEEDED = ("numpy", "safetensors", "tokenizers", "threadpoolctl", _PACKAGE)
+
+
+def default_embedder() -> tuple[LocalEmbedder | None, str]:
+    """The embedder ``ServingSettings(focus_embedder="auto")`` settles on, and why.
+
+    One ``LocalEmbedder`` per process, loaded on the first call, when the
+    ``[local-embed]`` extra and the weights package are installed; else None
+    and the reason, with the pip lines. Settled once per process: a failure
+    to load is not tried again.
+
+    Returns:
+        ``(embedder, note)``: the note is what ``describe()`` shows
+        ("on: all-MiniLM-L6-v2 ..." or "off: ...").
+    """
+    global _default
+    with _DEFAULT_LOCK:
+        if _default is None:
+            missing = [name for name in _NEEDED if importlib.util.find_spec(name) is None]
+            if missing:
+                _default = (None, f"off: {', '.join(missing)} not installed ({INSTALL})")
+            else:
+                try:
+                    _default = (LocalEmbedder(), "on: all-MiniLM-L6-v2 (the [local-embed] extra)")
+                except Exception as exc:  # the weights cannot be read: words only, said once
+                    _default = (None, f"off: {exc}")
+        return _default

@@ -371,21 +371,49 @@ def test_verified_adoption_replays_with_the_closest_rule_the_agent_would_be_sent
         return "ACC-2M" if "ACC-2M" in focus else "NONE"
 
     rule = "When invoice request, answer ACC-2M."
+    # A second code: a rule is served by meaning as one of several choices only.
+    rules = {"ACC-2M": rule, "SEC-4X": "When password reset, answer SEC-4X."}
     combee = Combee(
         prompt_id="router",
-        model=fake_learner(insight=lambda text, truth, output: rule),
+        model=fake_learner(insight=lambda text, truth, output: rules[truth]),
         evaluator=lambda trace: Feedback(correct=trace.output == "ACC-2M"),
         batch_size=4,
         serving=ServingSettings(focus_embedder=ConceptEmbedder()),
         algorithm=AlgorithmSettings(agent_model=FunctionChatModel(agent_reply)),
     )
     try:
-        report = combee.learn(wrong_runs("ACC-2M", "my receipt is blank", "the bill has no VAT"))
+        report = combee.learn(
+            wrong_runs("ACC-2M", "my receipt is blank", "the bill has no VAT")
+            + [
+                trace.model_copy(update={"id": "locked"})
+                for trace in wrong_runs("SEC-4X", "I am locked out")
+            ]
+        )
         assert any(f"{FOCUS_HEADER}\n- {rule}" in s for s in sent), sent
         replay = report.steps[0].replay
         assert replay is not None and replay.turned_right and replay.focus_embed_errors == 0
     finally:
         combee._agent.server.close(flush=False)
+
+
+def test_only_rules_that_are_one_of_several_choices_are_served_by_meaning() -> None:
+    # One code alone: every request near it would be given it.
+    assert nearest(None, "When invoice request, answer ACC-2M.").closest("my receipt") == []
+    # A rule that adds to the reply, beside codes: a wrong guess would spoil a right reply.
+    adds = "When journalism, end the reply with 'Press office: 0113 496 0581'."
+    two = nearest(None, adds, "When invoice request, answer ACC-2M.", RULES[2])
+    assert two.closest("Can a reporter get your press kit?") == []
+    assert [r.action for r in two.closest("my receipt is blank")] == ["answer ACC-2M"]
+    # Tool arguments of one shape with other values are choices too.
+    calls = nearest(
+        None,
+        "When invoice request, call book with desk='accounts'.",
+        "When journalism, call book with desk='press'.",
+    )
+    assert [r.action for r in calls.closest("a reporter asks")] == ["call book with desk='press'"]
+    # Every rule, when asked.
+    everything = NearestRules(RuleIndex([adds, RULES[0]]), ConceptEmbedder(), choices=False)
+    assert [r.action for r in everything.closest("a reporter asks")] == [adds[17:-1]]
 
 
 # --------------------------------------------------------------------------- LocalEmbedder
@@ -637,9 +665,10 @@ def test_a_broken_weights_install_is_a_local_model_error(
         _embed.LocalEmbedder()
 
 
-def test_the_demo_leaves_a_broken_install_alone_unless_meaning_is_asked(
+def test_a_broken_install_leaves_auto_to_the_words_and_fails_only_when_asked_for(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from langgraph_combee._settings import _auto_embedder
     from langgraph_combee.demo import _run
     from langgraph_combee.local import _embed
 
@@ -648,16 +677,20 @@ def test_the_demo_leaves_a_broken_install_alone_unless_meaning_is_asked(
 
     monkeypatch.setattr(_embed, "LocalEmbedder", broken)
     monkeypatch.setattr("langgraph_combee.local.LocalEmbedder", broken)
-    notes: list[str] = []
-
-    class Display:
-        def note(self, text: str) -> None:
-            notes.append(text)
-
-    assert _run._focus_embedder(_run.DemoConfig(), Display()) is None  # type: ignore[arg-type]
-    assert notes and "off" in notes[0]
+    monkeypatch.setattr(_embed, "_default", None)
+    settled = _auto_embedder[0]
+    combee = Combee(prompt_id="router")
+    try:
+        note = combee.describe()["serving"]["rules_by_meaning"]
+        assert note == "off: the all-MiniLM-L6-v2 files cannot be read"
+        assert ServingSettings().embedder is None
+    finally:
+        combee._agent.server.close(flush=False)
+        _embed._default = None  # the next Combee settles it again
+        _auto_embedder[0] = settled
+    assert _run._focus_embedder(_run.DemoConfig()) == "auto"
     with pytest.raises(LocalModelError, match="cannot be read"):
-        _run._focus_embedder(_run.DemoConfig(meaning=True), Display())  # type: ignore[arg-type]
+        _run._focus_embedder(_run.DemoConfig(meaning=True))
 
 
 POISON = "When poison pill, answer BAD-1X."
@@ -742,3 +775,71 @@ def test_requests_not_looked_up_while_the_embedder_is_busy_or_resting_are_counte
     now[0] += meaning.COOL_DOWN_SECONDS + 1
     assert rules.closest("good", good, "my receipt is blank")
     assert len(skipped) == 3
+
+
+# --------------------------------------------------------------------------- "auto"
+
+
+def test_auto_is_the_default_and_a_wrong_word_is_refused_naming_what_is_allowed() -> None:
+    assert ServingSettings().focus_embedder == "auto"
+    with pytest.raises(ConfigurationError, match="'auto', None or an object with embed"):
+        ServingSettings(focus_embedder="minilm")  # type: ignore[arg-type]
+
+
+def test_describe_says_what_rules_are_served_by_meaning_with() -> None:
+    embedder = ConceptEmbedder()
+    for serving, note in (
+        (ServingSettings(focus_embedder=None), "off: ServingSettings(focus_embedder=None)"),
+        (ServingSettings(focus_embedder=embedder), "on: ConceptEmbedder"),
+    ):
+        combee = Combee(prompt_id="router", serving=serving)
+        try:
+            assert combee.describe()["serving"]["rules_by_meaning"].startswith(note)
+        finally:
+            combee._agent.server.close(flush=False)
+
+
+def test_auto_without_the_extra_serves_by_words_and_names_the_pip_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langgraph_combee._settings import _auto_embedder
+    from langgraph_combee.local import _embed
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(_embed, "_default", None)
+    settled = _auto_embedder[0]
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: None if name == "tokenizers" else real(name, *args),
+    )
+    combee = Combee(prompt_id="router")
+    try:
+        note = combee.describe()["serving"]["rules_by_meaning"]
+        assert note.startswith("off: tokenizers not installed")
+        assert "pip install 'langgraph-combee[local-embed]'" in note
+        assert ServingSettings().embedder is None
+    finally:
+        combee._agent.server.close(flush=False)
+        _embed._default = None  # the next Combee settles it again
+        _auto_embedder[0] = settled
+
+
+@pytest.mark.skipif(
+    not all(
+        importlib.util.find_spec(name) is not None
+        for name in ("all_minilm_l6_v2", "tokenizers", "safetensors", "numpy", "threadpoolctl")
+    ),
+    reason="needs the [local-embed] extra and its weights",
+)
+def test_auto_with_the_extra_serves_a_request_in_other_words_its_codes_rule() -> None:
+    combee = Combee(prompt_id="router")
+    try:
+        assert combee.describe()["serving"]["rules_by_meaning"].startswith("on: all-MiniLM")
+        version = accept_rules(
+            combee, "When invoice request, answer ACC-2M.", "When password reset, answer SEC-4X."
+        )
+        served = combee._agent.server.served(version, "I can't log in to my account")
+        assert served.endswith(f"{FOCUS_HEADER}\n- When password reset, answer SEC-4X.")
+    finally:
+        combee._agent.server.close(flush=False)

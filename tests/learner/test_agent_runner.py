@@ -109,7 +109,10 @@ def test_the_runner_serves_what_the_middleware_serves(request_text: str) -> None
         "When invoice, answer BILLING.",
     )
     server = Combee(prompt_id="router")._agent.server
-    served = served_prompt(SYSTEM, version, request_text, focus=server.serving_settings.focus_rules)
+    settings = server.serving_settings
+    served = served_prompt(
+        SYSTEM, version, request_text, focus=settings.focus_rules, embedder=settings.embedder
+    )
     assert served == join_prompt(SYSTEM, server.served(version, request_text))
     assert served_prompt(SYSTEM, PromptVersion(prompt_id="router"), "x", focus=3) == SYSTEM
 
