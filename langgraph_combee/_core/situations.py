@@ -565,10 +565,20 @@ def choice_rules(rules: Sequence[Rule]) -> frozenset[int]:
     for n, rule in enumerate(rules):
         one = exclusive(rule.action)
         shape = ("the reply", one[1]) if one else _values.slots(rule.action)
-        if shape is not None:
+        # Beyond the reply, only arguments are choices: two "add the tag {}" or
+        # "end the reply with {}" rules still add to a reply, each its own.
+        if shape is not None and (one or _arguments_only(shape[0])):
             kinds.setdefault(shape[0], {}).setdefault(shape[1], []).append(n)
     several = [by_value for by_value in kinds.values() if len(by_value) > 1]
     return frozenset(n for by_value in several for ns in by_value.values() for n in ns)
+
+
+_ARGUMENT_SLOT = re.compile(r"[\w.-]+\s*=\s*\{\}")
+
+
+def _arguments_only(shape: str) -> bool:
+    """Whether every value of ``shape`` (``values.slots``) is an argument's: ``vehicle={}``."""
+    return shape.count("{}") == len(_ARGUMENT_SLOT.findall(shape))
 
 
 def focus_text(rules: Sequence[Rule]) -> str:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langgraph_combee._core.dedup import Embedder
-from langgraph_combee._core.nearest import NearestRules
+from langgraph_combee._core.nearest import NearestRules, in_thread
 from langgraph_combee._core.prompting import join_prompt
 from langgraph_combee._core.situations import (
     FOCUS_RULES,
@@ -54,6 +55,30 @@ def question_of(example: Any) -> str:
     )
 
 
+RUNNER_EMBED_SECONDS = 10.0
+"""Longest a runner waits for the focus embedder before serving by words (as replays do)."""
+_CACHED_VERSIONS = 16
+
+
+class Cases:
+    """Each version's rules embedded once for an embedder, as the middleware keeps them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # one build per version, however many runs ask
+        self._cases: dict[tuple[int, str], tuple[Embedder, NearestRules]] = {}
+
+    def nearest(self, embedder: Embedder, playbook: str, index: RuleIndex) -> NearestRules:
+        """The embedded rules of the version rendered as ``playbook`` (``index``)."""
+        key = (id(embedder), playbook)
+        with self._lock:
+            found = self._cases.get(key)
+            if found is None or found[0] is not embedder:
+                found = self._cases[key] = (embedder, NearestRules(index, embedder))
+                while len(self._cases) > _CACHED_VERSIONS:
+                    self._cases.pop(next(iter(self._cases)))
+            return found[1]
+
+
 def served_prompt(
     system_prompt: str,
     version: PromptVersion,
@@ -61,21 +86,28 @@ def served_prompt(
     *,
     focus: int,
     embedder: Embedder | None = None,
+    cases: Cases | None = None,
 ) -> str:
     """The system prompt the middleware serves for ``request`` under ``version``.
 
     With ``embedder``, a request that names no rule's words is given the rule
-    closest to it in meaning, as ``ServingSettings.focus_embedder`` serves it.
+    closest to it in meaning, as ``ServingSettings.focus_embedder`` serves it;
+    an embedder that fails leaves the focus to the words, as the middleware
+    does. ``cases`` keeps each version's embedded rules for the next request
+    (the middleware embeds them once per version).
     """
     playbook = version.render()
     if playbook and focus and request:
         index = RuleIndex.of(version.playbook)
         closest = None
         if embedder is not None:
-            by_meaning = embedder
+            by_meaning, known = embedder, cases if cases is not None else Cases()
 
             def closest(text: str) -> list[Rule]:
-                return NearestRules(index, by_meaning).closest(text)
+                try:
+                    return known.nearest(by_meaning, playbook, index).closest(text)
+                except Exception:  # the middleware serves the words then (``Meaning``)
+                    return []
 
         playbook = focused(playbook, index, request, limit=focus, closest=closest)
     return join_prompt(system_prompt, playbook)
@@ -134,12 +166,28 @@ def agent_runner(
         raise ConfigurationError("focus_rules", focus_rules, FOCUS_RULES_ALLOWED)
     serving = ServingSettings(focus_rules=focus_rules, focus_embedder=focus_embedder)
 
+    cases = Cases()
+    gave_up: list[Embedder] = []  # an embedder that outlived one wait: words for the rest
+
+    async def prompt_for(version: PromptVersion, request: str) -> str:
+        embedder = serving.embedder
+        if embedder is None or any(e is embedder for e in gave_up):
+            return served_prompt(system_prompt, version, request, focus=focus_rules)
+        # Embedding is CPU work, or the user's code: off the event loop, and bounded.
+        call = in_thread(
+            lambda: served_prompt(
+                system_prompt, version, request, focus=focus_rules, embedder=embedder, cases=cases
+            )
+        )
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(call), RUNNER_EMBED_SECONDS)
+        except asyncio.TimeoutError:  # the builtin TimeoutError only from 3.11
+            gave_up.append(embedder)
+            return served_prompt(system_prompt, version, request, focus=focus_rules)
+
     async def run(version: PromptVersion, example: Any) -> float | bool:
         request = question(example)
-        prompt = served_prompt(
-            system_prompt, version, request, focus=focus_rules, embedder=serving.embedder
-        )
-        graph = agent(prompt)
+        graph = agent(await prompt_for(version, request))
         payload = {"messages": [HumanMessage(content=request)]}
         if hasattr(graph, "ainvoke"):
             result = await graph.ainvoke(payload)
