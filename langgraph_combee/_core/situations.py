@@ -554,12 +554,14 @@ def choice_rules(rules: Sequence[Rule]) -> frozenset[int]:
     """The positions of the rules that are one of several values of one kind of action.
 
     Two actions are of one kind when they give the reply one value
-    (``exclusive``: "answer X8MB", "route to K3VW") or have one shape with
+    (``exclusive``: "answer X8MB", "route to K3VW") or set one argument to
     other values ("call book_job with vehicle='van'" and "... vehicle='tail-lift'").
     A request then needs one of them and a guess by meaning costs nothing the
     agent was not already guessing; a rule with no such rival ("end the reply
     with our urgent line") adds to the reply, and served for the wrong request
-    it makes that reply wrong.
+    it makes that reply wrong. So do actions of one shape that are not
+    arguments ("add the tag 'vip'" beside "add the tag 'urgent'"): each adds
+    its own value, and neither is a choice.
     """
     kinds: dict[str, dict[tuple[str, ...], list[int]]] = {}
     for n, rule in enumerate(rules):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
@@ -57,6 +58,8 @@ def question_of(example: Any) -> str:
 
 RUNNER_EMBED_SECONDS = 10.0
 """Longest a runner waits for the focus embedder before serving by words (as replays do)."""
+RUNNER_COOL_DOWN_SECONDS = 30.0
+"""How long a runner serves by words after its embedder outlived a wait (as the middleware)."""
 _CACHED_VERSIONS = 16
 
 
@@ -167,11 +170,11 @@ def agent_runner(
     serving = ServingSettings(focus_rules=focus_rules, focus_embedder=focus_embedder)
 
     cases = Cases()
-    gave_up: list[Embedder] = []  # an embedder that outlived one wait: words for the rest
+    resting_until = [float("-inf")]  # after a wait ran out: words, then tried again
 
     async def prompt_for(version: PromptVersion, request: str) -> str:
         embedder = serving.embedder
-        if embedder is None or any(e is embedder for e in gave_up):
+        if embedder is None or time.monotonic() < resting_until[0]:
             return served_prompt(system_prompt, version, request, focus=focus_rules)
         # Embedding is CPU work, or the user's code: off the event loop, and bounded.
         call = in_thread(
@@ -182,7 +185,7 @@ def agent_runner(
         try:
             return await asyncio.wait_for(asyncio.wrap_future(call), RUNNER_EMBED_SECONDS)
         except asyncio.TimeoutError:  # the builtin TimeoutError only from 3.11
-            gave_up.append(embedder)
+            resting_until[0] = time.monotonic() + RUNNER_COOL_DOWN_SECONDS
             return served_prompt(system_prompt, version, request, focus=focus_rules)
 
     async def run(version: PromptVersion, example: Any) -> float | bool:

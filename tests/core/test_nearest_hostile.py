@@ -13,7 +13,8 @@ import importlib.util
 import json
 import pickle
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import pytest
 from langchain.agents import create_agent
@@ -309,7 +310,9 @@ def test_an_embedder_that_fails_in_the_runner_leaves_the_words_as_the_middleware
         close(combee)
 
 
-def _run_gate(embedder: object, examples: list[str], version: PromptVersion) -> list[str]:
+def _run_gate(
+    embedder: object, examples: list[str], version: PromptVersion, *, one_by_one: bool = False
+) -> list[str]:
     prompts: list[str] = []
 
     def agent(prompt: str) -> object:
@@ -324,6 +327,8 @@ def _run_gate(embedder: object, examples: list[str], version: PromptVersion) -> 
     )
 
     async def all_of() -> list[float | bool]:
+        if one_by_one:
+            return [await run(version, e) for e in examples]
         return list(await asyncio.gather(*(run(version, e) for e in examples)))
 
     assert asyncio.run(all_of()) == [True] * len(examples)
@@ -347,26 +352,35 @@ def test_the_runner_embeds_a_versions_rules_once_and_off_the_event_loop() -> Non
     assert all(FOCUS_HEADER in prompt for prompt in prompts)
 
 
-def test_a_hung_embedder_costs_the_runner_one_bounded_wait(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(("cool_down", "waits"), [(None, 1), (0.0, 3)])
+def test_a_hung_embedder_costs_the_runner_one_bounded_wait_per_cool_down(
+    monkeypatch: pytest.MonkeyPatch, cool_down: float | None, waits: int
 ) -> None:
     monkeypatch.setattr(runner_module, "RUNNER_EMBED_SECONDS", 0.2)
+    if cool_down is not None:
+        monkeypatch.setattr(runner_module, "RUNNER_COOL_DOWN_SECONDS", cool_down)
     release = threading.Event()
+    started: list[object] = []
+    real = runner_module.in_thread
+
+    def counted(fn: Callable[[], Any]) -> Any:
+        started.append(fn)
+        return real(fn)
+
+    monkeypatch.setattr(runner_module, "in_thread", counted)
 
     class Hanging(ConceptEmbedder):
         def embed(self, texts: Sequence[str]) -> list[list[float]]:
             release.wait(30)
             return super().embed(texts)
 
-    embedder = Hanging()
     version = _version(*RULES)
     try:
-        prompts = _run_gate(embedder, ["my receipt is blank"] * 3, version)
-        _run_gate(embedder, ["my receipt is blank"], version)  # a new runner waits again
+        prompts = _run_gate(Hanging(), ["my receipt is blank"] * 3, version, one_by_one=True)
     finally:
         release.set()
     assert prompts == [join_prompt(SYSTEM, version.render())] * 3  # by words
-    assert len(embedder.calls) <= 2  # one wait per runner, not one per example
+    assert len(started) == waits  # each wait bounded; none while the embedder rests
 
 
 @pytest.mark.xfail(
