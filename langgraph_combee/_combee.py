@@ -260,6 +260,9 @@ def _settle_embedder(serving: ServingSettings) -> str:
         return "off: ServingSettings(focus_embedder=None)"
     if not isinstance(embedder, str):
         return f"on: {type(embedder).__name__} (ServingSettings.focus_embedder)"
+    if not serving.focus_rules and not serving.example_turns:
+        # Nothing is served that an embedder would pick: not worth ~90 MB and a second.
+        return "off: focus_rules=0 and example_turns=0 (nothing to serve by meaning)"
     # The bundled embedder lives at the edge that holds the local models; its
     # module imports numpy and the weights only when the embedder is made.
     from langgraph_combee.local._embed import default_embedder

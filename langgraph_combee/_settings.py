@@ -305,8 +305,9 @@ class ServingSettings(_Settings):
             (default): ``Combee`` uses the bundled all-MiniLM-L6-v2
             (``local.LocalEmbedder``, loaded once per process) when the
             ``[local-embed]`` extra and its weights are installed, else the
-            words only; ``describe()["serving"]["rules_by_meaning"]`` says
-            which and why. None: words only.
+            words only (not loaded at all when ``focus_rules`` and
+            ``example_turns`` are both 0); ``describe()["serving"]["rules_by_meaning"]``
+            says which and why. None: words only.
         drop_rivals: While rules match a request (by words or by meaning),
             the playbook served for it leaves out their rivals: keyword rules
             whose action is the reply itself, one value, in the same words

@@ -14,6 +14,7 @@ import typer
 from langgraph.store.base import BaseStore
 
 from langgraph_combee._combee import Combee
+from langgraph_combee._settings import ServingSettings
 from langgraph_combee._storage.keys import ROOT, validate_label
 from langgraph_combee.cli._common import (
     DEFAULT_STORE,
@@ -60,6 +61,9 @@ class ExportFormat(str, Enum):
     json = "json"
 
 
+WORDS_ONLY = ServingSettings(focus_embedder=None)
+
+
 @contextlib.contextmanager
 def open_combee(prompt_id: str, store: str) -> Iterator[Combee]:
     """A ``Combee`` on an existing store that holds ``prompt_id`` (else a ``CliError``).
@@ -76,7 +80,8 @@ def open_combee(prompt_id: str, store: str) -> Iterator[Combee]:
             # A mistyped id would otherwise read as an empty prompt.
             held = ", ".join(repr(p) for p in known) if known else "no prompts yet"
             raise CliError(f"store {mask(store)!r} has no prompt {prompt_id!r}; it holds: {held}")
-        yield Combee(prompt_id=prompt_id, store=opened)
+        # Reading and deciding serve no request: the focus embedder is never loaded.
+        yield Combee(prompt_id=prompt_id, store=opened, serving=WORDS_ONLY)
 
 
 def _prompt_ids(store: BaseStore) -> list[str]:

@@ -14,6 +14,7 @@ import json
 import pickle
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -207,6 +208,49 @@ def test_a_slow_auto_embedder_holds_a_model_call_for_a_bounded_time_only(
     finally:
         release.set()
         close(combee)
+
+
+def _never_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    def load() -> object:
+        raise AssertionError("the focus embedder was loaded")
+
+    monkeypatch.setattr(_embed, "default_embedder", load)
+
+
+def test_a_combee_that_serves_nothing_by_meaning_never_loads_the_embedder(
+    monkeypatch: pytest.MonkeyPatch, unsettled: None
+) -> None:
+    _never_loaded(monkeypatch)
+    combee = Combee(prompt_id="router", serving=ServingSettings(focus_rules=0, example_turns=0))
+    try:
+        said = combee.describe()["serving"]["rules_by_meaning"]
+        assert said == "off: focus_rules=0 and example_turns=0 (nothing to serve by meaning)"
+    finally:
+        close(combee)
+
+
+def test_the_commands_that_read_versions_never_load_the_embedder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from langgraph_combee.cli import app
+    from tests.cli.test_cli import trace_line
+
+    for name in ("COMBEE_PROMPT_ID", "COMBEE_STORE", "COMBEE_TENANT", "COMBEE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    traces, db = tmp_path / "traces.jsonl", str(tmp_path / "combee.db")
+    traces.write_text("\n".join(trace_line(i) for i in range(2)) + "\n", encoding="utf-8")
+    cli = CliRunner(env={"COLUMNS": "250"})
+    args = ["-p", "router", "-s", db]
+    learned = cli.invoke(
+        app, ["learn", str(traces), *args, "--model", "test", "--acceptance", "manual"]
+    )
+    assert learned.exit_code == 0, learned.output
+    _never_loaded(monkeypatch)
+    for command in (["versions"], ["show", "0"], ["approve", "1"]):
+        result = cli.invoke(app, [*command, *args])
+        assert result.exit_code == 0, result.output
 
 
 # --------------------------------------------------------------------------- the settings
