@@ -183,7 +183,12 @@ def _general_action(action: str, source: str) -> tuple[str, set[str]]:
                 match.group(1) is not None
                 and re.fullmatch(r"[\w.@-]{3,}", value) is not None
                 # An email address names someone whatever the parameter is called.
-                and (param is None or "@" in value or _names_someone(param.group(1)))
+                and (
+                    param is None
+                    or "@" in value
+                    or _names_someone(param.group(1))
+                    or _a_name_as_typed(value, source)
+                )
             )
             # So is a phrase of the input given whole to a call (``notes='two-bed flat'``
             # for "our two-bed flat"): seen on the 1.5B on a booking task, every later
@@ -207,6 +212,24 @@ def _general_action(action: str, source: str) -> tuple[str, set[str]]:
     if calls is not None and out != action:
         out = f"make the calls {calls['calls']}"
     return out, taken
+
+
+def _a_name_as_typed(value: str, source: str) -> bool:
+    """Whether ``value`` is a name the input wrote as a name: capitalised, as written.
+
+    A house value is the app's word for a kind of request ("piano", "res-4",
+    "URGENT"); a word the user capitalised and the call took as written
+    ("Glasgow" for "my Glasgow rental", "Biscuit" for "our dog Biscuit") names
+    this request's own place, thing or someone, whatever the parameter is
+    called. Seen on the 1.5B on a car-hire router: every rule learned from an
+    operator's right call kept its run's city (``city='Bristol'``) and was
+    served for that city only.
+    """
+    return (
+        value[:1].isupper()
+        and value[1:] != value[1:].upper()  # "URGENT", "VIP": a house code
+        and re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", source) is not None
+    )
 
 
 _PERSON_PARTS = frozenset(

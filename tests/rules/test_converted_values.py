@@ -260,3 +260,19 @@ def test_a_word_of_the_input_is_the_inputs_only_for_a_parameter_naming_someone()
     rule = out.to_reflection("a", ground_truth=truth, source="mkowalski: move my piano please")
     assert "service='piano'" in rule.key_insight
     assert f"owner='{FROM_INPUT}'" in rule.key_insight
+
+
+def test_a_name_the_input_capitalised_is_the_inputs_whatever_its_parameter() -> None:
+    out = SmallReflectionOut(situation="rental extension", action="answer x")
+    truth = "open_request(city='Glasgow', desk='res-4')"
+    rule = out.to_reflection("a", ground_truth=truth, source="Can I keep my Glasgow car a week?")
+    assert f"city='{FROM_INPUT}'" in rule.key_insight and "desk='res-4'" in rule.key_insight
+    assert "Glasgow" not in rule.key_insight
+    # A house value stays: lower case, a code in capitals, or one the input wrote otherwise.
+    for house, source in (
+        ("service='Piano'", "please move my piano"),
+        ("priority='URGENT'", "URGENT: the lift is stuck"),
+        ("service='piano'", "Piano removal please"),
+    ):
+        kept = out.to_reflection("b", ground_truth=f"book_job({house})", source=source)
+        assert house in kept.key_insight, (house, kept.key_insight)
