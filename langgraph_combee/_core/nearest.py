@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
-from langgraph_combee._core.situations import MAX_FOCUS_TEXT, Rule, RuleIndex
+from langgraph_combee._core.situations import MAX_FOCUS_TEXT, Rule, RuleIndex, choice_rules
 
 __all__ = [
     "EMBEDDER_ALLOWED",
@@ -95,7 +95,8 @@ class NearestRules:
     beside "answer K3VW") are served by meaning: a rule that adds to the reply
     ("end it with our urgent line"), served to a request it does not fit,
     made a right reply wrong (a reply task, 50% -> 33% held-out with every rule
-    served by meaning; ``docs/benchmarks.md``).
+    served by meaning; ``docs/benchmarks.md``). Every rule is still ranked: a
+    request closer to a rule that adds than to any choice is served none.
     """
 
     def __init__(
@@ -111,7 +112,12 @@ class NearestRules:
         self._limit = limit
         self._floor = floor
         cases: list[tuple[int, Rule, str | None]] = []  # rule number, rule, case (None: whole)
-        for number, (rule, alts) in enumerate(index.cases(choices=choices)):
+        every = index.cases()
+        # Every rule is ranked; only these are served (the others stop the look-up).
+        self._servable = (
+            choice_rules([rule for rule, _ in every]) if choices else frozenset(range(len(every)))
+        )
+        for number, (rule, alts) in enumerate(every):
             for alt in alts or (None,):
                 cases.append((number, rule, alt))
         cases = cases[:MAX_CASES]
@@ -138,7 +144,13 @@ class NearestRules:
                 best[number] = (score, rule, alt)
         found: list[Rule] = []
         actions: set[str] = set()
-        for _score, rule, alt in sorted(best.values(), key=lambda item: -item[0]):
+        ranked = sorted(best.items(), key=lambda item: -item[1][0])
+        for number, (_score, rule, alt) in ranked:
+            if number not in self._servable:
+                # Closer to a rule that adds to the reply than to any choice: the
+                # request is of another kind than the choices' (a mixed stream's
+                # fee question is no vacancy to give a reference code).
+                break
             action = rule.action.casefold()
             if action in actions:
                 continue

@@ -843,3 +843,11 @@ def test_auto_with_the_extra_serves_a_request_in_other_words_its_codes_rule() ->
         assert served.endswith(f"{FOCUS_HEADER}\n- When password reset, answer SEC-4X.")
     finally:
         combee._agent.server.close(flush=False)
+
+
+def test_a_request_closer_to_a_rule_that_adds_than_to_any_choice_is_served_none() -> None:
+    adds = "When refund or money back, end the reply with 'Refunds take 5 days'."
+    rules = nearest(None, adds, "When invoice request, answer ACC-2M.", RULES[3])
+    # "repay" is the refund rule's concept: it adds, so no code is served for it.
+    assert rules.closest("please repay me") == []
+    assert [r.action for r in rules.closest("my bill")] == ["answer ACC-2M"]
