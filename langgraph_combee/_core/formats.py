@@ -25,6 +25,7 @@ __all__ = [
     "PLACEHOLDER",
     "bracketed",
     "carries_input",
+    "derived",
     "described",
     "fits",
     "fixed_text",
@@ -80,6 +81,48 @@ def carries_input(answer: str, request: str) -> bool:
         elif len(token) >= 3 and holds(token.casefold(), folded):
             return True
     return False
+
+
+def derived(answers: Sequence[str], requests: Sequence[str]) -> str | None:
+    """The format the answers show on their own: fixed text around one value of each request.
+
+    ``["JR-4471", "JR-0932"]`` for "our ref 4471" and "reference number 0932"
+    -> ``"JR-<number from the message>"``: the longest text every answer starts
+    and ends with, cut where a value begins, around a middle that each
+    request holds (as written or written another way, ``values.converted``).
+    Used where the learner's own format did not fit its answers (seen on the
+    1.5B on a mixed stream: three formats asked, none kept, and every
+    reference rule answered one run's reference). None when the answers share
+    no fixed text or a middle is not their request's.
+    """
+    if len(answers) < 2 or len(answers) != len(requests):
+        return None
+    texts = [" ".join(a.split()) for a in answers]
+    start = len(_common(texts))
+    end = len(_common([t[::-1] for t in texts]))
+    # Cut at a boundary: the value starts and ends a token ("JR-4471", not "JR-44" + "71").
+    while start and texts[0][start - 1].isalnum():
+        start -= 1
+    while end and texts[0][len(texts[0]) - end].isalnum():
+        end -= 1
+    if start + end == 0 or any(len(t) <= start + end for t in texts):
+        return None
+    head, tail = texts[0][:start], texts[0][len(texts[0]) - end :] if end else ""
+    middles = [t[start : len(t) - end] for t in texts]
+    for middle, request in zip(middles, requests, strict=True):
+        if not (holds(middle, request) or converted(middle, request)):
+            return None
+    what = "number" if all(m.isdigit() for m in middles) else "value"
+    return f"{head}<{what} from the message>{tail}"
+
+
+def _common(texts: Sequence[str]) -> str:
+    """The longest text every one of ``texts`` starts with."""
+    first = min(texts, key=len)
+    for i, char in enumerate(first):
+        if any(t[i] != char for t in texts):
+            return first[:i]
+    return first
 
 
 def _pattern(template: str) -> re.Pattern[str]:

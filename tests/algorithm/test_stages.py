@@ -457,3 +457,25 @@ def test_confirmed_takes_a_reply_a_reviewer_approved_as_its_label() -> None:
                 approved(2, "When do the stitches come out?", "BV-12", source)]  # fmt: skip
         state, _ = asyncio.run(correcting.confirmed(StepContext(caller=named), _state(runs, [])))
         assert state.ops == []
+
+
+def test_formats_falls_back_to_the_fixed_text_the_answers_share_around_a_request_value() -> None:
+    from langgraph_combee._algorithm.stages import correcting
+
+    refs = [
+        ("Vacancy email: payroll administrator, our ref 4471.", "JR-4471"),
+        ("New role: warehouse supervisor, reference number 0932.", "JR-0932"),
+        ("Ref: 7718. Two drivers wanted.", "JR-7718"),
+    ]
+    traces = [_labelled(i, text, truth) for i, (text, truth) in enumerate(refs)]
+    ops = [
+        Add(section="others", content=f"When vacancy email, answer {truth}.", sources=[f"t{i}"])
+        for i, (_, truth) in enumerate(refs)
+    ]
+    # The learner's own format does not write the answers ("XXXX" is no placeholder).
+    ctx = StepContext(caller=_one_role("You find the format", '{"format": "JR-XXXX"}'))
+    state, counts = asyncio.run(correcting.formats_stage(ctx, _state(traces, ops)))
+    assert [op.content for op in state.ops] == [
+        "When vacancy email, answer in the format JR-[number from the message, digits only]."
+    ]
+    assert counts == {"formats": 1, "rules": 3}

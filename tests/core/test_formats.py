@@ -58,3 +58,16 @@ def test_what_the_answers_show_of_each_part_is_added_to_its_description() -> Non
 def test_a_part_is_described_in_a_few_words() -> None:
     assert formats.plain_parts(FORMAT)
     assert not formats.plain_parts("CB;<a name as the customer wrote it in the message>")
+
+
+def test_derived_is_the_fixed_text_around_one_value_each_request_holds() -> None:
+    requests = ["our ref 4471", "reference number 0932"]
+    assert formats.derived(["JR-4471", "JR-0932"], requests) == "JR-<number from the message>"
+    assert formats.derived(["Ticket 4471 (open)", "Ticket 0932 (open)"], requests) == (
+        "Ticket <number from the message> (open)"
+    )
+    # A value cut inside a token, a middle no request holds, one answer, no fixed text: none.
+    assert formats.derived(["JR-4471", "JR-4432"], ["ref 71", "ref 32"]) is None
+    assert formats.derived(["FIN-7Q", "FIN-8R"], ["a refund", "a credit"]) is None
+    assert formats.derived(["JR-4471"], ["ref 4471"]) is None
+    assert formats.derived(["4471", "0932"], requests) is None
