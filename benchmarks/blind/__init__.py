@@ -1,4 +1,4 @@
-"""Blind benchmark: twenty-nine task families written by an outside user, from the docs alone.
+"""Blind benchmark: thirty-one task families written by an outside user, from the docs alone.
 
 Each family (a module here) is inputs, right answers, the feedback a production
 app would give, a held-out set in other words, and the rules a competent
@@ -8,11 +8,11 @@ hand-written rules, few-shot retrieval of the training runs, and the prompt
 Combee learned from the training runs in one pass.
 
 Families 1-4 (``replies``, ``workflow``, ``mixed``, ``router``) are the dev set;
-5-29 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``,
+5-31 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``,
 ``intents``, ``formats``, ``remarks``, ``plainwords``, ``mixedsignals``, ``toolconv``,
 ``approvals``, ``confirmations``, ``toolnotes``, ``sorting``, ``housestyle``,
 ``toolerrors``, ``dispatch``, ``frontdesk``, ``toolrefusals``, ``railway``,
-``campsite``, ``carhire``, ``staffing``) are sealed: kept to
+``campsite``, ``carhire``, ``staffing``, ``nursery``, ``driving``) are sealed: kept to
 measure later changes and not run during development.
 """
 
@@ -25,6 +25,7 @@ from benchmarks.blind import (
     codes,
     confirmations,
     dispatch,
+    driving,
     extraction,
     formats,
     frontdesk,
@@ -35,6 +36,7 @@ from benchmarks.blind import (
     mixed,
     mixedsignals,
     notes,
+    nursery,
     plainwords,
     railway,
     remarks,
@@ -83,6 +85,8 @@ FAMILIES: dict[str, Family] = {
         campsite,
         carhire,
         staffing,
+        nursery,
+        driving,
     )
 }
 """Every family by name: the dev ones first, then the sealed ones."""

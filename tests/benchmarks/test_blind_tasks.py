@@ -83,6 +83,8 @@ def test_sealed_families_say_so_and_dev_families_are_the_first_four() -> None:
         "campsite",
         "carhire",
         "staffing",
+        "nursery",
+        "driving",
     ]
     for name, family in FAMILIES.items():
         assert family.sealed is (name not in names[:4])
@@ -772,6 +774,93 @@ def test_staffing_interleaves_three_jobs_with_labels_and_reviewer_notes() -> Non
     assert family.score(vacancy, Outcome(text="JR4471")) == 0.0
     client = next(ex for ex in family.train if ex.kind == "client")
     assert family.score(client, Outcome(text="See HollisRecruit.co.uk/terms.")) == 1.0
+
+
+def test_nursery_child_is_the_parents_word_and_board_a_house_value() -> None:
+    family = FAMILIES["nursery"]
+    children = {ex.calls[0].args["child"] for ex in family.train}
+    for example in (*family.train, *family.heldout):
+        assert example.calls[0].args["child"].lower() in example.input.lower()
+    # Held-out messages are about other children: a rule tied to a training name cannot help.
+    assert not children & {ex.calls[0].args["child"] for ex in family.heldout}
+    labelled: list[str] = []
+    order: list[bool] = []
+    for example in family.train:
+        sent = family.feedback(example, Outcome(text="Done."))
+        order.append(bool(sent))
+        if sent:
+            truth = example.calls[0].render()
+            assert truth.startswith("post_note(child=")
+            assert sent == {"correct": False, "ground_truth": truth, "source": "operator"}
+            labelled.append(example.kind)
+    assert sorted(set(labelled)) == sorted({ex.kind for ex in family.train})
+    assert len(labelled) == 11 and len(family.train) == 14
+    assert True in order[:4] and False in order[:4]
+    # Someone else collecting: the right child is the child, not the adult the message names.
+    collect = next(ex for ex in family.train if ex.kind == "collect")
+    assert "Pat" in collect.input and collect.calls[0].args["child"] == "Alfie"
+    right = {"child": " alfie", "board": "DOOR-6", "note": "anything"}
+
+    def scored(*calls: Call) -> float:
+        return family.score(collect, Outcome(text="", calls=calls))
+
+    assert scored(Call("post_note", right)) == 1.0
+    assert scored(Call("post_note", {**right, "child": "Pat"})) == 0.0
+    assert scored(Call("post_note", {**right, "board": "reg-2"})) == 0.0
+    assert scored(Call("post_note", right), Call("post_note", {**right, "board": "x"})) == 0.0
+    assert family.feedback(collect, Outcome(text="", calls=(Call("post_note", right),))) == {
+        "correct": True, "ground_truth": collect.answer, "source": "operator"
+    }  # fmt: skip
+
+
+def test_driving_gives_reviewer_notes_or_nothing_and_never_a_reply() -> None:
+    family = FAMILIES["driving"]
+    comments: dict[str, list[str]] = {}
+    shapes: list[str] = []
+    # Wrong for every kind: no reference, number, page, closing line or price with pence.
+    wrong = Outcome(text="Thanks for getting in touch, it's 38 pounds and we will look into it.")
+    for example in family.train:
+        sent = family.feedback(example, wrong)
+        if not sent:
+            shapes.append("none")
+            continue
+        assert set(sent) == {"correct", "comment", "source"}
+        assert sent["correct"] is False and sent["source"] == "reviewer" and sent["comment"]
+        comments.setdefault(example.kind, []).append(sent["comment"])
+        shapes.append("comment")
+        right = family.feedback(example, Outcome(text=example.answer))
+        assert right == {"correct": True, "source": "reviewer"}
+    assert shapes.count("comment") == 12 and shapes.count("none") == 3
+    assert {kind: len(notes) >= 2 for kind, notes in comments.items()} == dict.fromkeys(
+        ("lesson", "complaint", "test", "intensive", "prices"), True
+    )
+    flat = [comment for wordings in comments.values() for comment in wordings]
+    assert len(set(flat)) == len(flat)
+    assert "FS-61470" in " ".join(flat)  # the note names that run's own reference
+    assert set(shapes[:4]) == {"comment", "none"}  # the quick run sees both
+    assert len(family.train) == 15 and len(family.heldout) == 12
+    # The app's prompt gives the prices in words, never the house way to write them.
+    assert "38 pounds" in family.system_prompt and "£" not in family.system_prompt
+
+
+def test_driving_scores_each_kinds_convention() -> None:
+    scored = _reply_scorer("driving")
+
+    assert scored("lesson", "Lesson fs-58213 is cancelled.") == 1.0
+    assert scored("lesson", "Lesson FS-582130 is cancelled.") == 0.0
+    assert scored("complaint", "Please ring 01632  960 418 today.") == 1.0
+    assert scored("complaint", "Please ring 01632960418 today.") == 0.0
+    assert scored("test", "See Fellsidedriving.co.uk/test-day for the documents.") == 1.0
+    closing = "Our course planner will call you within one working day to fix your dates."
+    assert scored("intensive", f"Yes, we do.\n\n**{closing}**") == 1.0
+    assert scored("intensive", f"{closing} Courses run Monday to Friday, 9:00 to 15:00.") == 0.0
+    assert scored("prices", "An hour is £38.00; ten hours are £ 350.00 or £1,200.00.") == 1.0
+    assert scored("prices", "An hour is £38.00.") == 1.0
+    assert scored("prices", "An hour is £38, ten hours £350.00.") == 0.0
+    assert scored("prices", "An hour is £38.00 (38 pounds).") == 0.0
+    assert scored("prices", "An hour is 38.00 GBP.") == 0.0
+    assert scored("prices", "An hour is £38.5.") == 0.0
+    assert scored("prices", "Lessons are good value.") == 0.0
 
 
 def test_fraction_of_gain_is_none_without_a_gain_on_offer() -> None:

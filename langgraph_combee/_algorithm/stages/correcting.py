@@ -423,9 +423,9 @@ async def formats_stage(ctx: StepContext, state: StepState) -> tuple[StepState, 
         answers = [truth for _, truth in pairs]
         requests = [r for r, _ in pairs]
         written = reply.format_for(answers, requests) if reply else None
-        if written is None and (found := formats.derived(answers, requests)) is not None:
+        if written is None and (derived := formats.derived(answers, requests)) is not None:
             # The answers' own fixed text around each request's value, checked as a reply is.
-            written = FormatOut(format=found).format_for(answers, requests)
+            written = FormatOut(format=derived).format_for(answers, requests)
         if written is None:
             continue
         members = [op for at, _, _ in group if isinstance(op := state.ops[at], Add)]
