@@ -1,4 +1,4 @@
-"""Blind benchmark: thirty-one task families written by an outside user, from the docs alone.
+"""Blind benchmark: thirty-four task families written by an outside user, from the docs alone.
 
 Each family (a module here) is inputs, right answers, the feedback a production
 app would give, a held-out set in other words, and the rules a competent
@@ -8,18 +8,20 @@ hand-written rules, few-shot retrieval of the training runs, and the prompt
 Combee learned from the training runs in one pass.
 
 Families 1-4 (``replies``, ``workflow``, ``mixed``, ``router``) are the dev set;
-5-31 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``,
+5-34 (``codes``, ``extraction``, ``house_args``, ``thumbs``, ``notes``, ``labels``,
 ``intents``, ``formats``, ``remarks``, ``plainwords``, ``mixedsignals``, ``toolconv``,
 ``approvals``, ``confirmations``, ``toolnotes``, ``sorting``, ``housestyle``,
 ``toolerrors``, ``dispatch``, ``frontdesk``, ``toolrefusals``, ``railway``,
-``campsite``, ``carhire``, ``staffing``, ``nursery``, ``driving``) are sealed: kept to
-measure later changes and not run during development.
+``campsite``, ``carhire``, ``staffing``, ``nursery``, ``driving``, ``museum``,
+``brewery``, ``marina``) are sealed: kept to measure later changes and not run during
+development.
 """
 
 from __future__ import annotations
 
 from benchmarks.blind import (
     approvals,
+    brewery,
     campsite,
     carhire,
     codes,
@@ -33,8 +35,10 @@ from benchmarks.blind import (
     housestyle,
     intents,
     labels,
+    marina,
     mixed,
     mixedsignals,
+    museum,
     notes,
     nursery,
     plainwords,
@@ -87,6 +91,9 @@ FAMILIES: dict[str, Family] = {
         staffing,
         nursery,
         driving,
+        museum,
+        brewery,
+        marina,
     )
 }
 """Every family by name: the dev ones first, then the sealed ones."""

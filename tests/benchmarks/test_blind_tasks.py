@@ -85,6 +85,9 @@ def test_sealed_families_say_so_and_dev_families_are_the_first_four() -> None:
         "staffing",
         "nursery",
         "driving",
+        "museum",
+        "brewery",
+        "marina",
     ]
     for name, family in FAMILIES.items():
         assert family.sealed is (name not in names[:4])
@@ -861,6 +864,113 @@ def test_driving_scores_each_kinds_convention() -> None:
     assert scored("prices", "An hour is 38.00 GBP.") == 0.0
     assert scored("prices", "An hour is £38.5.") == 0.0
     assert scored("prices", "Lessons are good value.") == 0.0
+
+
+def test_museum_has_two_runs_per_code_a_neutral_prompt_and_heldout_in_new_words() -> None:
+    family = FAMILIES["museum"]
+    codes = [example.answer for example in family.train]
+    assert len(set(codes)) == 8 and all(codes.count(code) == 2 for code in codes)
+    held = [example.answer for example in family.heldout]
+    assert sorted(held) == sorted(codes)
+    # The app's prompt gives each code a mailbox and a wing, never a topic.
+    for code in set(codes):
+        line = next(
+            line for line in family.system_prompt.splitlines() if line.startswith(f"- {code}:")
+        )
+        mailbox, place = line.split(": ", 1)[1].split(", ")
+        places = {"east wing", "west wing", "north wing", "old stables"}
+        assert mailbox.startswith("mailbox ") and place in places, line
+    # The key nouns of a code's training messages stay out of its held-out ones.
+    key_nouns = {
+        "Q8LM": ("member", "renew", "card", "annual", "family", "grandparent"),
+        "4HTX": ("class", "trip", "pupil", "school", "workshop", "roman"),
+        "N2CW": ("donat", "collection", "medal", "photograph", "grandfather", "loft"),
+        "7RBZ": ("hire", "wedding", "hall", "corporate", "dinner", "cost", "galler"),
+        "K5PD": ("photo", "painting", "image", "reproduce", "book", "magazine", "cover"),
+        "E6VJ": ("research", "record", "appointment", "store", "display", "family history"),
+        "H3SU": ("volunteer", "guide", "retired", "role", "student", "summer"),
+        "9FKA": ("order", "poster", "shop", "arrive", "mug", "crack", "replace", "gift"),
+    }
+    for example in family.heldout:
+        words = example.input.lower()
+        assert not [w for w in key_nouns[example.answer] if w in words], example.input
+    wrong = family.feedback(family.train[0], Outcome(text="Membership"))
+    assert wrong == {"correct": False, "ground_truth": "Q8LM", "source": "operator"}
+    assert family.score(family.train[0], Outcome(text=' "q8lm." ')) == 1.0
+    assert family.score(family.train[0], Outcome(text="Q8LM: membership")) == 0.0
+
+
+def test_brewery_interleaves_three_jobs_with_labels_and_reviewer_notes() -> None:
+    family = FAMILIES["brewery"]
+    assert [ex.kind for ex in family.train[:3]] == ["cask", "visit", "order"]
+    for kind in ("cask", "visit", "order"):
+        assert sum(ex.kind == kind for ex in family.train) == 6
+        assert sum(ex.kind == kind for ex in family.heldout) == 4
+    # The app's prompt lists the codes, not what they mean, the sign-off or the reference form.
+    prompt = family.system_prompt.lower()
+    assert "q7" in prompt
+    assert not [w for w in ("flat", "sour", "cloud", "cheers", "dr/") if w in prompt]
+    # Every order's reference is built from a number of its own.
+    orders = [ex.answer for ex in (*family.train, *family.heldout) if ex.kind == "order"]
+    assert len(set(orders)) == len(orders) == 10
+    wrong = Outcome(text="Thanks, we will come back to you.")
+    comments: list[str] = []
+    for example in family.train:
+        sent = family.feedback(example, wrong)
+        if example.kind == "visit":
+            assert set(sent) == {"correct", "comment", "source"}
+            assert sent["correct"] is False and sent["source"] == "reviewer"
+            comments.append(sent["comment"])
+            right = family.feedback(example, Outcome(text=example.answer))
+            assert right == {"correct": True, "source": "reviewer"}
+        else:
+            assert sent == {"correct": False, "ground_truth": example.answer, "source": "operator"}
+    assert len(set(comments)) == 6
+    order = next(ex for ex in family.train if ex.kind == "order")
+    assert family.score(order, Outcome(text=" dr/5517. ")) == 1.0
+    assert family.score(order, Outcome(text="DR-5517")) == 0.0
+    assert family.score(order, Outcome(text="5517")) == 0.0
+    visit = next(ex for ex in family.train if ex.kind == "visit")
+    sign_off = "Cheers from the Hopwell tap room team."
+    assert family.score(visit, Outcome(text=f"Tours run on Saturdays.\n\n**{sign_off}**")) == 1.0
+    assert family.score(visit, Outcome(text=f"{sign_off} Tours run on Saturdays at noon.")) == 0.0
+
+
+def test_marina_vessel_is_the_owners_word_and_yard_a_house_value() -> None:
+    family = FAMILIES["marina"]
+    vessels = {ex.calls[0].args["vessel"] for ex in family.train}
+    for example in (*family.train, *family.heldout):
+        assert example.calls[0].args["vessel"].lower() in example.input.lower()
+    # Held-out requests are about other boats: a rule tied to a training name cannot help.
+    assert not vessels & {ex.calls[0].args["vessel"] for ex in family.heldout}
+    labelled: list[str] = []
+    order: list[bool] = []
+    for example in family.train:
+        sent = family.feedback(example, Outcome(text="Done."))
+        order.append(bool(sent))
+        if sent:
+            truth = example.calls[0].render()
+            assert truth.startswith("book_job(vessel=")
+            assert sent == {"correct": False, "ground_truth": truth, "source": "operator"}
+            labelled.append(example.kind)
+    assert sorted(set(labelled)) == sorted({ex.kind for ex in family.train})
+    assert len(labelled) == 11 and len(family.train) == 14
+    assert True in order[:4] and False in order[:4]
+    # A neighbour's boat in the message: the right vessel is the owner's, not the neighbour's.
+    berth = next(ex for ex in family.train if "Osprey" in ex.input)
+    assert berth.calls[0].args["vessel"] == "Lady Grace"
+    right = {"vessel": " lady  grace", "yard": "PONT-4", "note": "anything"}
+
+    def scored(*calls: Call) -> float:
+        return family.score(berth, Outcome(text="", calls=calls))
+
+    assert scored(Call("book_job", right)) == 1.0
+    assert scored(Call("book_job", {**right, "vessel": "Osprey"})) == 0.0
+    assert scored(Call("book_job", {**right, "yard": "crane-2"})) == 0.0
+    assert scored(Call("book_job", right), Call("book_job", {**right, "yard": "x"})) == 0.0
+    assert family.feedback(berth, Outcome(text="", calls=(Call("book_job", right),))) == {
+        "correct": True, "ground_truth": berth.answer, "source": "operator"
+    }  # fmt: skip
 
 
 def test_fraction_of_gain_is_none_without_a_gain_on_offer() -> None:
