@@ -145,7 +145,7 @@ _INPUT_VALUE = re.compile(
     r"|(?<![\w./-])(\d{1,4}(?:[./]\d{1,4}){1,2})(?![\w/-]|\.\d)"
     r"|(?<![\w-])([\w-]*\d[\w-]*)(?![\w-])"
 )
-_CALLS = re.compile(r"^answer\s+(?P<calls>\w+\(.*\)(?:\s*;\s*\w+\(.*\))*)$", re.S)
+_CALLS = re.compile(r"^(?:answer\s+)?(?P<calls>\w+\(.*\)(?:\s*;\s*\w+\(.*\))*)$", re.S)
 
 
 def _general_action(action: str, source: str) -> tuple[str, set[str]]:

@@ -276,3 +276,14 @@ def test_a_name_the_input_capitalised_is_the_inputs_whatever_its_parameter() -> 
     ):
         kept = out.to_reflection("b", ground_truth=f"book_job({house})", source=source)
         assert house in kept.key_insight, (house, kept.key_insight)
+
+
+def test_a_call_the_reflector_wrote_without_answer_is_made_general_too() -> None:
+    out = SmallReflectionOut(
+        situation="lost item", action="post_note(child='Ruby', board='kit-8', note='blanket')"
+    )
+    rule = out.to_reflection("a", source="Ruby has lost her bunny blanket")
+    assert rule.key_insight == (
+        f"When lost item, make the calls post_note(child='{FROM_INPUT}', board='kit-8', "
+        "note='blanket')."
+    )
