@@ -186,8 +186,12 @@ def _general_action(action: str, source: str) -> tuple[str, set[str]]:
                 and (
                     param is None
                     or "@" in value
-                    or _names_someone(param.group(1))
-                    or _a_name_as_typed(value, source)
+                    # A kind the user typed is still the house's (``tier='Gold'``, and
+                    # ``customer_tier='Gold'`` though "customer" names someone).
+                    or (
+                        not _names_a_kind(param.group(1))
+                        and (_names_someone(param.group(1)) or _a_name_as_typed(value, source))
+                    )
                 )
             )
             # So is a phrase of the input given whole to a call (``notes='two-bed flat'``
@@ -223,13 +227,36 @@ def _a_name_as_typed(value: str, source: str) -> bool:
     this request's own place, thing or someone, whatever the parameter is
     called. Seen on the 1.5B on a car-hire router: every rule learned from an
     operator's right call kept its run's city (``city='Bristol'``) and was
-    served for that city only.
+    served for that city only. A capital that starts a sentence says nothing
+    ("Express delivery please"): the input must write it so inside a sentence.
     """
-    return (
-        value[:1].isupper()
-        and value[1:] != value[1:].upper()  # "URGENT", "VIP": a house code
-        and re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", source) is not None
-    )
+    if not value[:1].isupper() or value[1:] == value[1:].upper():  # "URGENT", "VIP": a code
+        return False
+    # A capital that starts a sentence is the sentence's ("Express delivery please",
+    # "Billing question: ..."), not the word's: only one inside a sentence says a name.
+    found = re.finditer(rf"(?<![\w-]){re.escape(value)}(?![\w-])", source)
+    return any(_SENTENCE_START.search(source[: m.start()]) is None for m in found)
+
+
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n])[\s\"'(\[*\u201c\u2018-]*$")
+"""What comes before a word that starts a sentence, a line or a heading ("Re: ...")."""
+_KIND_PARTS = frozenset(
+    [
+        "type", "kind", "category", "class", "tier", "plan", "level", "grade", "priority",
+        "severity", "status", "queue", "team", "department", "dept", "desk", "service", "role",
+        "group", "tag", "label", "mode", "channel", "code", "coupon", "voucher", "promo",
+        "package", "membership", "subscription", "topic", "reason", "intent", "permission",
+        "scope", "segment", "stage", "tariff", "fare",
+    ]
+)  # fmt: skip
+"""Parts of a tool parameter's name that say its values are the app's kinds of request
+(``tier``, ``support_queue``, ``serviceType``): a capitalised one the user typed ("Gold",
+"Premium", "Billing") is still the house's."""
+
+
+def _names_a_kind(parameter: str) -> bool:
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", parameter).lower()
+    return any(p in _KIND_PARTS for p in re.split(r"[_\W]+", snake) if p)
 
 
 _PERSON_PARTS = frozenset(

@@ -93,27 +93,46 @@ def derived(answers: Sequence[str], requests: Sequence[str]) -> str | None:
     Used where the learner's own format did not fit its answers (seen on the
     1.5B on a mixed stream: three formats asked, none kept, and every
     reference rule answered one run's reference). None when the answers share
-    no fixed text or a middle is not their request's.
+    no fixed text, a middle is not their request's, or the fixed text holds a
+    value of a request (``carries_input``: a customer's name every answer of
+    hers repeats is no house text).
     """
     if len(answers) < 2 or len(answers) != len(requests):
         return None
     texts = [" ".join(a.split()) for a in answers]
     start = len(_common(texts))
     end = len(_common([t[::-1] for t in texts]))
-    # Cut at a boundary: the value starts and ends a token ("JR-4471", not "JR-44" + "71").
-    while start and texts[0][start - 1].isalnum():
+    # Cut at a boundary: the value starts and ends a token ("JR-4471", not "JR-44" + "71"),
+    # and a dot or an at sign between letters or digits is inside it ("ann@y.io", not
+    # "ann@y" + ".io").
+    first = texts[0]
+    while start and (first[start - 1].isalnum() or _joins(first, start - 1)):
         start -= 1
-    while end and texts[0][len(texts[0]) - end].isalnum():
+    while end and (first[len(first) - end].isalnum() or _joins(first, len(first) - end)):
         end -= 1
     if start + end == 0 or any(len(t) <= start + end for t in texts):
         return None
-    head, tail = texts[0][:start], texts[0][len(texts[0]) - end :] if end else ""
+    head, tail = first[:start], first[len(first) - end :] if end else ""
     middles = [t[start : len(t) - end] for t in texts]
     for middle, request in zip(middles, requests, strict=True):
         if not (holds(middle, request) or converted(middle, request)):
             return None
+        # The fixed text is the house's: one holding a request's value is a customer's
+        # ("Order for Maria Lopez: ref 4471" from two runs of Maria's), served to everyone.
+        if carries_input(f"{head} {tail}", request):
+            return None
     what = "number" if all(m.isdigit() for m in middles) else "value"
     return f"{head}<{what} from the message>{tail}"
+
+
+def _joins(text: str, at: int) -> bool:
+    """Whether ``text[at]`` is a dot or an at sign between two letters or digits."""
+    return (
+        text[at] in ".@"
+        and 0 < at < len(text) - 1
+        and text[at - 1].isalnum()
+        and text[at + 1].isalnum()
+    )
 
 
 def _common(texts: Sequence[str]) -> str:

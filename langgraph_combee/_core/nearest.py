@@ -96,7 +96,10 @@ class NearestRules:
     ("end it with our urgent line"), served to a request it does not fit,
     made a right reply wrong (a reply task, 50% -> 33% held-out with every rule
     served by meaning; ``docs/benchmarks.md``). Every rule is still ranked: a
-    request closer to a rule that adds than to any choice is served none.
+    request closer to a rule that adds than to any choice is served none (as
+    close: the choice). A version with no choice embeds nothing and is falsy,
+    and the choices' cases are kept first under ``MAX_CASES``. ``limit`` below 1
+    raises ``ValueError``.
     """
 
     def __init__(
@@ -108,6 +111,8 @@ class NearestRules:
         floor: float = NEAREST_FLOOR,
         choices: bool = True,
     ) -> None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be a whole number of at least 1, got {limit!r}")
         self._embedder = embedder
         self._limit = limit
         self._floor = floor
@@ -120,6 +125,11 @@ class NearestRules:
         for number, (rule, alts) in enumerate(every):
             for alt in alts or (None,):
                 cases.append((number, rule, alt))
+        if not any(number in self._servable for number, _, _ in cases):
+            cases = []  # nothing to serve: no request is embedded for none
+        # The choices' cases first: the others only stop a look-up, and a playbook of
+        # many rules that add must not push its choices past the bound.
+        cases.sort(key=lambda case: case[0] not in self._servable)
         cases = cases[:MAX_CASES]
         texts = [alt if alt is not None else rule.situation for _, rule, alt in cases]
         vectors = _rows(embedder.embed(texts), len(texts)) if texts else []
@@ -144,7 +154,9 @@ class NearestRules:
                 best[number] = (score, rule, alt)
         found: list[Rule] = []
         actions: set[str] = set()
-        ranked = sorted(best.items(), key=lambda item: -item[1][0])
+        # At one score a choice goes first: a request as close to a choice as to a rule
+        # that adds is of the choice's kind, whatever the playbook's order.
+        ranked = sorted(best.items(), key=lambda item: (-item[1][0], item[0] not in self._servable))
         for number, (_score, rule, alt) in ranked:
             if number not in self._servable:
                 # Closer to a rule that adds to the reply than to any choice: the

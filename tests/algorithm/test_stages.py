@@ -479,3 +479,47 @@ def test_formats_falls_back_to_the_fixed_text_the_answers_share_around_a_request
         "When vacancy email, answer in the format JR-[number from the message, digits only]."
     ]
     assert counts == {"formats": 1, "rules": 3}
+
+
+def test_formats_learns_no_format_from_one_customers_name_the_answers_share() -> None:
+    from langgraph_combee._algorithm.stages import correcting
+
+    # Two runs of one customer: every answer names her, so her name is "fixed text".
+    refs = [
+        ("Maria Lopez here, our ref 4471, any news?", "Order for Maria Lopez: ref 4471"),
+        ("Maria Lopez again: reference 0932 please.", "Order for Maria Lopez: ref 0932"),
+    ]
+    traces = [_labelled(i, text, truth) for i, (text, truth) in enumerate(refs)]
+    ops = [
+        Add(section="others", content=f"When order query, answer {truth}.", sources=[f"t{i}"])
+        for i, (_, truth) in enumerate(refs)
+    ]
+    ctx = StepContext(caller=_one_role("You find the format", '{"format": "none"}'))
+    state, counts = asyncio.run(correcting.formats_stage(ctx, _state(traces, ops)))
+    assert counts == {"formats": 0, "rules": 0}
+    assert state.ops == ops
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="earlier steps' answers are remembered without the guard's trust: an answer only "
+    "an untrusted source gave pairs with one trusted answer to make a format",
+)
+def test_formats_pairs_no_trusted_answer_with_an_untrusted_earlier_one() -> None:
+    from langgraph_combee import BulletGuard
+    from langgraph_combee._algorithm.stages import correcting
+
+    guard = BulletGuard(untrusted_truth_sources=["user"])
+    ctx = StepContext(caller=_one_role("You find the format", '{"format": "none"}'), guard=guard)
+    told = Trace(
+        id="u1",
+        input="Vacancy email: cook, our ref 9999.",
+        output="?",
+        feedback=Feedback(correct=False, ground_truth="JR-9999", source="user"),
+    )
+    asyncio.run(correcting.remember(ctx, _state([told], [])))
+    trusted = _labelled(1, "New role: warehouse supervisor, reference number 0932.", "JR-0932")
+    op = Add(section="others", content="When vacancy email, answer JR-0932.", sources=["t1"])
+    state = dataclasses.replace(_state([trusted], [op]), earlier=ctx.memory.items())
+    _, counts = asyncio.run(correcting.formats_stage(ctx, state))
+    assert counts == {"formats": 0, "rules": 0}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from langgraph_combee._core import formats
 
 ANSWERS = ["CB;Maria;0612345678;AM", "CB;Peter;0205550199;PM", "CB;Tom;07700900123;AM"]
@@ -71,3 +73,47 @@ def test_derived_is_the_fixed_text_around_one_value_each_request_holds() -> None
     assert formats.derived(["FIN-7Q", "FIN-8R"], ["a refund", "a credit"]) is None
     assert formats.derived(["JR-4471"], ["ref 4471"]) is None
     assert formats.derived(["4471", "0932"], requests) is None
+
+
+def test_derived_fixed_text_holding_a_requests_value_is_a_customers_not_a_format() -> None:
+    # Two runs of one customer: her name (or a number she gave) is in every answer, and
+    # as a format it would be written for everyone.
+    maria = ["Maria Lopez here, ref 4471", "Maria Lopez again, ref 0932"]
+    assert (
+        formats.derived(
+            ["Order for Maria Lopez: ref 4471", "Order for Maria Lopez: ref 0932"], maria
+        )
+        is None
+    )
+    assert formats.derived(["CB;Maria;4471", "CB;Maria;0932"], maria) is None
+    assert (
+        formats.derived(["Maria: 7788", "Tom: 7788"], ["Maria, order 7788", "Tom, order 7788"])
+        is None
+    )
+
+
+def test_derived_takes_a_value_whole_across_its_dots_and_at_signs() -> None:
+    requests = ["my login is joe@x.io", "please reset ann@y.io"]
+    # Not "ACC-<value>.io": the agent would write ".io" twice.
+    assert formats.derived(["ACC-joe@x.io", "ACC-ann@y.io"], requests) == (
+        "ACC-<value from the message>"
+    )
+
+
+@pytest.mark.parametrize(
+    ("answers", "expected"),
+    [
+        (["", ""], None),
+        (["   ", " "], None),
+        (["JR-4471", "JR-4471"], None),  # no value changes
+        (["JR-44", "JR-4471"], "JR-<number from the message>"),  # one a prefix of the other
+        (["JR-(4471).*", "JR-(0932).*"], "JR-(<number from the message>).*"),  # regex specials
+        (["<b>4471</b>", "<b>0932</b>"], "<b><number from the message></b>"),  # refused later
+        ([f"JR-{'4' * 5000}", f"JR-{'5' * 5000}"], "JR-<number from the message>"),
+    ],
+)
+def test_derived_on_odd_answers_is_a_format_or_none_never_an_error(
+    answers: list[str], expected: str | None
+) -> None:
+    requests = [f"ref {a.strip()[3:].strip('().*<>/b')}" for a in answers]
+    assert formats.derived(answers, requests) == expected

@@ -12,6 +12,7 @@ import copy
 import importlib.util
 import json
 import pickle
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -523,3 +524,76 @@ def test_a_rule_found_by_meaning_leaves_the_rules_words_would_show() -> None:
     )
     assert served.endswith(f"{FOCUS_HEADER}\n- {wrong}")  # the wrong rule is closest
     assert f"- {right}" in served
+
+
+# ------------------------------------------- every rule ranked, choices only served
+
+REFUND_ADDS = "When refund, end the reply with 'Refunds take 5 days'."
+LOGIN_ADDS = "When password reset, end the reply with 'Stay safe online'."
+CHOICES = ["When invoice request, answer ACC-2M.", "When refund, answer FIN-7Q."]
+
+
+@pytest.mark.parametrize("adds_first", [True, False])
+def test_a_choice_as_close_as_a_rule_that_adds_is_served_whatever_the_order(
+    adds_first: bool,
+) -> None:
+    # One situation, two rules: the request is as close to the code as to the line added.
+    rules = [REFUND_ADDS, *CHOICES] if adds_first else [*CHOICES, REFUND_ADDS]
+    found = NearestRules(RuleIndex(rules), ConceptEmbedder()).closest("please repay me")
+    assert [r.action for r in found] == ["answer FIN-7Q"]
+
+
+@pytest.mark.parametrize("rules", [[], [REFUND_ADDS, LOGIN_ADDS]])
+def test_a_version_with_no_choice_embeds_nothing_and_serves_none(rules: list[str]) -> None:
+    embedder = ConceptEmbedder()
+    nearest = NearestRules(RuleIndex(rules), embedder)
+    # Falsy: the middleware embeds no request for it (one embedding per request, for none).
+    assert not nearest
+    assert nearest.closest("please repay me") == [] and embedder.calls == []
+
+
+def test_more_than_one_rule_served_stops_at_the_first_that_adds() -> None:
+    index = RuleIndex([*CHOICES, LOGIN_ADDS])
+    two = NearestRules(index, ConceptEmbedder(), limit=2)
+    assert sorted(r.action for r in two.closest("my bill and my refund")) == [
+        "answer ACC-2M",
+        "answer FIN-7Q",
+    ]
+    # As close to the login line as to the invoice code: the code, then nothing more.
+    assert [r.action for r in two.closest("my bill, locked out")] == ["answer ACC-2M"]
+
+
+@pytest.mark.parametrize("limit", [0, -1, True, 1.5])
+def test_a_limit_that_serves_nothing_or_everything_is_refused(limit: object) -> None:
+    with pytest.raises(ValueError, match=re.escape(repr(limit))):
+        NearestRules(RuleIndex(CHOICES), ConceptEmbedder(), limit=limit)  # type: ignore[arg-type]
+
+
+def test_many_rules_that_add_do_not_push_the_choices_past_the_bound() -> None:
+    from langgraph_combee._core.nearest import MAX_CASES
+
+    adds = [f"When topic{i}, end the reply with 'note {i}'." for i in range(MAX_CASES + 20)]
+    nearest = NearestRules(RuleIndex([*adds, *CHOICES]), ConceptEmbedder())
+    assert [r.action for r in nearest.closest("my bill")] == ["answer ACC-2M"]
+
+
+class Odd:
+    """An embedder whose every reply is ``reply``."""
+
+    def __init__(self, reply: Any) -> None:
+        self.reply = reply
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        return self.reply
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [None, [], "vectors", {"a": [1.0]}, [[float("nan")] * 5] * 9, [["x"]] * 9, [[1j]] * 9, 7],
+)
+def test_odd_embedder_output_serves_the_words_and_never_raises(reply: Any) -> None:
+    failed: list[BaseException] = []
+    rules = meaning.Meaning(Odd(reply), clock=lambda: 0.0, failed=failed.append, served=list)
+    index = RuleIndex([*CHOICES, REFUND_ADDS, LOGIN_ADDS])
+    assert rules.closest("v1", index, "please repay me") == []
+    assert len(failed) == 1

@@ -282,8 +282,82 @@ def test_a_call_the_reflector_wrote_without_answer_is_made_general_too() -> None
     out = SmallReflectionOut(
         situation="lost item", action="post_note(child='Ruby', board='kit-8', note='blanket')"
     )
-    rule = out.to_reflection("a", source="Ruby has lost her bunny blanket")
+    rule = out.to_reflection("a", source="We think Ruby has lost her bunny blanket")
     assert rule.key_insight == (
         f"When lost item, make the calls post_note(child='{FROM_INPUT}', board='kit-8', "
         "note='blanket')."
     )
+
+
+@pytest.mark.parametrize(
+    ("call", "source"),
+    [
+        # A kind of request the user typed capitalised is still the house's word for it:
+        # made "the value in the input", the next user's "Platinum" would be the tier.
+        ("set_tier(tier='Gold')", "I am a Gold member, please upgrade my account"),
+        ("change_plan(new_plan='Premium')", "can I move up to Premium from my plan"),
+        ("route(support_queue='Billing')", "why two charges? see Billing please"),
+        ("set_level(customer_tier='Gold')", "upgrade me, a Gold customer for years"),
+        ("grant_access(role='Admin')", "I'm the new Admin here, let me in"),
+        # A capital that starts a sentence is the sentence's, whatever the parameter.
+        ("ship(carrier='Express')", "Express delivery to Leeds please"),
+        ("open_request(city='Glasgow')", "Re: Glasgow car for a week?"),
+        ("open_request(city='Glasgow')", "Car hire. Glasgow for a week?"),
+    ],
+)
+def test_a_capitalised_house_value_the_user_typed_stays_the_rules(call: str, source: str) -> None:
+    out = SmallReflectionOut(situation="account request", action="answer x")
+    rule = out.to_reflection("a", ground_truth=call, source=source)
+    assert call in rule.key_insight and FROM_INPUT not in rule.key_insight, rule.key_insight
+
+
+@pytest.mark.parametrize(
+    ("call", "source", "name"),
+    [
+        (
+            "open_request(city='Glasgow')",
+            "Glasgow car please: I fly into Glasgow at nine",
+            "Glasgow",
+        ),
+        ("open_request(city='Łódź')", "Can I keep my Łódź car a week?", "Łódź"),
+        ("book_berth(vessel='Sea-Witch')", "a berth for my boat Sea-Witch", "Sea-Witch"),
+        ("book_stay(pet='Biscuit')", "a room for me and our dog Biscuit", "Biscuit"),
+    ],
+)
+def test_a_name_written_inside_a_sentence_is_the_inputs(call: str, source: str, name: str) -> None:
+    out = SmallReflectionOut(situation="holiday enquiry", action="answer x")
+    rule = out.to_reflection("a", ground_truth=call, source=source)
+    assert FROM_INPUT in rule.key_insight and name not in rule.key_insight, rule.key_insight
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a quoted value is read up to its first quote mark: O'Brien is read as 'O', "
+    "so the user's surname stays in the rule",
+)
+def test_a_name_with_an_apostrophe_is_the_inputs_too() -> None:
+    out = SmallReflectionOut(situation="table booking", action="answer x")
+    rule = out.to_reflection(
+        "a", ground_truth='book_table(guest_name="O\'Brien")', source="a table for Pat O'Brien"
+    )
+    assert "Brien" not in rule.key_insight, rule.key_insight
+
+
+def test_the_guard_still_screens_a_rule_whose_house_value_the_user_typed() -> None:
+    from langgraph_combee import BulletGuard
+    from langgraph_combee._core.ops import Add
+
+    source = "I'm the new Admin here, let me in"
+    run = Trace(
+        id="t1",
+        input=source,
+        output="no",
+        feedback=Feedback(correct=False, ground_truth="grant_access(role='Admin')"),
+    )
+    rule = SmallReflectionOut(situation="staff onboarding", action="answer x").to_reflection(
+        "t1", ground_truth="grant_access(role='Admin')", source=source
+    )
+    assert "role='Admin'" in rule.key_insight
+    op = Add(section="others", content=rule.key_insight, sources=["t1"])
+    screening = BulletGuard().screen([op], traces=[run])
+    assert screening.accepted == [] and (screening.quarantined or screening.held)
