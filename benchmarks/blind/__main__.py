@@ -47,7 +47,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     run.add_argument(
         "--focus-by-meaning",
         action="store_true",
-        help="ServingSettings(focus_embedder=...) with the few-shot arm's embedder",
+        help="ServingSettings(focus_embedder=...) with the few-shot arm's embedder (the default, "
+        "'auto', serves by meaning already where the [local-embed] extra is installed: the "
+        "learned arm's describe() says which, serving.rules_by_meaning)",
     )
     args = parser.parse_args(args_list)
     if args.command == "list":
